@@ -1,0 +1,284 @@
+// Package config turns the environment into one typed Config for the hub and
+// one Runner config for `slipway runner`. Parsing is pure (no files, no
+// network); every problem becomes one error line that names its variable.
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/db"
+)
+
+// Mode is dev or prod.
+type Mode string
+
+const (
+	ModeDev  Mode = "dev"
+	ModeProd Mode = "prod"
+)
+
+// MinJWTSecretBytes is the spec's minimum signing-secret length.
+const MinJWTSecretBytes = 32
+
+// RunnerStaleFloor is the spec's floor for SERVICE_RUNNER_STALE_SECS.
+const RunnerStaleFloor = 45 * time.Second
+
+// Config is everything the hub reads from its environment.
+type Config struct {
+	Mode               Mode
+	PublicURL          string
+	CORSAllowedOrigins []string
+	Database           db.Target
+	DataDir            string
+	LogLevel           slog.Level
+	Port               int
+	SkipBootMigrations bool
+	ShutdownLBDelay    time.Duration
+	ShutdownGrace      time.Duration
+
+	AuthProvider       string
+	JWTSecret          Secret // empty in dev until ResolveJWTSecret runs
+	InitialAdminEmails []string
+	CookieSecure       bool
+
+	SecretBackend                   string
+	CalibrationSweepInterval        time.Duration
+	CalibrationSweepMinAge          time.Duration
+	CalibrationRefreshInterval      time.Duration
+	ResourceSecretReconcileInterval time.Duration
+	SpeechProviderAPIKey            Secret
+	LLMProviderAPIKey               Secret
+
+	Agent                        Agent
+	MaxParallelTasksPerWorkspace int
+	ErrorSinkDSN                 Secret
+	HubMode                      bool
+	AgentExecution               string // "" or "fleet_only"
+	InstanceID                   string
+	HubEventRelay                bool
+	RunnerStale                  time.Duration
+
+	TLS           TLS
+	RunnerRelease RunnerRelease
+	Autoscale     Autoscale
+
+	// Notices are adjustments made while loading (e.g. a value raised to its
+	// floor); the server logs them at boot.
+	Notices []string
+}
+
+// Agent holds the container limits applied to every agent.
+type Agent struct {
+	Network             string
+	MemoryBytes         int64
+	NanoCPUs            int64
+	PidsLimit           int64
+	ReadOnlyRootFS      bool
+	TmpfsTmpMB          int64
+	TmpfsRunMB          int64
+	TmpfsHomeMB         int64
+	TestDB              bool
+	TestDBImage         string
+	AttachmentsFileWait time.Duration
+	TaskTimeout         time.Duration
+}
+
+// TLS holds the certificate paths; all empty means plain HTTP.
+type TLS struct {
+	CertPath     string
+	KeyPath      string
+	ClientCAPath string
+}
+
+// Enabled reports whether the server serves HTTPS.
+func (t TLS) Enabled() bool { return t.CertPath != "" }
+
+// RunnerRelease is the release feed for the installer redirects.
+type RunnerRelease struct {
+	Version      string
+	DownloadBase string
+}
+
+// Configured reports whether both release settings are present.
+func (r RunnerRelease) Configured() bool { return r.Version != "" && r.DownloadBase != "" }
+
+// Autoscale configures the local-container runner autoscaler.
+type Autoscale struct {
+	Enabled  bool
+	Min      int
+	Max      int
+	Image    string
+	Cooldown time.Duration
+	Network  string
+}
+
+// IsProd reports production mode.
+func (c *Config) IsProd() bool { return c.Mode == ModeProd }
+
+var instanceIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// Load reads the hub configuration. The error joins one line per problem.
+func Load(lookup Lookup) (*Config, error) {
+	cfg, r := load(lookup)
+	if err := r.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func load(lookup Lookup) (*Config, *reader) {
+	r := newReader(lookup)
+	c := &Config{}
+
+	switch strings.ToLower(r.str("MODE", "dev")) {
+	case "prod", "production":
+		c.Mode = ModeProd
+	default:
+		c.Mode = ModeDev
+	}
+	prod := c.Mode == ModeProd
+
+	c.PublicURL = strings.TrimRight(r.str("PUBLIC_URL", ""), "/")
+	if c.PublicURL != "" {
+		r.httpURL("PUBLIC_URL", c.PublicURL)
+	} else if prod {
+		r.failf("PUBLIC_URL", "required in production")
+	}
+
+	for _, o := range r.list("CORS_ALLOWED_ORIGINS") {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			r.failf("CORS_ALLOWED_ORIGINS", "%q is not an origin like https://app.example.com", o)
+			continue
+		}
+		c.CORSAllowedOrigins = append(c.CORSAllowedOrigins, u.Scheme+"://"+u.Host)
+	}
+
+	c.DataDir = r.str("SERVICE_DATA_DIR", "./data")
+	if target, err := db.ParseURL(r.str("DATABASE_URL", ""), c.DataDir); err != nil {
+		r.failf("DATABASE_URL", "%v", err)
+	} else {
+		c.Database = target
+	}
+
+	switch lvl := r.oneOf("SERVICE_LOG_LEVEL", "info", "debug", "info", "warn", "error"); lvl {
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		c.LogLevel = slog.LevelInfo
+	}
+
+	c.Port = int(r.integer("SERVER_PORT", 8080, 0, 65535))
+	c.SkipBootMigrations = r.boolean("SERVICE_SKIP_BOOT_MIGRATIONS", false)
+	c.ShutdownLBDelay = r.seconds("SERVICE_SHUTDOWN_LB_DELAY_SECS", 5)
+	c.ShutdownGrace = r.seconds("SERVICE_SHUTDOWN_GRACE_SECS", 20)
+
+	c.AuthProvider = r.oneOf("AUTH_PROVIDER", "builtin", "builtin", "oidc")
+	if s, ok := r.raw("SERVICE_JWT_SECRET"); ok {
+		if len(s) < MinJWTSecretBytes {
+			r.failf("SERVICE_JWT_SECRET", "must be at least %d bytes (got %d)", MinJWTSecretBytes, len(s))
+		}
+		c.JWTSecret = Secret(s)
+	} else if prod {
+		r.failf("SERVICE_JWT_SECRET", "required in production (at least %d bytes)", MinJWTSecretBytes)
+	}
+	for _, e := range r.list("SERVICE_INITIAL_ADMIN_EMAILS") {
+		if at := strings.IndexByte(e, '@'); at <= 0 || at == len(e)-1 {
+			r.failf("SERVICE_INITIAL_ADMIN_EMAILS", "%q is not an email address", e)
+			continue
+		}
+		c.InitialAdminEmails = append(c.InitialAdminEmails, strings.ToLower(e))
+	}
+	if prod && len(c.InitialAdminEmails) == 0 && (c.AuthProvider == "builtin" || c.AuthProvider == "oidc") {
+		r.failf("SERVICE_INITIAL_ADMIN_EMAILS", "required in production with AUTH_PROVIDER=%s", c.AuthProvider)
+	}
+	c.CookieSecure = r.boolean("AUTH_COOKIE_SECURE", prod)
+
+	c.SecretBackend = r.oneOf("SECRET_BACKEND", "auto", "auto", "env", "openbao")
+	c.CalibrationSweepInterval = r.seconds("SERVICE_CALIBRATION_SWEEP_INTERVAL_SECS", 86400)
+	c.CalibrationSweepMinAge = r.seconds("SERVICE_CALIBRATION_SWEEP_MIN_AGE_SECS", int64(c.CalibrationSweepInterval/time.Second))
+	c.CalibrationRefreshInterval = r.seconds("SERVICE_CALIBRATION_REFRESH_INTERVAL_SECS", 21600)
+	c.ResourceSecretReconcileInterval = r.seconds("SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", 21600)
+	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
+	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
+
+	c.Agent = Agent{
+		Network:             r.str("AGENT_NETWORK", "service-agents"),
+		MemoryBytes:         r.integer("AGENT_MEMORY_BYTES", 2147483648, 6*1024*1024, math.MaxInt64),
+		NanoCPUs:            r.integer("AGENT_NANO_CPUS", 2000000000, 1000000, math.MaxInt64),
+		PidsLimit:           r.integer("AGENT_PIDS_LIMIT", 512, 1, math.MaxInt32),
+		ReadOnlyRootFS:      r.boolean("AGENT_READ_ONLY_ROOTFS", true),
+		TmpfsTmpMB:          r.integer("AGENT_TMPFS_TMP_MB", 512, 1, 1<<20),
+		TmpfsRunMB:          r.integer("AGENT_TMPFS_RUN_MB", 64, 1, 1<<20),
+		TmpfsHomeMB:         r.integer("AGENT_TMPFS_HOME_MB", 512, 1, 1<<20),
+		TestDB:              r.boolean("SERVICE_AGENT_TEST_DB", false),
+		TestDBImage:         r.str("AGENT_TEST_DB_IMAGE", "postgres:18"),
+		AttachmentsFileWait: time.Duration(r.integer("ATTACHMENTS_FILE_WAIT_MS", 30000, 0, 3600000)) * time.Millisecond,
+		TaskTimeout:         time.Duration(r.integer("AGENT_TASK_TIMEOUT_MINUTES", 90, 1, 7*24*60)) * time.Minute,
+	}
+	c.MaxParallelTasksPerWorkspace = int(r.integer("MAX_PARALLEL_TASKS_PER_WORKSPACE", 3, 1, 10000))
+	c.ErrorSinkDSN = Secret(r.str("SERVICE_ERROR_SINK_DSN", ""))
+	c.HubMode = r.boolean("SERVICE_HUB_MODE", false)
+	c.AgentExecution = r.oneOf("SERVICE_AGENT_EXECUTION", "", "fleet_only")
+
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "slipway"
+	}
+	c.InstanceID = r.str("SERVICE_INSTANCE_ID", host)
+	if !instanceIDPattern.MatchString(c.InstanceID) {
+		r.failf("SERVICE_INSTANCE_ID", "%q must be 1-63 letters, digits, '.', '_' or '-'", c.InstanceID)
+	}
+	c.HubEventRelay = r.boolean("SERVICE_HUB_EVENT_RELAY", false)
+
+	c.RunnerStale = r.seconds("SERVICE_RUNNER_STALE_SECS", 90)
+	if c.RunnerStale < RunnerStaleFloor {
+		c.Notices = append(c.Notices, fmt.Sprintf("SERVICE_RUNNER_STALE_SECS: %d is below the floor; raised to %d",
+			int(c.RunnerStale/time.Second), int(RunnerStaleFloor/time.Second)))
+		c.RunnerStale = RunnerStaleFloor
+	}
+
+	c.TLS = TLS{
+		CertPath:     r.str("SERVICE_TLS_CERT_PATH", ""),
+		KeyPath:      r.str("SERVICE_TLS_KEY_PATH", ""),
+		ClientCAPath: r.str("SERVICE_TLS_CLIENT_CA_PATH", ""),
+	}
+	r.pair("SERVICE_TLS_CERT_PATH", c.TLS.CertPath, "SERVICE_TLS_KEY_PATH", c.TLS.KeyPath)
+	if c.TLS.ClientCAPath != "" && (c.TLS.CertPath == "" || c.TLS.KeyPath == "") {
+		r.failf("SERVICE_TLS_CLIENT_CA_PATH", "mutual TLS needs SERVICE_TLS_CERT_PATH and SERVICE_TLS_KEY_PATH")
+	}
+
+	c.RunnerRelease = RunnerRelease{
+		Version:      r.str("SERVICE_RUNNER_VERSION", ""),
+		DownloadBase: strings.TrimRight(r.str("SERVICE_RUNNER_DOWNLOAD_BASE", ""), "/"),
+	}
+	if c.RunnerRelease.DownloadBase != "" {
+		r.httpURL("SERVICE_RUNNER_DOWNLOAD_BASE", c.RunnerRelease.DownloadBase)
+	}
+
+	c.Autoscale.Enabled = r.oneOf("SERVICE_RUNNER_AUTOSCALE", "off", "off", "on") == "on"
+	c.Autoscale.Min = int(r.integer("SERVICE_RUNNER_AUTOSCALE_MIN", 0, 0, 10000))
+	c.Autoscale.Max = int(r.integer("SERVICE_RUNNER_AUTOSCALE_MAX", int64(max(c.Autoscale.Min, 1)), 0, 10000))
+	if c.Autoscale.Max < c.Autoscale.Min {
+		r.failf("SERVICE_RUNNER_AUTOSCALE_MAX", "%d is below SERVICE_RUNNER_AUTOSCALE_MIN (%d)", c.Autoscale.Max, c.Autoscale.Min)
+	}
+	c.Autoscale.Image = r.str("SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "")
+	if c.Autoscale.Enabled && c.Autoscale.Image == "" {
+		r.failf("SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "required when SERVICE_RUNNER_AUTOSCALE=on")
+	}
+	c.Autoscale.Cooldown = r.seconds("SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", 60)
+	c.Autoscale.Network = r.str("SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents")
+
+	return c, r
+}

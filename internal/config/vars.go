@@ -1,0 +1,112 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Var documents one environment variable. The tables below are the single
+// source for the README's configuration section (checked by a test) and a
+// test asserts that Load reads exactly these names, so docs and parsing
+// cannot drift apart.
+type Var struct {
+	Name    string
+	Default string
+	Meaning string
+}
+
+// ServerVars are read by `slipway serve` (and the other hub-side commands).
+var ServerVars = []Var{
+	{"MODE", "dev", "`prod` or `production` enables production guards; any other value runs dev mode"},
+	{"PUBLIC_URL", "", "public base URL (absolute http or https); required in production"},
+	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to call the API from a browser"},
+	{"DATABASE_URL", "SQLite at `$SERVICE_DATA_DIR/slipway.db`", "`postgres://…` or `postgresql://…` for PostgreSQL; `sqlite:<path>` or `file:<path>` for SQLite"},
+	{"SERVICE_DATA_DIR", "./data", "ours: directory for the SQLite database and the dev signing secret; created if missing"},
+	{"SERVICE_LOG_LEVEL", "info", "ours: `debug`, `info`, `warn` or `error`"},
+	{"SERVER_PORT", "8080", "listen port (0 picks a free port, logged at start)"},
+	{"SERVICE_SKIP_BOOT_MIGRATIONS", "false", "true: only verify that every built-in migration is applied and refuse to start otherwise"},
+	{"SERVICE_SHUTDOWN_LB_DELAY_SECS", "5", "seconds between SIGTERM (readiness 503) and closing listeners; 0 skips"},
+	{"SERVICE_SHUTDOWN_GRACE_SECS", "20", "bound for open requests to finish after listeners close"},
+	{"AUTH_PROVIDER", "builtin", "`builtin` or `oidc`"},
+	{"SERVICE_JWT_SECRET", "generated in dev", "session-signing secret, at least 32 bytes; required in production; dev mode generates one and keeps it in the data dir (mode 0600)"},
+	{"SERVICE_INITIAL_ADMIN_EMAILS", "", "comma-separated initial owner emails; required in production for `builtin` or `oidc`"},
+	{"AUTH_COOKIE_SECURE", "true in prod, false in dev", "mark session cookies Secure"},
+	{"SECRET_BACKEND", "auto", "`auto`, `env` or `openbao`"},
+	{"SERVICE_CALIBRATION_SWEEP_INTERVAL_SECS", "86400", "model-chain calibration decision interval; 0 disables"},
+	{"SERVICE_CALIBRATION_SWEEP_MIN_AGE_SECS", "the sweep interval", "minimum age of the last pass; 0 means every poll"},
+	{"SERVICE_CALIBRATION_REFRESH_INTERVAL_SECS", "21600", "benchmark snapshot refresh; 0 disables"},
+	{"SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", "21600", "orphan resource-secret cleanup; 0 disables"},
+	{"SPEECH_PROVIDER_API_KEY", "", "instance-wide speech-to-text key"},
+	{"LLM_PROVIDER_API_KEY", "", "instance-wide fallback key for one model provider"},
+	{"AGENT_NETWORK", "service-agents", "container network agents join"},
+	{"AGENT_MEMORY_BYTES", "2147483648", "per-agent memory cap"},
+	{"AGENT_NANO_CPUS", "2000000000", "per-agent CPU cap"},
+	{"AGENT_PIDS_LIMIT", "512", "per-agent process limit"},
+	{"AGENT_READ_ONLY_ROOTFS", "true", "read-only root filesystem for agents"},
+	{"AGENT_TMPFS_TMP_MB", "512", "/tmp tmpfs ceiling in MiB"},
+	{"AGENT_TMPFS_RUN_MB", "64", "/run tmpfs ceiling in MiB"},
+	{"AGENT_TMPFS_HOME_MB", "512", "/home/agent tmpfs ceiling in MiB"},
+	{"SERVICE_AGENT_TEST_DB", "false", "allow the per-task ephemeral database sidecar for tasks with `config.test_db`"},
+	{"AGENT_TEST_DB_IMAGE", "postgres:18", "sidecar image"},
+	{"ATTACHMENTS_FILE_WAIT_MS", "30000", "set inside the agent container: wait for its attachments file"},
+	{"AGENT_TASK_TIMEOUT_MINUTES", "90", "hard per-task timeout"},
+	{"MAX_PARALLEL_TASKS_PER_WORKSPACE", "3", "concurrency cap per workspace"},
+	{"SERVICE_ERROR_SINK_DSN", "", "error-tracking DSN; unset disables the sink"},
+	{"SERVICE_HUB_MODE", "false", "dispatch to remote runners; false runs every task on the server"},
+	{"SERVICE_AGENT_EXECUTION", "", "`fleet_only` fails a launch when no eligible runner takes it; unset falls back to the server"},
+	{"SERVICE_INSTANCE_ID", "hostname", "stable identity; containers carry `service.instance=hub@<id>`"},
+	{"SERVICE_HUB_EVENT_RELAY", "false", "relay hub events across replicas"},
+	{"SERVICE_RUNNER_STALE_SECS", "90", "heartbeat staleness before a runner goes offline; values below 45 are raised to 45"},
+	{"SERVICE_TLS_CERT_PATH", "", "PEM certificate; with the key, serves HTTPS"},
+	{"SERVICE_TLS_KEY_PATH", "", "PEM private key; both or neither"},
+	{"SERVICE_TLS_CLIENT_CA_PATH", "", "PEM CA bundle; enables mutual TLS (needs certificate and key)"},
+	{"SERVICE_RUNNER_VERSION", "", "runner release version for the installer redirects"},
+	{"SERVICE_RUNNER_DOWNLOAD_BASE", "", "release feed base URL; with the version, enables the installer redirects"},
+	{"SERVICE_RUNNER_AUTOSCALE", "off", "`off` or `on`: run a local-container runner autoscaler"},
+	{"SERVICE_RUNNER_AUTOSCALE_MIN", "0", "floor of the runner count"},
+	{"SERVICE_RUNNER_AUTOSCALE_MAX", "the floor, at least 1", "ceiling of the runner count"},
+	{"SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "", "image for spawned runners; required when autoscale is on"},
+	{"SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", "60", "minimum seconds between scale actions"},
+	{"SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents", "network for spawned runners"},
+}
+
+// RunnerVars are read by `slipway runner`.
+var RunnerVars = []Var{
+	{"SERVICE_HUB_URL", "", "required; https unless plaintext is allowed"},
+	{"SERVICE_RUNNER_TOKEN", "", "static `scrn_` bearer token; this or the enrollment token, never both"},
+	{"SERVICE_RUNNER_ENROLLMENT_TOKEN", "", "single-use token redeemed at boot for a scoped `scrnj_` JWT"},
+	{"SERVICE_RUNNER_LABELS", "", "capability labels, comma or space separated; folded to lowercase and deduplicated"},
+	{"SERVICE_DATA_DIR", "./data", "ours: the runner state directory"},
+	{"SERVICE_RUNNER_TOKEN_FILE", "runner-token in the state directory", "where the JWT persists (mode 0600)"},
+	{"SERVICE_RUNNER_TOKEN_REFRESH_SECS", "0", "0 derives the cadence from about half the token lifetime"},
+	{"SERVICE_RUNNER_NAME", "service-runner", "display name"},
+	{"SERVICE_RUNNER_HEARTBEAT_SECS", "30", "heartbeat interval"},
+	{"SERVICE_RUNNER_POLL_SECS", "3", "pause after an empty work poll"},
+	{"SERVICE_RUNNER_ALLOW_INSECURE_TRANSPORT", "false", "permit a plaintext hub URL"},
+	{"SERVICE_RUNNER_EXECUTION_BACKEND", "docker", "`docker`, `ssh-docker`, `raw-ssh-exec` (unsandboxed) or `microvm`"},
+	{"SERVICE_RUNNER_MICROVM_CMD", "", "launcher command; required for `microvm`"},
+	{"SERVICE_RUNNER_TLS_CLIENT_CERT_PATH", "", "client certificate for mutual TLS; both or neither"},
+	{"SERVICE_RUNNER_TLS_CLIENT_KEY_PATH", "", "client key for mutual TLS; both or neither"},
+	{"SERVICE_RUNNER_TLS_CA_PATH", "", "CA bundle pinning the hub certificate"},
+	{"SERVICE_SSH_HOST", "", "`user@host:port`; required for both SSH backends"},
+	{"SERVICE_SSH_KNOWN_HOSTS", "", "pinned known_hosts file; required for both SSH backends"},
+	{"SERVICE_SSH_DOCKER_HOSTKEY_DELEGATED", "false", "must be true for `ssh-docker`"},
+	{"SERVICE_SSH_KEY_PATH", "", "private key; required for `raw-ssh-exec`"},
+	{"SERVICE_RUNNER_ALLOW_UNSANDBOXED", "false", "must be true for `raw-ssh-exec`"},
+	{"SERVICE_SSH_EXEC_AGENT_CMD", "", "required for `raw-ssh-exec`; template with `{image}` and `{agent_type}`"},
+	{"SERVICE_SSH_INSECURE_HOST_KEY", "false", "`raw-ssh-exec` only: accept any host key"},
+}
+
+// MarkdownTable renders vars as the README's configuration table.
+func MarkdownTable(vars []Var) string {
+	var b strings.Builder
+	b.WriteString("| Variable | Default | Meaning |\n|---|---|---|\n")
+	for _, v := range vars {
+		def := v.Default
+		if def == "" {
+			def = "—"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", v.Name, def, v.Meaning)
+	}
+	return b.String()
+}

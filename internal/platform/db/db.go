@@ -1,0 +1,167 @@
+// Package db opens Slipway's database (SQLite or PostgreSQL), holds the small
+// Dialect that covers where the engines differ, runs transactions and
+// migrations. SQL text is shared by both engines: write $1…$N placeholders.
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite"
+)
+
+// DB is an open database: a writer pool and a reader pool. On PostgreSQL both
+// are the same pool; on SQLite the writer has exactly one connection (SQLite
+// has one writer at a time, so queuing in Go beats SQLITE_BUSY retries) and
+// readers are query-only connections that run in parallel under WAL.
+type DB struct {
+	Target  Target
+	W       *sql.DB
+	R       *sql.DB
+	Dialect Dialect
+}
+
+// Engine reports which engine this database runs on.
+func (d *DB) Engine() Engine { return d.Target.Engine }
+
+// sqlitePragmas are applied to every SQLite connection (DESIGN §4).
+var sqlitePragmas = []string{
+	"busy_timeout(10000)",
+	"journal_mode(WAL)",
+	"synchronous(NORMAL)",
+	"foreign_keys(ON)",
+	"temp_store(MEMORY)",
+}
+
+func sqliteDSN(path string, writer bool) string {
+	q := url.Values{}
+	for _, p := range sqlitePragmas {
+		q.Add("_pragma", p)
+	}
+	q.Set("_time_format", "sqlite")
+	if writer {
+		// auto_vacuum only takes effect on a new file; the driver applies it
+		// before anything materialises the first page.
+		q.Set("_auto_vacuum", "INCREMENTAL")
+		q.Set("_txlock", "immediate")
+	} else {
+		q.Set("_txlock", "deferred")
+		q.Add("_pragma", "query_only(1)")
+	}
+	return path + "?" + q.Encode()
+}
+
+// Open connects to the target and checks that it answers. For SQLite it
+// creates the file's directory.
+func Open(ctx context.Context, t Target) (*DB, error) {
+	switch t.Engine {
+	case SQLite:
+		return openSQLite(ctx, t)
+	case Postgres:
+		return openPostgres(ctx, t)
+	}
+	return nil, fmt.Errorf("db: unknown engine %q", t.Engine)
+}
+
+func openSQLite(ctx context.Context, t Target) (*DB, error) {
+	if dir := filepath.Dir(t.Path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("db: creating %s: %w", dir, err)
+		}
+	}
+	w, err := sql.Open("sqlite", sqliteDSN(t.Path, true))
+	if err != nil {
+		return nil, fmt.Errorf("db: open sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	// The writer must open first: it switches a new file to WAL before any
+	// reader connects.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("db: open sqlite %s: %w", t.Path, err)
+	}
+	r, err := sql.Open("sqlite", sqliteDSN(t.Path, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("db: open sqlite readers: %w", err)
+	}
+	n := max(4, 2*runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(5 * time.Minute)
+	return &DB{Target: t, W: w, R: r, Dialect: sqliteDialect{}}, nil
+}
+
+func openPostgres(ctx context.Context, t Target) (*DB, error) {
+	p, err := sql.Open("pgx", t.URL)
+	if err != nil {
+		return nil, fmt.Errorf("db: open postgres: %w", err)
+	}
+	p.SetMaxOpenConns(32)
+	p.SetMaxIdleConns(16)
+	p.SetConnMaxIdleTime(5 * time.Minute)
+	p.SetConnMaxLifetime(time.Hour)
+	if err := p.PingContext(ctx); err != nil {
+		p.Close()
+		return nil, fmt.Errorf("db: connect to %s: %w", t, err)
+	}
+	return &DB{Target: t, W: p, R: p, Dialect: postgresDialect{}}, nil
+}
+
+// Ping checks that the database answers (readiness).
+func (d *DB) Ping(ctx context.Context) error {
+	return d.R.PingContext(ctx)
+}
+
+// Close closes both pools.
+func (d *DB) Close() error {
+	if d.R != d.W {
+		return errors.Join(d.R.Close(), d.W.Close())
+	}
+	return d.W.Close()
+}
+
+// Queryer is what stores need to run SQL: a pool or a transaction.
+type Queryer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Tx runs fn in a write transaction: committed when fn returns nil, rolled
+// back when it returns an error or panics. On SQLite the transaction starts
+// IMMEDIATE, so it holds the write lock from the start and never fails late
+// with SQLITE_BUSY on upgrade.
+func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := d.W.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("db: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if err = fn(tx); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("db: commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialect holds what differs between the engines. Everything else is one SQL
+// text for both.
+type Dialect interface {
+	// ILike returns a case-insensitive LIKE of expr against the placeholder
+	// param (e.g. "$2"). The pattern escapes with a backslash.
+	ILike(expr, param string) string
+	// IsUniqueViolation reports a unique or primary-key constraint failure.
+	IsUniqueViolation(err error) bool
+	// TryLock takes the named cross-replica lock without waiting. It returns
+	// ok=false when another holder has it; release frees it. On SQLite, which
+	// has one process per database file, the lock is in-process.
+	TryLock(ctx context.Context, d *DB, name string) (release func(), ok bool, err error)
+}
+
+type sqliteDialect struct{}
+
+func (sqliteDialect) ILike(expr, param string) string {
+	// SQLite's LIKE is already case-insensitive for ASCII.
+	return expr + " LIKE " + param + ` ESCAPE '\'`
+}
+
+func (sqliteDialect) IsUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+var sqliteLocks sync.Map // name -> *sync.Mutex
+
+func (sqliteDialect) TryLock(_ context.Context, _ *DB, name string) (func(), bool, error) {
+	m, _ := sqliteLocks.LoadOrStore(name, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	if !mu.TryLock() {
+		return nil, false, nil
+	}
+	return mu.Unlock, true, nil
+}
+
+type postgresDialect struct{}
+
+func (postgresDialect) ILike(expr, param string) string {
+	return expr + " ILIKE " + param + ` ESCAPE '\'`
+}
+
+func (postgresDialect) IsUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// TryLock uses a session-level advisory lock held on a dedicated connection;
+// the key is a 64-bit hash of the name.
+func (postgresDialect) TryLock(ctx context.Context, d *DB, name string) (func(), bool, error) {
+	conn, err := d.W.Conn(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("db: lock %s: %w", name, err)
+	}
+	key := lockKey(name)
+	var ok bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock($1)", key).Scan(&ok); err != nil {
+		conn.Close()
+		return nil, false, fmt.Errorf("db: lock %s: %w", name, err)
+	}
+	if !ok {
+		conn.Close()
+		return nil, false, nil
+	}
+	return func() {
+		// A failed unlock still ends with the connection closed, which ends
+		// the session and so releases the lock.
+		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", key)
+		conn.Close()
+	}, true, nil
+}
+
+func lockKey(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("slipway:" + name))
+	return int64(h.Sum64())
+}
+
+// EscapeLike escapes LIKE wildcards in s for use with ILike.
+func EscapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+var (
+	_ Dialect = sqliteDialect{}
+	_ Dialect = postgresDialect{}
+)
