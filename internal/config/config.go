@@ -282,3 +282,15 @@ func load(lookup Lookup) (*Config, *reader) {
 
 	return c, r
 }
+
+// LoadDatabase reads only what a database tool (`slipway migrate`) needs,
+// so it runs without the serving settings that production otherwise demands.
+func LoadDatabase(lookup Lookup) (db.Target, error) {
+	r := newReader(lookup)
+	dataDir := r.str("SERVICE_DATA_DIR", "./data")
+	target, err := db.ParseURL(r.str("DATABASE_URL", ""), dataDir)
+	if err != nil {
+		r.failf("DATABASE_URL", "%v", err)
+	}
+	return target, r.err()
+}

@@ -3,9 +3,9 @@ package config
 import (
 	"fmt"
 	"log/slog"
-	"reflect"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"

@@ -77,4 +77,3 @@ func parseTimeText(s string) (*time.Time, error) {
 	}
 	return nil, fmt.Errorf("db: unrecognised timestamp %q", s)
 }
-

@@ -1,0 +1,203 @@
+// Command slipway is the whole product in one binary: the hub (serve), its
+// database tools and the OpenAPI export. Subcommands are dispatched here;
+// everything else lives in internal/.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"slipway/internal/buildinfo"
+	"slipway/internal/config"
+	"slipway/internal/platform/db"
+	"slipway/internal/server"
+	"slipway/migrations"
+)
+
+const usage = `slipway: AI coding agents and workflows on your own git repositories.
+
+Usage:
+  slipway <command> [flags]
+
+Commands:
+  serve            run the hub: API, dispatcher, local executor (configured by environment; see README)
+  migrate up       apply pending database migrations
+  migrate status   list applied, pending and newer-than-binary migrations
+  openapi          write the public and management OpenAPI documents (--out DIR)
+  version          print the version
+
+Run 'slipway <command> --help' for a command's flags.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "-h", "--help", "-help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	case "serve":
+		return serve(args[1:], stderr)
+	case "migrate":
+		return migrate(args[1:], stdout, stderr)
+	case "openapi":
+		return openapi(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "slipway %s (%s)\n", buildinfo.Version, buildinfo.GoVersion())
+		return 0
+	}
+	fmt.Fprintf(stderr, "slipway: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
+
+func newFlags(name, help string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: slipway %s\n\n%s\n", name, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse returns -1 to continue, or an exit code.
+func parse(fs *flag.FlagSet, args []string) int {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	return -1
+}
+
+// configError prints one line per problem, each naming its variable.
+func configError(stderr io.Writer, err error) int {
+	for _, line := range strings.Split(err.Error(), "\n") {
+		fmt.Fprintf(stderr, "slipway: configuration: %s\n", line)
+	}
+	return 1
+}
+
+func serve(args []string, stderr io.Writer) int {
+	fs := newFlags("serve", "Runs the hub. All settings come from the environment (see README).", stderr)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	cfg, err := config.Load(config.OSLookup)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	log := server.NewLogger(cfg, os.Stderr)
+
+	// First SIGTERM/SIGINT starts the graceful shutdown; a second one skips
+	// the remaining waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	hard := make(chan struct{})
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		sig := <-sigs
+		log.Info("signal received", "signal", sig.String())
+		cancel()
+		<-sigs
+		close(hard)
+	}()
+
+	if err := server.Run(ctx, cfg, log, hard); err != nil {
+		log.Error("serve failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func migrate(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || (args[0] != "up" && args[0] != "status") {
+		fmt.Fprintln(stderr, "Usage: slipway migrate up|status")
+		return 2
+	}
+	fs := newFlags("migrate "+args[0], "Uses DATABASE_URL and SERVICE_DATA_DIR.", stderr)
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	target, err := config.LoadDatabase(config.OSLookup)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	if target.Engine == db.SQLite {
+		if _, err := os.Stat(target.Path); errors.Is(err, os.ErrNotExist) && args[0] == "status" {
+			fmt.Fprintf(stdout, "database: %s (does not exist yet)\n", target)
+		}
+	}
+	d, err := db.Open(ctx, target)
+	if err != nil {
+		fmt.Fprintf(stderr, "slipway: %v\n", err)
+		return 1
+	}
+	defer d.Close()
+	m := d.NewMigrations(migrations.FS, nil)
+
+	if args[0] == "up" {
+		applied, err := m.Up(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "slipway: %v\n", err)
+			return 1
+		}
+		for _, a := range applied {
+			fmt.Fprintf(stdout, "applied  %05d  %s\n", a.Version, a.Name)
+		}
+		fmt.Fprintf(stdout, "%d migration(s) applied to %s\n", len(applied), target)
+		return 0
+	}
+
+	st, err := m.Status(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "slipway: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "database: %s\n", target)
+	for _, a := range st.Applied {
+		fmt.Fprintf(stdout, "applied  %05d  %-40s %s\n", a.Version, a.Name, a.AppliedAt.Format(time.RFC3339))
+	}
+	for _, p := range st.Pending {
+		fmt.Fprintf(stdout, "pending  %05d  %s\n", p.Version, p.Name)
+	}
+	for _, v := range st.Newer {
+		fmt.Fprintf(stdout, "newer    %05d  (applied by a newer binary)\n", v)
+	}
+	fmt.Fprintf(stdout, "%d applied, %d pending, %d newer than this binary\n", len(st.Applied), len(st.Pending), len(st.Newer))
+	return 0
+}
+
+func openapi(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("openapi", "Writes public.json and management.json without listening.", stderr)
+	out := fs.String("out", "docs/api", "directory to write the documents into")
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	if err := server.WriteSpecs(*out); err != nil {
+		fmt.Fprintf(stderr, "slipway: openapi: %v\n", err)
+		return 1
+	}
+	for _, name := range server.SpecFiles {
+		fmt.Fprintf(stdout, "wrote %s/%s\n", strings.TrimRight(*out, "/"), name)
+	}
+	return 0
+}

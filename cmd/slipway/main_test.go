@@ -1,0 +1,386 @@
+package main
+
+// These tests run the real binary: built once (with -tags e2e, which adds
+// only a deliberately slow route), started as a child process, driven over
+// real HTTP and signalled like an orchestrator would.
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "slipway-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "slipway")
+	build := exec.Command("go", "build", "-tags", "e2e", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binary:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running slipway process.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	mu     sync.Mutex
+	out    bytes.Buffer
+	exited chan struct{}
+	err    error
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+var listenRe = regexp.MustCompile(`msg=listening addr=\S*:(\d+)`)
+
+// start runs `slipway serve` in dir with exactly env (plus PATH and HOME)
+// and waits for its listen line.
+func start(t *testing.T, dir string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, "serve")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVER_PORT=0"}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.out.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listenRe.FindStringSubmatch(line); m != nil {
+				addr <- "127.0.0.1:" + m[1]
+			}
+		}
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+	})
+	select {
+	case p.addr = <-addr:
+	case <-p.exited:
+		t.Fatalf("slipway exited before listening: %v\n%s", p.err, p.logs())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("slipway did not listen within 30s\n%s", p.logs())
+	}
+	return p
+}
+
+func (p *proc) url(path string) string { return "http://" + p.addr + path }
+
+// status GETs path on a fresh connection; 0 means the connection failed.
+func (p *proc) status(path string) int {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get(p.url(path))
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (p *proc) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.status("/readyz") != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not ready within 30s\n%s", p.logs())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (p *proc) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("slipway did not exit\n%s", p.logs())
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+// TestFreshStartAndRestart: no configuration at all (only a port, so tests
+// can run side by side) is a working instance; the second start reuses the
+// data dir, database and secret.
+func TestFreshStartAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := start(t, dir)
+	p.waitReady(t)
+	for _, f := range []string{"data/slipway.db", "data/jwt-secret"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%s not created: %v", f, err)
+		}
+	}
+	secret, _ := os.ReadFile(filepath.Join(dir, "data/jwt-secret"))
+	if !strings.Contains(p.logs(), "migration applied") || !strings.Contains(p.logs(), "first boot") {
+		t.Fatalf("first start did not migrate:\n%s", p.logs())
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	// The dev default load-balancer delay is 5 s; a second signal skips it.
+	time.Sleep(100 * time.Millisecond)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, p.logs())
+	}
+
+	p = start(t, dir)
+	p.waitReady(t)
+	logs := p.logs()
+	if strings.Contains(logs, "migration applied") || strings.Contains(logs, "first boot") || strings.Contains(logs, "generated a signing secret") {
+		t.Fatalf("second start redid first-start work:\n%s", logs)
+	}
+	if !strings.Contains(logs, "applied_now=0") {
+		t.Fatalf("second start did not report an up-to-date database:\n%s", logs)
+	}
+	again, _ := os.ReadFile(filepath.Join(dir, "data/jwt-secret"))
+	if !bytes.Equal(secret, again) {
+		t.Fatal("the dev secret changed between starts")
+	}
+}
+
+// event is an observation with the time it was made.
+type event struct {
+	name string
+	at   time.Time
+}
+
+type timeline struct {
+	mu     sync.Mutex
+	events []event
+}
+
+func (tl *timeline) add(name string) {
+	tl.mu.Lock()
+	tl.events = append(tl.events, event{name, time.Now()})
+	tl.mu.Unlock()
+}
+
+func (tl *timeline) order(t *testing.T, want ...string) {
+	t.Helper()
+	tl.mu.Lock()
+	defer tl.mu.Unlock()
+	var got []string
+	for _, e := range tl.events {
+		got = append(got, e.name)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("observed %v, want %v", got, want)
+	}
+}
+
+// slowRequest starts GET /e2e/slow and returns once the server has begun
+// answering (headers received), so the request is in flight. done receives
+// the body, or an error, when it ends.
+func slowRequest(t *testing.T, p *proc, ms int) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	started := make(chan struct{})
+	go func() {
+		resp, err := http.Get(p.url(fmt.Sprintf("/e2e/slow?ms=%d", ms)))
+		close(started)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && string(b) != "started\nfinished\n" {
+			err = fmt.Errorf("truncated body %q", b)
+		}
+		done <- err
+	}()
+	<-started
+	return done
+}
+
+// watch records readiness turning 503 and the listener closing.
+func watch(p *proc, tl *timeline, stop <-chan struct{}) {
+	saw503 := false
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		switch s := p.status("/readyz"); {
+		case s == 503 && !saw503:
+			saw503 = true
+			tl.add("readiness 503")
+		case s == 0:
+			c, err := net.DialTimeout("tcp", p.addr, time.Second)
+			if err != nil {
+				tl.add("listener closed")
+				return
+			}
+			c.Close()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSIGTERMDuringSlowRequests: after SIGTERM readiness turns 503, a
+// request that ends within the load-balancer delay completes, the listener
+// closes, a request that outlives the delay still completes within the
+// grace period, and the process exits 0, in that order.
+func TestSIGTERMDuringSlowRequests(t *testing.T) {
+	p := start(t, t.TempDir(), "SERVICE_SHUTDOWN_LB_DELAY_SECS=2", "SERVICE_SHUTDOWN_GRACE_SECS=10")
+	p.waitReady(t)
+	tl := &timeline{}
+	short := slowRequest(t, p, 1000)
+	long := slowRequest(t, p, 4000)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	stop := make(chan struct{})
+	go watch(p, tl, stop)
+	if err := <-short; err != nil {
+		t.Fatalf("short in-flight request: %v", err)
+	}
+	tl.add("short request completed")
+	if err := <-long; err != nil {
+		t.Fatalf("long in-flight request: %v", err)
+	}
+	tl.add("long request completed")
+	code := p.wait(t)
+	tl.add("exit")
+	close(stop)
+	if code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.logs())
+	}
+	tl.order(t, "readiness 503", "short request completed", "listener closed", "long request completed", "exit")
+}
+
+// TestSIGTERMGraceExpires: a request longer than the grace period is cut
+// off; the process still exits 0 and says so.
+func TestSIGTERMGraceExpires(t *testing.T) {
+	p := start(t, t.TempDir(), "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_SHUTDOWN_GRACE_SECS=1")
+	p.waitReady(t)
+	done := slowRequest(t, p, 20000)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d\n%s", code, p.logs())
+	}
+	if err := <-done; err == nil {
+		t.Fatal("a request longer than the grace period completed")
+	}
+	if !strings.Contains(p.logs(), "outlived the grace period") {
+		t.Fatalf("no log line about the cut-off request:\n%s", p.logs())
+	}
+}
+
+// TestConfigErrorsAtBoot: the binary refuses to start, one line per problem.
+func TestConfigErrorsAtBoot(t *testing.T) {
+	cmd := exec.Command(binary, "serve")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "MODE=prod", "SERVER_PORT=abc"}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit = %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	want := []string{"PUBLIC_URL", "SERVER_PORT", "SERVICE_JWT_SECRET", "SERVICE_INITIAL_ADMIN_EMAILS"}
+	if len(lines) != len(want) {
+		t.Fatalf("want %d lines, got:\n%s", len(want), out)
+	}
+	for i, name := range want {
+		if !strings.HasPrefix(lines[i], "slipway: configuration: "+name+": ") {
+			t.Errorf("line %d = %q, want it to name %s", i, lines[i], name)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cmd.Dir, "data")); !os.IsNotExist(err) {
+		t.Fatal("a refused boot created the data dir")
+	}
+}
+
+func TestMigrateCommands(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	out, code := run("migrate", "status")
+	if code != 0 || !strings.Contains(out, "pending  00001  00001_instance.sql") || !strings.Contains(out, "0 applied, 1 pending") {
+		t.Fatalf("status before up (%d):\n%s", code, out)
+	}
+	out, code = run("migrate", "up")
+	if code != 0 || !strings.Contains(out, "applied  00001  00001_instance.sql") {
+		t.Fatalf("up (%d):\n%s", code, out)
+	}
+	out, code = run("migrate", "status")
+	if code != 0 || !strings.Contains(out, "applied  00001  00001_instance.sql") || !strings.Contains(out, "1 applied, 0 pending") {
+		t.Fatalf("status after up (%d):\n%s", code, out)
+	}
+	if out, code = run("migrate", "sideways"); code != 2 {
+		t.Fatalf("bad subcommand exit %d:\n%s", code, out)
+	}
+	out, code = run("--help")
+	for _, c := range []string{"serve", "migrate up", "migrate status", "openapi", "version"} {
+		if code != 0 || !strings.Contains(out, c) {
+			t.Fatalf("--help lacks %q (%d):\n%s", c, code, out)
+		}
+	}
+	out, code = run("openapi", "--out", "specs")
+	if code != 0 {
+		t.Fatalf("openapi (%d):\n%s", code, out)
+	}
+	for _, f := range []string{"specs/public.json", "specs/management.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("openapi did not write %s", f)
+		}
+	}
+}

@@ -1,0 +1,237 @@
+package httpx
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/ids"
+)
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	loggerKey
+)
+
+// RequestIDHeader carries the request id in and out.
+const RequestIDHeader = "X-Request-Id"
+
+// RequestID returns the id of the request ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// Logger returns the server logger tagged with the request id.
+func Logger(ctx context.Context) *slog.Logger {
+	l, _ := ctx.Value(loggerKey).(*slog.Logger)
+	if l == nil {
+		l = slog.Default()
+	}
+	if id := RequestID(ctx); id != "" {
+		return l.With("request_id", id)
+	}
+	return l
+}
+
+// WithLogger puts the base logger into ctx (used outside requests too).
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey, l)
+}
+
+// validRequestID accepts a caller's id only if it is short and plain, so it
+// can go into logs and headers as is.
+func validRequestID(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// quietPaths are probes that are logged only when they fail: a load balancer
+// polls them every few seconds, and a line each would bury everything else.
+var quietPaths = map[string]bool{"/livez": true, "/readyz": true}
+
+// Observe is the outermost middleware: it assigns the request id, logs one
+// line per request (id, method, route pattern, status, duration) and turns
+// the router's own 404 and 405 answers into the JSON error body. Only the
+// route pattern is logged, never the path or query, so tokens that travel in
+// URLs never reach the log.
+func Observe(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(RequestIDHeader)
+		if !validRequestID(id) {
+			id = ids.RandomHex(8)
+		}
+		w.Header().Set(RequestIDHeader, id)
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), loggerKey, log)
+		r = r.WithContext(ctx)
+		rw := &responseWriter{ResponseWriter: w, r: r}
+		next.ServeHTTP(rw, r)
+		status := rw.status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		if status < 400 && quietPaths[r.URL.Path] {
+			return
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "-"
+		}
+		level := slog.LevelInfo
+		switch {
+		case status == http.StatusServiceUnavailable:
+			level = slog.LevelWarn // not ready or draining: expected, not a fault
+		case status >= 500:
+			level = slog.LevelError
+		}
+		log.LogAttrs(ctx, level, "request",
+			slog.String("request_id", id),
+			slog.String("method", r.Method),
+			slog.String("route", route),
+			slog.Int("status", status),
+			slog.Int64("bytes", rw.bytes),
+			slog.Duration("duration", time.Since(start)),
+		)
+	})
+}
+
+// responseWriter records status and size, and rewrites the router's plain
+// text 404/405 (recognisable by the empty route pattern) into JSON.
+type responseWriter struct {
+	http.ResponseWriter
+	r         *http.Request
+	status    int
+	bytes     int64
+	swallowed bool
+}
+
+func (w *responseWriter) WriteHeader(code int) {
+	if w.status != 0 {
+		return
+	}
+	w.status = code
+	if w.r.Pattern == "" && (code == http.StatusNotFound || code == http.StatusMethodNotAllowed) {
+		e := NewError(apperr.CodeNotFound, "no route for "+w.r.Method+" "+safePath(w.r.URL.Path))
+		if code == http.StatusMethodNotAllowed {
+			e = NewError(apperr.CodeMethodNotAllowed, "method "+w.r.Method+" is not allowed here (allowed: "+w.Header().Get("Allow")+")")
+		}
+		w.bytes = writeJSONError(w.ResponseWriter, e)
+		w.swallowed = true
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// safePath bounds what of a client's path is echoed back.
+func safePath(p string) string {
+	if len(p) > 200 {
+		return p[:200] + "…"
+	}
+	return p
+}
+
+func (w *responseWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallowed {
+		return len(b), nil
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush, deadlines and Hijack.
+func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *responseWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if w.status == 0 {
+			w.WriteHeader(http.StatusOK)
+		}
+		f.Flush()
+	}
+}
+
+func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("httpx: response does not support hijacking")
+	}
+	w.status = http.StatusSwitchingProtocols
+	return h.Hijack()
+}
+
+// Recover turns a panic into a logged 500 with the JSON body; the stack goes
+// to the log only.
+func Recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			Logger(r.Context()).Error("panic serving request",
+				"method", r.Method, "route", r.Pattern, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			if rw, ok := w.(*responseWriter); ok && rw.status != 0 {
+				// Too late for a clean error: the status is out. Abort so the
+				// client sees a broken response rather than a truncated "success".
+				panic(http.ErrAbortHandler)
+			}
+			writeJSONError(w, NewError(apperr.CodeInternal, internalMessage(r.Context())))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// CORS allows browsers on the listed origins to call the API with
+// credentials. Preflights from listed origins are answered here; other
+// origins get no CORS headers (the browser then blocks the response).
+func CORS(origins []string, next http.Handler) http.Handler {
+	if len(origins) == 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin == "" || !slices.Contains(origins, origin) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", origin)
+		h.Set("Access-Control-Allow-Credentials", "true")
+		h.Add("Vary", "Origin")
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, X-CSRF-Token, X-Workspace-Id, X-Request-Id, Authorization, If-Match")
+			h.Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h.Set("Access-Control-Expose-Headers", "X-Request-Id, ETag")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"slipway/internal/buildinfo"
+	"slipway/internal/platform/httpx"
+)
+
+// API versions, shown in the OpenAPI documents. They change with the API, not
+// with each build, so the committed specs stay stable.
+const (
+	PublicAPIVersion     = "0.1.0"
+	ManagementAPIVersion = "0.1.0"
+	ManagementPrefix     = "/api/management/v1"
+)
+
+// APIs are the two Huma APIs that share one mux.
+type APIs struct {
+	Public     huma.API
+	Management huma.API
+}
+
+// Services are what the operations call. Any field may be nil when the APIs
+// are built only to export their OpenAPI documents: handlers reach services
+// only when a request arrives.
+type Services struct{}
+
+func humaConfig(title, version, openAPIPath string) huma.Config {
+	cfg := huma.Config{
+		OpenAPI: &huma.OpenAPI{
+			OpenAPI: "3.1.0",
+			Info: &huma.Info{
+				Title:   title,
+				Version: version,
+			},
+			Components: &huma.Components{
+				Schemas:         huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer),
+				SecuritySchemes: map[string]*huma.SecurityScheme{},
+			},
+		},
+		OpenAPIPath:   openAPIPath,
+		DefaultFormat: "application/json",
+		Formats: map[string]huma.Format{
+			"application/json": huma.DefaultJSONFormat,
+			"json":             huma.DefaultJSONFormat,
+		},
+		// No docs UI and no $schema links in bodies: responses carry exactly
+		// the spec's fields.
+	}
+	return cfg
+}
+
+// NewAPIs registers both APIs and all their operations on mux.
+func NewAPIs(mux *http.ServeMux, svc Services) APIs {
+	pub := humago.New(mux, humaConfig("Slipway API", PublicAPIVersion, "/api/openapi"))
+	pub.OpenAPI().Info.Description = "The public API of Slipway: projects, tasks, runs, workflows and everything around them."
+	pub.OpenAPI().Components.SecuritySchemes["session"] = &huma.SecurityScheme{
+		Type: "apiKey", In: "cookie", Name: "service_session",
+		Description: "Browser session; unsafe methods also need the X-CSRF-Token header matching the service_csrf cookie.",
+	}
+
+	mgmt := humago.New(mux, humaConfig("Slipway Management API", ManagementAPIVersion, ManagementPrefix+"/openapi"))
+	mgmt.OpenAPI().Info.Description = "Machine-to-machine administration with desired-state (idempotent) semantics."
+	mgmt.OpenAPI().Components.SecuritySchemes["bearer"] = &huma.SecurityScheme{
+		Type: "http", Scheme: "bearer", Description: "Management API token.",
+	}
+
+	// The error body is part of every API, including one with no operations yet.
+	mgmt.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[httpx.Error](), true, "Error")
+
+	registerMeta(pub)
+	documentPlainRoutes(pub)
+	return APIs{Public: pub, Management: mgmt}
+}
+
+// VersionOutput is the body of GET /api/version.
+type VersionOutput struct {
+	Body struct {
+		Version              string `json:"version" doc:"Release version of the server" example:"1.4.0"`
+		PublicAPIVersion     string `json:"public_api_version" doc:"Version of this API's OpenAPI document"`
+		ManagementAPIVersion string `json:"management_api_version" doc:"Version of the management API's OpenAPI document"`
+	}
+}
+
+func registerMeta(api huma.API) {
+	huma.Register(api, huma.Operation{
+		OperationID: "get-version",
+		Method:      http.MethodGet,
+		Path:        "/api/version",
+		Summary:     "Server and API versions",
+		Description: "Lets clients (consoles, CLIs, runners) check compatibility before they call anything else.",
+		Tags:        []string{"Meta"},
+	}, func(ctx context.Context, _ *struct{}) (*VersionOutput, error) {
+		out := &VersionOutput{}
+		out.Body.Version = buildinfo.Version
+		out.Body.PublicAPIVersion = PublicAPIVersion
+		out.Body.ManagementAPIVersion = ManagementAPIVersion
+		return out, nil
+	})
+}
+
+// documentPlainRoutes adds the routes served by plain handlers (probes,
+// installer redirects) to the public OpenAPI document, so the document lists
+// every route even where Huma does not serve it.
+func documentPlainRoutes(api huma.API) {
+	oa := api.OpenAPI()
+	errSchema := &huma.Schema{Ref: "#/components/schemas/Error"}
+	jsonErr := func(desc string) *huma.Response {
+		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
+	}
+	status := &huma.Schema{Type: "object", Properties: map[string]*huma.Schema{"status": {Type: "string"}}, Required: []string{"status"}}
+	ok := &huma.Response{Description: "OK", Content: map[string]*huma.MediaType{"application/json": {Schema: status}}}
+	oa.AddOperation(&huma.Operation{
+		OperationID: "livez", Method: http.MethodGet, Path: "/livez", Tags: []string{"Probes"},
+		Summary:   "Liveness: the process runs",
+		Responses: map[string]*huma.Response{"200": ok},
+	})
+	oa.AddOperation(&huma.Operation{
+		OperationID: "readyz", Method: http.MethodGet, Path: "/readyz", Tags: []string{"Probes"},
+		Summary:   "Readiness: 503 once shutting down or when the database does not answer within two seconds",
+		Responses: map[string]*huma.Response{"200": ok, "503": jsonErr("Not ready")},
+	})
+	for id, p := range map[string]string{"install-runner-sh": "/install-runner.sh", "install-runner-ps1": "/install-runner.ps1"} {
+		oa.AddOperation(&huma.Operation{
+			OperationID: id, Method: http.MethodGet, Path: p, Tags: []string{"Runners"},
+			Summary: "Redirect to the runner installer on the release feed",
+			Responses: map[string]*huma.Response{
+				"302": {Description: "Redirect to {SERVICE_RUNNER_DOWNLOAD_BASE}/{SERVICE_RUNNER_VERSION}" + p},
+				"503": jsonErr("SERVICE_RUNNER_VERSION or SERVICE_RUNNER_DOWNLOAD_BASE is unset"),
+			},
+		})
+	}
+}

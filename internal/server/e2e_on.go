@@ -1,0 +1,23 @@
+//go:build e2e
+
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// mountE2E adds routes that only binaries built with -tags e2e carry: the
+// shutdown test needs a request that stays in flight for a known time.
+func mountE2E(mux *http.ServeMux) {
+	mux.HandleFunc("GET /e2e/slow", func(w http.ResponseWriter, r *http.Request) {
+		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		w.Header().Set("Content-Type", "text/plain")
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("started\n"))
+		http.NewResponseController(w).Flush()
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		w.Write([]byte("finished\n"))
+	})
+}

@@ -1,0 +1,162 @@
+// Package server assembles the hub: it wires configuration, database,
+// services and routes into one http.Handler, and runs it with probes,
+// TLS and a graceful shutdown.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"slipway/internal/config"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/httpx"
+)
+
+// ReadyTimeout bounds the readiness database ping (spec: two seconds).
+const ReadyTimeout = 2 * time.Second
+
+// Server is one hub process: routes, readiness state and the HTTP server.
+type Server struct {
+	cfg      *config.Config
+	log      *slog.Logger
+	db       *db.DB
+	mux      *http.ServeMux
+	handler  http.Handler
+	APIs     APIs
+	draining atomic.Bool
+}
+
+// New builds the server's routes. It does not listen.
+func New(cfg *config.Config, log *slog.Logger, d *db.DB) *Server {
+	s := &Server{cfg: cfg, log: log, db: d, mux: http.NewServeMux()}
+	s.APIs = NewAPIs(s.mux, Services{})
+	s.mux.HandleFunc("GET /livez", s.livez)
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /install-runner.sh", s.installer("install-runner.sh"))
+	s.mux.HandleFunc("GET /install-runner.ps1", s.installer("install-runner.ps1"))
+	mountE2E(s.mux)
+	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins, s.mux)))
+	return s
+}
+
+// Handler is the whole middleware chain and router.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Mux exposes the router so tests can mount extra routes behind the same
+// middleware.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
+// StartDraining turns readiness to 503; requests keep being served.
+func (s *Server) StartDraining() { s.draining.Store(true) }
+
+var (
+	okBody = []byte(`{"status":"ok"}` + "\n")
+)
+
+func (s *Server) livez(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(okBody)
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	if s.draining.Load() {
+		httpx.WriteError(w, r, httpx.Unavailable("not ready: shutting down"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
+	defer cancel()
+	if err := s.db.Ping(ctx); err != nil {
+		httpx.Logger(r.Context()).Warn("readiness: database does not answer", "err", err)
+		httpx.WriteError(w, r, httpx.Unavailable("not ready: the database does not answer"))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(okBody)
+}
+
+// installer redirects to the runner installer on the release feed:
+// {SERVICE_RUNNER_DOWNLOAD_BASE}/{SERVICE_RUNNER_VERSION}/{file}.
+func (s *Server) installer(file string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		rel := s.cfg.RunnerRelease
+		if !rel.Configured() {
+			httpx.WriteError(w, r, httpx.Unavailable("runner installer unavailable: SERVICE_RUNNER_VERSION and SERVICE_RUNNER_DOWNLOAD_BASE must both be set"))
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		http.Redirect(w, r, rel.DownloadBase+"/"+rel.Version+"/"+file, http.StatusFound)
+	}
+}
+
+// httpServer returns the configured net/http server.
+func (s *Server) httpServer(tlsCfg *tls.Config) *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Serve serves on ln until ctx is cancelled, then shuts down as the spec
+// orders it: readiness 503, wait the load-balancer delay, close listeners,
+// give open requests up to the grace period. A value on hard skips the
+// remaining waits (a second signal). It returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config, hard <-chan struct{}) error {
+	srv := s.httpServer(tlsCfg)
+	errc := make(chan error, 1)
+	go func() {
+		if tlsCfg != nil {
+			errc <- srv.ServeTLS(ln, "", "")
+		} else {
+			errc <- srv.Serve(ln)
+		}
+	}()
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("server: %w", err)
+	case <-ctx.Done():
+	}
+
+	s.StartDraining()
+	s.log.Info("shutting down: readiness is now 503", "lb_delay", s.cfg.ShutdownLBDelay, "grace", s.cfg.ShutdownGrace)
+	if s.cfg.ShutdownLBDelay > 0 {
+		select {
+		case <-time.After(s.cfg.ShutdownLBDelay):
+		case <-hard:
+			s.log.Warn("second signal: skipping the load-balancer delay")
+		}
+	}
+
+	graceCtx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace)
+	defer cancel()
+	go func() {
+		select {
+		case <-hard:
+			cancel()
+		case <-graceCtx.Done():
+		}
+	}()
+	s.log.Info("closing listeners; waiting for open requests")
+	if err := srv.Shutdown(graceCtx); err != nil {
+		s.log.Warn("open requests outlived the grace period; closing their connections", "err", err)
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.log.Info("shutdown complete")
+	return nil
+}
