@@ -160,7 +160,7 @@ func TestRequestLogLines(t *testing.T) {
 
 	// An unusable caller id is replaced, never echoed.
 	_, h, _ := ts.do(t, "GET", "/api/version", "", "X-Request-Id", "bad id with spaces")
-	if id := h.Get("X-Request-Id"); !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(id) {
+	if id := h.Get("X-Request-Id"); !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-z]+$`).MatchString(id) {
 		t.Fatalf("replacement request id = %q", id)
 	}
 }

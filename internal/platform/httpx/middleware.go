@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"slices"
+	"strconv"
+	"sync/atomic"
 	"time"
 
 	"slipway/internal/platform/apperr"
@@ -19,8 +21,8 @@ import (
 type ctxKey int
 
 const (
-	requestIDKey ctxKey = iota
-	loggerKey
+	requestKey ctxKey = iota // *responseWriter of the current request
+	loggerKey                // *slog.Logger outside requests
 )
 
 // RequestIDHeader carries the request id in and out.
@@ -28,20 +30,21 @@ const RequestIDHeader = "X-Request-Id"
 
 // RequestID returns the id of the request ctx belongs to, or "".
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if rw, ok := ctx.Value(requestKey).(*responseWriter); ok {
+		return rw.id
+	}
+	return ""
 }
 
 // Logger returns the server logger tagged with the request id.
 func Logger(ctx context.Context) *slog.Logger {
-	l, _ := ctx.Value(loggerKey).(*slog.Logger)
-	if l == nil {
-		l = slog.Default()
+	if rw, ok := ctx.Value(requestKey).(*responseWriter); ok {
+		return rw.log.With("request_id", rw.id)
 	}
-	if id := RequestID(ctx); id != "" {
-		return l.With("request_id", id)
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
 	}
-	return l
+	return slog.Default()
 }
 
 // WithLogger puts the base logger into ctx (used outside requests too).
@@ -64,9 +67,24 @@ func validRequestID(s string) bool {
 	return true
 }
 
-// quietPaths are probes that are logged only when they fail: a load balancer
-// polls them every few seconds, and a line each would bury everything else.
-var quietPaths = map[string]bool{"/livez": true, "/readyz": true}
+// Request ids are a per-process random prefix and a counter: unique enough
+// to find a request in the logs of a fleet, and cheap on the hot path.
+var (
+	idPrefix  = ids.RandomHex(4)
+	idCounter atomic.Uint64
+)
+
+func newRequestID() string {
+	var b [24]byte
+	n := copy(b[:], idPrefix)
+	b[n] = '-'
+	return string(strconv.AppendUint(b[:n+1], idCounter.Add(1), 36))
+}
+
+// quiet reports the probes, which are logged only when they fail: a load
+// balancer polls them every few seconds, and a line each would bury
+// everything else.
+func quiet(path string) bool { return path == "/livez" || path == "/readyz" }
 
 // Observe is the outermost middleware: it assigns the request id, logs one
 // line per request (id, method, route pattern, status, duration) and turns
@@ -76,20 +94,25 @@ var quietPaths = map[string]bool{"/livez": true, "/readyz": true}
 func Observe(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) {
-			id = ids.RandomHex(8)
+		rw := &responseWriter{ResponseWriter: w, log: log}
+		// Direct map access: RequestIDHeader is canonical, and Get would
+		// canonicalise it again on every request.
+		if v := r.Header[RequestIDHeader]; len(v) > 0 {
+			rw.id = v[0]
 		}
-		w.Header().Set(RequestIDHeader, id)
-		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), loggerKey, log)
+		if !validRequestID(rw.id) {
+			rw.id = newRequestID()
+		}
+		w.Header()[RequestIDHeader] = []string{rw.id}
+		ctx := context.WithValue(r.Context(), requestKey, rw)
 		r = r.WithContext(ctx)
-		rw := &responseWriter{ResponseWriter: w, r: r}
+		rw.r = r
 		next.ServeHTTP(rw, r)
 		status := rw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		if status < 400 && quietPaths[r.URL.Path] {
+		if status < 400 && quiet(r.URL.Path) {
 			return
 		}
 		route := r.Pattern
@@ -104,7 +127,7 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 			level = slog.LevelError
 		}
 		log.LogAttrs(ctx, level, "request",
-			slog.String("request_id", id),
+			slog.String("request_id", rw.id),
 			slog.String("method", r.Method),
 			slog.String("route", route),
 			slog.Int("status", status),
@@ -119,6 +142,8 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 type responseWriter struct {
 	http.ResponseWriter
 	r         *http.Request
+	id        string
+	log       *slog.Logger
 	status    int
 	bytes     int64
 	swallowed bool
