@@ -4,19 +4,23 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
+	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/config"
+	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/server"
 	"slipway/migrations"
@@ -32,6 +36,7 @@ Commands:
   migrate up       apply pending database migrations
   migrate status   list applied, pending and newer-than-binary migrations
   openapi          write the public and management OpenAPI documents (--out DIR)
+  users create     create an approved account offline (--email, [--name], [--admin]); password on stdin
   version          print the version
 
 Run 'slipway <command> --help' for a command's flags.
@@ -56,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return migrate(args[1:], stdout, stderr)
 	case "openapi":
 		return openapi(args[1:], stdout, stderr)
+	case "users":
+		return users(args[1:], os.Stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "slipway %s (%s)\n", buildinfo.Version, buildinfo.GoVersion())
 		return 0
@@ -199,5 +206,59 @@ func openapi(args []string, stdout, stderr io.Writer) int {
 	for _, name := range server.SpecFiles {
 		fmt.Fprintf(stdout, "wrote %s/%s\n", strings.TrimRight(*out, "/"), name)
 	}
+	return 0
+}
+
+func users(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "create" {
+		fmt.Fprintln(stderr, "Usage: slipway users create --email EMAIL [--name NAME] [--admin] < password")
+		return 2
+	}
+	fs := newFlags("users create", "Creates an approved account (with its own organization and workspace) without a running server.\n"+
+		"Reads the password from the first line of standard input. Uses the serve configuration (DATABASE_URL, ...).", stderr)
+	email := fs.String("email", "", "account email (required)")
+	name := fs.String("name", "", "display name (default: the email's local part)")
+	admin := fs.Bool("admin", false, "make the account an instance admin")
+	if code := parse(fs, args[1:]); code >= 0 {
+		return code
+	}
+	if *email == "" {
+		fmt.Fprintln(stderr, "slipway: users create: --email is required")
+		return 2
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintf(stderr, "slipway: users create: reading the password: %v\n", err)
+		return 1
+	}
+	password := strings.TrimRight(line, "\r\n")
+	cfg, err := config.Load(config.OSLookup)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	d, err := server.Boot(ctx, cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "slipway: %v\n", err)
+		return 1
+	}
+	defer d.Close()
+	s, err := server.New(cfg, log, d)
+	if err != nil {
+		fmt.Fprintf(stderr, "slipway: %v\n", err)
+		return 1
+	}
+	p, err := s.Services.Auth.CreateUser(ctx, auth.RegisterInput{Email: *email, Password: password, DisplayName: *name}, *admin)
+	if err != nil {
+		if ae, ok := apperr.As(err); ok {
+			fmt.Fprintf(stderr, "slipway: users create: %s\n", ae.Message)
+		} else {
+			fmt.Fprintf(stderr, "slipway: users create: %v\n", err)
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "created %s (%s), approved, admin=%v\n", p.Email, p.ID, p.IsAdmin)
 	return 0
 }

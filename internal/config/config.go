@@ -27,6 +27,9 @@ const (
 // MinJWTSecretBytes is the spec's minimum signing-secret length.
 const MinJWTSecretBytes = 32
 
+// MinProdArgon2MemoryKiB is OWASP's minimum argon2id memory (19 MiB).
+const MinProdArgon2MemoryKiB = 19456
+
 // RunnerStaleFloor is the spec's floor for SERVICE_RUNNER_STALE_SECS.
 const RunnerStaleFloor = 45 * time.Second
 
@@ -47,6 +50,8 @@ type Config struct {
 	JWTSecret          Secret // empty in dev until ResolveJWTSecret runs
 	InitialAdminEmails []string
 	CookieSecure       bool
+	Argon2MemoryKiB    uint32
+	Argon2Time         uint32
 
 	SecretBackend                   string
 	CalibrationSweepInterval        time.Duration
@@ -204,6 +209,14 @@ func load(lookup Lookup) (*Config, *reader) {
 		r.failf("SERVICE_INITIAL_ADMIN_EMAILS", "required in production with AUTH_PROVIDER=%s", c.AuthProvider)
 	}
 	c.CookieSecure = r.boolean("AUTH_COOKIE_SECURE", prod)
+	c.Argon2MemoryKiB = uint32(r.integer("SERVICE_ARGON2_MEMORY_KIB", 32768, 64, 4*1024*1024))
+	c.Argon2Time = uint32(r.integer("SERVICE_ARGON2_TIME", 2, 1, 100))
+	if prod && c.Argon2MemoryKiB < MinProdArgon2MemoryKiB {
+		r.failf("SERVICE_ARGON2_MEMORY_KIB", "%d is below the production minimum of %d", c.Argon2MemoryKiB, MinProdArgon2MemoryKiB)
+	}
+	if prod && c.Argon2Time < 2 {
+		r.failf("SERVICE_ARGON2_TIME", "%d is below the production minimum of 2", c.Argon2Time)
+	}
 
 	c.SecretBackend = r.oneOf("SECRET_BACKEND", "auto", "auto", "env", "openbao")
 	c.CalibrationSweepInterval = r.seconds("SERVICE_CALIBRATION_SWEEP_INTERVAL_SECS", 86400)

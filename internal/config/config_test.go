@@ -89,6 +89,12 @@ func TestLoadValid(t *testing.T) {
 			host, _ := os.Hostname()
 			eq(t, c.InstanceID, host)
 			eq(t, c.JWTSecret, Secret(""))
+			eq(t, c.Argon2MemoryKiB, uint32(32768))
+			eq(t, c.Argon2Time, uint32(2))
+		}},
+		{"dev may lower the hashing cost (tests do)", map[string]string{"SERVICE_ARGON2_MEMORY_KIB": "64", "SERVICE_ARGON2_TIME": "1"}, func(t *testing.T, c *Config) {
+			eq(t, c.Argon2MemoryKiB, uint32(64))
+			eq(t, c.Argon2Time, uint32(1))
 		}},
 		{"minimal production", prodBase(), func(t *testing.T, c *Config) {
 			eq(t, c.Mode, ModeProd)
@@ -215,6 +221,9 @@ func TestLoadInvalid(t *testing.T) {
 		{"bad CORS origin", map[string]string{"CORS_ALLOWED_ORIGINS": "https://a.io/app"}, []string{"CORS_ALLOWED_ORIGINS"}},
 		{"bad download base", map[string]string{"SERVICE_RUNNER_DOWNLOAD_BASE": "releases"}, []string{"SERVICE_RUNNER_DOWNLOAD_BASE"}},
 		{"unknown log level", map[string]string{"SERVICE_LOG_LEVEL": "loud"}, []string{"SERVICE_LOG_LEVEL"}},
+		{"weak argon2 memory in production", with(prodBase(), "SERVICE_ARGON2_MEMORY_KIB", "1024"), []string{"SERVICE_ARGON2_MEMORY_KIB"}},
+		{"weak argon2 time in production", with(prodBase(), "SERVICE_ARGON2_TIME", "1"), []string{"SERVICE_ARGON2_TIME"}},
+		{"unparsable argon2 memory", map[string]string{"SERVICE_ARGON2_MEMORY_KIB": "lots"}, []string{"SERVICE_ARGON2_MEMORY_KIB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,8 +8,11 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"slipway/internal/admin"
+	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/tenancy"
 )
 
 // API versions, shown in the OpenAPI documents. They change with the API, not
@@ -29,7 +32,10 @@ type APIs struct {
 // Services are what the operations call. Any field may be nil when the APIs
 // are built only to export their OpenAPI documents: handlers reach services
 // only when a request arrives.
-type Services struct{}
+type Services struct {
+	Auth    *auth.Service
+	Tenancy *tenancy.Service
+}
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
 	cfg := huma.Config{
@@ -76,6 +82,9 @@ func NewAPIs(mux *http.ServeMux, svc Services) APIs {
 
 	registerMeta(pub)
 	documentPlainRoutes(pub)
+	auth.Register(pub, svc.Auth)
+	tenancy.Register(pub, svc.Tenancy)
+	admin.Register(pub, svc.Auth)
 	return APIs{Public: pub, Management: mgmt}
 }
 

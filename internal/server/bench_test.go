@@ -20,7 +20,10 @@ func (w *nullWriter) WriteHeader(int)             {}
 // full middleware chain (no network); bench/README.md has the loopback figure.
 func BenchmarkLivezHandler(b *testing.B) {
 	cfg := testConfig(&testing.T{}, db.Target{}, nil)
-	s := New(cfg, discard(), dbtest.New(b, db.SQLite))
+	s, err := New(cfg, discard(), dbtest.New(b, db.SQLite))
+	if err != nil {
+		b.Fatal(err)
+	}
 	h := s.Handler()
 	req, _ := http.NewRequest(http.MethodGet, "/livez", nil)
 	b.ReportAllocs()

@@ -39,7 +39,8 @@ func (b *logBuffer) String() string {
 // testConfig loads a dev configuration from env plus a temp data dir.
 func testConfig(t *testing.T, target db.Target, env map[string]string) *config.Config {
 	t.Helper()
-	m := map[string]string{"SERVICE_DATA_DIR": t.TempDir(), "SERVICE_SHUTDOWN_LB_DELAY_SECS": "0", "SERVICE_SHUTDOWN_GRACE_SECS": "5"}
+	m := map[string]string{"SERVICE_DATA_DIR": t.TempDir(), "SERVICE_SHUTDOWN_LB_DELAY_SECS": "0", "SERVICE_SHUTDOWN_GRACE_SECS": "5",
+		"SERVICE_ARGON2_MEMORY_KIB": "64", "SERVICE_ARGON2_TIME": "1"}
 	for k, v := range env {
 		m[k] = v
 	}
@@ -48,6 +49,9 @@ func testConfig(t *testing.T, target db.Target, env map[string]string) *config.C
 		t.Fatal(err)
 	}
 	cfg.Database = target
+	if _, err := cfg.ResolveJWTSecret(); err != nil {
+		t.Fatal(err)
+	}
 	return cfg
 }
 
@@ -71,7 +75,10 @@ func startServer(t *testing.T, target db.Target, env map[string]string, tlsCfg *
 		t.Fatalf("boot: %v", err)
 	}
 	t.Cleanup(func() { d.Close() })
-	s := New(cfg, log, d)
+	s, err := New(cfg, log, d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -138,7 +138,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "mutual_tls", cfg.TLS.ClientCAPath != "",
 		"version", buildinfo.Version, "mode", cfg.Mode)
-	s := New(cfg, log, d)
+	s, err := New(cfg, log, d)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	err = s.Serve(ctx, ln, tlsCfg, hard)
 	if errors.Is(err, context.Canceled) {
 		return nil

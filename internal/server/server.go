@@ -14,9 +14,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"slipway/internal/auth"
 	"slipway/internal/config"
+	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/tenancy"
 )
 
 // ReadyTimeout bounds the readiness database ping (spec: two seconds).
@@ -30,20 +33,34 @@ type Server struct {
 	mux      *http.ServeMux
 	handler  http.Handler
 	APIs     APIs
+	Services Services
 	draining atomic.Bool
 }
 
-// New builds the server's routes. It does not listen.
-func New(cfg *config.Config, log *slog.Logger, d *db.DB) *Server {
+// New builds the services and the routes. It does not listen.
+func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
+	clk := clock.System{}
+	ten := tenancy.NewService(d, clk)
+	authSvc, err := auth.NewService(d, clk, auth.Config{
+		InitialAdminEmails: cfg.InitialAdminEmails,
+		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
+		Secret:             []byte(cfg.JWTSecret.Reveal()),
+		CookieSecure:       cfg.CookieSecure,
+	}, ten, log)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{cfg: cfg, log: log, db: d, mux: http.NewServeMux()}
-	s.APIs = NewAPIs(s.mux, Services{})
+	s.Services = Services{Auth: authSvc, Tenancy: ten}
+	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
 	s.mux.HandleFunc("GET /install-runner.sh", s.installer("install-runner.sh"))
 	s.mux.HandleFunc("GET /install-runner.ps1", s.installer("install-runner.ps1"))
 	mountE2E(s.mux)
-	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins, s.mux)))
-	return s
+	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
+		authSvc.Middleware(auth.AdminLayer(httpx.Router(s.mux))))))
+	return s, nil
 }
 
 // Handler is the whole middleware chain and router.

@@ -47,6 +47,28 @@ func Logger(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
+// ClientIP returns the address of the client of the request ctx belongs to
+// (the TCP peer; proxies are not trusted yet), or "".
+func ClientIP(ctx context.Context) string {
+	rw, ok := ctx.Value(requestKey).(*responseWriter)
+	if !ok {
+		return ""
+	}
+	host, _, err := net.SplitHostPort(rw.r.RemoteAddr)
+	if err != nil {
+		return rw.r.RemoteAddr
+	}
+	return host
+}
+
+// UserAgent returns the request's User-Agent header, or "".
+func UserAgent(ctx context.Context) string {
+	if rw, ok := ctx.Value(requestKey).(*responseWriter); ok {
+		return rw.r.UserAgent()
+	}
+	return ""
+}
+
 // WithLogger puts the base logger into ctx (used outside requests too).
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey, l)
@@ -88,7 +110,8 @@ func quiet(path string) bool { return path == "/livez" || path == "/readyz" }
 
 // Observe is the outermost middleware: it assigns the request id, logs one
 // line per request (id, method, route pattern, status, duration) and turns
-// the router's own 404 and 405 answers into the JSON error body. Only the
+// the router's own 404 and 405 answers into the JSON error body. The router
+// must be wrapped in Router. Only the
 // route pattern is logged, never the path or query, so tokens that travel in
 // URLs never reach the log.
 func Observe(log *slog.Logger, next http.Handler) http.Handler {
@@ -115,7 +138,7 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 		if status < 400 && quiet(r.URL.Path) {
 			return
 		}
-		route := r.Pattern
+		route := rw.r.Pattern
 		if route == "" {
 			route = "-"
 		}
@@ -134,6 +157,19 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 			slog.Int64("bytes", rw.bytes),
 			slog.Duration("duration", time.Since(start)),
 		)
+	})
+}
+
+// Router wraps the router (the innermost handler). Middleware between
+// Observe and here may replace the request (to add context values); the mux
+// records the matched pattern on the request it is given, so Observe must
+// look at that one: Router hands it over.
+func Router(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rw, ok := r.Context().Value(requestKey).(*responseWriter); ok {
+			rw.r = r
+		}
+		mux.ServeHTTP(w, r)
 	})
 }
 

@@ -1,0 +1,302 @@
+// Package apitest drives a real Slipway server (fresh database, loopback
+// listener, real HTTP client with cookies) from API tests: PocketBase-style
+// scenario tables and the tenancy harness every workspace-scoped endpoint is
+// checked with.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"slipway/internal/auth"
+	"slipway/internal/config"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/server"
+)
+
+// AdminEmail is in SERVICE_INITIAL_ADMIN_EMAILS of every test app.
+const AdminEmail = "admin@slipway.test"
+
+// Password is a password that passes the strength rules.
+const Password = "correct-horse-battery"
+
+// LogBuffer collects the server's log output.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns everything logged so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// App is a running server.
+type App struct {
+	t      testing.TB
+	URL    string
+	Server *server.Server
+	DB     *db.DB
+	Logs   *LogBuffer
+	Engine db.Engine
+	Config *config.Config
+}
+
+// New boots a server on a fresh database of the engine. env adds or
+// overrides configuration (pairs of name, value).
+func New(t testing.TB, engine db.Engine, env ...string) *App {
+	t.Helper()
+	m := map[string]string{
+		"SERVICE_DATA_DIR":               t.TempDir(),
+		"SERVICE_SHUTDOWN_LB_DELAY_SECS": "0",
+		"SERVICE_SHUTDOWN_GRACE_SECS":    "5",
+		"SERVICE_INITIAL_ADMIN_EMAILS":   AdminEmail,
+		// Real argon2id, cheap parameters: tests hash hundreds of passwords.
+		"SERVICE_ARGON2_MEMORY_KIB": "64",
+		"SERVICE_ARGON2_TIME":       "1",
+		"SERVICE_LOG_LEVEL":         "debug",
+	}
+	for i := 0; i+1 < len(env); i += 2 {
+		m[env[i]] = env[i+1]
+	}
+	cfg, err := config.Load(config.MapLookup(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = dbtest.EmptyTarget(t, engine)
+	logs := &LogBuffer{}
+	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx := context.Background()
+	d, err := server.Boot(ctx, cfg, log)
+	if err != nil {
+		t.Fatalf("apitest: boot: %v", err)
+	}
+	t.Cleanup(func() { d.Close() })
+	s, err := server.New(cfg, log, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, nil, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("apitest: serve: %v", err)
+		}
+	})
+	return &App{t: t, URL: "http://" + ln.Addr().String(), Server: s, DB: d, Logs: logs, Engine: engine, Config: cfg}
+}
+
+// Client is an HTTP client with its own cookie jar. After a sign-in it sends
+// the CSRF header on unsafe requests, as the console does.
+type Client struct {
+	app       *App
+	http      *http.Client
+	Email     string
+	Password  string
+	ID        string // user id after sign-in
+	Workspace string // sent as X-Workspace-Id when set
+}
+
+// Anonymous returns a client without a session.
+func (a *App) Anonymous() *Client {
+	jar, _ := cookiejar.New(nil)
+	return &Client{app: a, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+// Response is what a request returned.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test if it is not JSON.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("body is not the expected JSON (%v): %s", err, r.Body)
+	}
+}
+
+// Map decodes a JSON object body.
+func (r *Response) Map(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.JSON(t, &m)
+	return m
+}
+
+// Cookie returns a cookie set by the response, or nil.
+func (r *Response) Cookie(name string) *http.Cookie {
+	for _, c := range (&http.Response{Header: r.Header}).Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Do sends a request. body may be nil, a string (raw JSON) or a value to
+// marshal. header holds name, value pairs; "X-CSRF-Token", "" suppresses the
+// automatic CSRF header.
+func (c *Client) Do(method, path string, body any, header ...string) *Response {
+	c.app.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, err := json.Marshal(b)
+		if err != nil {
+			c.app.t.Fatal(err)
+		}
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, c.app.URL+path, rd)
+	if err != nil {
+		c.app.t.Fatal(err)
+	}
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Workspace != "" {
+		req.Header.Set("X-Workspace-Id", c.Workspace)
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		if v := c.cookie(auth.CSRFCookie); v != "" {
+			req.Header.Set(auth.CSRFHeader, v)
+		}
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.app.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.app.t.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+func (c *Client) cookie(name string) string {
+	u, _ := url.Parse(c.app.URL)
+	for _, ck := range c.http.Jar.Cookies(u) {
+		if ck.Name == name {
+			return ck.Value
+		}
+	}
+	return ""
+}
+
+// SessionToken returns the client's session cookie value ("" if none).
+func (c *Client) SessionToken() string { return c.cookie(auth.SessionCookie) }
+
+// CSRFToken returns the client's CSRF cookie value ("" if none).
+func (c *Client) CSRFToken() string { return c.cookie(auth.CSRFCookie) }
+
+// Register signs an account up and fails the test unless it is accepted.
+func (a *App) Register(email, password, name string) {
+	a.t.Helper()
+	r := a.Anonymous().Do("POST", "/api/auth/register", map[string]string{"email": email, "password": password, "display_name": name})
+	if r.Status != http.StatusAccepted {
+		a.t.Fatalf("register %s: %d %s", email, r.Status, r.Body)
+	}
+}
+
+// Login signs in and returns the signed-in client.
+func (a *App) Login(email, password string) *Client {
+	a.t.Helper()
+	c := a.Anonymous()
+	r := c.Do("POST", "/api/auth/login", map[string]string{"email": email, "password": password})
+	if r.Status != http.StatusOK {
+		a.t.Fatalf("login %s: %d %s", email, r.Status, r.Body)
+	}
+	var body struct {
+		User struct {
+			ID string `json:"id"`
+		} `json:"user"`
+	}
+	r.JSON(a.t, &body)
+	c.Email, c.Password, c.ID = email, password, body.User.ID
+	return c
+}
+
+// Admin returns a signed-in instance admin (registered on first use).
+func (a *App) Admin() *Client {
+	a.t.Helper()
+	a.Register(AdminEmail, Password, "Admin")
+	return a.Login(AdminEmail, Password)
+}
+
+// Pending registers an account and signs it in without approval.
+func (a *App) Pending(name string) *Client {
+	a.t.Helper()
+	email := strings.ToLower(strings.ReplaceAll(name, " ", ".")) + "@example.test"
+	a.Register(email, Password, name)
+	return a.Login(email, Password)
+}
+
+// Approved registers an account, has the admin approve it, and returns it
+// signed in.
+func (a *App) Approved(admin *Client, name string) *Client {
+	a.t.Helper()
+	c := a.Pending(name)
+	if r := admin.Do("POST", "/api/admin/users/"+c.ID+"/approve", nil); r.Status != http.StatusOK {
+		a.t.Fatalf("approve %s: %d %s", name, r.Status, r.Body)
+	}
+	return c
+}
+
+// DefaultWorkspace returns the id of the client's default workspace.
+func (c *Client) DefaultWorkspace() string {
+	c.app.t.Helper()
+	var ws []struct {
+		ID        string `json:"id"`
+		IsDefault bool   `json:"is_default"`
+	}
+	r := c.Do("GET", "/api/workspaces", nil)
+	r.JSON(c.app.t, &ws)
+	for _, w := range ws {
+		if w.IsDefault {
+			return w.ID
+		}
+	}
+	c.app.t.Fatalf("%s has no default workspace: %s", c.Email, r.Body)
+	return ""
+}

@@ -1,0 +1,220 @@
+package auth
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/httpx"
+)
+
+// SessionSecurity marks operations that need a signed-in user.
+var SessionSecurity = []map[string][]string{{"session": {}}}
+
+// OK is the request-style acknowledgement {ok}.
+type OK struct {
+	Body struct {
+		OK bool `json:"ok"`
+	}
+}
+
+func ok() *OK {
+	o := &OK{}
+	o.Body.OK = true
+	return o
+}
+
+// ProfileOutput returns a profile.
+type ProfileOutput struct {
+	Body Profile
+}
+
+type registerInput struct {
+	Body struct {
+		Email       string `json:"email" maxLength:"254" doc:"Login email"`
+		Password    string `json:"password" maxLength:"1024" doc:"At least 10 characters; not the email; not a common password"`
+		DisplayName string `json:"display_name" maxLength:"100"`
+	}
+}
+
+type loginInput struct {
+	Body struct {
+		Email    string `json:"email" maxLength:"254"`
+		Password string `json:"password" maxLength:"1024"`
+	}
+}
+
+// LoginBody is the answer to a sign-in. With 2FA armed (a later feature) it
+// will be {totp_required: true} without a user and without cookies.
+type LoginBody struct {
+	TOTPRequired bool     `json:"totp_required"`
+	User         *Profile `json:"user,omitempty"`
+}
+
+type loginOutput struct {
+	SetCookie []http.Cookie `header:"Set-Cookie"`
+	Body      LoginBody
+}
+
+type logoutOutput struct {
+	SetCookie []http.Cookie `header:"Set-Cookie"`
+	Body      struct {
+		OK bool `json:"ok"`
+	}
+}
+
+type updateMeInput struct {
+	Body struct {
+		DisplayName string `json:"display_name" maxLength:"100"`
+	}
+}
+
+type passwordInput struct {
+	Body struct {
+		CurrentPassword string `json:"current_password" maxLength:"1024"`
+		NewPassword     string `json:"new_password" maxLength:"1024"`
+	}
+}
+
+type verbosityInput struct {
+	Body struct {
+		Verbosity *string `json:"verbosity" required:"true" nullable:"true" enum:"quiet,normal,verbose" doc:"null clears the setting"`
+	}
+}
+
+// sessionCookies are the cookies a login sets.
+func (s *Service) sessionCookies(sess Session) []http.Cookie {
+	return []http.Cookie{
+		{Name: SessionCookie, Value: sess.Token, Path: "/", Expires: sess.ExpiresAt, HttpOnly: true,
+			Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode},
+		// Readable by the console's script, which echoes it in X-CSRF-Token.
+		{Name: CSRFCookie, Value: sess.CSRF, Path: "/", Expires: sess.ExpiresAt, HttpOnly: false,
+			Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode},
+	}
+}
+
+func (s *Service) clearedCookies() []http.Cookie {
+	return []http.Cookie{
+		{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode},
+		{Name: CSRFCookie, Value: "", Path: "/", MaxAge: -1, Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode},
+	}
+}
+
+// Register mounts the account and session operations.
+func Register(api huma.API, s *Service) {
+	huma.Register(api, huma.Operation{
+		OperationID: "post_api_auth_register", Method: http.MethodPost, Path: "/api/auth/register",
+		Summary: "Create an account", Tags: []string{"Auth"}, DefaultStatus: http.StatusAccepted,
+		Description: "Always answers 202 {ok: true} after the same work, whether or not the email already has an " +
+			"account, so registration does not reveal which emails exist; an existing account is left unchanged. " +
+			"A new account waits for approval unless its email is in SERVICE_INITIAL_ADMIN_EMAILS. Weak passwords are 400.",
+	}, func(ctx context.Context, in *registerInput) (*OK, error) {
+		if err := s.Register(ctx, RegisterInput{Email: in.Body.Email, Password: in.Body.Password, DisplayName: in.Body.DisplayName}); err != nil {
+			return nil, err
+		}
+		return ok(), nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "post_api_auth_login", Method: http.MethodPost, Path: "/api/auth/login",
+		Summary: "Sign in with email and password", Tags: []string{"Auth"},
+		Description: "Sets the service_session cookie (HttpOnly) and the service_csrf cookie, whose value must be sent " +
+			"as X-CSRF-Token on unsafe requests. Wrong email and wrong password are the same 401; repeated failures " +
+			"for an account or an address answer 429 with Retry-After for a while.",
+		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests},
+	}, func(ctx context.Context, in *loginInput) (*loginOutput, error) {
+		res, until, err := s.Login(ctx, LoginInput{Email: in.Body.Email, Password: in.Body.Password,
+			IP: httpx.ClientIP(ctx), UserAgent: httpx.UserAgent(ctx)})
+		if err == ErrLocked {
+			secs := int(time.Until(until).Seconds()) + 1
+			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
+		}
+		if err != nil {
+			return nil, err
+		}
+		out := &loginOutput{SetCookie: s.sessionCookies(res.Session)}
+		out.Body.User = &res.Profile
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "post_api_auth_logout", Method: http.MethodPost, Path: "/api/auth/logout",
+		Summary: "Sign out: revoke this session and clear its cookies", Tags: []string{"Auth"}, Security: SessionSecurity,
+	}, func(ctx context.Context, _ *struct{}) (*logoutOutput, error) {
+		u, err := actor.RequireUser(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.Logout(ctx, u); err != nil {
+			return nil, err
+		}
+		out := &logoutOutput{SetCookie: s.clearedCookies()}
+		out.Body.OK = true
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get_api_me", Method: http.MethodGet, Path: "/api/me",
+		Summary: "My profile", Tags: []string{"Account"}, Security: SessionSecurity,
+		Description: "Also answers for an account waiting for approval (approved: false).",
+	}, func(ctx context.Context, _ *struct{}) (*ProfileOutput, error) {
+		u, err := actor.RequireUser(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &ProfileOutput{Body: ProfileOf(u)}, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "put_api_me", Method: http.MethodPut, Path: "/api/me",
+		Summary: "Update my profile", Tags: []string{"Account"}, Security: SessionSecurity,
+	}, func(ctx context.Context, in *updateMeInput) (*ProfileOutput, error) {
+		u, err := actor.RequireApproved(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.UpdateProfile(ctx, u, in.Body.DisplayName)
+		if err != nil {
+			return nil, err
+		}
+		return &ProfileOutput{Body: p}, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "put_api_me_password", Method: http.MethodPut, Path: "/api/me/password",
+		Summary: "Change my password", Tags: []string{"Account"}, Security: SessionSecurity,
+		Description: "Needs the current password. Every other session of the account is revoked; this one stays.",
+	}, func(ctx context.Context, in *passwordInput) (*OK, error) {
+		u, err := actor.RequireApproved(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if u.Method != actor.Cookie {
+			return nil, apperr.New(apperr.CodeForbidden, "a password can only be changed from a signed-in session")
+		}
+		if err := s.ChangePassword(ctx, u, in.Body.CurrentPassword, in.Body.NewPassword, httpx.ClientIP(ctx)); err != nil {
+			return nil, err
+		}
+		return ok(), nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "patch_api_me_verbosity", Method: http.MethodPatch, Path: "/api/me/verbosity",
+		Summary: "Set or clear my default live-feed verbosity", Tags: []string{"Account"}, Security: SessionSecurity,
+	}, func(ctx context.Context, in *verbosityInput) (*ProfileOutput, error) {
+		u, err := actor.RequireApproved(ctx)
+		if err != nil {
+			return nil, err
+		}
+		p, err := s.SetVerbosity(ctx, u, in.Body.Verbosity)
+		if err != nil {
+			return nil, err
+		}
+		return &ProfileOutput{Body: p}, nil
+	})
+}

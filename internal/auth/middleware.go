@@ -1,0 +1,96 @@
+package auth
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/httpx"
+)
+
+// Middleware authenticates the request (bearer token by prefix, else the
+// session cookie), then applies the approval gate and the CSRF check, in
+// that order (DESIGN §3). A request without credentials passes through
+// anonymous: each operation decides whether it needs a user.
+func (s *Service) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if h := r.Header.Get("Authorization"); h != "" {
+			_, _, ok, err := ParseBearer(h)
+			if err != nil || ok {
+				// No bearer token family is issued yet (runner, app and
+				// management tokens come with their features), so every
+				// bearer token is unknown.
+				httpx.WriteError(w, r, apperr.New(apperr.CodeUnauthorized, "unknown or expired bearer token"))
+				return
+			}
+		} else if c, err := r.Cookie(SessionCookie); err == nil {
+			if token, err := ParseSessionToken(c.Value); err == nil {
+				u, err := s.Authenticate(ctx, token)
+				switch {
+				case err == nil:
+					ctx = actor.WithUser(ctx, u)
+					r = r.WithContext(ctx)
+				case !errors.Is(err, apperr.ErrUnauthorized):
+					httpx.WriteError(w, r, err)
+					return
+				}
+			}
+		}
+
+		u, authed := actor.UserFrom(ctx)
+		if authed && !u.Approved && !approvalExempt(r) {
+			httpx.WriteError(w, r, actor.ErrApprovalPending)
+			return
+		}
+		if authed && u.Method == actor.Cookie && unsafeMethod(r.Method) {
+			cookie := ""
+			if c, err := r.Cookie(CSRFCookie); err == nil {
+				cookie = c.Value
+			}
+			if !s.ValidCSRF(u.SessionID, r.Header.Get(CSRFHeader), cookie) {
+				httpx.WriteError(w, r, apperr.New(apperr.CodeForbidden, "missing or invalid CSRF token: send the service_csrf cookie's value in the X-CSRF-Token header"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func unsafeMethod(m string) bool {
+	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch || m == http.MethodDelete
+}
+
+// approvalExempt lists what an account waiting for approval may still do:
+// see its own profile and sign out. Probes are not API calls.
+func approvalExempt(r *http.Request) bool {
+	switch r.URL.Path {
+	case "/api/me":
+		return r.Method == http.MethodGet || r.Method == http.MethodHead
+	case "/api/auth/logout":
+		return r.Method == http.MethodPost
+	case "/livez", "/readyz", "/install-runner.sh", "/install-runner.ps1":
+		return true
+	}
+	return false
+}
+
+// AdminPrefix is the instance-admin sub-tree.
+const AdminPrefix = "/api/admin/"
+
+// AdminLayer guards the whole /api/admin/ tree: an approved instance admin
+// or nothing. Admin handlers check again themselves (actor.RequireAdmin), so
+// a route mounted outside this layer by mistake still refuses.
+func AdminLayer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, AdminPrefix) {
+			if _, err := actor.RequireAdmin(r.Context()); err != nil {
+				httpx.WriteError(w, r, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,456 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"net/mail"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"slipway/internal/audit"
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// Tenancy is what auth needs from organizations and workspaces, inside the
+// caller's transaction.
+type Tenancy interface {
+	// ProvisionPersonal creates the user's own organization with one default
+	// workspace, both owned by the user, and returns the workspace id.
+	ProvisionPersonal(ctx context.Context, q db.Queryer, userID, displayName string, now time.Time) (string, error)
+	// RemovePersonal deletes the organizations whose only member is the user.
+	RemovePersonal(ctx context.Context, q db.Queryer, userID string) error
+}
+
+// Config holds the auth settings taken from the instance configuration.
+type Config struct {
+	InitialAdminEmails []string // lower-case
+	HashParams         HashParams
+	Secret             []byte // signs CSRF tokens
+	CookieSecure       bool
+	SessionTTL         time.Duration
+}
+
+// DefaultSessionTTL is how long a session lasts (absolute).
+const DefaultSessionTTL = 30 * 24 * time.Hour
+
+// Lockout policy: failures within the window lock the key for lockFor.
+const (
+	lockWindow   = 15 * time.Minute
+	lockFor      = 15 * time.Minute
+	accountLimit = 5
+	addressLimit = 20
+)
+
+// Service implements accounts, sessions and approvals.
+type Service struct {
+	db      *db.DB
+	clock   clock.Clock
+	cfg     Config
+	tenancy Tenancy
+	log     *slog.Logger
+	// dummyHash is verified against when the email is unknown, so a wrong
+	// email costs the same work as a wrong password.
+	dummyHash string
+}
+
+// NewService builds the auth service.
+func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, log *slog.Logger) (*Service, error) {
+	if len(cfg.Secret) < 32 {
+		return nil, errors.New("auth: the signing secret must be at least 32 bytes")
+	}
+	if cfg.SessionTTL == 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.HashParams == (HashParams{}) {
+		cfg.HashParams = DefaultHashParams
+	}
+	dummy, err := HashPassword(ids.RandomHex(16), cfg.HashParams)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummy}, nil
+}
+
+// CookieSecure reports whether cookies carry the Secure flag.
+func (s *Service) CookieSecure() bool { return s.cfg.CookieSecure }
+
+// NormalizeEmail validates an address and returns its lower-case form.
+func NormalizeEmail(raw string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(raw))
+	if len(e) > 254 {
+		return "", apperr.BadRequest("email is too long")
+	}
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || !strings.Contains(e[strings.IndexByte(e, '@')+1:], ".") && !strings.HasSuffix(e, "@localhost") {
+		return "", apperr.BadRequest("email is not a valid address")
+	}
+	return e, nil
+}
+
+func cleanDisplayName(raw string) (string, error) {
+	n := strings.TrimSpace(raw)
+	if n == "" {
+		return "", apperr.BadRequest("display_name must not be empty")
+	}
+	if utf8.RuneCountInString(n) > 100 {
+		return "", apperr.BadRequest("display_name is too long: at most 100 characters")
+	}
+	return n, nil
+}
+
+// RegisterInput is a signup.
+type RegisterInput struct {
+	Email       string
+	Password    string
+	DisplayName string
+}
+
+// Register creates an account unless the email exists. To not reveal which
+// emails have accounts, both cases do the same hashing work and return the
+// same result; an existing account is left untouched.
+func (s *Service) Register(ctx context.Context, in RegisterInput) error {
+	email, err := NormalizeEmail(in.Email)
+	if err != nil {
+		return err
+	}
+	name, err := cleanDisplayName(in.DisplayName)
+	if err != nil {
+		return err
+	}
+	if err := CheckPassword(in.Password, email); err != nil {
+		return err
+	}
+	hash, err := HashPassword(in.Password, s.cfg.HashParams)
+	if err != nil {
+		return err
+	}
+	initial := slices.Contains(s.cfg.InitialAdminEmails, email)
+	_, err = s.createUser(ctx, email, name, hash, initial, initial)
+	if errors.Is(err, apperr.ErrConflict) {
+		s.log.Info("registration for an existing email ignored")
+		return nil
+	}
+	return err
+}
+
+// createUser inserts a user with their personal organization and workspace
+// in one transaction. It returns apperr conflict if the email exists.
+func (s *Service) createUser(ctx context.Context, email, name, hash string, approved, admin bool) (*user, error) {
+	now := s.clock.Now()
+	u := &user{ID: ids.New(), Email: email, DisplayName: name, PasswordHash: &hash, Approved: approved, Admin: admin,
+		CreatedAt: now, UpdatedAt: now}
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := userByEmail(ctx, tx, email); err == nil {
+			return apperr.New(apperr.CodeConflict, "an account with this email exists")
+		} else if !errors.Is(err, apperr.ErrNotFound) {
+			return err
+		}
+		if err := insertUser(ctx, tx, u); err != nil {
+			if s.db.Dialect.IsUniqueViolation(err) {
+				return apperr.New(apperr.CodeConflict, "an account with this email exists")
+			}
+			return err
+		}
+		wsID, err := s.tenancy.ProvisionPersonal(ctx, tx, u.ID, name, now)
+		if err != nil {
+			return err
+		}
+		u.DefaultWorkspaceID = &wsID
+		return setDefaultWorkspace(ctx, tx, u.ID, wsID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// CreateUser bootstraps an approved account offline (slipway users create).
+func (s *Service) CreateUser(ctx context.Context, in RegisterInput, admin bool) (Profile, error) {
+	email, err := NormalizeEmail(in.Email)
+	if err != nil {
+		return Profile{}, err
+	}
+	if in.DisplayName == "" {
+		in.DisplayName = email[:strings.IndexByte(email, '@')]
+	}
+	name, err := cleanDisplayName(in.DisplayName)
+	if err != nil {
+		return Profile{}, err
+	}
+	if err := CheckPassword(in.Password, email); err != nil {
+		return Profile{}, err
+	}
+	hash, err := HashPassword(in.Password, s.cfg.HashParams)
+	if err != nil {
+		return Profile{}, err
+	}
+	u, err := s.createUser(ctx, email, name, hash, true, admin)
+	if err != nil {
+		return Profile{}, err
+	}
+	return u.profile(), nil
+}
+
+// ErrInvalidCredentials is the one answer to a wrong email or password.
+var ErrInvalidCredentials = apperr.New(apperr.CodeUnauthorized, "invalid email or password")
+
+// ErrLocked answers while a lock is in force.
+var ErrLocked = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later")
+
+func accountKey(email string) string { return "account:" + email }
+func addressKey(ip string) string    { return "address:" + ip }
+
+// LoginInput is a password sign-in.
+type LoginInput struct {
+	Email     string
+	Password  string
+	IP        string
+	UserAgent string
+}
+
+// Login checks a password and opens a session. Unknown email and wrong
+// password give the same error after the same hashing work; repeated
+// failures for the account or the address lock further attempts (same for
+// existing and unknown emails).
+func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.Time, error) {
+	email := strings.ToLower(strings.TrimSpace(in.Email))
+	if email == "" || in.Password == "" {
+		return nil, time.Time{}, apperr.BadRequest("email and password are required")
+	}
+	if len(email) > 254 || len(in.Password) > MaxPasswordBytes {
+		return nil, time.Time{}, ErrInvalidCredentials
+	}
+	now := s.clock.Now()
+	keys := []string{accountKey(email), addressKey(in.IP)}
+	until, err := lockedUntil(ctx, s.db.R, now, keys...)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if until != nil {
+		return nil, *until, ErrLocked
+	}
+
+	u, err := userByEmail(ctx, s.db.R, email)
+	if err != nil && !errors.Is(err, apperr.ErrNotFound) {
+		return nil, time.Time{}, err
+	}
+	hash := s.dummyHash
+	if u != nil && u.PasswordHash != nil {
+		hash = *u.PasswordHash
+	}
+	ok, err := VerifyPassword(in.Password, hash)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !ok || u == nil || u.PasswordHash == nil {
+		if err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+			if err := recordFailure(ctx, tx, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
+				return err
+			}
+			return recordFailure(ctx, tx, keys[1], now, lockWindow, addressLimit, lockFor)
+		}); err != nil {
+			return nil, time.Time{}, err
+		}
+		return nil, time.Time{}, ErrInvalidCredentials
+	}
+
+	sess := Session{ID: ids.New(), Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	sess.CSRF = csrfToken(s.cfg.Secret, sess.ID)
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := clearFailures(ctx, tx, keys[0]); err != nil {
+			return err
+		}
+		return insertSession(ctx, tx, sess.ID, u.ID, hashToken(sess.Token), now, sess.ExpiresAt, truncate(in.UserAgent, 512), in.IP)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return &LoginResult{Profile: u.profile(), Session: sess}, time.Time{}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// Authenticate resolves a session token to its user; an unknown, expired or
+// revoked token is apperr unauthorized.
+func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, error) {
+	h := hashToken(token)
+	u, stored, err := sessionUser(ctx, s.db.R, h, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	// The lookup matched on the hash already; compare again in constant time
+	// so no code path compares token material any other way.
+	if subtle.ConstantTimeCompare([]byte(h), []byte(stored)) != 1 {
+		return nil, apperr.ErrUnauthorized
+	}
+	return u, nil
+}
+
+// ValidCSRF checks the CSRF header and cookie against the session.
+func (s *Service) ValidCSRF(sessionID, header, cookie string) bool {
+	return validCSRF(s.cfg.Secret, sessionID, header, cookie)
+}
+
+// Logout revokes the caller's session.
+func (s *Service) Logout(ctx context.Context, u *actor.User) error {
+	if u.SessionID == "" {
+		return nil
+	}
+	return revokeSession(ctx, s.db.W, u.SessionID, s.clock.Now())
+}
+
+// UpdateProfile changes the display name and returns the refreshed profile.
+func (s *Service) UpdateProfile(ctx context.Context, u *actor.User, displayName string) (Profile, error) {
+	name, err := cleanDisplayName(displayName)
+	if err != nil {
+		return Profile{}, err
+	}
+	if err := updateDisplayName(ctx, s.db.W, u.ID, name, s.clock.Now()); err != nil {
+		return Profile{}, err
+	}
+	return s.Profile(ctx, u.ID)
+}
+
+// SetVerbosity sets (or, with nil, clears) the default live-feed verbosity.
+func (s *Service) SetVerbosity(ctx context.Context, u *actor.User, v *string) (Profile, error) {
+	if v != nil && !slices.Contains(Verbosities, *v) {
+		return Profile{}, apperr.BadRequest("verbosity must be one of %s, or null to clear it", strings.Join(Verbosities, ", "))
+	}
+	if err := updateVerbosity(ctx, s.db.W, u.ID, v, s.clock.Now()); err != nil {
+		return Profile{}, err
+	}
+	return s.Profile(ctx, u.ID)
+}
+
+// Profile reads a user's current profile.
+func (s *Service) Profile(ctx context.Context, userID string) (Profile, error) {
+	u, err := userByID(ctx, s.db.R, userID)
+	if err != nil {
+		return Profile{}, err
+	}
+	return u.profile(), nil
+}
+
+// ErrWrongPassword answers a password change with a wrong current password.
+var ErrWrongPassword = apperr.New(apperr.CodeForbidden, "current password is incorrect")
+
+// ChangePassword replaces the password after checking the current one, and
+// revokes every other session of the user. A wrong current password counts
+// toward the account lockout like a failed sign-in.
+func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, next, ip string) error {
+	if err := CheckPassword(next, u.Email); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	keys := []string{accountKey(u.Email), addressKey(ip)}
+	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
+		return err
+	} else if until != nil {
+		return ErrLocked
+	}
+	row, err := userByID(ctx, s.db.R, u.ID)
+	if err != nil {
+		return err
+	}
+	if row.PasswordHash == nil {
+		return apperr.BadRequest("this account has no password (it signs in through an identity provider)")
+	}
+	ok, err := VerifyPassword(current, *row.PasswordHash)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		if err := recordFailure(ctx, s.db.W, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
+			return err
+		}
+		return ErrWrongPassword
+	}
+	hash, err := HashPassword(next, s.cfg.HashParams)
+	if err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := updatePasswordHash(ctx, tx, u.ID, hash, now); err != nil {
+			return err
+		}
+		_, err := revokeOtherSessions(ctx, tx, u.ID, u.SessionID, now)
+		return err
+	})
+}
+
+// ListUsers pages through accounts, oldest first.
+func (s *Service) ListUsers(ctx context.Context, pendingOnly bool, limit, offset int) ([]Profile, int, error) {
+	rows, total, err := listUsers(ctx, s.db.R, pendingOnly, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]Profile, 0, len(rows))
+	for _, u := range rows {
+		out = append(out, u.profile())
+	}
+	return out, total, nil
+}
+
+// Approve sets approved=true; repeating it is harmless. An actual change
+// writes an audit entry.
+func (s *Service) Approve(ctx context.Context, admin *actor.User, userID string) (Profile, error) {
+	var p Profile
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		u, err := userByID(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		before := u.profile()
+		if u.Approved {
+			p = before
+			return nil
+		}
+		now := s.clock.Now()
+		if err := approveUser(ctx, tx, userID, now); err != nil {
+			return err
+		}
+		u.Approved = true
+		p = u.profile()
+		return audit.Record(ctx, tx, now, admin.ID, "user.approve", "user", userID, before, p)
+	})
+	return p, err
+}
+
+// ErrApprovedCannotBeRejected refuses rejecting an approved account.
+var ErrApprovedCannotBeRejected = apperr.New(apperr.CodeConflict, "an approved account cannot be rejected")
+
+// Reject hard-deletes an unapproved profile, with its sessions and its
+// personal organization, and writes an audit entry. An approved account is
+// refused.
+func (s *Service) Reject(ctx context.Context, admin *actor.User, userID string) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		u, err := userByID(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if u.Approved {
+			return ErrApprovedCannotBeRejected
+		}
+		if err := s.tenancy.RemovePersonal(ctx, tx, userID); err != nil {
+			return err
+		}
+		if err := deleteUser(ctx, tx, userID); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, s.clock.Now(), admin.ID, "user.reject", "user", userID, u.profile(), nil)
+	})
+}

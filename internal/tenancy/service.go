@@ -1,0 +1,304 @@
+package tenancy
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"slipway/internal/audit"
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// Service implements organizations and workspaces.
+type Service struct {
+	db    *db.DB
+	clock clock.Clock
+}
+
+// NewService builds the tenancy service.
+func NewService(d *db.DB, clk clock.Clock) *Service { return &Service{db: d, clock: clk} }
+
+// DefaultWorkspaceName names the workspace every new account starts with.
+const DefaultWorkspaceName = "Default"
+
+// ProvisionPersonal creates the user's own organization with one default
+// workspace, owned by the user, in the caller's transaction (auth.Tenancy).
+func (s *Service) ProvisionPersonal(ctx context.Context, q db.Queryer, userID, displayName string, now time.Time) (string, error) {
+	orgID, wsID := ids.New(), ids.New()
+	if err := insertOrganization(ctx, q, orgID, displayName+"'s organization", now); err != nil {
+		return "", err
+	}
+	if err := insertOrgMember(ctx, q, orgID, userID, RoleOwner, now); err != nil {
+		return "", err
+	}
+	if err := insertWorkspace(ctx, q, wsID, orgID, DefaultWorkspaceName, now); err != nil {
+		return "", err
+	}
+	if err := insertWorkspaceMember(ctx, q, wsID, userID, RoleAdmin, now); err != nil {
+		return "", err
+	}
+	return wsID, nil
+}
+
+// RemovePersonal deletes the organizations whose only member is the user
+// (and so their workspaces), in the caller's transaction (auth.Tenancy).
+func (s *Service) RemovePersonal(ctx context.Context, q db.Queryer, userID string) error {
+	orgs, err := soleMemberOrgs(ctx, q, userID)
+	if err != nil {
+		return err
+	}
+	for _, id := range orgs {
+		if err := deleteOrganization(ctx, q, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ErrNoWorkspace answers a workspace-scoped request of a caller who has
+// joined no workspace.
+var ErrNoWorkspace = apperr.New(apperr.CodeForbidden, "you have not joined any workspace")
+
+// ResolveWorkspace picks the active workspace: the one named by the
+// X-Workspace-Id header if the caller has joined it (else 403, the same for
+// an unknown id), otherwise the caller's default joined workspace, otherwise
+// their earliest joined one.
+func (s *Service) ResolveWorkspace(ctx context.Context, u *actor.User, header string) (*actor.Workspace, error) {
+	var w *Workspace
+	var err error
+	switch {
+	case header != "":
+		if !ids.Valid(header) {
+			return nil, apperr.BadRequest("X-Workspace-Id must be a workspace id (a UUID)")
+		}
+		w, err = membership(ctx, s.db.R, header, u.ID)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil, apperr.New(apperr.CodeForbidden, "you have not joined the workspace named by X-Workspace-Id")
+		}
+	case u.DefaultWorkspaceID != "":
+		w, err = membership(ctx, s.db.R, u.DefaultWorkspaceID, u.ID)
+	default:
+		var all []Workspace
+		all, err = joinedWorkspaces(ctx, s.db.R, u.ID)
+		if err == nil {
+			if len(all) == 0 {
+				return nil, ErrNoWorkspace
+			}
+			w = &all[0]
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &actor.Workspace{ID: w.ID, OrganizationID: w.OrganizationID, Role: w.Role}, nil
+}
+
+// Selector carries the request's choice of organization: X-Organization-Id,
+// or else the active workspace (X-Workspace-Id or the default).
+type Selector struct {
+	OrganizationID string
+	WorkspaceID    string
+}
+
+// ErrNotOrgMember refuses organization endpoints to non-members.
+var ErrNotOrgMember = apperr.New(apperr.CodeForbidden, "you are not a member of this organization")
+
+// organization resolves the selected organization with the caller's role.
+func (s *Service) organization(ctx context.Context, q db.Queryer, u *actor.User, sel Selector) (*Organization, error) {
+	orgID := sel.OrganizationID
+	if orgID != "" {
+		if !ids.Valid(orgID) {
+			return nil, apperr.BadRequest("X-Organization-Id must be an organization id (a UUID)")
+		}
+	} else {
+		ws, err := s.ResolveWorkspace(ctx, u, sel.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		orgID = ws.OrganizationID
+	}
+	o, err := orgForMember(ctx, q, orgID, u.ID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, ErrNotOrgMember
+	}
+	return o, err
+}
+
+// Organization returns the selected organization.
+func (s *Service) Organization(ctx context.Context, u *actor.User, sel Selector) (*Organization, error) {
+	return s.organization(ctx, s.db.R, u, sel)
+}
+
+func cleanName(field, raw string) (string, error) {
+	n := strings.TrimSpace(raw)
+	if n == "" {
+		return "", apperr.BadRequest("%s must not be empty", field)
+	}
+	if utf8.RuneCountInString(n) > 100 {
+		return "", apperr.BadRequest("%s is too long: at most 100 characters", field)
+	}
+	return n, nil
+}
+
+// RenameOrganization renames the selected organization (owner or admin).
+func (s *Service) RenameOrganization(ctx context.Context, u *actor.User, sel Selector, name string) (*Organization, error) {
+	name, err := cleanName("name", name)
+	if err != nil {
+		return nil, err
+	}
+	var out *Organization
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		o, err := s.organization(ctx, tx, u, sel)
+		if err != nil {
+			return err
+		}
+		if o.Role != RoleOwner && o.Role != RoleAdmin {
+			return apperr.New(apperr.CodeForbidden, "only an organization owner or admin may rename it")
+		}
+		now := s.clock.Now()
+		if err := renameOrganization(ctx, tx, o.ID, name, now); err != nil {
+			return err
+		}
+		before := *o
+		o.Name = name
+		out = o
+		return audit.Record(ctx, tx, now, u.ID, "organization.rename", "organization", o.ID, before, o)
+	})
+	return out, err
+}
+
+// DeleteOrganization deletes the selected organization: owner only, and
+// refused (412) while it still owns workspaces.
+func (s *Service) DeleteOrganization(ctx context.Context, u *actor.User, sel Selector) error {
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		o, err := s.organization(ctx, tx, u, sel)
+		if err != nil {
+			return err
+		}
+		if o.Role != RoleOwner {
+			return apperr.New(apperr.CodeForbidden, "only an organization owner may delete it")
+		}
+		n, err := countWorkspaces(ctx, tx, o.ID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return apperr.New(apperr.CodePreconditionFailed, "the organization still owns %d workspace(s); delete them first", n)
+		}
+		if err := deleteOrganization(ctx, tx, o.ID); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "organization.delete", "organization", o.ID, o, nil)
+	})
+}
+
+// Members lists the selected organization's members.
+func (s *Service) Members(ctx context.Context, u *actor.User, sel Selector) ([]Member, error) {
+	o, err := s.organization(ctx, s.db.R, u, sel)
+	if err != nil {
+		return nil, err
+	}
+	return members(ctx, s.db.R, o.ID)
+}
+
+// Summary counts the selected organization's members and workspaces.
+func (s *Service) Summary(ctx context.Context, u *actor.User, sel Selector) (*Summary, error) {
+	o, err := s.organization(ctx, s.db.R, u, sel)
+	if err != nil {
+		return nil, err
+	}
+	ms, err := members(ctx, s.db.R, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	n, err := countWorkspaces(ctx, s.db.R, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	sum := &Summary{ID: o.ID, Name: o.Name, Role: o.Role, MemberCount: len(ms), WorkspaceCount: n,
+		MembersByRole: map[string]int{RoleOwner: 0, RoleAdmin: 0, RoleMember: 0}}
+	for _, m := range ms {
+		sum.MembersByRole[m.Role]++
+	}
+	return sum, nil
+}
+
+// Workspaces lists the caller's joined workspaces, marking the one used by
+// default.
+func (s *Service) Workspaces(ctx context.Context, u *actor.User) ([]Workspace, error) {
+	all, err := joinedWorkspaces(ctx, s.db.R, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	def := u.DefaultWorkspaceID
+	if def == "" && len(all) > 0 {
+		def = all[0].ID
+	}
+	for i := range all {
+		all[i].IsDefault = all[i].ID == def
+	}
+	return all, nil
+}
+
+// CreateWorkspace creates a workspace in an organization where the caller is
+// owner or admin (the given one, else the selected one); the caller joins it
+// as workspace admin.
+func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Selector, orgID, name string) (*Workspace, error) {
+	name, err := cleanName("name", name)
+	if err != nil {
+		return nil, err
+	}
+	if orgID != "" {
+		sel = Selector{OrganizationID: orgID}
+	}
+	var out *Workspace
+	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+		o, err := s.organization(ctx, tx, u, sel)
+		if err != nil {
+			return err
+		}
+		if o.Role != RoleOwner && o.Role != RoleAdmin {
+			return apperr.New(apperr.CodeForbidden, "only an organization owner or admin may create workspaces")
+		}
+		now := s.clock.Now()
+		w := &Workspace{ID: ids.New(), Name: name, OrganizationID: o.ID, OrganizationName: o.Name, Role: RoleAdmin, CreatedAt: now}
+		if err := insertWorkspace(ctx, tx, w.ID, o.ID, name, now); err != nil {
+			return err
+		}
+		if err := insertWorkspaceMember(ctx, tx, w.ID, u.ID, RoleAdmin, now); err != nil {
+			return err
+		}
+		out = w
+		return audit.Record(ctx, tx, now, u.ID, "workspace.create", "workspace", w.ID, nil, w)
+	})
+	return out, err
+}
+
+// DeleteWorkspace deletes a workspace: its organization's owner or admin
+// may. A workspace the caller can see neither as a member nor through its
+// organization is not_found, exactly like an unknown id.
+func (s *Service) DeleteWorkspace(ctx context.Context, u *actor.User, id string) error {
+	if !ids.Valid(id) {
+		return apperr.NotFound("workspace")
+	}
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		w, orgRole, err := workspaceVisible(ctx, tx, id, u.ID)
+		if err != nil {
+			return err
+		}
+		if orgRole != RoleOwner && orgRole != RoleAdmin {
+			return apperr.New(apperr.CodeForbidden, "only the organization's owner or admin may delete a workspace")
+		}
+		if err := deleteWorkspace(ctx, tx, id); err != nil {
+			return err
+		}
+		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.delete", "workspace", id, w, nil)
+	})
+}
