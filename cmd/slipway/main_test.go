@@ -384,3 +384,51 @@ func TestMigrateCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestUsersCreate bootstraps an admin offline, then signs in to the server
+// started on the same data dir.
+func TestUsersCreate(t *testing.T) {
+	dir := t.TempDir()
+	create := func(stdin string, args ...string) (string, int) {
+		cmd := exec.Command(binary, append([]string{"users", "create"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1"}
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	if out, code := create("short\n", "--email", "root@example.test", "--admin"); code != 1 || !strings.Contains(out, "too short") {
+		t.Fatalf("weak password: %d %s", code, out)
+	}
+	if out, code := create("offline-bootstrap-pw\n", "--admin"); code != 2 || !strings.Contains(out, "--email") {
+		t.Fatalf("missing email: %d %s", code, out)
+	}
+	out, code := create("offline-bootstrap-pw\n", "--email", "Root@Example.test", "--admin", "--name", "Root")
+	if code != 0 || !strings.Contains(out, "created root@example.test") || !strings.Contains(out, "admin=true") {
+		t.Fatalf("create: %d %s", code, out)
+	}
+	if out, code := create("offline-bootstrap-pw\n", "--email", "root@example.test"); code != 1 || !strings.Contains(out, "exists") {
+		t.Fatalf("duplicate: %d %s", code, out)
+	}
+	if strings.Contains(out, "offline-bootstrap-pw") {
+		t.Fatal("the password was echoed")
+	}
+
+	p := start(t, dir, "SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1")
+	p.waitReady(t)
+	resp, err := http.Post(p.url("/api/auth/login"), "application/json",
+		strings.NewReader(`{"email":"root@example.test","password":"offline-bootstrap-pw"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"approved":true`) || !strings.Contains(string(body), `"is_admin":true`) ||
+		!strings.Contains(string(body), `"display_name":"Root"`) {
+		t.Fatalf("login = %d %s", resp.StatusCode, body)
+	}
+}

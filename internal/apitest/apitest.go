@@ -76,6 +76,12 @@ func New(t testing.TB, engine db.Engine, env ...string) *App {
 		"SERVICE_ARGON2_TIME":       "1",
 		"SERVICE_LOG_LEVEL":         "debug",
 	}
+	target := dbtest.EmptyTarget(t, engine)
+	if target.Engine == db.SQLite {
+		m["DATABASE_URL"] = "sqlite:" + target.Path
+	} else {
+		m["DATABASE_URL"] = target.URL
+	}
 	for i := 0; i+1 < len(env); i += 2 {
 		m[env[i]] = env[i+1]
 	}
@@ -83,7 +89,6 @@ func New(t testing.TB, engine db.Engine, env ...string) *App {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Database = dbtest.EmptyTarget(t, engine)
 	logs := &LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx := context.Background()

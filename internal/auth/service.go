@@ -37,6 +37,9 @@ type Config struct {
 	Secret             []byte // signs CSRF tokens
 	CookieSecure       bool
 	SessionTTL         time.Duration
+	// SessionCacheTTL keeps authenticated sessions in memory this long
+	// (0 disables the cache).
+	SessionCacheTTL time.Duration
 }
 
 // DefaultSessionTTL is how long a session lasts (absolute).
@@ -60,6 +63,7 @@ type Service struct {
 	// dummyHash is verified against when the email is unknown, so a wrong
 	// email costs the same work as a wrong password.
 	dummyHash string
+	cache     *sessionCache
 }
 
 // NewService builds the auth service.
@@ -77,7 +81,8 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, log *slog.Logg
 	if err != nil {
 		return nil, err
 	}
-	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummy}, nil
+	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummy,
+		cache: newSessionCache(cfg.SessionCacheTTL, 10000)}, nil
 }
 
 // CookieSecure reports whether cookies carry the Secure flag.
@@ -288,7 +293,12 @@ func truncate(s string, n int) string {
 // revoked token is apperr unauthorized.
 func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, error) {
 	h := hashToken(token)
-	u, stored, err := sessionUser(ctx, s.db.R, h, s.clock.Now())
+	now := s.clock.Now()
+	if u, ok := s.cache.get(h, now); ok {
+		return u, nil
+	}
+	epoch := s.cache.currentEpoch()
+	u, stored, expires, err := sessionUser(ctx, s.db, h, now)
 	if err != nil {
 		return nil, err
 	}
@@ -297,6 +307,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, 
 	if subtle.ConstantTimeCompare([]byte(h), []byte(stored)) != 1 {
 		return nil, apperr.ErrUnauthorized
 	}
+	s.cache.put(h, u, expires, now, epoch)
 	return u, nil
 }
 
@@ -310,6 +321,7 @@ func (s *Service) Logout(ctx context.Context, u *actor.User) error {
 	if u.SessionID == "" {
 		return nil
 	}
+	defer s.cache.dropSession(u.SessionID)
 	return revokeSession(ctx, s.db.W, u.SessionID, s.clock.Now())
 }
 
@@ -319,6 +331,7 @@ func (s *Service) UpdateProfile(ctx context.Context, u *actor.User, displayName 
 	if err != nil {
 		return Profile{}, err
 	}
+	defer s.cache.dropUser(u.ID)
 	if err := updateDisplayName(ctx, s.db.W, u.ID, name, s.clock.Now()); err != nil {
 		return Profile{}, err
 	}
@@ -330,6 +343,7 @@ func (s *Service) SetVerbosity(ctx context.Context, u *actor.User, v *string) (P
 	if v != nil && !slices.Contains(Verbosities, *v) {
 		return Profile{}, apperr.BadRequest("verbosity must be one of %s, or null to clear it", strings.Join(Verbosities, ", "))
 	}
+	defer s.cache.dropUser(u.ID)
 	if err := updateVerbosity(ctx, s.db.W, u.ID, v, s.clock.Now()); err != nil {
 		return Profile{}, err
 	}
@@ -383,6 +397,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 	if err != nil {
 		return err
 	}
+	defer s.cache.dropUser(u.ID)
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := updatePasswordHash(ctx, tx, u.ID, hash, now); err != nil {
 			return err
@@ -408,6 +423,7 @@ func (s *Service) ListUsers(ctx context.Context, pendingOnly bool, limit, offset
 // Approve sets approved=true; repeating it is harmless. An actual change
 // writes an audit entry.
 func (s *Service) Approve(ctx context.Context, admin *actor.User, userID string) (Profile, error) {
+	defer s.cache.dropUser(userID)
 	var p Profile
 	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
 		u, err := userByID(ctx, tx, userID)
@@ -437,6 +453,7 @@ var ErrApprovedCannotBeRejected = apperr.New(apperr.CodeConflict, "an approved a
 // personal organization, and writes an audit entry. An approved account is
 // refused.
 func (s *Service) Reject(ctx context.Context, admin *actor.User, userID string) error {
+	defer s.cache.dropUser(userID)
 	return s.db.Tx(ctx, func(tx *sql.Tx) error {
 		u, err := userByID(ctx, tx, userID)
 		if err != nil {

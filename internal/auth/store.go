@@ -140,26 +140,27 @@ func insertSession(ctx context.Context, q db.Queryer, id, userID, tokenHash stri
 // sessionUser loads the live session with this token hash and its user, and
 // the user's default workspace if they are still a member of it: one query
 // per authenticated request.
-func sessionUser(ctx context.Context, q db.Queryer, tokenHash string, now time.Time) (*actor.User, string, error) {
+func sessionUser(ctx context.Context, d *db.DB, tokenHash string, now time.Time) (*actor.User, string, time.Time, error) {
 	var u actor.User
 	var storedHash string
-	err := q.QueryRowContext(ctx, `SELECT s.id, s.token_hash, u.id, u.email, u.display_name, u.approved,
+	var expires time.Time
+	err := d.QueryRowPrepared(ctx, `SELECT s.id, s.token_hash, s.expires_at, u.id, u.email, u.display_name, u.approved,
 			u.is_admin OR EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin'),
 			u.verbosity, u.created_at, COALESCE(wm.workspace_id, '')
 		FROM sessions s
 		JOIN users u ON u.id = s.user_id
 		LEFT JOIN workspace_members wm ON wm.workspace_id = u.default_workspace_id AND wm.user_id = u.id
 		WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2`, tokenHash, now).
-		Scan(&u.SessionID, &storedHash, &u.ID, &u.Email, &u.DisplayName, &u.Approved, &u.Admin, &u.Verbosity,
+		Scan(&u.SessionID, &storedHash, db.UTC(&expires), &u.ID, &u.Email, &u.DisplayName, &u.Approved, &u.Admin, &u.Verbosity,
 			db.UTC(&u.CreatedAt), &u.DefaultWorkspaceID)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, "", apperr.ErrUnauthorized
+		return nil, "", time.Time{}, apperr.ErrUnauthorized
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("auth: session lookup: %w", err)
+		return nil, "", time.Time{}, fmt.Errorf("auth: session lookup: %w", err)
 	}
 	u.Method = actor.Cookie
-	return &u, storedHash, nil
+	return &u, storedHash, expires, nil
 }
 
 func revokeSession(ctx context.Context, q db.Queryer, id string, now time.Time) error {

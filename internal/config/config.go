@@ -50,6 +50,7 @@ type Config struct {
 	JWTSecret          Secret // empty in dev until ResolveJWTSecret runs
 	InitialAdminEmails []string
 	CookieSecure       bool
+	SessionCacheTTL    time.Duration
 	Argon2MemoryKiB    uint32
 	Argon2Time         uint32
 
@@ -209,6 +210,13 @@ func load(lookup Lookup) (*Config, *reader) {
 		r.failf("SERVICE_INITIAL_ADMIN_EMAILS", "required in production with AUTH_PROVIDER=%s", c.AuthProvider)
 	}
 	c.CookieSecure = r.boolean("AUTH_COOKIE_SECURE", prod)
+	cacheDefault := int64(10)
+	if c.Database.Engine == db.Postgres {
+		// Replicas share PostgreSQL; a session revoked through one must not
+		// stay valid in another's memory.
+		cacheDefault = 0
+	}
+	c.SessionCacheTTL = time.Duration(r.integer("SERVICE_SESSION_CACHE_SECS", cacheDefault, 0, 3600)) * time.Second
 	c.Argon2MemoryKiB = uint32(r.integer("SERVICE_ARGON2_MEMORY_KIB", 32768, 64, 4*1024*1024))
 	c.Argon2Time = uint32(r.integer("SERVICE_ARGON2_TIME", 2, 1, 100))
 	if prod && c.Argon2MemoryKiB < MinProdArgon2MemoryKiB {

@@ -163,6 +163,15 @@ func TestLoadValid(t *testing.T) {
 		{"port 0 picks a free port", map[string]string{"SERVER_PORT": "0"}, func(t *testing.T, c *Config) {
 			eq(t, c.Port, 0)
 		}},
+		{"session cache on SQLite by default", map[string]string{}, func(t *testing.T, c *Config) {
+			eq(t, c.SessionCacheTTL, 10*time.Second)
+		}},
+		{"no session cache on PostgreSQL by default", map[string]string{"DATABASE_URL": "postgres://db/x"}, func(t *testing.T, c *Config) {
+			eq(t, c.SessionCacheTTL, time.Duration(0))
+		}},
+		{"session cache chosen explicitly on PostgreSQL", map[string]string{"DATABASE_URL": "postgres://db/x", "SERVICE_SESSION_CACHE_SECS": "5"}, func(t *testing.T, c *Config) {
+			eq(t, c.SessionCacheTTL, 5*time.Second)
+		}},
 		{"fleet_only execution", map[string]string{"SERVICE_AGENT_EXECUTION": "fleet_only"}, func(t *testing.T, c *Config) {
 			eq(t, c.AgentExecution, "fleet_only")
 		}},

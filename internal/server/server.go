@@ -46,6 +46,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
 		Secret:             []byte(cfg.JWTSecret.Reveal()),
 		CookieSecure:       cfg.CookieSecure,
+		SessionCacheTTL:    cfg.SessionCacheTTL,
 	}, ten, log)
 	if err != nil {
 		return nil, err

@@ -84,20 +84,28 @@ func (s *Service) ResolveWorkspace(ctx context.Context, u *actor.User, header st
 		}
 	case u.DefaultWorkspaceID != "":
 		w, err = membership(ctx, s.db.R, u.DefaultWorkspaceID, u.ID)
-	default:
-		var all []Workspace
-		all, err = joinedWorkspaces(ctx, s.db.R, u.ID)
-		if err == nil {
-			if len(all) == 0 {
-				return nil, ErrNoWorkspace
-			}
-			w = &all[0]
+		if errors.Is(err, apperr.ErrNotFound) {
+			// Left or deleted since the session was read: use the fallback.
+			w, err = s.earliestJoined(ctx, u.ID)
 		}
+	default:
+		w, err = s.earliestJoined(ctx, u.ID)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &actor.Workspace{ID: w.ID, OrganizationID: w.OrganizationID, Role: w.Role}, nil
+}
+
+func (s *Service) earliestJoined(ctx context.Context, userID string) (*Workspace, error) {
+	all, err := joinedWorkspaces(ctx, s.db.R, userID)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, ErrNoWorkspace
+	}
+	return &all[0], nil
 }
 
 // Selector carries the request's choice of organization: X-Organization-Id,

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -27,6 +28,9 @@ type DB struct {
 	W       *sql.DB
 	R       *sql.DB
 	Dialect Dialect
+
+	// readStmts caches prepared statements on R by query text.
+	readStmts sync.Map
 }
 
 // Engine reports which engine this database runs on.
@@ -119,6 +123,34 @@ func openPostgres(ctx context.Context, t Target) (*DB, error) {
 	return &DB{Target: t, W: p, R: p, Dialect: postgresDialect{}}, nil
 }
 
+// QueryRowPrepared runs a read through a statement prepared once per query
+// text and reused. It is for hot paths (the session lookup runs on every
+// request): SQLite otherwise parses and plans the SQL on every call, which
+// costs more than running it.
+func (d *DB) QueryRowPrepared(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := d.prepared(ctx, query)
+	if err != nil {
+		// Fall back to an unprepared query; its error (if any) surfaces on Scan.
+		return d.R.QueryRowContext(ctx, query, args...)
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+func (d *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
+	if st, ok := d.readStmts.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := d.R.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := d.readStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
 // Ping checks that the database answers (readiness).
 func (d *DB) Ping(ctx context.Context) error {
 	return d.R.PingContext(ctx)
@@ -126,6 +158,10 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (d *DB) Close() error {
+	d.readStmts.Range(func(_, st any) bool {
+		st.(*sql.Stmt).Close()
+		return true
+	})
 	if d.R != d.W {
 		return errors.Join(d.R.Close(), d.W.Close())
 	}
