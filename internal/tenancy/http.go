@@ -38,20 +38,21 @@ func (s *Service) WorkspaceScoped(api huma.API) func(huma.Context, func(huma.Con
 	}
 }
 
-// selectorInput reads the headers that choose the organization.
-type selectorInput struct {
+// SelectorHeaders reads the headers that choose the organization. It is
+// exported because Huma only reads fields of exported embedded structs.
+type SelectorHeaders struct {
 	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
 	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
 }
 
-func (in selectorInput) selector() Selector {
+func (in SelectorHeaders) selector() Selector {
 	return Selector{OrganizationID: in.OrganizationID, WorkspaceID: in.WorkspaceID}
 }
 
 type orgOutput struct{ Body *Organization }
 
 type renameInput struct {
-	selectorInput
+	SelectorHeaders
 	Body struct {
 		Name string `json:"name" maxLength:"100"`
 	}
@@ -76,7 +77,7 @@ type summaryOutput struct{ Body *Summary }
 type workspacesOutput struct{ Body []Workspace }
 
 type createWorkspaceInput struct {
-	selectorInput
+	SelectorHeaders
 	Body struct {
 		Name           string `json:"name" maxLength:"100"`
 		OrganizationID string `json:"organization_id,omitempty" format:"uuid" doc:"Default: the active workspace's organization"`
@@ -95,7 +96,7 @@ func Register(api huma.API, s *Service) {
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization", Method: http.MethodGet, Path: "/organization",
 		Summary: "The active organization", Tags: tags, Security: sessionSecurity,
-	}, func(ctx context.Context, in *selectorInput) (*orgOutput, error) {
+	}, func(ctx context.Context, in *SelectorHeaders) (*orgOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -127,7 +128,7 @@ func Register(api huma.API, s *Service) {
 		Summary: "Delete the organization (owner only)", Tags: tags, Security: sessionSecurity,
 		Description: "412 while the organization still owns workspaces or has an active subscription.",
 		Errors:      []int{http.StatusForbidden, http.StatusPreconditionFailed},
-	}, func(ctx context.Context, in *selectorInput) (*deletedOutput, error) {
+	}, func(ctx context.Context, in *SelectorHeaders) (*deletedOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -141,7 +142,7 @@ func Register(api huma.API, s *Service) {
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization_members", Method: http.MethodGet, Path: "/organization/members",
 		Summary: "Members of the organization", Tags: tags, Security: sessionSecurity,
-	}, func(ctx context.Context, in *selectorInput) (*membersOutput, error) {
+	}, func(ctx context.Context, in *SelectorHeaders) (*membersOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -156,7 +157,7 @@ func Register(api huma.API, s *Service) {
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization_summary", Method: http.MethodGet, Path: "/organization/summary",
 		Summary: "Counts of members and workspaces", Tags: tags, Security: sessionSecurity,
-	}, func(ctx context.Context, in *selectorInput) (*summaryOutput, error) {
+	}, func(ctx context.Context, in *SelectorHeaders) (*summaryOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err

@@ -245,7 +245,14 @@ func (s *Service) Workspaces(ctx context.Context, u *actor.User) ([]Workspace, e
 	if err != nil {
 		return nil, err
 	}
-	def := u.DefaultWorkspaceID
+	// The same choice ResolveWorkspace makes: the default workspace if still
+	// joined, else the earliest joined one.
+	def := ""
+	for _, w := range all {
+		if w.ID == u.DefaultWorkspaceID {
+			def = w.ID
+		}
+	}
 	if def == "" && len(all) > 0 {
 		def = all[0].ID
 	}
