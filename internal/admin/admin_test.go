@@ -2,7 +2,6 @@ package admin_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -23,15 +22,6 @@ import (
 	"slipway/internal/platform/ids"
 )
 
-func count(t *testing.T, app *apitest.App, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := app.DB.R.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 func approved(t *testing.T, app *apitest.App, userID string) bool {
 	t.Helper()
 	var ok bool
@@ -39,46 +29,6 @@ func approved(t *testing.T, app *apitest.App, userID string) bool {
 		t.Fatalf("approved of %s: %v", userID, err)
 	}
 	return ok
-}
-
-type auditRow struct {
-	ActorID, TargetKind string
-	Before, After       map[string]any
-}
-
-// auditRows returns the audit entries of an action on a target.
-func auditRows(t *testing.T, app *apitest.App, action, targetID string) []auditRow {
-	t.Helper()
-	rows, err := app.DB.R.QueryContext(context.Background(),
-		"SELECT actor_id, target_kind, before, after FROM audit_log WHERE action = $1 AND target_id = $2 ORDER BY created_at, id", action, targetID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []auditRow
-	for rows.Next() {
-		var a auditRow
-		var actorID, before, after sql.NullString
-		if err := rows.Scan(&actorID, &a.TargetKind, &before, &after); err != nil {
-			t.Fatal(err)
-		}
-		a.ActorID = actorID.String
-		if before.Valid {
-			if err := json.Unmarshal([]byte(before.String), &a.Before); err != nil {
-				t.Fatalf("before snapshot: %v: %s", err, before.String)
-			}
-		}
-		if after.Valid {
-			if err := json.Unmarshal([]byte(after.String), &a.After); err != nil {
-				t.Fatalf("after snapshot: %v: %s", err, after.String)
-			}
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // auditLog returns every audit_log row, by id, as one comparable string.
@@ -230,7 +180,7 @@ func TestApprove(t *testing.T) {
 				WantStatus: http.StatusOK, WantContains: []string{`"is_default":true`, `"Pat Pending's organization"`}},
 		})
 
-		rows := auditRows(t, app, "user.approve", pat.ID)
+		rows := app.AuditEntries(t, "user.approve", pat.ID)
 		if len(rows) != 1 {
 			t.Fatalf("%d user.approve audit rows, want exactly 1", len(rows))
 		}
@@ -256,7 +206,7 @@ func TestReject(t *testing.T) {
 		if err := app.DB.R.QueryRowContext(ctx, "SELECT id FROM workspaces WHERE organization_id = $1", orgID).Scan(&wsID); err != nil {
 			t.Fatal(err)
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM sessions WHERE user_id = $1", rex.ID); n != 1 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM sessions WHERE user_id = $1", rex.ID); n != 1 {
 			t.Fatalf("%d sessions before the reject, want 1", n)
 		}
 
@@ -293,15 +243,15 @@ func TestReject(t *testing.T) {
 			{"SELECT COUNT(*) FROM workspaces WHERE organization_id = $1", orgID},
 			{"SELECT COUNT(*) FROM workspaces WHERE id = $1", wsID},
 		} {
-			if n := count(t, app, c.query, c.arg); n != 0 {
+			if n := app.Count(t, c.query, c.arg); n != 0 {
 				t.Errorf("%s [%s] = %d after the reject, want 0", c.query, c.arg, n)
 			}
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM users WHERE id = $1 AND approved = TRUE", ok.ID); n != 1 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM users WHERE id = $1 AND approved = TRUE", ok.ID); n != 1 {
 			t.Fatal("the refused reject changed the approved account")
 		}
 
-		rows := auditRows(t, app, "user.reject", rex.ID)
+		rows := app.AuditEntries(t, "user.reject", rex.ID)
 		if len(rows) != 1 {
 			t.Fatalf("%d user.reject audit rows, want 1", len(rows))
 		}
@@ -309,7 +259,7 @@ func TestReject(t *testing.T) {
 		if a.ActorID != adm.ID || a.TargetKind != "user" || a.Before["email"] != rex.Email || a.Before["approved"] != false || a.After != nil {
 			t.Fatalf("audit row = %+v", a)
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM audit_log WHERE action = 'user.reject'"); n != 1 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM audit_log WHERE action = 'user.reject'"); n != 1 {
 			t.Fatalf("%d user.reject audit rows in all, want 1 (refused rejects wrote entries)", n)
 		}
 	})
@@ -322,7 +272,7 @@ func TestAdminAccess(t *testing.T) {
 		user := app.Approved(adm, "Uma User")
 		pending := app.Pending("Pat Pending")
 		target := app.Pending("Tina Target")
-		before := count(t, app, "SELECT COUNT(*) FROM audit_log")
+		before := app.Count(t, "SELECT COUNT(*) FROM audit_log")
 
 		endpoints := []struct{ method, path string }{
 			{"GET", "/api/admin/users/pending"},
@@ -351,7 +301,7 @@ func TestAdminAccess(t *testing.T) {
 		if approved(t, app, target.ID) {
 			t.Fatal("a refused approve approved the account")
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM audit_log"); n != before {
+		if n := app.Count(t, "SELECT COUNT(*) FROM audit_log"); n != before {
 			t.Fatalf("refused requests wrote %d audit rows", n-before)
 		}
 	})
@@ -419,7 +369,7 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 		if user.SessionToken() == "" || user.CSRFToken() == "" {
 			t.Fatal("the signed-in client has no session or CSRF cookie")
 		}
-		audits := count(t, app, "SELECT COUNT(*) FROM audit_log")
+		audits := app.Count(t, "SELECT COUNT(*) FROM audit_log")
 
 		status, body := do(user, "GET", "/api/admin/users")
 		wantErr(status, body, http.StatusForbidden, "forbidden")
@@ -436,10 +386,10 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 		wantErr(status, body, http.StatusForbidden, "forbidden")
 		status, body = do(nil, "POST", "/api/admin/users/"+target.ID+"/approve")
 		wantErr(status, body, http.StatusUnauthorized, "unauthorized")
-		if approved(t, app, target.ID) || count(t, app, "SELECT COUNT(*) FROM users WHERE id = $1", target.ID) != 1 {
+		if approved(t, app, target.ID) || app.Count(t, "SELECT COUNT(*) FROM users WHERE id = $1", target.ID) != 1 {
 			t.Fatal("a refused request changed the target account")
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM audit_log"); n != audits {
+		if n := app.Count(t, "SELECT COUNT(*) FROM audit_log"); n != audits {
 			t.Fatalf("refused requests wrote %d audit rows", n-audits)
 		}
 
@@ -494,7 +444,7 @@ func TestAuditLogAppendOnly(t *testing.T) {
 				t.Fatalf("%s %s = %d, want %d: %s", s.method, s.path, r.Status, s.status, r.Body)
 			}
 			want += s.added
-			if n := count(t, app, "SELECT COUNT(*) FROM audit_log"); n != want {
+			if n := app.Count(t, "SELECT COUNT(*) FROM audit_log"); n != want {
 				t.Fatalf("after %s %s: %d audit rows, want %d", s.method, s.path, n, want)
 			}
 		}

@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,15 +12,6 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 )
-
-func countUsers(t *testing.T, app *apitest.App) int {
-	t.Helper()
-	var n int
-	if err := app.DB.R.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM users").Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 func reg(email, password, name string) map[string]string {
 	return map[string]string{"email": email, "password": password, "display_name": name}
@@ -40,7 +30,7 @@ func TestRegister(t *testing.T) {
 			{Name: "unknown field", Method: "POST", Path: "/api/auth/register", Body: `{"email":"a@example.test","password":"correct-horse-battery","display_name":"A","admin":true}`, WantStatus: 400, WantCode: "bad_request", WantContains: []string{"admin"}},
 			{Name: "missing field", Method: "POST", Path: "/api/auth/register", Body: `{"email":"a@example.test","password":"correct-horse-battery"}`, WantStatus: 400, WantCode: "bad_request", WantContains: []string{"display_name"}},
 		})
-		if n := countUsers(t, app); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM users"); n != 0 {
 			t.Fatalf("refused registrations created %d users", n)
 		}
 
@@ -72,12 +62,12 @@ func TestRegister(t *testing.T) {
 
 		// Registering an existing email answers exactly like a new one and
 		// changes nothing: the old password still works, the new one does not.
-		before := countUsers(t, app)
+		before := app.Count(t, "SELECT COUNT(*) FROM users")
 		r := app.Anonymous().Do("POST", "/api/auth/register", reg("ANN@example.test", "another-strong-pass", "Impostor"))
 		if r.Status != 202 || string(r.Body) != "{\"ok\":true}\n" {
 			t.Fatalf("existing email = %d %s", r.Status, r.Body)
 		}
-		if countUsers(t, app) != before {
+		if app.Count(t, "SELECT COUNT(*) FROM users") != before {
 			t.Fatal("registering an existing email created a user")
 		}
 		if r := app.Anonymous().Do("POST", "/api/auth/login", map[string]string{"email": "ann@example.test", "password": "another-strong-pass"}); r.Status != 401 {

@@ -84,21 +84,15 @@ func (c *sessionCache) put(tokenHash string, u *actor.User, sessionExpires, now 
 
 // dropUser forgets every session of the user.
 func (c *sessionCache) dropUser(userID string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.epoch.Add(1)
-	for h, e := range c.entries {
-		if e.user.ID == userID {
-			delete(c.entries, h)
-		}
-	}
+	c.drop(func(u *actor.User) bool { return u.ID == userID })
 }
 
 // dropSession forgets one session.
 func (c *sessionCache) dropSession(sessionID string) {
+	c.drop(func(u *actor.User) bool { return u.SessionID == sessionID })
+}
+
+func (c *sessionCache) drop(match func(*actor.User) bool) {
 	if c == nil {
 		return
 	}
@@ -106,7 +100,7 @@ func (c *sessionCache) dropSession(sessionID string) {
 	defer c.mu.Unlock()
 	c.epoch.Add(1)
 	for h, e := range c.entries {
-		if e.user.SessionID == sessionID {
+		if match(&e.user) {
 			delete(c.entries, h)
 		}
 	}

@@ -2,8 +2,6 @@ package tenancy_test
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -73,55 +71,6 @@ func createWorkspace(t *testing.T, c *apitest.Client, name string) tenancy.Works
 	var w tenancy.Workspace
 	r.JSON(t, &w)
 	return w
-}
-
-func count(t *testing.T, app *apitest.App, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := app.DB.R.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-type auditRow struct {
-	ActorID, TargetKind string
-	Before, After       map[string]any
-}
-
-// auditRows returns the audit entries of an action on a target.
-func auditRows(t *testing.T, app *apitest.App, action, targetID string) []auditRow {
-	t.Helper()
-	rows, err := app.DB.R.QueryContext(context.Background(),
-		"SELECT actor_id, target_kind, before, after FROM audit_log WHERE action = $1 AND target_id = $2 ORDER BY created_at, id", action, targetID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []auditRow
-	for rows.Next() {
-		var a auditRow
-		var actorID, before, after sql.NullString
-		if err := rows.Scan(&actorID, &a.TargetKind, &before, &after); err != nil {
-			t.Fatal(err)
-		}
-		a.ActorID = actorID.String
-		for _, p := range []struct {
-			s sql.NullString
-			m *map[string]any
-		}{{before, &a.Before}, {after, &a.After}} {
-			if p.s.Valid {
-				if err := json.Unmarshal([]byte(p.s.String), p.m); err != nil {
-					t.Fatalf("audit snapshot is not a JSON object: %v: %s", err, p.s.String)
-				}
-			}
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 func TestOrganizationRead(t *testing.T) {
@@ -218,7 +167,7 @@ func TestOrganizationRename(t *testing.T) {
 					if n := org(t, owner).Name; n != "Acme" {
 						t.Fatalf("name after rename = %q", n)
 					}
-					rows := auditRows(t, app, "organization.rename", o.ID)
+					rows := app.AuditEntries(t, "organization.rename", o.ID)
 					if len(rows) != 1 {
 						t.Fatalf("%d organization.rename audit rows, want 1", len(rows))
 					}
@@ -248,12 +197,12 @@ func TestOrganizationRename(t *testing.T) {
 		if n := org(t, owner).Name; n != "Acme Two" {
 			t.Fatalf("name after the refused renames = %q", n)
 		}
-		if rows := auditRows(t, app, "organization.rename", o.ID); len(rows) != 2 || rows[1].ActorID != orgAdmin.ID ||
+		if rows := app.AuditEntries(t, "organization.rename", o.ID); len(rows) != 2 || rows[1].ActorID != orgAdmin.ID ||
 			rows[1].Before["name"] != "Acme" || rows[1].After["name"] != "Acme Two" {
 			t.Fatalf("rename audit rows = %+v", rows)
 		}
 		for _, c := range []*apitest.Client{orgAdmin, member} {
-			if n := count(t, app, "SELECT COUNT(*) FROM audit_log WHERE action = 'organization.rename' AND actor_id = $1 AND target_id <> $2", c.ID, o.ID); n != 0 {
+			if n := app.Count(t, "SELECT COUNT(*) FROM audit_log WHERE action = 'organization.rename' AND actor_id = $1 AND target_id <> $2", c.ID, o.ID); n != 0 {
 				t.Fatalf("%s renamed another organization", c.Email)
 			}
 		}
@@ -308,10 +257,10 @@ func TestSelectorHeadersOnWrites(t *testing.T) {
 				t.Errorf("%s's own organization was renamed to %v by a request naming another organization", c.client.Email, got)
 			}
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM workspaces WHERE name = 'Nope'"); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM workspaces WHERE name = 'Nope'"); n != 0 {
 			t.Errorf("a refused create made %d workspace(s) (in the caller's own organization)", n)
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM workspaces WHERE name = 'By header' AND organization_id <> $1", o.ID); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM workspaces WHERE name = 'By header' AND organization_id <> $1", o.ID); n != 0 {
 			t.Errorf("a create naming the organization by header made the workspace in another organization")
 		}
 	})
@@ -354,17 +303,17 @@ func TestOrganizationDelete(t *testing.T) {
 				WantStatus: http.StatusForbidden, WantCode: "forbidden"},
 		})
 
-		if n := count(t, app, "SELECT COUNT(*) FROM organizations WHERE id = $1", o.ID); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM organizations WHERE id = $1", o.ID); n != 0 {
 			t.Fatalf("organization row still there")
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM organization_members WHERE organization_id = $1", o.ID); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM organization_members WHERE organization_id = $1", o.ID); n != 0 {
 			t.Fatalf("%d organization_members rows left", n)
 		}
-		if rows := auditRows(t, app, "organization.delete", o.ID); len(rows) != 1 || rows[0].ActorID != owner.ID ||
+		if rows := app.AuditEntries(t, "organization.delete", o.ID); len(rows) != 1 || rows[0].ActorID != owner.ID ||
 			rows[0].Before["id"] != o.ID || rows[0].After != nil {
 			t.Fatalf("organization.delete audit rows = %+v", rows)
 		}
-		if rows := auditRows(t, app, "workspace.delete", wsID); len(rows) != 1 || rows[0].ActorID != owner.ID {
+		if rows := app.AuditEntries(t, "workspace.delete", wsID); len(rows) != 1 || rows[0].ActorID != owner.ID {
 			t.Fatalf("workspace.delete audit rows = %+v", rows)
 		}
 		if ws := workspaces(t, owner); len(ws) != 0 {
@@ -438,11 +387,11 @@ func TestWorkspaces(t *testing.T) {
 						created.Role != tenancy.RoleAdmin || created.IsDefault {
 						t.Fatalf("created = %+v", created)
 					}
-					if n := count(t, app, "SELECT COUNT(*) FROM workspace_members WHERE workspace_id = $1 AND user_id = $2 AND role = 'admin'",
+					if n := app.Count(t, "SELECT COUNT(*) FROM workspace_members WHERE workspace_id = $1 AND user_id = $2 AND role = 'admin'",
 						created.ID, owner.ID); n != 1 {
 						t.Fatalf("the creator is not the workspace admin")
 					}
-					if rows := auditRows(t, app, "workspace.create", created.ID); len(rows) != 1 || rows[0].ActorID != owner.ID ||
+					if rows := app.AuditEntries(t, "workspace.create", created.ID); len(rows) != 1 || rows[0].ActorID != owner.ID ||
 						rows[0].Before != nil || rows[0].After["name"] != "Second" {
 						t.Fatalf("workspace.create audit rows = %+v", rows)
 					}
@@ -482,7 +431,7 @@ func TestWorkspaces(t *testing.T) {
 				t.Fatalf("the outsider lists a workspace of the owner's organization: %+v", w)
 			}
 		}
-		if n := count(t, app, "SELECT COUNT(*) FROM workspaces WHERE name IN ('Nope', 'Intruder', 'X')"); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM workspaces WHERE name IN ('Nope', 'Intruder', 'X')"); n != 0 {
 			t.Fatalf("a refused create made %d workspace(s)", n)
 		}
 	})
@@ -515,14 +464,14 @@ func TestDeleteWorkspace(t *testing.T) {
 					if len(b) != 1 || b["deleted"] != true {
 						t.Fatalf("body = %s", r.Body)
 					}
-					if n := count(t, app, "SELECT COUNT(*) FROM workspaces WHERE id = $1", doomed.ID); n != 0 {
+					if n := app.Count(t, "SELECT COUNT(*) FROM workspaces WHERE id = $1", doomed.ID); n != 0 {
 						t.Fatal("workspace row still there")
 					}
 				}},
 			{Name: "deleting again", Client: owner, Method: "DELETE", Path: "/api/workspaces/" + doomed.ID,
 				WantStatus: http.StatusNotFound, WantCode: "not_found"},
 		})
-		if n := count(t, app, "SELECT COUNT(*) FROM workspaces WHERE id = $1", shared.ID); n != 1 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM workspaces WHERE id = $1", shared.ID); n != 1 {
 			t.Fatal("a refused delete removed the workspace")
 		}
 
