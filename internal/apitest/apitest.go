@@ -60,6 +60,15 @@ type App struct {
 	Logs   *LogBuffer
 	Engine db.Engine
 	Config *config.Config
+
+	mu      sync.Mutex
+	secrets []string // passwords and tokens clients used
+}
+
+func (a *App) remember(secrets ...string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.secrets = append(a.secrets, secrets...)
 }
 
 // New boots a server on a fresh database of the engine. env adds or
@@ -108,13 +117,43 @@ func New(t testing.TB, engine db.Engine, env ...string) *App {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln, nil, nil) }()
+	app := &App{t: t, URL: "http://" + ln.Addr().String(), Server: s, DB: d, Logs: logs, Engine: engine, Config: cfg}
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("apitest: serve: %v", err)
 		}
+		app.checkLogsHoldNoSecrets(t)
 	})
-	return &App{t: t, URL: "http://" + ln.Addr().String(), Server: s, DB: d, Logs: logs, Engine: engine, Config: cfg}
+	return app
+}
+
+// checkLogsHoldNoSecrets runs after every test app: no password a client
+// used, no session or CSRF token handed out, and no stored hash may appear in
+// anything the server logged.
+func (a *App) checkLogsHoldNoSecrets(t testing.TB) {
+	secrets := append([]string{Password}, a.secrets...)
+	rows, err := a.DB.R.Query("SELECT password_hash FROM users WHERE password_hash IS NOT NULL UNION ALL SELECT token_hash FROM sessions")
+	if err != nil {
+		t.Errorf("apitest: reading hashes: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h string
+		if rows.Scan(&h) == nil {
+			secrets = append(secrets, h)
+			if parts := strings.Split(h, "$"); len(parts) == 6 {
+				secrets = append(secrets, parts[4], parts[5]) // salt and key of a PHC hash
+			}
+		}
+	}
+	logs := a.Logs.String()
+	for _, sec := range secrets {
+		if len(sec) >= 8 && strings.Contains(logs, sec) {
+			t.Errorf("apitest: a secret reached the server log: %q", sec)
+		}
+	}
 }
 
 // Client is an HTTP client with its own cookie jar. After a sign-in it sends
@@ -238,6 +277,7 @@ func (c *Client) CSRFToken() string { return c.cookie(auth.CSRFCookie) }
 // Register signs an account up and fails the test unless it is accepted.
 func (a *App) Register(email, password, name string) {
 	a.t.Helper()
+	a.remember(password)
 	r := a.Anonymous().Do("POST", "/api/auth/register", map[string]string{"email": email, "password": password, "display_name": name})
 	if r.Status != http.StatusAccepted {
 		a.t.Fatalf("register %s: %d %s", email, r.Status, r.Body)
@@ -259,6 +299,7 @@ func (a *App) Login(email, password string) *Client {
 	}
 	r.JSON(a.t, &body)
 	c.Email, c.Password, c.ID = email, password, body.User.ID
+	a.remember(password, c.SessionToken(), c.CSRFToken())
 	return c
 }
 
