@@ -77,11 +77,7 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, log *slog.Logg
 	if cfg.HashParams == (HashParams{}) {
 		cfg.HashParams = DefaultHashParams
 	}
-	dummy, err := HashPassword(ids.RandomHex(16), cfg.HashParams)
-	if err != nil {
-		return nil, err
-	}
-	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummy,
+	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams),
 		cache: newSessionCache(cfg.SessionCacheTTL, 10000)}, nil
 }
 
