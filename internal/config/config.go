@@ -62,6 +62,10 @@ type Config struct {
 	SpeechProviderAPIKey            Secret
 	LLMProviderAPIKey               Secret
 
+	AgentBackend                 string // auto, docker or process
+	DockerHost                   string
+	AgentImage                   string
+	AgentBinary                  string
 	Agent                        Agent
 	MaxParallelTasksPerWorkspace int
 	ErrorSinkDSN                 Secret
@@ -234,6 +238,13 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
 
+	c.AgentBackend = r.oneOf("SERVICE_AGENT_BACKEND", "auto", "auto", "docker", "process")
+	if prod && c.AgentBackend == "process" {
+		r.failf("SERVICE_AGENT_BACKEND", "process runs agents without a container and is for development only")
+	}
+	c.DockerHost = r.str("DOCKER_HOST", "")
+	c.AgentImage = r.str("SERVICE_AGENT_IMAGE", "")
+	c.AgentBinary = r.str("SERVICE_AGENT_BINARY", "")
 	c.Agent = Agent{
 		Network:             r.str("AGENT_NETWORK", "service-agents"),
 		MemoryBytes:         r.integer("AGENT_MEMORY_BYTES", 2147483648, 6*1024*1024, math.MaxInt64),

@@ -89,6 +89,8 @@ func TestLoadValid(t *testing.T) {
 			host, _ := os.Hostname()
 			eq(t, c.InstanceID, host)
 			eq(t, c.JWTSecret, Secret(""))
+			eq(t, c.AgentBackend, "auto")
+			eq(t, c.AgentImage, "")
 			eq(t, c.Argon2MemoryKiB, uint32(32768))
 			eq(t, c.Argon2Time, uint32(2))
 		}},
@@ -230,6 +232,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"bad CORS origin", map[string]string{"CORS_ALLOWED_ORIGINS": "https://a.io/app"}, []string{"CORS_ALLOWED_ORIGINS"}},
 		{"bad download base", map[string]string{"SERVICE_RUNNER_DOWNLOAD_BASE": "releases"}, []string{"SERVICE_RUNNER_DOWNLOAD_BASE"}},
 		{"unknown log level", map[string]string{"SERVICE_LOG_LEVEL": "loud"}, []string{"SERVICE_LOG_LEVEL"}},
+		{"process backend in production", with(prodBase(), "SERVICE_AGENT_BACKEND", "process"), []string{"SERVICE_AGENT_BACKEND"}},
+		{"unknown backend", map[string]string{"SERVICE_AGENT_BACKEND": "podman"}, []string{"SERVICE_AGENT_BACKEND"}},
 		{"weak argon2 memory in production", with(prodBase(), "SERVICE_ARGON2_MEMORY_KIB", "1024"), []string{"SERVICE_ARGON2_MEMORY_KIB"}},
 		{"weak argon2 time in production", with(prodBase(), "SERVICE_ARGON2_TIME", "1"), []string{"SERVICE_ARGON2_TIME"}},
 		{"unparsable argon2 memory", map[string]string{"SERVICE_ARGON2_MEMORY_KIB": "lots"}, []string{"SERVICE_ARGON2_MEMORY_KIB"}},

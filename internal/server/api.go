@@ -12,6 +12,8 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/projects"
+	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 )
 
@@ -33,8 +35,10 @@ type APIs struct {
 // are built only to export their OpenAPI documents: handlers reach services
 // only when a request arrives.
 type Services struct {
-	Auth    *auth.Service
-	Tenancy *tenancy.Service
+	Auth     *auth.Service
+	Tenancy  *tenancy.Service
+	Projects *projects.Service
+	Tasks    *tasks.Service
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -85,6 +89,8 @@ func NewAPIs(mux *http.ServeMux, svc Services) APIs {
 	auth.Register(pub, svc.Auth)
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth)
+	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
+	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	return APIs{Public: pub, Management: mgmt}
 }
 

@@ -16,9 +16,14 @@ import (
 
 	"slipway/internal/auth"
 	"slipway/internal/config"
+	"slipway/internal/executor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/platform/vault"
+	"slipway/internal/projects"
+	"slipway/internal/repo"
+	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 )
 
@@ -27,14 +32,15 @@ const ReadyTimeout = 2 * time.Second
 
 // Server is one hub process: routes, readiness state and the HTTP server.
 type Server struct {
-	cfg      *config.Config
-	log      *slog.Logger
-	db       *db.DB
-	mux      *http.ServeMux
-	handler  http.Handler
-	APIs     APIs
-	Services Services
-	draining atomic.Bool
+	cfg        *config.Config
+	log        *slog.Logger
+	db         *db.DB
+	mux        *http.ServeMux
+	handler    http.Handler
+	APIs       APIs
+	Services   Services
+	dispatcher *tasks.Dispatcher
+	draining   atomic.Bool
 }
 
 // New builds the services and the routes. It does not listen.
@@ -51,8 +57,33 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: log, db: d, mux: http.NewServeMux()}
-	s.Services = Services{Auth: authSvc, Tenancy: ten}
+	sealer, err := vault.NewSealer([]byte(cfg.JWTSecret.Reveal()))
+	if err != nil {
+		return nil, err
+	}
+	proj := projects.NewService(d, clk, sealer)
+	ten.OnWorkspaceCreated(proj.SeedProfiles)
+	taskSvc := tasks.NewService(d, clk, proj, cfg.HubMode)
+	backend, binary, err := agentBackend(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	git, err := repo.New(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	owner := "hub@" + cfg.InstanceID
+	dispatcher := tasks.NewDispatcher(taskSvc, backend, git, tasks.DispatchConfig{
+		Owner: owner, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultTimeout: cfg.Agent.TaskTimeout,
+		Exec: tasks.ExecConfig{AgentBinary: binary, DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(),
+			Labels: map[string]string{executor.InstanceLabel: owner},
+			Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
+				ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
+				TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
+			ExtraSecrets: []string{cfg.SpeechProviderAPIKey.Reveal(), cfg.JWTSecret.Reveal()}},
+	}, log)
+	s := &Server{cfg: cfg, log: log, db: d, mux: http.NewServeMux(), dispatcher: dispatcher}
+	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Tasks: taskSvc}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -136,6 +167,18 @@ func (s *Server) httpServer(tlsCfg *tls.Config) *http.Server {
 // remaining waits (a second signal). It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config, hard <-chan struct{}) error {
 	srv := s.httpServer(tlsCfg)
+	// The dispatcher outlives the HTTP server: requests finish first, then
+	// agents still running are stopped and their tasks go back to the queue.
+	dispatchCtx, stopDispatch := context.WithCancel(context.Background())
+	dispatched := make(chan struct{})
+	go func() {
+		s.dispatcher.Run(dispatchCtx)
+		close(dispatched)
+	}()
+	defer func() {
+		stopDispatch()
+		<-dispatched
+	}()
 	errc := make(chan error, 1)
 	go func() {
 		if tlsCfg != nil {

@@ -20,6 +20,30 @@ import (
 type Service struct {
 	db    *db.DB
 	clock clock.Clock
+	hooks []WorkspaceHook
+}
+
+// WorkspaceHook runs inside the transaction that creates a workspace, so
+// other domains can give it what every workspace starts with (e.g. default
+// agent profiles) without tenancy knowing them.
+type WorkspaceHook func(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error
+
+// OnWorkspaceCreated adds a hook (wiring time only).
+func (s *Service) OnWorkspaceCreated(h WorkspaceHook) { s.hooks = append(s.hooks, h) }
+
+func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, name, userID string, now time.Time) error {
+	if err := insertWorkspace(ctx, q, id, orgID, name, now); err != nil {
+		return err
+	}
+	if err := insertWorkspaceMember(ctx, q, id, userID, RoleAdmin, now); err != nil {
+		return err
+	}
+	for _, h := range s.hooks {
+		if err := h(ctx, q, id, now); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewService builds the tenancy service.
@@ -38,10 +62,7 @@ func (s *Service) ProvisionPersonal(ctx context.Context, q db.Queryer, userID, d
 	if err := insertOrgMember(ctx, q, orgID, userID, RoleOwner, now); err != nil {
 		return "", err
 	}
-	if err := insertWorkspace(ctx, q, wsID, orgID, DefaultWorkspaceName, now); err != nil {
-		return "", err
-	}
-	if err := insertWorkspaceMember(ctx, q, wsID, userID, RoleAdmin, now); err != nil {
+	if err := s.newWorkspace(ctx, q, wsID, orgID, DefaultWorkspaceName, userID, now); err != nil {
 		return "", err
 	}
 	return wsID, nil
@@ -284,10 +305,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Select
 		}
 		now := s.clock.Now()
 		w := &Workspace{ID: ids.New(), Name: name, OrganizationID: o.ID, OrganizationName: o.Name, Role: RoleAdmin, CreatedAt: now}
-		if err := insertWorkspace(ctx, tx, w.ID, o.ID, name, now); err != nil {
-			return err
-		}
-		if err := insertWorkspaceMember(ctx, tx, w.ID, u.ID, RoleAdmin, now); err != nil {
+		if err := s.newWorkspace(ctx, tx, w.ID, o.ID, name, u.ID, now); err != nil {
 			return err
 		}
 		out = w

@@ -2,9 +2,11 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -25,6 +27,15 @@ type Dialect interface {
 	// ok=false when another holder has it; release frees it. On SQLite, which
 	// has one process per database file, the lock is in-process.
 	TryLock(ctx context.Context, d *DB, name string) (release func(), ok bool, err error)
+	// SerializeClaims makes job-claiming transactions run one at a time
+	// across replicas, so count-based caps checked inside them hold. SQLite
+	// needs nothing: its write transactions already run one at a time.
+	SerializeClaims(ctx context.Context, tx *sql.Tx) error
+	// Placeholder is the n-th (1-based) bind parameter. Shared SQL uses $n
+	// everywhere; statements with hundreds of parameters (batched inserts)
+	// use this instead, because SQLite looks $n names up in a list, which
+	// grows quadratic with the parameter count, while plain ? costs nothing.
+	Placeholder(n int) string
 }
 
 type sqliteDialect struct{}
@@ -53,7 +64,18 @@ func (sqliteDialect) TryLock(_ context.Context, _ *DB, name string) (func(), boo
 	return mu.Unlock, true, nil
 }
 
+func (sqliteDialect) SerializeClaims(context.Context, *sql.Tx) error { return nil }
+
+func (sqliteDialect) Placeholder(int) string { return "?" }
+
+func (postgresDialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
+
 type postgresDialect struct{}
+
+func (postgresDialect) SerializeClaims(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("claims"))
+	return err
+}
 
 func (postgresDialect) ILike(expr, param string) string {
 	return expr + " ILIKE " + param + ` ESCAPE '\'`

@@ -1,0 +1,202 @@
+// Package protocol is the stdio protocol between the hub (or a runner) and
+// an agent process in its container: newline-delimited JSON, one object per
+// line, each with a "type". It works the same locally and on a runner, with
+// no network path from agent to hub. docs/agent-protocol.md describes it.
+package protocol
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Agent types.
+const (
+	AgentShell   = "shell"
+	AgentLLM     = "llm"
+	AgentCommand = "command"
+)
+
+// Message types the hub sends to the agent (stdin).
+const (
+	InStart     = "start"     // first line: what to do
+	InApproval  = "approval"  // verdict on an approval_request
+	InMessage   = "message"   // a human intervenes
+	InInterrupt = "interrupt" // stop what you are doing, finish with a result
+)
+
+// Message types the agent sends to the hub (stdout). Any other line, JSON
+// or not, becomes a "log" event.
+const (
+	OutMessage         = "message"
+	OutToolCall        = "tool_call"
+	OutToolResult      = "tool_result"
+	OutApprovalRequest = "approval_request"
+	OutCost            = "cost"
+	OutSubtask         = "subtask"
+	OutResult          = "result"
+	OutLog             = "log" // assigned by the hub to unstructured output
+)
+
+// Start is the first line on the agent's stdin.
+type Start struct {
+	Type            string   `json:"type"` // "start"
+	AgentType       string   `json:"agent_type"`
+	Prompt          string   `json:"prompt"`
+	Instructions    string   `json:"instructions,omitempty"`
+	Model           string   `json:"model,omitempty"`
+	Effort          string   `json:"effort,omitempty"`
+	BaseURL         string   `json:"base_url,omitempty"`
+	APIKey          string   `json:"api_key,omitempty"`
+	CommandTemplate string   `json:"command_template,omitempty"`
+	WorkDir         string   `json:"workdir"`
+	MaxIterations   int      `json:"max_iterations,omitempty"`
+	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
+	MaxTokensTotal  int      `json:"max_tokens_total,omitempty"`
+	Secrets         []string `json:"-"` // never sent; the hub redacts these
+}
+
+// Event is one line from the agent: its type plus the whole object as
+// payload (the payload keeps every field the agent sent).
+type Event struct {
+	Type    string
+	Payload json.RawMessage
+}
+
+// Result is the payload of the final "result" line.
+type Result struct {
+	Type    string `json:"type"`   // "result"
+	Status  string `json:"status"` // "success" or "failure"
+	Summary string `json:"summary,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Message roles.
+const (
+	RoleAssistant = "assistant" // out: the model's text
+	RoleStderr    = "stderr"    // out: one line a child process wrote to its stderr
+	RoleUser      = "user"      // in: a human's intervention (the role may be omitted)
+)
+
+// Message is a "message" line. Out: the model's text (role assistant) or a
+// child process's stderr line (role stderr). In: a human intervention.
+type Message struct {
+	Type string `json:"type"` // "message"
+	Role string `json:"role,omitempty"`
+	Text string `json:"text"`
+}
+
+// ToolCall is a "tool_call" line: the model asked to run a tool. Arguments
+// is the JSON object the model sent.
+type ToolCall struct {
+	Type      string          `json:"type"` // "tool_call"
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResult is a "tool_result" line: what the tool call with the same ID
+// returned. Output is cut to a bound (Truncated says so).
+type ToolResult struct {
+	Type      string `json:"type"` // "tool_result"
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	OK        bool   `json:"ok"`
+	Output    string `json:"output"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// Cost is a "cost" line: the usage one model completion reported. CostUSD is
+// set only when the endpoint reports a price.
+type Cost struct {
+	Type             string  `json:"type"` // "cost"
+	Model            string  `json:"model"`
+	PromptTokens     int     `json:"prompt_tokens"`
+	CompletionTokens int     `json:"completion_tokens"`
+	TotalTokens      int     `json:"total_tokens"`
+	CostUSD          float64 `json:"cost_usd,omitempty"`
+}
+
+// Interrupt is the "interrupt" line: stop now and finish with a result.
+type Interrupt struct {
+	Type string `json:"type"` // "interrupt"
+}
+
+// Result statuses.
+const (
+	ResultSuccess = "success"
+	ResultFailure = "failure"
+)
+
+// MaxLine bounds one protocol line; longer output is cut into log events.
+const MaxLine = 1 << 20
+
+// ParseLine turns one output line into an event: a JSON object with a known
+// out type keeps its type; anything else is a log line.
+func ParseLine(line []byte) Event {
+	var head struct {
+		Type string `json:"type"`
+	}
+	if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &head) == nil && knownOut[head.Type] {
+		return Event{Type: head.Type, Payload: append(json.RawMessage(nil), line...)}
+	}
+	b, _ := json.Marshal(map[string]string{"line": string(line)})
+	return Event{Type: OutLog, Payload: b}
+}
+
+var knownOut = map[string]bool{
+	OutMessage: true, OutToolCall: true, OutToolResult: true, OutApprovalRequest: true,
+	OutCost: true, OutSubtask: true, OutResult: true,
+}
+
+// Writer writes protocol lines; safe for concurrent use.
+type Writer struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// NewWriter wraps w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// Send writes v as one JSON line.
+func (w *Writer) Send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, err = w.w.Write(append(b, '\n'))
+	return err
+}
+
+// Lines reads newline-delimited lines up to MaxLine bytes each; a longer
+// line is delivered in MaxLine pieces.
+func Lines(r io.Reader, fn func([]byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf []byte
+	for {
+		chunk, isPrefix, err := br.ReadLine()
+		if len(chunk) > 0 || (err == nil && !isPrefix) {
+			buf = append(buf, chunk...)
+			if (!isPrefix || len(buf) >= MaxLine) && len(buf) > 0 {
+				if ferr := fn(buf); ferr != nil {
+					return ferr
+				}
+				buf = buf[:0]
+			}
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if len(buf) > 0 {
+					return fn(buf)
+				}
+				return nil
+			}
+			return fmt.Errorf("protocol: reading: %w", err)
+		}
+	}
+}

@@ -1,0 +1,601 @@
+// Package docker runs agents as containers through the Docker Engine API.
+//
+// Every container carries the instance label (service.instance=<value>), runs
+// as the hub's own uid:gid with no capabilities and no-new-privileges, has the
+// AGENT_* limits applied, and is removed when the agent has been waited for or
+// killed. Images are never pulled: an image that is not on the engine makes
+// Start fail with executor.ErrUnavailable.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"slipway/internal/executor"
+)
+
+// Home is the agent's home directory, a tmpfs.
+const Home = "/home/agent"
+
+const (
+	// removeTimeout bounds the removal of a container; it runs on a context
+	// detached from the caller's, so that a cancelled task still cleans up.
+	removeTimeout = 30 * time.Second
+	// defaultDrainGrace is how long Wait and Kill let the output stream
+	// deliver what the engine still holds before the container is removed.
+	// Readers that keep up never wait for it.
+	defaultDrainGrace = 10 * time.Second
+)
+
+// errOutputAbandoned ends a Stdout or Stderr that nobody read before the
+// container was removed.
+var errOutputAbandoned = errors.New("docker: agent output was not read before the container was removed")
+
+// networkMu serialises "create the network if missing" across every Backend
+// of the process: engines older than API 1.44 accept two networks with the
+// same name, after which the name no longer resolves.
+var networkMu sync.Mutex
+
+// Backend is an executor.Backend over one Docker engine.
+type Backend struct {
+	cli      *client.Client
+	instance string
+	network  string
+	user     string // uid:gid every container runs as
+
+	drainGrace time.Duration
+
+	mu   sync.Mutex
+	live map[string]struct{} // containers started here and not yet removed
+}
+
+var _ executor.Backend = (*Backend)(nil)
+
+// New returns a backend for the engine at host (e.g.
+// unix:///run/slipway-docker/docker.sock; empty means DOCKER_HOST, else the
+// client's default socket). instance is the value of the service.instance
+// label (hub@<id> or runner@<id>); network is used when a Spec names none.
+// New does not contact the engine: Start and Check report an unreachable one.
+func New(host, instance, network string) (*Backend, error) {
+	if instance == "" {
+		return nil, errors.New("docker: the instance label value is required")
+	}
+	opts := []client.Opt{client.FromEnv}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	cli, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker: client for %q: %w", host, err)
+	}
+	return &Backend{
+		cli:      cli,
+		instance: instance,
+		network:  network,
+		user:     strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
+		live:     map[string]struct{}{},
+
+		drainGrace: defaultDrainGrace,
+	}, nil
+}
+
+// Name implements executor.Backend.
+func (b *Backend) Name() string { return "docker" }
+
+// Host is the engine address the backend talks to.
+func (b *Backend) Host() string { return b.cli.DaemonHost() }
+
+// Close releases the client's connections.
+func (b *Backend) Close() error { return b.cli.Close() }
+
+// Check reports whether the engine answers; the error wraps
+// executor.ErrUnavailable.
+func (b *Backend) Check(ctx context.Context) error {
+	if _, err := b.cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		return b.noEngine(err)
+	}
+	return nil
+}
+
+// unavailableError says what is missing and unwraps to both
+// executor.ErrUnavailable and the engine's error.
+type unavailableError struct {
+	msg   string
+	cause error
+}
+
+func (e *unavailableError) Error() string   { return e.msg }
+func (e *unavailableError) Unwrap() []error { return []error{executor.ErrUnavailable, e.cause} }
+
+func (b *Backend) noEngine(err error) error {
+	return &unavailableError{msg: fmt.Sprintf("no container engine at %s: %v", b.Host(), err), cause: err}
+}
+
+// engineErr turns a failed call into an error that names the operation, and
+// a connection failure into ErrUnavailable.
+func (b *Backend) engineErr(op string, err error) error {
+	if isConnErr(err) {
+		return b.noEngine(err)
+	}
+	return fmt.Errorf("docker: %s: %w", op, err)
+}
+
+func isConnErr(err error) bool {
+	if client.IsErrConnectionFailed(err) {
+		return true
+	}
+	var opErr *net.OpError
+	return errors.As(err, &opErr) && opErr.Op == "dial"
+}
+
+// Start implements executor.Backend: it creates the network when missing,
+// then creates, attaches to and starts the container. On any failure the
+// container is removed again.
+func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handle, error) {
+	if spec.Image == "" {
+		return nil, errors.New("docker: spec has no image")
+	}
+	if _, err := b.cli.ImageInspect(ctx, spec.Image); err != nil {
+		switch {
+		case isConnErr(err):
+			return nil, b.noEngine(err)
+		case cerrdefs.IsNotFound(err):
+			return nil, &unavailableError{
+				msg:   fmt.Sprintf("image %q not found locally on %s and images are never pulled; build or load it first", spec.Image, b.Host()),
+				cause: err,
+			}
+		default:
+			return nil, b.engineErr(fmt.Sprintf("inspect image %q", spec.Image), err)
+		}
+	}
+
+	network := spec.Limits.Network
+	if network == "" {
+		network = b.network
+	}
+	if err := b.ensureNetwork(ctx, network); err != nil {
+		return nil, err
+	}
+
+	cfg, hostCfg := b.containerConfig(spec, network)
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name:       containerName(spec.Name),
+		Config:     cfg,
+		HostConfig: hostCfg,
+	})
+	if err != nil {
+		return nil, b.engineErr("create container "+spec.Name, err)
+	}
+	id := created.ID
+	b.track(id, true)
+
+	h, err := b.attachAndStart(ctx, id)
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		defer cancel()
+		if rerr := b.remove(rctx, id); rerr == nil {
+			b.track(id, false)
+		} else {
+			err = errors.Join(err, rerr)
+		}
+		return nil, err
+	}
+	return h, nil
+}
+
+func (b *Backend) containerConfig(spec executor.Spec, network string) (*container.Config, *container.HostConfig) {
+	labels := make(map[string]string, len(spec.Labels)+1)
+	for k, v := range spec.Labels {
+		labels[k] = v
+	}
+	labels[executor.InstanceLabel] = b.instance
+
+	env := map[string]string{"HOME": Home}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	envList := make([]string, 0, len(env))
+	for k, v := range env {
+		envList = append(envList, k+"="+v)
+	}
+	sort.Strings(envList)
+
+	cfg := &container.Config{
+		Image:        spec.Image,
+		Cmd:          spec.Command,
+		Env:          envList,
+		WorkingDir:   spec.WorkDir,
+		Labels:       labels,
+		User:         b.user,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+	}
+
+	lim := spec.Limits
+	hostCfg := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(network),
+		ReadonlyRootfs: lim.ReadOnlyRootFS,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		// Docker's tmpfs default is noexec; /tmp and the home must allow
+		// exec for what agents routinely do there (go test runs binaries
+		// it builds under /tmp; pip/npm put tools under the home).
+		Tmpfs: map[string]string{
+			"/tmp": tmpfsOptions(lim.TmpfsTmpMB, true),
+			"/run": tmpfsOptions(lim.TmpfsRunMB, false),
+			Home:   tmpfsOptions(lim.TmpfsHomeMB, true),
+		},
+		Resources: container.Resources{
+			Memory:   lim.MemoryBytes,
+			NanoCPUs: lim.NanoCPUs,
+		},
+	}
+	if lim.MemoryBytes > 0 {
+		// No swap on top of the memory cap.
+		hostCfg.Resources.MemorySwap = lim.MemoryBytes
+	}
+	if lim.PidsLimit > 0 {
+		pids := lim.PidsLimit
+		hostCfg.Resources.PidsLimit = &pids
+	}
+	for _, m := range spec.Mounts {
+		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
+			Type:     mount.TypeBind,
+			Source:   m.Source,
+			Target:   m.Target,
+			ReadOnly: m.ReadOnly,
+		})
+	}
+	return cfg, hostCfg
+}
+
+func tmpfsOptions(sizeMB int64, exec bool) string {
+	opts := []string{"rw", "nosuid", "nodev"}
+	if exec {
+		opts = append(opts, "exec")
+	} else {
+		opts = append(opts, "noexec")
+	}
+	if sizeMB > 0 {
+		opts = append(opts, "size="+strconv.FormatInt(sizeMB, 10)+"m")
+	}
+	return strings.Join(append(opts, "mode=1777"), ",")
+}
+
+// containerName keeps the characters Docker accepts in a name
+// ([a-zA-Z0-9][a-zA-Z0-9_.-]+); an empty result lets the engine pick one.
+func containerName(name string) string {
+	var sb strings.Builder
+	for _, r := range name {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			sb.WriteRune(r)
+		case r == '_' || r == '.' || r == '-':
+			if sb.Len() > 0 {
+				sb.WriteRune(r)
+			}
+		default:
+			if sb.Len() > 0 {
+				sb.WriteByte('-')
+			}
+		}
+	}
+	if sb.Len() < 2 {
+		return ""
+	}
+	return sb.String()
+}
+
+func builtinNetwork(name string) bool {
+	switch name {
+	case "", "bridge", "host", "none", "default":
+		return true
+	}
+	return strings.HasPrefix(name, "container:")
+}
+
+// ensureNetwork creates a user-defined bridge network with the instance
+// label unless one of that name exists.
+func (b *Backend) ensureNetwork(ctx context.Context, name string) error {
+	if builtinNetwork(name) {
+		return nil
+	}
+	networkMu.Lock()
+	defer networkMu.Unlock()
+	list, err := b.cli.NetworkList(ctx, client.NetworkListOptions{Filters: make(client.Filters).Add("name", name)})
+	if err != nil {
+		return b.engineErr("list networks", err)
+	}
+	for _, n := range list.Items {
+		if n.Name == name { // the filter also matches substrings
+			return nil
+		}
+	}
+	_, err = b.cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		Driver: "bridge",
+		Labels: map[string]string{executor.InstanceLabel: b.instance},
+	})
+	if err != nil && !cerrdefs.IsConflict(err) && !cerrdefs.IsAlreadyExists(err) {
+		return b.engineErr("create network "+name, err)
+	}
+	return nil
+}
+
+func (b *Backend) attachAndStart(ctx context.Context, id string) (*handle, error) {
+	att, err := b.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{
+		Stream: true, Stdin: true, Stdout: true, Stderr: true,
+	})
+	if err != nil {
+		return nil, b.engineErr("attach to container "+shortID(id), err)
+	}
+
+	// Registered before the start so that no exit can be missed; it lives as
+	// long as the container, not as long as ctx.
+	waitCtx, cancelWait := context.WithCancel(context.WithoutCancel(ctx))
+	wait := b.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	if _, err := b.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		cancelWait()
+		att.Close()
+		return nil, b.engineErr("start container "+shortID(id), err)
+	}
+
+	outR, outW := io.Pipe()
+	errR, errW := io.Pipe()
+	h := &handle{
+		b:           b,
+		id:          id,
+		conn:        att.HijackedResponse,
+		stdoutR:     outR,
+		stderrR:     errR,
+		stdoutW:     outW,
+		stderrW:     errW,
+		exited:      make(chan struct{}),
+		streamsDone: make(chan struct{}),
+		cancelWait:  cancelWait,
+	}
+	h.stdin = &stdin{h: h}
+
+	go func() {
+		_, err := stdcopy.StdCopy(outW, errW, att.Reader)
+		if h.closing.Load() {
+			// We closed the connection ourselves after removing the
+			// container: for the reader that is the end of the output.
+			err = nil
+		}
+		outW.CloseWithError(err)
+		errW.CloseWithError(err)
+		close(h.streamsDone)
+	}()
+
+	go func() {
+		defer close(h.exited)
+		select {
+		case res := <-wait.Result:
+			h.exitCode = int(res.StatusCode)
+			if res.Error != nil && res.Error.Message != "" {
+				h.exitErr = fmt.Errorf("docker: waiting for container %s: %s", shortID(id), res.Error.Message)
+			}
+		case err := <-wait.Error:
+			h.exitCode = -1
+			h.exitErr = b.engineErr("wait for container "+shortID(id), err)
+		}
+	}()
+	return h, nil
+}
+
+// remove force-removes a container (with its anonymous volumes); a
+// container that is already gone or already being removed is not an error.
+func (b *Backend) remove(ctx context.Context, id string) error {
+	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) {
+		return nil
+	}
+	if cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress") {
+		return nil
+	}
+	return b.engineErr("remove container "+shortID(id), err)
+}
+
+func (b *Backend) track(id string, live bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if live {
+		b.live[id] = struct{}{}
+	} else {
+		delete(b.live, id)
+	}
+}
+
+// Cleanup implements executor.Backend: it force-removes every container that
+// carries this instance's label, except those this Backend is running now.
+// Containers of other instances and unlabelled ones are never touched.
+func (b *Backend) Cleanup(ctx context.Context) error {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.instance),
+	})
+	if err != nil {
+		return b.engineErr("list containers", err)
+	}
+	b.mu.Lock()
+	live := make(map[string]struct{}, len(b.live))
+	for id := range b.live {
+		live[id] = struct{}{}
+	}
+	b.mu.Unlock()
+
+	var errs []error
+	for _, c := range list.Items {
+		if c.Labels[executor.InstanceLabel] != b.instance {
+			continue // the engine filtered already; never trust it with other instances' containers
+		}
+		if _, ok := live[c.ID]; ok {
+			continue
+		}
+		if err := b.remove(ctx, c.ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// handle is one started container.
+type handle struct {
+	b       *Backend
+	id      string
+	conn    client.HijackedResponse
+	stdoutR *io.PipeReader
+	stderrR *io.PipeReader
+	stdoutW *io.PipeWriter // written by the output pump only, but
+	stderrW *io.PipeWriter // closed early when nobody reads
+	stdin   *stdin
+
+	exited     chan struct{} // closed once exitCode/exitErr are set
+	exitCode   int
+	exitErr    error
+	cancelWait context.CancelFunc
+
+	streamsDone chan struct{} // closed when the output pump has ended
+	closing     atomic.Bool   // set before we close the connection ourselves
+
+	mu       sync.Mutex
+	removed  bool
+	released bool
+}
+
+func (h *handle) ID() string            { return h.id }
+func (h *handle) Stdout() io.Reader     { return h.stdoutR }
+func (h *handle) Stderr() io.Reader     { return h.stderrR }
+func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+func (h *handle) String() string        { return "docker container " + shortID(h.id) }
+
+// Wait implements executor.Handle: it returns the exit code once the
+// container has exited and its output has been delivered, then removes the
+// container. Read Stdout and Stderr concurrently with Wait (as with
+// os/exec pipes): output not read within a grace period after the exit is
+// dropped. If ctx ends first, Wait returns ctx's error and the agent keeps
+// running; Kill stops it.
+func (h *handle) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-h.exited:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	}
+	// The engine ends the attach stream once it has delivered all output;
+	// removing the container before that could cut the output short.
+	select {
+	case <-h.streamsDone:
+	case <-ctx.Done():
+	case <-time.After(h.b.drainGrace):
+	}
+	if err := h.release(ctx, false); err != nil {
+		return h.exitCode, fmt.Errorf("docker: container %s exited with %d but was not removed: %w", shortID(h.id), h.exitCode, err)
+	}
+	if h.exitErr != nil {
+		return -1, h.exitErr
+	}
+	return h.exitCode, nil
+}
+
+// Kill implements executor.Handle: it kills and removes the container. It is
+// idempotent and safe after the agent has exited or been waited for; it works
+// with an already cancelled ctx.
+func (h *handle) Kill(ctx context.Context) error {
+	return h.release(ctx, true)
+}
+
+// release removes the container (retrying on a later call if the engine
+// failed) and then tears down the streams, once. drain gives the output
+// pump a moment to hand over what the engine sent before the removal (Wait
+// has done that already).
+func (h *handle) release(ctx context.Context, drain bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.removed {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		err := h.b.remove(rctx, h.id)
+		cancel()
+		if err != nil {
+			return err
+		}
+		h.removed = true
+		h.b.track(h.id, false)
+	}
+	if !h.released {
+		h.released = true
+		if drain {
+			// The engine ends the attach stream once the container is gone.
+			select {
+			case <-h.streamsDone:
+			case <-time.After(h.b.drainGrace):
+			}
+		}
+		h.closing.Store(true)
+		h.conn.Close()
+		select {
+		case <-h.streamsDone:
+		default:
+			// The pump is blocked on a reader that is not reading: unblock
+			// it, and tell that reader why its output ends here.
+			h.stdoutW.CloseWithError(errOutputAbandoned)
+			h.stderrW.CloseWithError(errOutputAbandoned)
+		}
+		// The wait request ends by itself when the container goes; this only
+		// matters if the engine never answers it.
+		go func() {
+			select {
+			case <-h.exited:
+			case <-time.After(removeTimeout):
+			}
+			h.cancelWait()
+		}()
+	}
+	return nil
+}
+
+// stdin writes into the attach connection; Close half-closes it, which the
+// engine passes on as end of input (StdinOnce).
+type stdin struct {
+	h    *handle
+	once sync.Once
+	err  error
+}
+
+func (s *stdin) Write(p []byte) (int, error) { return s.h.conn.Conn.Write(p) }
+
+func (s *stdin) Close() error {
+	s.once.Do(func() {
+		err := s.h.conn.CloseWrite()
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			s.err = fmt.Errorf("docker: close stdin of %s: %w", shortID(s.h.id), err)
+		}
+	})
+	return s.err
+}

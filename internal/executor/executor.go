@@ -1,0 +1,75 @@
+// Package executor starts agent processes in an execution backend and hands
+// back their stdio. Backends: docker (Docker Engine API) and process (dev
+// only, for machines without a container engine). Git, events and task state
+// live elsewhere: a backend only runs a command in an isolated place.
+package executor
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// Mount binds a host path into the agent's filesystem.
+type Mount struct {
+	Source   string // host path
+	Target   string // path inside the container
+	ReadOnly bool
+}
+
+// Limits are the resource caps applied to one agent (AGENT_* settings).
+type Limits struct {
+	MemoryBytes    int64
+	NanoCPUs       int64
+	PidsLimit      int64
+	ReadOnlyRootFS bool
+	TmpfsTmpMB     int64
+	TmpfsRunMB     int64
+	TmpfsHomeMB    int64
+	Network        string
+}
+
+// Spec describes one agent process.
+type Spec struct {
+	Name    string // unique, for logs and container names
+	Image   string // container image (ignored by the process backend)
+	Command []string
+	Env     map[string]string
+	Mounts  []Mount
+	WorkDir string
+	Limits  Limits
+	Labels  map[string]string
+}
+
+// Handle is a started agent.
+type Handle interface {
+	// ID identifies the process or container.
+	ID() string
+	// Stdout carries the agent's protocol lines; it ends when the agent exits.
+	Stdout() io.Reader
+	// Stderr carries free-form diagnostics.
+	Stderr() io.Reader
+	// Stdin feeds the agent; closing it signals end of input.
+	Stdin() io.WriteCloser
+	// Wait blocks until the agent exits and returns its exit code.
+	Wait(ctx context.Context) (int, error)
+	// Kill stops the agent now and releases what it holds.
+	Kill(ctx context.Context) error
+}
+
+// Backend runs agents.
+type Backend interface {
+	Name() string
+	Start(ctx context.Context, spec Spec) (Handle, error)
+	// Cleanup removes leftovers of earlier processes of this instance only
+	// (by label), e.g. containers orphaned by a crash.
+	Cleanup(ctx context.Context) error
+}
+
+// ErrUnavailable reports a backend that cannot run anything here (no
+// container engine, no image); its message says what is missing.
+var ErrUnavailable = errors.New("execution backend unavailable")
+
+// InstanceLabel is the label every agent container carries:
+// service.instance=hub@<id> (runner@<id> on a runner).
+const InstanceLabel = "service.instance"

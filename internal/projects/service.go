@@ -1,0 +1,449 @@
+package projects
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/httpx"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/vault"
+)
+
+// Service implements projects and agent profiles.
+type Service struct {
+	db     *db.DB
+	clock  clock.Clock
+	sealer *vault.Sealer
+}
+
+// NewService builds the projects service.
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer}
+}
+
+func credentialsContext(projectID string) string { return "project:" + projectID + ":credentials" }
+func apiKeyContext(profileID string) string      { return "agent_profile:" + profileID + ":api_key" }
+
+// ProjectCreate is a new project.
+type ProjectCreate struct {
+	Name          string       `json:"name" maxLength:"100"`
+	RepoURL       string       `json:"repo_url" maxLength:"2048" doc:"Absolute local path, file://, https:// or ssh://"`
+	DefaultBranch string       `json:"default_branch,omitempty" maxLength:"200" doc:"Default: main"`
+	Provider      string       `json:"provider,omitempty" enum:"local" doc:"Default: local"`
+	Credentials   *Credentials `json:"credentials,omitempty" doc:"Write-only; stored sealed"`
+	AgentImage    string       `json:"agent_image,omitempty" maxLength:"500"`
+	Autodev       bool         `json:"autodev,omitempty"`
+}
+
+// ProjectUpdate changes a project; absent fields stay as they are.
+type ProjectUpdate struct {
+	Name          *string      `json:"name,omitempty" maxLength:"100"`
+	RepoURL       *string      `json:"repo_url,omitempty" maxLength:"2048"`
+	DefaultBranch *string      `json:"default_branch,omitempty" maxLength:"200"`
+	Credentials   *Credentials `json:"credentials,omitempty" doc:"Replaces the stored credentials; {} clears them"`
+	AgentImage    *string      `json:"agent_image,omitempty" maxLength:"500"`
+	Autodev       *bool        `json:"autodev,omitempty"`
+}
+
+func (s *Service) sealCredentials(projectID string, c *Credentials) (*string, error) {
+	if c == nil || c.Empty() {
+		return nil, nil
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	sealed := s.sealer.Seal(string(b), credentialsContext(projectID))
+	return &sealed, nil
+}
+
+func (s *Service) conflictOnName(err error, name string) error {
+	if err != nil && s.db.Dialect.IsUniqueViolation(err) {
+		return apperr.New(apperr.CodeConflict, "a project named %q exists in this workspace", name)
+	}
+	return err
+}
+
+// Create adds a project to the active workspace.
+func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in ProjectCreate) (*Project, error) {
+	name, err := cleanName(in.Name)
+	if err != nil {
+		return nil, err
+	}
+	repo := strings.TrimSpace(in.RepoURL)
+	if err := validRepoURL(repo); err != nil {
+		return nil, err
+	}
+	branch := in.DefaultBranch
+	if branch == "" {
+		branch = "main"
+	}
+	if err := validBranch(branch); err != nil {
+		return nil, err
+	}
+	if in.Provider != "" && in.Provider != ProviderLocal {
+		return nil, apperr.BadRequest("provider must be local (forges come later)")
+	}
+	now := s.clock.Now()
+	p := &projectRow{Project: Project{ID: ids.New(), WorkspaceID: ws.ID, Name: name, RepoURL: repo, DefaultBranch: branch,
+		Provider: ProviderLocal, AgentImage: strings.TrimSpace(in.AgentImage), Autodev: in.Autodev, CreatedAt: now, UpdatedAt: now}}
+	if p.sealedCredentials, err = s.sealCredentials(p.ID, in.Credentials); err != nil {
+		return nil, err
+	}
+	p.HasCredentials = p.sealedCredentials != nil
+	if err := s.conflictOnName(insertProject(ctx, s.db.W, p), name); err != nil {
+		return nil, err
+	}
+	return &p.Project, nil
+}
+
+// Get reads a project of the active workspace.
+func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Project, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("project")
+	}
+	p, err := getProject(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &p.Project, nil
+}
+
+// List returns the active workspace's projects by name.
+func (s *Service) List(ctx context.Context, ws *actor.Workspace) ([]Project, error) {
+	return listProjects(ctx, s.db.R, ws.ID)
+}
+
+// mutate loads a project in a transaction, lets fn change it, and saves it.
+func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn func(p *projectRow) error) (*Project, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("project")
+	}
+	var out *Project
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		p, err := getProject(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if err := fn(p); err != nil {
+			return err
+		}
+		p.UpdatedAt = s.clock.Now()
+		if err := s.conflictOnName(updateProject(ctx, tx, p), p.Name); err != nil {
+			return err
+		}
+		out = &p.Project
+		return nil
+	})
+	return out, err
+}
+
+// Update changes the given fields.
+func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in ProjectUpdate) (*Project, error) {
+	return s.mutate(ctx, ws, id, func(p *projectRow) error {
+		if in.Name != nil {
+			n, err := cleanName(*in.Name)
+			if err != nil {
+				return err
+			}
+			p.Name = n
+		}
+		if in.RepoURL != nil {
+			r := strings.TrimSpace(*in.RepoURL)
+			if err := validRepoURL(r); err != nil {
+				return err
+			}
+			p.RepoURL = r
+		}
+		if in.DefaultBranch != nil {
+			if err := validBranch(*in.DefaultBranch); err != nil {
+				return err
+			}
+			p.DefaultBranch = *in.DefaultBranch
+		}
+		if in.Credentials != nil {
+			sealed, err := s.sealCredentials(p.ID, in.Credentials)
+			if err != nil {
+				return err
+			}
+			p.sealedCredentials = sealed
+			p.HasCredentials = sealed != nil
+		}
+		if in.AgentImage != nil {
+			p.AgentImage = strings.TrimSpace(*in.AgentImage)
+		}
+		if in.Autodev != nil {
+			p.Autodev = *in.Autodev
+		}
+		return nil
+	})
+}
+
+// SetArchived archives (now) or restores (nil) a project.
+func (s *Service) SetArchived(ctx context.Context, ws *actor.Workspace, id string, archived bool) (*Project, error) {
+	return s.mutate(ctx, ws, id, func(p *projectRow) error {
+		switch {
+		case archived && p.ArchivedAt == nil:
+			now := s.clock.Now()
+			p.ArchivedAt = &now
+		case !archived:
+			p.ArchivedAt = nil
+		}
+		return nil
+	})
+}
+
+// SetConcurrency sets max_concurrent_runs (nil: unlimited).
+func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id string, max *int) (*Project, error) {
+	if max != nil && *max < 1 {
+		return nil, apperr.BadRequest("max_concurrent_runs must be at least 1, or null for unlimited")
+	}
+	return s.mutate(ctx, ws, id, func(p *projectRow) error {
+		p.MaxConcurrentRuns = max
+		return nil
+	})
+}
+
+// Delete removes a project with its tasks, runs and events; refused while
+// any of its tasks runs.
+func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) error {
+	if !ids.Valid(id) {
+		return apperr.NotFound("project")
+	}
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := getProject(ctx, tx, ws.ID, id); err != nil {
+			return err
+		}
+		n, err := activeTasks(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return apperr.New(apperr.CodeConflict, "%d task(s) of this project are running; cancel them first", n)
+		}
+		return deleteProject(ctx, tx, ws.ID, id)
+	})
+}
+
+// BoardInput filters the projects board.
+type BoardInput struct {
+	httpx.BoardQuery
+	Tab      string `query:"tab" enum:"active,archived" default:"active"`
+	Provider string `query:"provider" enum:"local"`
+	Autodev  string `query:"autodev" enum:"true,false"`
+}
+
+var boardSort = map[string]string{"name": "name", "created_at": "created_at", "updated_at": "updated_at"}
+
+// Board returns a page of projects with summary, provider and autodev facets.
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*httpx.Board[Project], error) {
+	orderBy, err := in.OrderBy(boardSort, "name", "asc", "id")
+	if err != nil {
+		return nil, err
+	}
+	base := boardFilter{where: "workspace_id = $1", args: []any{ws.ID}}
+	if in.Q != "" {
+		base.add("("+s.db.Dialect.ILike("name", "$%[1]d")+" OR "+s.db.Dialect.ILike("repo_url", "$%[1]d")+")", "%"+db.EscapeLike(in.Q)+"%")
+	}
+	// Facets count within the search but across the other filters' values.
+	summary, err := facetCounts(ctx, s.db.R, "CASE WHEN archived_at IS NULL THEN 'active' ELSE 'archived' END", base)
+	if err != nil {
+		return nil, err
+	}
+	f := base
+	if in.Tab == "archived" {
+		f.where += " AND archived_at IS NOT NULL"
+	} else {
+		f.where += " AND archived_at IS NULL"
+	}
+	providers, err := facetCounts(ctx, s.db.R, "provider", f)
+	if err != nil {
+		return nil, err
+	}
+	autodev, err := facetCounts(ctx, s.db.R, "CASE WHEN autodev THEN 'true' ELSE 'false' END", f)
+	if err != nil {
+		return nil, err
+	}
+	if in.Provider != "" {
+		f.add("provider = $%d", in.Provider)
+	}
+	if in.Autodev != "" {
+		f.add("autodev = $%d", in.Autodev == "true")
+	}
+	rows, total, err := boardRows(ctx, s.db.R, f, orderBy, in.PageSize, in.Offset())
+	if err != nil {
+		return nil, err
+	}
+	return &httpx.Board[Project]{Rows: rows, Total: total, Page: in.Page, PageSize: in.PageSize, Facets: map[string][]httpx.Facet{
+		"summary":  {{Value: "active", Label: "Active", Count: summary["active"]}, {Value: "archived", Label: "Archived", Count: summary["archived"]}},
+		"provider": {{Value: ProviderLocal, Label: "Local", Count: providers[ProviderLocal]}},
+		"autodev":  {{Value: "true", Label: "Autodev on", Count: autodev["true"]}, {Value: "false", Label: "Autodev off", Count: autodev["false"]}},
+	}}, nil
+}
+
+// Repository is what the executor needs to reach a project's repository.
+type Repository struct {
+	Project     Project
+	Credentials Credentials
+}
+
+// Repository reads a project with its credentials opened (host side only).
+func (s *Service) Repository(ctx context.Context, workspaceID, id string) (*Repository, error) {
+	p, err := getProject(ctx, s.db.R, workspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repository{Project: p.Project}
+	if p.sealedCredentials != nil {
+		plain, err := s.sealer.Open(*p.sealedCredentials, credentialsContext(p.ID))
+		if err != nil {
+			return nil, apperr.Wrap(apperr.CodeVault, err, "the project's credentials cannot be opened")
+		}
+		if err := json.Unmarshal([]byte(plain), &r.Credentials); err != nil {
+			return nil, apperr.Wrap(apperr.CodeVault, err, "the project's credentials are corrupt")
+		}
+	}
+	return r, nil
+}
+
+// Profiles.
+
+// SeedProfiles gives a new workspace the default profiles, inside the
+// transaction that creates it (a tenancy workspace hook).
+func (s *Service) SeedProfiles(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error {
+	for _, d := range DefaultProfiles {
+		p := &profileRow{AgentProfile: d}
+		p.ID, p.WorkspaceID, p.CreatedAt, p.UpdatedAt = ids.New(), workspaceID, now, now
+		if err := insertProfile(ctx, q, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Profiles lists the active workspace's agent profiles.
+func (s *Service) Profiles(ctx context.Context, ws *actor.Workspace) ([]AgentProfile, error) {
+	return listProfiles(ctx, s.db.R, ws.ID)
+}
+
+// GetProfile reads one profile.
+func (s *Service) GetProfile(ctx context.Context, ws *actor.Workspace, id string) (*AgentProfile, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("agent profile")
+	}
+	p, err := getProfile(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &p.AgentProfile, nil
+}
+
+func (s *Service) profileConflict(err error, name string) error {
+	if err != nil && s.db.Dialect.IsUniqueViolation(err) {
+		return apperr.New(apperr.CodeConflict, "an agent profile named %q exists in this workspace", name)
+	}
+	return err
+}
+
+func (s *Service) applyAPIKey(p *profileRow, key *string) {
+	if key == nil {
+		return
+	}
+	if *key == "" {
+		p.sealedAPIKey = nil
+	} else {
+		sealed := s.sealer.Seal(*key, apiKeyContext(p.ID))
+		p.sealedAPIKey = &sealed
+	}
+	p.HasAPIKey = p.sealedAPIKey != nil
+}
+
+// CreateProfile adds a profile.
+func (s *Service) CreateProfile(ctx context.Context, ws *actor.Workspace, in ProfileInput) (*AgentProfile, error) {
+	now := s.clock.Now()
+	p := &profileRow{AgentProfile: AgentProfile{ID: ids.New(), WorkspaceID: ws.ID, CreatedAt: now, UpdatedAt: now}}
+	if in.Name == nil || in.AgentType == nil {
+		return nil, apperr.BadRequest("name and agent_type are required")
+	}
+	if err := in.apply(&p.AgentProfile); err != nil {
+		return nil, err
+	}
+	s.applyAPIKey(p, in.APIKey)
+	if err := s.profileConflict(insertProfile(ctx, s.db.W, p), p.Name); err != nil {
+		return nil, err
+	}
+	return &p.AgentProfile, nil
+}
+
+// UpdateProfile changes the given fields of a profile.
+func (s *Service) UpdateProfile(ctx context.Context, ws *actor.Workspace, id string, in ProfileInput) (*AgentProfile, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("agent profile")
+	}
+	var out *AgentProfile
+	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		p, err := getProfile(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if err := in.apply(&p.AgentProfile); err != nil {
+			return err
+		}
+		s.applyAPIKey(p, in.APIKey)
+		p.UpdatedAt = s.clock.Now()
+		if err := s.profileConflict(updateProfile(ctx, tx, p), p.Name); err != nil {
+			return err
+		}
+		out = &p.AgentProfile
+		return nil
+	})
+	return out, err
+}
+
+// DeleteProfile removes a profile. Tasks keep the name they were given;
+// launching one whose profile is gone fails with a message saying so.
+func (s *Service) DeleteProfile(ctx context.Context, ws *actor.Workspace, id string) error {
+	if !ids.Valid(id) {
+		return apperr.NotFound("agent profile")
+	}
+	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if _, err := getProfile(ctx, tx, ws.ID, id); err != nil {
+			return err
+		}
+		return deleteProfile(ctx, tx, ws.ID, id)
+	})
+}
+
+// ResolvedProfile is a profile with its key opened, for the executor.
+type ResolvedProfile struct {
+	AgentProfile
+	APIKey string
+}
+
+// ProfileByName resolves a task's profile name in its workspace.
+func (s *Service) ProfileByName(ctx context.Context, workspaceID, name string) (*ResolvedProfile, error) {
+	p, err := profileByName(ctx, s.db.R, workspaceID, name)
+	if err != nil {
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil, apperr.BadRequest("agent profile %q does not exist in this workspace", name)
+		}
+		return nil, err
+	}
+	r := &ResolvedProfile{AgentProfile: p.AgentProfile}
+	if p.sealedAPIKey != nil {
+		key, err := s.sealer.Open(*p.sealedAPIKey, apiKeyContext(p.ID))
+		if err != nil {
+			return nil, apperr.Wrap(apperr.CodeVault, err, "the agent profile's API key cannot be opened")
+		}
+		r.APIKey = key
+	}
+	return r, nil
+}

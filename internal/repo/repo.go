@@ -1,0 +1,292 @@
+// Package repo does the host-side git work of a task: a mirror per project,
+// a worktree per task on its own branch, and afterwards commit, push and diff
+// statistics. Credentials reach git through the environment of the git
+// process only; agents never see them, and git never trusts what the agent
+// could have written into the worktree (hooks, fsmonitor, a replaced .git).
+package repo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Remote is where a project's repository lives and how to reach it.
+type Remote struct {
+	URL           string
+	Username      string
+	Token         string
+	SSHPrivateKey string
+}
+
+// Git manages mirrors and worktrees under a data directory.
+type Git struct {
+	root  string // <data dir>/git
+	locks sync.Map
+}
+
+// New returns a Git rooted at dataDir/git.
+func New(dataDir string) (*Git, error) {
+	root, err := filepath.Abs(filepath.Join(dataDir, "git"))
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"mirrors", "worktrees", "auth"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			return nil, fmt.Errorf("repo: %w", err)
+		}
+	}
+	return &Git{root: root}, nil
+}
+
+func (g *Git) lock(projectID string) func() {
+	m, _ := g.locks.LoadOrStore(projectID, &sync.Mutex{})
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
+}
+
+// MirrorPath is the bare mirror of a project.
+func (g *Git) MirrorPath(projectID string) string {
+	return filepath.Join(g.root, "mirrors", projectID+".git")
+}
+
+// WorktreePath is a task's worktree.
+func (g *Git) WorktreePath(taskID string) string { return filepath.Join(g.root, "worktrees", taskID) }
+
+// Error is a git failure with a message fit for a task's error field.
+type Error struct {
+	Op     string
+	Output string
+}
+
+func (e *Error) Error() string { return "git " + e.Op + " failed: " + e.Output }
+
+// safeConfig keeps git from running anything the repository or worktree
+// could supply.
+var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
+	"-c", "credential.helper=", "-c", "core.askPass="}
+
+// run runs git with args; auth (may be nil) adds credential environment;
+// secrets are scrubbed from any output it returns.
+func (g *Git) run(ctx context.Context, op string, dir string, auth *authEnv, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safeConfig...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	var secrets []string
+	if auth != nil {
+		cmd.Env = append(cmd.Env, auth.env...)
+		secrets = auth.secrets
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	text := scrub(strings.TrimSpace(out.String()), secrets)
+	if err != nil {
+		if ctx.Err() != nil {
+			return text, fmt.Errorf("git %s: %w", op, ctx.Err())
+		}
+		if text == "" {
+			text = err.Error()
+		}
+		return text, &Error{Op: op, Output: lastLines(text, 6)}
+	}
+	return text, nil
+}
+
+func scrub(s string, secrets []string) string {
+	for _, sec := range secrets {
+		if sec != "" {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// authEnv is the environment that hands credentials to one git process.
+type authEnv struct {
+	env     []string
+	secrets []string
+	cleanup func()
+}
+
+// auth prepares credentials for r: an askpass script that reads them from
+// this process's environment for https, a private key file for ssh.
+func (g *Git) auth(r Remote) (*authEnv, error) {
+	a := &authEnv{cleanup: func() {}, secrets: []string{r.Token, r.SSHPrivateKey}}
+	if r.Token != "" || r.Username != "" {
+		askpass := filepath.Join(g.root, "auth", "askpass.sh")
+		script := "#!/bin/sh\ncase \"$1\" in\n  Username*) printf '%s' \"$SLIPWAY_GIT_USERNAME\" ;;\n  *) printf '%s' \"$SLIPWAY_GIT_PASSWORD\" ;;\nesac\n"
+		if err := os.WriteFile(askpass, []byte(script), 0o700); err != nil {
+			return nil, fmt.Errorf("repo: %w", err)
+		}
+		user := r.Username
+		if user == "" {
+			user = "x-access-token"
+		}
+		a.env = append(a.env, "GIT_ASKPASS="+askpass, "SLIPWAY_GIT_USERNAME="+user, "SLIPWAY_GIT_PASSWORD="+r.Token)
+	}
+	if r.SSHPrivateKey != "" {
+		f, err := os.CreateTemp(filepath.Join(g.root, "auth"), "key-*")
+		if err != nil {
+			return nil, fmt.Errorf("repo: %w", err)
+		}
+		key := r.SSHPrivateKey
+		if !strings.HasSuffix(key, "\n") {
+			key += "\n"
+		}
+		_, werr := f.WriteString(key)
+		f.Close()
+		if werr != nil {
+			os.Remove(f.Name())
+			return nil, fmt.Errorf("repo: %w", werr)
+		}
+		known := filepath.Join(g.root, "auth", "known_hosts")
+		a.env = append(a.env, "GIT_SSH_COMMAND=ssh -i "+shellQuote(f.Name())+" -o IdentitiesOnly=yes -o BatchMode=yes"+
+			" -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile="+shellQuote(known))
+		a.cleanup = func() { os.Remove(f.Name()) }
+	}
+	return a, nil
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// Sync makes the project's mirror current: clone it the first time, fetch
+// afterwards.
+func (g *Git) Sync(ctx context.Context, projectID string, r Remote) error {
+	defer g.lock(projectID)()
+	a, err := g.auth(r)
+	if err != nil {
+		return err
+	}
+	defer a.cleanup()
+	mirror := g.MirrorPath(projectID)
+	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil {
+		tmp := mirror + ".tmp"
+		os.RemoveAll(tmp)
+		if _, err := g.run(ctx, "clone", g.root, a, "clone", "--mirror", "--", r.URL, tmp); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+		return os.Rename(tmp, mirror)
+	}
+	// The URL may have changed since the clone.
+	if _, err := g.run(ctx, "remote set-url", mirror, nil, "remote", "set-url", "origin", "--", r.URL); err != nil {
+		return err
+	}
+	_, err = g.run(ctx, "fetch", mirror, a, "fetch", "--prune", "origin")
+	return err
+}
+
+// ErrNoBranch reports a base branch missing from the repository.
+var ErrNoBranch = errors.New("branch not found")
+
+// AddWorktree checks out a new branch from base into the task's worktree.
+func (g *Git) AddWorktree(ctx context.Context, projectID, taskID, branch, base string) (string, error) {
+	defer g.lock(projectID)()
+	mirror := g.MirrorPath(projectID)
+	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+base); err != nil {
+		return "", fmt.Errorf("%w: the repository has no branch %q", ErrNoBranch, base)
+	}
+	path := g.WorktreePath(taskID)
+	if _, err := os.Stat(path); err == nil {
+		// A previous attempt of this task: start it over from the branch.
+		g.removeWorktreeLocked(ctx, mirror, path)
+	}
+	args := []string{"worktree", "add", "-b", branch, "--", path, "refs/heads/" + base}
+	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+		// The branch exists from an earlier attempt: continue its work.
+		args = []string{"worktree", "add", "--", path, branch}
+	}
+	if _, err := g.run(ctx, "worktree add", mirror, nil, args...); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// gitDir is the worktree's administrative directory inside the mirror. Git
+// is pointed at it explicitly, so a .git the agent planted is ignored.
+func (g *Git) gitDir(projectID, taskID string) string {
+	return filepath.Join(g.MirrorPath(projectID), "worktrees", filepath.Base(g.WorktreePath(taskID)))
+}
+
+// Commit commits everything the agent changed and returns the commit id;
+// changed is false when there was nothing to commit.
+func (g *Git) Commit(ctx context.Context, projectID, taskID, message, authorName, authorEmail string) (sha string, changed bool, err error) {
+	wt := []string{"--git-dir=" + g.gitDir(projectID, taskID), "--work-tree=" + g.WorktreePath(taskID)}
+	dir := g.WorktreePath(taskID)
+	// Whatever the agent left at .git is not ours to commit or trust.
+	if _, err := g.run(ctx, "add", dir, nil, append(wt, "add", "--all", "--", ".", ":(exclude).git")...); err != nil {
+		return "", false, err
+	}
+	status, err := g.run(ctx, "status", dir, nil, append(wt, "status", "--porcelain")...)
+	if err != nil {
+		return "", false, err
+	}
+	if strings.TrimSpace(status) == "" {
+		return "", false, nil
+	}
+	who := []string{"-c", "user.name=" + authorName, "-c", "user.email=" + authorEmail}
+	if _, err := g.run(ctx, "commit", dir, nil, append(append(wt, who...), "commit", "--no-verify", "-q", "-m", message)...); err != nil {
+		return "", false, err
+	}
+	sha, err = g.run(ctx, "rev-parse", dir, nil, append(wt, "rev-parse", "HEAD")...)
+	return sha, true, err
+}
+
+// Push pushes the branch from the mirror to the remote.
+func (g *Git) Push(ctx context.Context, projectID string, r Remote, branch string) error {
+	defer g.lock(projectID)()
+	a, err := g.auth(r)
+	if err != nil {
+		return err
+	}
+	defer a.cleanup()
+	ref := "refs/heads/" + branch
+	_, err = g.run(ctx, "push", g.MirrorPath(projectID), a, "push", "--", r.URL, ref+":"+ref)
+	return err
+}
+
+var shortstat = regexp.MustCompile(`(\d+) files? changed(?:, (\d+) insertions?\(\+\))?(?:, (\d+) deletions?\(-\))?`)
+
+// DiffStat counts what branch changes relative to base.
+func (g *Git) DiffStat(ctx context.Context, projectID, base, branch string) (files, insertions, deletions int, err error) {
+	out, err := g.run(ctx, "diff", g.MirrorPath(projectID), nil, "diff", "--shortstat", "refs/heads/"+base+"...refs/heads/"+branch)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	m := shortstat.FindStringSubmatch(out)
+	if m == nil {
+		return 0, 0, 0, nil
+	}
+	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
+	return atoi(m[1]), atoi(m[2]), atoi(m[3]), nil
+}
+
+// RemoveWorktree deletes a task's worktree; its branch stays in the mirror.
+func (g *Git) RemoveWorktree(ctx context.Context, projectID, taskID string) {
+	defer g.lock(projectID)()
+	g.removeWorktreeLocked(ctx, g.MirrorPath(projectID), g.WorktreePath(taskID))
+}
+
+func (g *Git) removeWorktreeLocked(ctx context.Context, mirror, path string) {
+	g.run(ctx, "worktree remove", mirror, nil, "worktree", "remove", "--force", "--", path)
+	os.RemoveAll(path)
+	g.run(ctx, "worktree prune", mirror, nil, "worktree", "prune")
+}

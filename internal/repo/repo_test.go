@@ -1,0 +1,136 @@
+package repo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// bareRepo makes a bare repository with one commit on main holding README.md.
+func bareRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "origin.git")
+	work := filepath.Join(dir, "seed")
+	for _, args := range [][]string{
+		{"init", "-q", "--bare", "-b", "main", bare},
+		{"init", "-q", "-b", "main", work},
+	} {
+		gitCmd(t, "", args...)
+	}
+	os.WriteFile(filepath.Join(work, "README.md"), []byte("hello\n"), 0o644)
+	gitCmd(t, work, "add", ".")
+	gitCmd(t, work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
+	gitCmd(t, work, "push", "-q", bare, "main")
+	return bare
+}
+
+func gitCmd(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func TestTaskBranchLifecycle(t *testing.T) {
+	ctx := context.Background()
+	bare := bareRepo(t)
+	g, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Remote{URL: bare}
+	if err := g.Sync(ctx, "p1", r); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(ctx, "p1", r); err != nil { // fetch path
+		t.Fatal(err)
+	}
+	if _, err := g.AddWorktree(ctx, "p1", "t1", "slipway/task-1", "nope"); !errors.Is(err, ErrNoBranch) {
+		t.Fatalf("missing base: %v", err)
+	}
+	wt, err := g.AddWorktree(ctx, "p1", "t1", "slipway/task-1", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt, "README.md")); string(b) != "hello\n" {
+		t.Fatalf("worktree README = %q", b)
+	}
+
+	// Nothing changed: nothing to commit.
+	if _, changed, err := g.Commit(ctx, "p1", "t1", "msg", "Agent", "agent@x"); err != nil || changed {
+		t.Fatalf("empty commit: changed=%v err=%v", changed, err)
+	}
+
+	// The agent edits a file, adds one, and plants a hostile .git directory
+	// with a hook and an fsmonitor command; none of it may run on the host.
+	os.WriteFile(filepath.Join(wt, "README.md"), []byte("hello\nworld\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, "new.txt"), []byte("a\nb\n"), 0o644)
+	marker := filepath.Join(t.TempDir(), "pwned")
+	os.Remove(filepath.Join(wt, ".git"))
+	os.MkdirAll(filepath.Join(wt, ".git", "hooks"), 0o755)
+	os.WriteFile(filepath.Join(wt, ".git", "config"), []byte("[core]\n\tfsmonitor = touch "+marker+"\n\thooksPath = .git/hooks\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, ".git", "hooks", "pre-commit"), []byte("#!/bin/sh\ntouch "+marker+"\n"), 0o755)
+
+	sha, changed, err := g.Commit(ctx, "p1", "t1", "Do the thing\n\nTask: t1", "Slipway Agent", "agent@slipway.invalid")
+	if err != nil || !changed || len(sha) != 40 {
+		t.Fatalf("commit: %q %v %v", sha, changed, err)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hook or fsmonitor planted by the agent ran on the host")
+	}
+	if err := g.Push(ctx, "p1", r, "slipway/task-1"); err != nil {
+		t.Fatal(err)
+	}
+	// The commit is in the remote, with our author, and without the .git dir.
+	if got := gitCmd(t, bare, "rev-parse", "refs/heads/slipway/task-1"); got != sha {
+		t.Fatalf("remote branch at %s, want %s", got, sha)
+	}
+	if got := gitCmd(t, bare, "log", "-1", "--format=%an <%ae>|%s", sha); got != "Slipway Agent <agent@slipway.invalid>|Do the thing" {
+		t.Fatalf("commit = %q", got)
+	}
+	if files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", sha); files != "README.md\nnew.txt" {
+		t.Fatalf("committed files = %q", files)
+	}
+	files, ins, del, err := g.DiffStat(ctx, "p1", "main", "slipway/task-1")
+	if err != nil || files != 2 || ins != 3 || del != 0 {
+		t.Fatalf("diffstat = %d %d %d %v", files, ins, del, err)
+	}
+
+	// A second attempt continues on the existing branch.
+	g.RemoveWorktree(ctx, "p1", "t1")
+	if _, err := os.Stat(wt); !os.IsNotExist(err) {
+		t.Fatal("worktree not removed")
+	}
+	wt2, err := g.AddWorktree(ctx, "p1", "t1", "slipway/task-1", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(wt2, "new.txt")); string(b) != "a\nb\n" {
+		t.Fatal("second attempt did not start from the task branch")
+	}
+}
+
+func TestErrorsAreClearAndScrubbed(t *testing.T) {
+	ctx := context.Background()
+	g, _ := New(t.TempDir())
+	err := g.Sync(ctx, "p2", Remote{URL: filepath.Join(t.TempDir(), "missing.git"), Username: "u", Token: "tok-SECRET-123"})
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Op != "clone" {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), "tok-SECRET-123") {
+		t.Fatal("the token leaked into the error")
+	}
+	if _, err := os.Stat(g.MirrorPath("p2")); !os.IsNotExist(err) {
+		t.Fatal("a failed clone left a mirror behind")
+	}
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"debug/elf"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"slipway/internal/config"
+	"slipway/internal/executor"
+	"slipway/internal/executor/process"
+)
+
+// agentBackend picks where agents run and which binary they run as.
+func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, string, error) {
+	binary := cfg.AgentBinary
+	if binary == "" {
+		if self, err := os.Executable(); err == nil {
+			binary = self
+		}
+	}
+	choice := cfg.AgentBackend
+	if choice == "auto" {
+		choice = "process"
+		if cfg.IsProd() {
+			choice = "docker"
+		}
+		if ok, reason := dockerAvailable(cfg); ok {
+			choice = "docker"
+		} else if !cfg.IsProd() {
+			log.Info("no container engine answers; agents run as processes (dev only)", "reason", reason)
+		}
+	}
+	switch choice {
+	case "process":
+		b := process.New()
+		if b.Sandboxed() {
+			log.Warn("AGENTS RUN AS PROCESSES ON THIS MACHINE (sandboxed by bubblewrap): development use only")
+		} else {
+			log.Warn("AGENTS RUN AS UNSANDBOXED PROCESSES ON THIS MACHINE: they can read and change anything this user can. " +
+				"Development use only; install Docker (or bubblewrap) to isolate them")
+		}
+		return b, binary, nil
+	case "docker":
+		b, err := newDockerBackend(cfg)
+		if err != nil {
+			return nil, "", err
+		}
+		if binary != "" && !staticBinary(binary) {
+			log.Warn("the slipway binary is dynamically linked and cannot run inside agent containers; built-in agents need SERVICE_AGENT_BINARY (build with CGO_ENABLED=0)",
+				"binary", binary)
+			binary = ""
+		}
+		return b, binary, nil
+	}
+	return nil, "", fmt.Errorf("SERVICE_AGENT_BACKEND: unknown backend %q", choice)
+}
+
+// staticBinary reports an ELF executable without a dynamic loader.
+func staticBinary(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return false
+		}
+	}
+	return true
+}

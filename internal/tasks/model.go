@@ -1,0 +1,179 @@
+// Package tasks holds tasks (work handed to an agent on a project), their
+// runs and ordered event logs, the queue and dispatcher that start them, and
+// the execution of one task: worktree, agent, commit, push, pull request.
+package tasks
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"slipway/internal/platform/apperr"
+)
+
+// Task statuses (spec: queued, running, needs-input, done, done-PR, failed,
+// cancelled).
+const (
+	StatusQueued     = "queued"
+	StatusRunning    = "running"
+	StatusNeedsInput = "needs_input"
+	StatusDone       = "done"
+	StatusDonePR     = "done_pr"
+	StatusFailed     = "failed"
+	StatusCancelled  = "cancelled"
+)
+
+// Statuses lists every task status.
+var Statuses = []string{StatusQueued, StatusRunning, StatusNeedsInput, StatusDone, StatusDonePR, StatusFailed, StatusCancelled}
+
+// transitions is the task state machine (docs/task-states.md). Anything not
+// listed is refused with 409 and changes nothing.
+var transitions = map[string][]string{
+	StatusQueued:     {StatusRunning, StatusCancelled, StatusFailed},
+	StatusRunning:    {StatusDone, StatusDonePR, StatusFailed, StatusCancelled, StatusNeedsInput},
+	StatusNeedsInput: {StatusRunning, StatusFailed, StatusCancelled},
+	StatusDone:       {StatusDonePR, StatusQueued},
+	StatusDonePR:     {StatusQueued},
+	StatusFailed:     {StatusQueued},
+	StatusCancelled:  {StatusQueued},
+}
+
+// CanTransition reports whether from → to is allowed.
+func CanTransition(from, to string) bool { return slices.Contains(transitions[from], to) }
+
+// checkTransition is the error for a refused transition.
+func checkTransition(from, to, action string) error {
+	if CanTransition(from, to) {
+		return nil
+	}
+	return apperr.New(apperr.CodeConflict, "cannot %s a task that is %s", action, from)
+}
+
+// Active reports statuses that hold an execution slot.
+func Active(status string) bool { return status == StatusRunning || status == StatusNeedsInput }
+
+// Terminal reports statuses where nothing runs any more.
+func Terminal(status string) bool {
+	return status == StatusDone || status == StatusDonePR || status == StatusFailed || status == StatusCancelled
+}
+
+// TaskConfig is a task's run configuration.
+type TaskConfig struct {
+	Model          string        `json:"model,omitempty" maxLength:"200" doc:"Overrides the profile's model"`
+	Effort         string        `json:"effort,omitempty" enum:"low,medium,high"`
+	TimeoutMinutes int           `json:"timeout_minutes,omitempty" minimum:"1" maximum:"10080" doc:"Hard timeout; default AGENT_TASK_TIMEOUT_MINUTES"`
+	Runner         *RunnerConfig `json:"runner,omitempty"`
+	TestDB         bool          `json:"test_db,omitempty" doc:"Ask for an ephemeral database sidecar (when the instance allows it)"`
+}
+
+// RunnerConfig routes a task to runners (remote runners come later).
+type RunnerConfig struct {
+	RequiredLabels []string `json:"required_labels,omitempty" maxItems:"20"`
+}
+
+// PullRequest is the record of a proposed change.
+type PullRequest struct {
+	Provider     string    `json:"provider" enum:"local"`
+	Branch       string    `json:"branch"`
+	Base         string    `json:"base"`
+	Commit       string    `json:"commit"`
+	FilesChanged int       `json:"files_changed"`
+	Insertions   int       `json:"insertions"`
+	Deletions    int       `json:"deletions"`
+	URL          *string   `json:"url" nullable:"true" doc:"Forge URL; null for the local provider"`
+	OpenedAt     *time.Time `json:"opened_at" nullable:"true" doc:"When the pull request was opened; null while only proposed"`
+}
+
+// Task as the API shows it.
+type Task struct {
+	ID           string       `json:"id" format:"uuid"`
+	WorkspaceID  string       `json:"workspace_id" format:"uuid"`
+	ProjectID    string       `json:"project_id" format:"uuid"`
+	Title        string       `json:"title"`
+	Prompt       string       `json:"prompt"`
+	AgentProfile string       `json:"agent_profile"`
+	TaskConfig       TaskConfig       `json:"config"`
+	Notes        string       `json:"notes"`
+	Status       string       `json:"status" enum:"queued,running,needs_input,done,done_pr,failed,cancelled"`
+	Held         bool         `json:"held" doc:"Queued but not released: launch starts it"`
+	Branch       string       `json:"branch"`
+	Error        string       `json:"error"`
+	PR           *PullRequest `json:"pr" required:"false" doc:"The pull request record; null until the task proposes a change"`
+	CreatedBy    *string      `json:"created_by" nullable:"true"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	StartedAt    *time.Time   `json:"started_at" nullable:"true"`
+	FinishedAt   *time.Time   `json:"finished_at" nullable:"true"`
+}
+
+// Run is one execution attempt (a task's run; workflow runs come later).
+type Run struct {
+	ID          string     `json:"id" format:"uuid"`
+	Kind        string     `json:"kind" enum:"task"`
+	Status      string     `json:"status" enum:"running,succeeded,failed,cancelled"`
+	WorkspaceID string     `json:"workspace_id" format:"uuid"`
+	ProjectID   *string    `json:"project_id" nullable:"true"`
+	TaskID      *string    `json:"task_id" nullable:"true"`
+	ParentRunID *string    `json:"parent_run_id" nullable:"true"`
+	Attempt     int        `json:"attempt"`
+	Backend     string     `json:"backend"`
+	ExitCode    *int       `json:"exit_code" nullable:"true"`
+	Error       string     `json:"error"`
+	CreatedAt   time.Time  `json:"created_at"`
+	FinishedAt  *time.Time `json:"finished_at" nullable:"true"`
+}
+
+// Run statuses.
+const (
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"
+	RunCancelled = "cancelled"
+)
+
+// RunTree is a run with its descendants.
+type RunTree struct {
+	Run
+	Children []RunTree `json:"children"`
+}
+
+// TaskEvent is one entry of a task's event log (spec: exactly these fields).
+type TaskEvent struct {
+	EventID     string          `json:"event_id" format:"uuid"`
+	EventType   string          `json:"event_type"`
+	Payload     json.RawMessage `json:"payload"`
+	SequenceNum int32           `json:"sequence_num"`
+	TaskID      string          `json:"task_id" format:"uuid"`
+	Timestamp   time.Time       `json:"timestamp"`
+}
+
+// Lifecycle event types written by the hub (agent output keeps the agent's
+// own types: message, tool_call, tool_result, cost, result, log, ...).
+const (
+	EventStatus  = "status"  // {from, to, reason}
+	EventGit     = "git"     // {action, ...}
+	EventPR      = "pr"      // the pull request record
+	EventTimeout = "timeout" // {minutes}
+	EventError   = "error"   // {message}
+	EventRun     = "run"     // {run_id, attempt, backend, image}
+)
+
+func statusPayload(from, to, reason string) map[string]any {
+	p := map[string]any{"from": from, "to": to}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	return p
+}
+
+func shortID(id string) string {
+	// UUIDv7 ids share their leading timestamp digits; the tail is random.
+	if len(id) >= 8 {
+		return id[len(id)-8:]
+	}
+	return id
+}
+
+// BranchFor is the branch a task's agent works on.
+func BranchFor(taskID string) string { return fmt.Sprintf("slipway/task-%s", shortID(taskID)) }
