@@ -189,7 +189,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	}
 
 	huma.Register(api, op("patch_api_tasks_id_config", http.MethodPatch, "/api/tasks/{id}/config", "Replace the configuration of a queued task"),
-		func(ctx context.Context, in *configInput) (*taskOutput, error) { return one(s.SetConfig(ctx, ws(ctx), in.ID, in.Body)) })
+		func(ctx context.Context, in *configInput) (*taskOutput, error) {
+			return one(s.SetConfig(ctx, ws(ctx), in.ID, in.Body))
+		})
 	huma.Register(api, op("put_api_tasks_id_notes", http.MethodPut, "/api/tasks/{id}/notes", "Replace the task's notes"),
 		func(ctx context.Context, in *notesInput) (*taskOutput, error) {
 			return one(s.SetNotes(ctx, ws(ctx), in.ID, in.Body.Notes))

@@ -74,14 +74,14 @@ type RunnerConfig struct {
 
 // PullRequest is the record of a proposed change.
 type PullRequest struct {
-	Provider     string    `json:"provider" enum:"local"`
-	Branch       string    `json:"branch"`
-	Base         string    `json:"base"`
-	Commit       string    `json:"commit"`
-	FilesChanged int       `json:"files_changed"`
-	Insertions   int       `json:"insertions"`
-	Deletions    int       `json:"deletions"`
-	URL          *string   `json:"url" nullable:"true" doc:"Forge URL; null for the local provider"`
+	Provider     string     `json:"provider" enum:"local"`
+	Branch       string     `json:"branch"`
+	Base         string     `json:"base"`
+	Commit       string     `json:"commit"`
+	FilesChanged int        `json:"files_changed"`
+	Insertions   int        `json:"insertions"`
+	Deletions    int        `json:"deletions"`
+	URL          *string    `json:"url" nullable:"true" doc:"Forge URL; null for the local provider"`
 	OpenedAt     *time.Time `json:"opened_at" nullable:"true" doc:"When the pull request was opened; null while only proposed"`
 }
 
@@ -93,7 +93,7 @@ type Task struct {
 	Title        string       `json:"title"`
 	Prompt       string       `json:"prompt"`
 	AgentProfile string       `json:"agent_profile"`
-	TaskConfig       TaskConfig       `json:"config"`
+	TaskConfig   TaskConfig   `json:"config"`
 	Notes        string       `json:"notes"`
 	Status       string       `json:"status" enum:"queued,running,needs_input,done,done_pr,failed,cancelled"`
 	Held         bool         `json:"held" doc:"Queued but not released: launch starts it"`

@@ -32,7 +32,7 @@ type Service struct {
 	// wake nudges the dispatcher when work was queued.
 	wake func()
 	// kill stops a task running in this process, if it runs here.
-	kill func(taskID string)
+	kill    func(taskID string)
 	hubMode bool
 }
 
@@ -44,12 +44,12 @@ func NewService(d *db.DB, clk clock.Clock, p Projects, hubMode bool) *Service {
 
 // TaskCreate is a new task.
 type TaskCreate struct {
-	ProjectID    string `json:"project_id" format:"uuid"`
-	Prompt       string `json:"prompt" maxLength:"100000"`
-	Title        string `json:"title,omitempty" maxLength:"200" doc:"Default: the prompt's first line"`
-	AgentProfile string `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; default: shell"`
-	TaskConfig       TaskConfig `json:"config,omitempty"`
-	Hold         bool   `json:"hold,omitempty" doc:"Create it queued but held; POST …/launch releases it"`
+	ProjectID    string     `json:"project_id" format:"uuid"`
+	Prompt       string     `json:"prompt" maxLength:"100000"`
+	Title        string     `json:"title,omitempty" maxLength:"200" doc:"Default: the prompt's first line"`
+	AgentProfile string     `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; default: shell"`
+	TaskConfig   TaskConfig `json:"config,omitempty"`
+	Hold         bool       `json:"hold,omitempty" doc:"Create it queued but held; POST …/launch releases it"`
 }
 
 func titleFrom(prompt string) string {
