@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"slipway/internal/agents/runtime"
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/config"
@@ -33,6 +34,7 @@ Usage:
 
 Commands:
   serve            run the hub: API, dispatcher, local executor (configured by environment; see README)
+  agent            run the built-in coding agent (inside an agent container; speaks the stdio protocol)
   migrate up       apply pending database migrations
   migrate status   list applied, pending and newer-than-binary migrations
   openapi          write the public and management OpenAPI documents (--out DIR)
@@ -57,6 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stderr)
+	case "agent":
+		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+		defer cancel()
+		return runtime.Main(ctx, os.Stdin, os.Stdout, os.Stderr)
 	case "migrate":
 		return migrate(args[1:], stdout, stderr)
 	case "openapi":

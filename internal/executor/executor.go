@@ -73,3 +73,10 @@ var ErrUnavailable = errors.New("execution backend unavailable")
 // InstanceLabel is the label every agent container carries:
 // service.instance=hub@<id> (runner@<id> on a runner).
 const InstanceLabel = "service.instance"
+
+// PathMapper is implemented by backends whose agents do not see the spec's
+// container paths (the process backend runs on the host): it tells what a
+// container path is called where the agent runs.
+type PathMapper interface {
+	AgentPath(spec Spec, containerPath string) string
+}

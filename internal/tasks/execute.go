@@ -72,8 +72,8 @@ func (d *Dispatcher) execute(ctx context.Context, t *Task) {
 	}
 
 	timeout := d.cfg.DefaultTimeout
-	if t.TaskConfig.TimeoutMinutes > 0 {
-		timeout = time.Duration(t.TaskConfig.TimeoutMinutes) * time.Minute
+	if t.Config.TimeoutMinutes > 0 {
+		timeout = time.Duration(t.Config.TimeoutMinutes) * time.Minute
 	}
 	runCtx, cancelTimeout := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer cancelTimeout()
@@ -148,15 +148,10 @@ func (d *Dispatcher) prepareAndRun(ctx context.Context, t *Task, run *Run) (*pro
 	}
 	log.AddValue(EventGit, map[string]any{"action": "worktree", "branch": t.Branch, "base": r.Project.DefaultBranch})
 
-	mounts := []executor.Mount{{Source: wt, Target: WorkspacePath}}
-	if d.backend.Name() != "process" {
-		if d.cfg.Exec.AgentBinary == "" {
-			return r, fail("no statically linked slipway binary to mount into the agent container: build with CGO_ENABLED=0 or set SERVICE_AGENT_BINARY")
-		}
-		mounts = append(mounts, executor.Mount{Source: d.cfg.Exec.AgentBinary, Target: AgentPath, ReadOnly: true})
-	} else {
-		mounts = append(mounts, executor.Mount{Source: d.cfg.Exec.AgentBinary, Target: AgentPath, ReadOnly: true})
+	if d.cfg.Exec.AgentBinary == "" {
+		return r, fail("no statically linked slipway binary to mount into the agent container: build with CGO_ENABLED=0 or set SERVICE_AGENT_BINARY")
 	}
+	mounts := []executor.Mount{{Source: wt, Target: WorkspacePath}, {Source: d.cfg.Exec.AgentBinary, Target: AgentPath, ReadOnly: true}}
 	labels := map[string]string{"service.task": t.ID, "service.run": run.ID}
 	for k, v := range d.cfg.Exec.Labels {
 		labels[k] = v
@@ -168,17 +163,21 @@ func (d *Dispatcher) prepareAndRun(ctx context.Context, t *Task, run *Run) (*pro
 	if apiKey == "" {
 		apiKey = d.cfg.Exec.LLMKey
 	}
-	model := firstNonEmpty(t.TaskConfig.Model, profile.Model)
+	model := firstNonEmpty(t.Config.Model, profile.Model)
+	workdir := WorkspacePath
+	if pm, ok := d.backend.(executor.PathMapper); ok {
+		workdir = pm.AgentPath(spec, WorkspacePath)
+	}
 	start := protocol.Start{Type: protocol.InStart, AgentType: profile.AgentType, Prompt: t.Prompt, Instructions: profile.Instructions,
-		Model: model, Effort: t.TaskConfig.Effort, BaseURL: profile.BaseURL, APIKey: apiKey, CommandTemplate: profile.CommandTemplate,
-		WorkDir: WorkspacePath}
+		Model: model, Effort: t.Config.Effort, BaseURL: profile.BaseURL, APIKey: apiKey, CommandTemplate: profile.CommandTemplate,
+		WorkDir: workdir}
 
 	code, result, runErr := d.runAgent(ctx, spec, start, log)
 	switch {
 	case context.Cause(ctx) == errTimeout:
 		minutes := int(d.cfg.DefaultTimeout / time.Minute)
-		if t.TaskConfig.TimeoutMinutes > 0 {
-			minutes = t.TaskConfig.TimeoutMinutes
+		if t.Config.TimeoutMinutes > 0 {
+			minutes = t.Config.TimeoutMinutes
 		}
 		log.AddValue(EventTimeout, map[string]any{"minutes": minutes})
 		return r, outcome{status: StatusFailed, runState: RunFailed, exitCode: code, err: fmt.Sprintf("timed out after %d minute(s); the agent was stopped", minutes)}

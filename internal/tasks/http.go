@@ -65,7 +65,7 @@ type runnerLineOutput struct{ Body *RunnerLine }
 
 type eventsInput struct {
 	ID            string `path:"id"`
-	AfterSequence int32  `query:"after_sequence" minimum:"0" doc:"Return events after this sequence number"`
+	AfterSequence int32  `query:"after_sequence" minimum:"0" maximum:"2147483647" doc:"Return events after this sequence number"`
 	Limit         int64  `query:"limit" minimum:"1" maximum:"1000" default:"500"`
 }
 
@@ -97,7 +97,7 @@ type runTreeOutput struct{ Body *RunTree }
 
 type runEventsInput struct {
 	ID            string `path:"id"`
-	AfterSequence int32  `query:"after_sequence" minimum:"0"`
+	AfterSequence int32  `query:"after_sequence" minimum:"0" maximum:"2147483647"`
 	Limit         int64  `query:"limit" minimum:"1" maximum:"1000" default:"500"`
 }
 
@@ -177,7 +177,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			func(ctx context.Context, id string) (*Task, error) { return s.Launch(ctx, ws(ctx), id) }},
 		{"post_api_tasks_id_restart", "/api/tasks/{id}/restart", "Queue a finished task again (continues on its branch)",
 			func(ctx context.Context, id string) (*Task, error) { return s.Restart(ctx, ws(ctx), id) }},
-		{"post_api_tasks_id_rerun", "/api/tasks/{id}/rerun", "Create and queue a new task with the same prompt and settings",
+		{"post_api_tasks_id_rerun", "/api/tasks/{id}/rerun", "Create and queue a new task with the same prompt and settings (201, the new task)",
 			func(ctx context.Context, id string) (*Task, error) { return s.Rerun(ctx, ws(ctx), user(ctx), id) }},
 		{"post_api_tasks_id_pr", "/api/tasks/{id}/pr", "Open the pull request of a finished task (when autodev did not)",
 			func(ctx context.Context, id string) (*Task, error) { return s.OpenPR(ctx, ws(ctx), id) }},
@@ -185,6 +185,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	for _, a := range actions {
 		o := op(a.id, http.MethodPost, a.path, a.summary)
 		o.Errors = []int{http.StatusNotFound, http.StatusConflict}
+		if a.id == "post_api_tasks_id_rerun" {
+			o.DefaultStatus = http.StatusCreated
+		}
 		huma.Register(api, o, func(ctx context.Context, in *idInput) (*taskOutput, error) { return one(a.fn(ctx, in.ID)) })
 	}
 

@@ -93,7 +93,7 @@ type Task struct {
 	Title        string       `json:"title"`
 	Prompt       string       `json:"prompt"`
 	AgentProfile string       `json:"agent_profile"`
-	TaskConfig   TaskConfig   `json:"config"`
+	Config       TaskConfig   `json:"config"`
 	Notes        string       `json:"notes"`
 	Status       string       `json:"status" enum:"queued,running,needs_input,done,done_pr,failed,cancelled"`
 	Held         bool         `json:"held" doc:"Queued but not released: launch starts it"`

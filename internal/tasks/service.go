@@ -1,10 +1,12 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +22,7 @@ import (
 // Projects is what tasks need from projects.
 type Projects interface {
 	Get(ctx context.Context, ws *actor.Workspace, id string) (*projects.Project, error)
+	List(ctx context.Context, ws *actor.Workspace) ([]projects.Project, error)
 	Repository(ctx context.Context, workspaceID, id string) (*projects.Repository, error)
 	ProfileByName(ctx context.Context, workspaceID, name string) (*projects.ResolvedProfile, error)
 }
@@ -48,7 +51,7 @@ type TaskCreate struct {
 	Prompt       string     `json:"prompt" maxLength:"100000"`
 	Title        string     `json:"title,omitempty" maxLength:"200" doc:"Default: the prompt's first line"`
 	AgentProfile string     `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; default: shell"`
-	TaskConfig   TaskConfig `json:"config,omitempty"`
+	Config       TaskConfig `json:"config,omitempty"`
 	Hold         bool       `json:"hold,omitempty" doc:"Create it queued but held; POST …/launch releases it"`
 }
 
@@ -115,7 +118,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if _, err := s.projects.ProfileByName(ctx, ws.ID, profile); err != nil {
 		return nil, err
 	}
-	if err := validConfig(in.TaskConfig); err != nil {
+	if err := validConfig(in.Config); err != nil {
 		return nil, err
 	}
 	now := s.clock.Now()
@@ -125,7 +128,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 		createdBy = &u.ID
 	}
 	t := &Task{ID: id, WorkspaceID: ws.ID, ProjectID: p.ID, Title: title, Prompt: in.Prompt, AgentProfile: profile,
-		TaskConfig: in.TaskConfig, Status: StatusQueued, Held: in.Hold, Branch: BranchFor(id), CreatedBy: createdBy,
+		Config: in.Config, Status: StatusQueued, Held: in.Hold, Branch: BranchFor(id), CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now}
 	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
 		if err := insertTask(ctx, tx, t, now); err != nil {
@@ -201,7 +204,7 @@ func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, a
 func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string, u *actor.User) (*Task, error) {
 	reason := "cancelled"
 	if u != nil {
-		reason = "cancelled by " + u.Email
+		reason = "cancelled by user " + u.ID // an id, not an email: every member reads the log
 	}
 	t, err := s.transition(ctx, ws, id, StatusCancelled, "cancel", reason, nil)
 	if err != nil {
@@ -259,7 +262,7 @@ func (s *Service) Rerun(ctx context.Context, ws *actor.Workspace, u *actor.User,
 	if err != nil {
 		return nil, err
 	}
-	return s.Create(ctx, ws, u, TaskCreate{ProjectID: t.ProjectID, Prompt: t.Prompt, Title: t.Title, AgentProfile: t.AgentProfile, TaskConfig: t.TaskConfig})
+	return s.Create(ctx, ws, u, TaskCreate{ProjectID: t.ProjectID, Prompt: t.Prompt, Title: t.Title, AgentProfile: t.AgentProfile, Config: t.Config})
 }
 
 // ErrNothingToPropose refuses a pull request for a task without changes.
@@ -410,7 +413,11 @@ var statusLabels = map[string]string{
 
 // Board returns a page of tasks with status and project facets.
 func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*httpx.Board[Task], error) {
-	orderBy, err := in.OrderBy(taskSort, "created_at", "desc", "id")
+	defOrder := "desc" // newest first
+	if in.Sort == "title" || in.Sort == "status" {
+		defOrder = "asc" // text reads A to Z
+	}
+	orderBy, err := in.OrderBy(taskSort, "created_at", defOrder, "id")
 	if err != nil {
 		return nil, err
 	}
@@ -447,12 +454,21 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	for _, st := range Statuses {
 		facets["status"] = append(facets["status"], httpx.Facet{Value: st, Label: statusLabels[st], Count: statusCounts[st]})
 	}
-	for pid, n := range projectCounts {
-		label := pid
-		if p, err := s.projects.Get(ctx, ws, pid); err == nil {
-			label = p.Name
+	if len(projectCounts) > 0 {
+		names := map[string]string{}
+		ps, err := s.projects.List(ctx, ws)
+		if err != nil {
+			return nil, err
 		}
-		facets["project"] = append(facets["project"], httpx.Facet{Value: pid, Label: label, Count: n})
+		for _, p := range ps {
+			names[p.ID] = p.Name
+		}
+		for pid, n := range projectCounts {
+			facets["project"] = append(facets["project"], httpx.Facet{Value: pid, Label: names[pid], Count: n})
+		}
+		slices.SortFunc(facets["project"], func(a, b httpx.Facet) int {
+			return cmp.Or(strings.Compare(a.Label, b.Label), strings.Compare(a.Value, b.Value))
+		})
 	}
 	return &httpx.Board[Task]{Rows: rows, Total: total, Page: in.Page, PageSize: in.PageSize, Facets: facets}, nil
 }
@@ -473,7 +489,7 @@ func (s *Service) RunnerLine(ctx context.Context, ws *actor.Workspace, id string
 		return nil, err
 	}
 	line := &RunnerLine{State: "local"}
-	line.InGroup = t.TaskConfig.Runner != nil && len(t.TaskConfig.Runner.RequiredLabels) > 0
+	line.InGroup = t.Config.Runner != nil && len(t.Config.Runner.RequiredLabels) > 0
 	if s.hubMode {
 		line.State = "waiting"
 	}
@@ -521,7 +537,7 @@ func (s *Service) runWhere(ws *actor.Workspace, f RunFilter) where {
 
 // Runs lists runs newest first; top-level only unless asked for children.
 func (s *Service) Runs(ctx context.Context, ws *actor.Workspace, f RunFilter) ([]Run, int, error) {
-	return listRuns(ctx, s.db.R, s.runWhere(ws, f), f.Limit, f.Offset)
+	return listRuns(ctx, s.db.R, s.runWhere(ws, f), "created_at DESC, id DESC", f.Limit, f.Offset)
 }
 
 // RunBoardInput filters the runs board.
@@ -534,8 +550,12 @@ type RunBoardInput struct {
 
 // RunBoard returns a page of top-level runs with status and kind facets.
 func (s *Service) RunBoard(ctx context.Context, ws *actor.Workspace, in RunBoardInput) (*httpx.Board[Run], error) {
-	if in.Sort != "" && in.Sort != "created_at" {
-		return nil, apperr.BadRequest("sort must be created_at")
+	orderBy, err := in.OrderBy(map[string]string{"created_at": "created_at"}, "created_at", "desc", "id")
+	if err != nil {
+		return nil, err
+	}
+	if in.Q != "" {
+		return nil, apperr.BadRequest("q: the runs board has no text to search; filter by status, kind or project_id")
 	}
 	base := s.runWhere(ws, RunFilter{ProjectID: in.ProjectID})
 	statusW, kindW := base, base
@@ -553,7 +573,7 @@ func (s *Service) RunBoard(ctx context.Context, ws *actor.Workspace, in RunBoard
 	if err != nil {
 		return nil, err
 	}
-	rows, total, err := listRuns(ctx, s.db.R, s.runWhere(ws, RunFilter{Status: in.Status, Kind: in.Kind, ProjectID: in.ProjectID}), in.PageSize, in.Offset())
+	rows, total, err := listRuns(ctx, s.db.R, s.runWhere(ws, RunFilter{Status: in.Status, Kind: in.Kind, ProjectID: in.ProjectID}), orderBy, in.PageSize, in.Offset())
 	if err != nil {
 		return nil, err
 	}

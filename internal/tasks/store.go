@@ -33,7 +33,7 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(config), &t.TaskConfig); err != nil {
+	if err := json.Unmarshal([]byte(config), &t.Config); err != nil {
 		return nil, fmt.Errorf("tasks: config of %s: %w", t.ID, err)
 	}
 	if pr != nil {
@@ -74,7 +74,7 @@ func jsonText(v any) (string, error) {
 }
 
 func insertTask(ctx context.Context, q db.Queryer, t *Task, now time.Time) error {
-	cfg, err := jsonText(t.TaskConfig)
+	cfg, err := jsonText(t.Config)
 	if err != nil {
 		return err
 	}
@@ -257,13 +257,13 @@ func getRun(ctx context.Context, q db.Queryer, workspaceID, id string) (*Run, er
 	return r, nil
 }
 
-func listRuns(ctx context.Context, q db.Queryer, w where, limit, offset int) ([]Run, int, error) {
+func listRuns(ctx context.Context, q db.Queryer, w where, orderBy string, limit, offset int) ([]Run, int, error) {
 	var total int
 	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE "+w.sql, w.args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("tasks: count runs: %w", err)
 	}
 	args := append(append([]any{}, w.args...), limit, offset)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT "+runColumns+" FROM runs WHERE "+w.sql+" ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d",
+	rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT "+runColumns+" FROM runs WHERE "+w.sql+" ORDER BY "+orderBy+" LIMIT $%d OFFSET $%d",
 		len(w.args)+1, len(w.args)+2), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("tasks: runs: %w", err)

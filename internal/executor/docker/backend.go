@@ -459,6 +459,19 @@ func (b *Backend) Cleanup(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// CountLabelled counts this instance's containers (running or not) that also
+// carry label ("key=value").
+func (b *Backend) CountLabelled(ctx context.Context, label string) (int, error) {
+	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.instance).Add("label", label),
+	})
+	if err != nil {
+		return 0, b.engineErr("list containers", err)
+	}
+	return len(list.Items), nil
+}
+
 func shortID(id string) string {
 	if len(id) > 12 {
 		return id[:12]

@@ -161,3 +161,6 @@ func (h *handle) Kill(context.Context) error {
 	})
 	return nil
 }
+
+// AgentPath implements executor.PathMapper: agents see host paths.
+func (b *Backend) AgentPath(spec executor.Spec, p string) string { return hostPath(p, spec.Mounts) }

@@ -1,0 +1,217 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"slipway/internal/agents/protocol"
+)
+
+// Defaults of the llm agent's limits.
+const (
+	defaultMaxIterations  = 30        // model calls
+	defaultMaxTokensTotal = 1_000_000 // total_tokens summed over all model calls
+	maxIdleReplies        = 3         // replies in a row without a tool call
+)
+
+const basePrompt = `You are Slipway's coding agent. You work on one task, on your own, in a git repository checked out at %s (the workspace). Nobody answers questions during the run; a human may occasionally send a message, which arrives as a user message.
+
+How to work:
+- Explore before changing anything: list_dir, read_file, and bash (grep, find) to locate the relevant code.
+- Make focused changes with edit_file (exact, unique text replacement) or write_file (whole files). File paths are relative to the workspace; you cannot leave it.
+- Verify your work: build and run the relevant tests with bash, and fix what fails.
+- Follow the repository's style and conventions; do not reformat unrelated code.
+- Do not commit, push or switch branches: the platform commits your changes after you finish.
+- Never print, write or commit secrets.
+- Every reply must call at least one tool. When the task is done, call finish with a short summary of what you changed and how you verified it.`
+
+const nudge = "You replied without calling a tool. Continue the task with the tools; when it is done, call finish with a summary."
+
+// systemPrompt is the built-in instructions plus the profile's.
+func systemPrompt(workdir, instructions string) string {
+	p := fmt.Sprintf(basePrompt, workdir)
+	if s := strings.TrimSpace(instructions); s != "" {
+		p += "\n\nInstructions for this project:\n" + s
+	}
+	return p
+}
+
+// llmAgent is the built-in coding agent: a chat-completions loop with tools.
+type llmAgent struct {
+	start     protocol.Start
+	client    *chatClient
+	pw        *protocol.Writer
+	log       *slog.Logger
+	maxIter   int
+	maxTokens int
+
+	mu    sync.Mutex
+	inbox []string // interventions not yet sent to the model
+}
+
+func newLLMAgent(s protocol.Start, pw *protocol.Writer, log *slog.Logger) (*llmAgent, error) {
+	a := &llmAgent{start: s, client: newChatClient(s.BaseURL, s.APIKey), pw: pw, log: log,
+		maxIter: s.MaxIterations, maxTokens: s.MaxTokensTotal}
+	if a.maxIter <= 0 {
+		a.maxIter = defaultMaxIterations
+	}
+	if a.maxTokens <= 0 {
+		a.maxTokens = defaultMaxTokensTotal
+	}
+	return a, nil
+}
+
+func (a *llmAgent) intervene(text string) {
+	a.mu.Lock()
+	a.inbox = append(a.inbox, text)
+	a.mu.Unlock()
+}
+
+func (a *llmAgent) takeInbox() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	in := a.inbox
+	a.inbox = nil
+	return in
+}
+
+func (a *llmAgent) send(v any) {
+	if err := a.pw.Send(v); err != nil {
+		a.log.Warn("writing a protocol line", "err", err)
+	}
+}
+
+// pendingCall is a checked tool call from one completion.
+type pendingCall struct {
+	id, name string
+	args     []byte // a compact JSON object
+}
+
+func (a *llmAgent) run(ctx context.Context) (string, error) {
+	ws, err := openWorkspace(a.start.WorkDir)
+	if err != nil {
+		return "", err
+	}
+	defer ws.close()
+	tools := &toolbox{ws: ws, env: scrubbedEnv(os.Environ(), a.start)}
+
+	msgs := []chatMessage{
+		{Role: "system", Content: systemPrompt(ws.dir, a.start.Instructions)},
+		{Role: "user", Content: a.start.Prompt},
+	}
+	var (
+		tokens  int
+		costUSD float64
+		idle    int
+	)
+	for call := 1; ; call++ {
+		switch {
+		case call > a.maxIter:
+			return "", fmt.Errorf("iteration limit reached: %d model calls without finish (max_iterations)", a.maxIter)
+		case tokens >= a.maxTokens:
+			return "", fmt.Errorf("token budget exhausted: %d tokens used, max_tokens_total is %d, and the model has not called finish", tokens, a.maxTokens)
+		case a.start.MaxCostUSD > 0 && costUSD >= a.start.MaxCostUSD:
+			return "", fmt.Errorf("cost budget exhausted: $%.4f reported, max_cost_usd is $%.4f, and the model has not called finish", costUSD, a.start.MaxCostUSD)
+		}
+		for _, text := range a.takeInbox() {
+			msgs = append(msgs, chatMessage{Role: "user", Content: text})
+		}
+
+		a.log.Info("model call", "n", call, "messages", len(msgs), "tokens_so_far", tokens)
+		resp, err := a.client.complete(ctx, chatRequest{
+			Model: a.start.Model, Messages: msgs, Tools: toolDefs, ToolChoice: "auto", ReasoningEffort: a.start.Effort,
+		})
+		if err != nil {
+			return "", err
+		}
+		if u := resp.Usage; u != nil {
+			total := u.TotalTokens
+			if total == 0 {
+				total = u.PromptTokens + u.CompletionTokens
+			}
+			model := resp.Model
+			if model == "" {
+				model = a.start.Model
+			}
+			c := protocol.Cost{Type: protocol.OutCost, Model: model, PromptTokens: u.PromptTokens,
+				CompletionTokens: u.CompletionTokens, TotalTokens: total}
+			if u.Cost != nil {
+				c.CostUSD = *u.Cost
+				costUSD += *u.Cost
+			}
+			tokens += total
+			a.send(c)
+		} else {
+			a.log.Warn("the completion reports no usage; the token budget cannot count it")
+		}
+
+		msg := resp.Choices[0].Message
+		text := messageText(msg.Content)
+		if strings.TrimSpace(text) != "" {
+			a.send(protocol.Message{Type: protocol.OutMessage, Role: protocol.RoleAssistant, Text: text})
+		}
+
+		calls := make([]pendingCall, 0, len(msg.ToolCalls))
+		assistant := chatMessage{Role: "assistant", Content: text}
+		for i, tc := range msg.ToolCalls {
+			id := tc.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", call, i+1)
+			}
+			name := tc.Function.Name
+			args, err := toolArguments(tc.Function.Arguments)
+			if err != nil {
+				return "", fmt.Errorf("malformed model output: the arguments of tool call %s (%s) are %v", id, name, err)
+			}
+			if !knownTool(name) {
+				return "", fmt.Errorf("malformed model output: the model called unknown tool %q (call %s); the tools are bash, read_file, write_file, edit_file, list_dir and finish", name, id)
+			}
+			calls = append(calls, pendingCall{id: id, name: name, args: args})
+			wc := chatToolCall{ID: id, Type: "function"}
+			wc.Function.Name, wc.Function.Arguments = name, string(args)
+			assistant.ToolCalls = append(assistant.ToolCalls, wc)
+		}
+		if assistant.Content == "" && len(assistant.ToolCalls) == 0 {
+			assistant.Content = "(no reply)"
+		}
+		msgs = append(msgs, assistant)
+
+		if len(calls) == 0 {
+			idle++
+			if idle >= maxIdleReplies {
+				return "", fmt.Errorf("the model replied %d times in a row without calling a tool; it must call finish to end the run", idle)
+			}
+			msgs = append(msgs, chatMessage{Role: "user", Content: nudge})
+			continue
+		}
+		idle = 0
+
+		for i, c := range calls {
+			a.send(protocol.ToolCall{Type: protocol.OutToolCall, ID: c.id, Name: c.name, Arguments: c.args})
+			out, err := tools.call(ctx, c.name, c.args)
+			if err != nil {
+				return "", err
+			}
+			ev := protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: out.ok, Output: out.output}
+			if len(ev.Output) > eventOutputLimit {
+				ev.Output, ev.Truncated = truncate(ev.Output, eventOutputLimit), true
+			}
+			a.send(ev)
+			if out.finished {
+				if rest := len(calls) - i - 1; rest > 0 {
+					a.log.Info("finish called; skipping the tool calls after it", "skipped", rest)
+				}
+				return out.output, nil
+			}
+			content := out.output
+			if content == "" {
+				content = "(no output)"
+			}
+			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: content})
+		}
+	}
+}
