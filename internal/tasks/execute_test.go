@@ -665,6 +665,7 @@ func TestDockerLimitsReachTheContainer(t *testing.T) {
 		{"instance label", got.Container.Config.Labels[executor.InstanceLabel], r.cfg.Owner},
 		{"image", got.Container.Config.Image, agenttest.TestImage},
 		{"workdir", got.Container.Config.WorkingDir, WorkspacePath},
+		{"init process", hc.Init != nil && *hc.Init, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -52,6 +52,8 @@ var errOutputAbandoned = errors.New("docker: agent output was not read before th
 // same name, after which the name no longer resolves.
 var networkMu sync.Mutex
 
+var initProcess = true
+
 // Backend is an executor.Backend over one Docker engine.
 type Backend struct {
 	cli      *client.Client
@@ -236,6 +238,9 @@ func (b *Backend) containerConfig(spec executor.Spec, network string) (*containe
 		ReadonlyRootfs: lim.ReadOnlyRootFS,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
+		// An init process (docker-init) as PID 1 reaps the zombies that
+		// agents' tools leave behind; the agent itself is not PID 1.
+		Init: &initProcess,
 		// Docker's tmpfs default is noexec; /tmp and the home must allow
 		// exec for what agents routinely do there (go test runs binaries
 		// it builds under /tmp; pip/npm put tools under the home).

@@ -695,10 +695,21 @@ func TestNetworkIsCreatedWhenMissing(t *testing.T) {
 func TestFailedStartLeavesNoContainer(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
+	// With docker-init as PID 1 a missing program is not a start failure:
+	// init reports it and exits 127, and the container is removed.
 	spec := shSpec(t, `true`)
 	spec.Command = []string{"/no/such/program"}
-	if _, err := b.Start(testContext(t), spec); err == nil {
-		t.Fatal("Start of a missing program succeeded")
+	if h, err := b.Start(testContext(t), spec); err == nil {
+		h.Stdin().Close()
+		outc := collect(h)
+		code, werr := h.Wait(testContext(t))
+		out := <-outc
+		if werr != nil || code != 127 {
+			t.Fatalf("missing program: exit %d, %v", code, werr)
+		}
+		if !strings.Contains(out.stderr, "/no/such/program") {
+			t.Fatalf("stderr does not name the missing program: %q", out.stderr)
+		}
 	}
 	spec = shSpec(t, `true`)
 	spec.Mounts = []executor.Mount{{Source: filepath.Join(t.TempDir(), "missing"), Target: "/workspace"}}
