@@ -167,8 +167,11 @@ func (g *Git) auth(r Remote) (*authEnv, error) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// Sync makes the project's mirror current: clone it the first time, fetch
-// afterwards.
+// Sync makes the project's mirror current. The mirror is a bare repository
+// whose remote branches live under refs/remotes/origin/ and whose task
+// branches live under refs/heads/: fetching with --prune only ever prunes
+// the former, so a task branch not pushed yet is never deleted under a
+// running agent.
 func (g *Git) Sync(ctx context.Context, projectID string, r Remote) error {
 	defer g.lock(projectID)()
 	a, err := g.auth(r)
@@ -180,36 +183,49 @@ func (g *Git) Sync(ctx context.Context, projectID string, r Remote) error {
 	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil {
 		tmp := mirror + ".tmp"
 		os.RemoveAll(tmp)
-		if _, err := g.run(ctx, "clone", g.root, a, "clone", "--mirror", "--", r.URL, tmp); err != nil {
+		if _, err := g.run(ctx, "init", g.root, nil, "init", "-q", "--bare", "--", tmp); err != nil {
+			return err
+		}
+		if _, err := g.run(ctx, "remote add", tmp, nil, "remote", "add", "origin", "--", r.URL); err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+		if err := g.fetch(ctx, tmp, a); err != nil {
 			os.RemoveAll(tmp)
 			return err
 		}
 		return os.Rename(tmp, mirror)
 	}
-	// The URL may have changed since the clone.
+	// The URL may have changed since the mirror was made.
 	if _, err := g.run(ctx, "remote set-url", mirror, nil, "remote", "set-url", "origin", "--", r.URL); err != nil {
 		return err
 	}
-	_, err = g.run(ctx, "fetch", mirror, a, "fetch", "--prune", "origin")
+	return g.fetch(ctx, mirror, a)
+}
+
+func (g *Git) fetch(ctx context.Context, dir string, a *authEnv) error {
+	_, err := g.run(ctx, "fetch", dir, a, "fetch", "--prune", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	return err
 }
 
 // ErrNoBranch reports a base branch missing from the repository.
 var ErrNoBranch = errors.New("branch not found")
 
-// AddWorktree checks out a new branch from base into the task's worktree.
+// AddWorktree checks out the task branch into the task's worktree: the
+// branch from an earlier attempt when there is one, else a new branch from
+// the remote's base.
 func (g *Git) AddWorktree(ctx context.Context, projectID, taskID, branch, base string) (string, error) {
 	defer g.lock(projectID)()
 	mirror := g.MirrorPath(projectID)
-	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+base); err != nil {
+	baseRef := "refs/remotes/origin/" + base
+	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", baseRef); err != nil {
 		return "", fmt.Errorf("%w: the repository has no branch %q", ErrNoBranch, base)
 	}
 	path := g.WorktreePath(taskID)
 	if _, err := os.Stat(path); err == nil {
-		// A previous attempt of this task: start it over from the branch.
 		g.removeWorktreeLocked(ctx, mirror, path)
 	}
-	args := []string{"worktree", "add", "-b", branch, "--", path, "refs/heads/" + base}
+	args := []string{"worktree", "add", "-b", branch, "--", path, baseRef}
 	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
 		// The branch exists from an earlier attempt: continue its work.
 		args = []string{"worktree", "add", "--", path, branch}
@@ -267,7 +283,7 @@ var shortstat = regexp.MustCompile(`(\d+) files? changed(?:, (\d+) insertions?\(
 
 // DiffStat counts what branch changes relative to base.
 func (g *Git) DiffStat(ctx context.Context, projectID, base, branch string) (files, insertions, deletions int, err error) {
-	out, err := g.run(ctx, "diff", g.MirrorPath(projectID), nil, "diff", "--shortstat", "refs/heads/"+base+"...refs/heads/"+branch)
+	out, err := g.run(ctx, "diff", g.MirrorPath(projectID), nil, "diff", "--shortstat", "refs/remotes/origin/"+base+"...refs/heads/"+branch)
 	if err != nil {
 		return 0, 0, 0, err
 	}

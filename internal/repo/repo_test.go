@@ -124,7 +124,7 @@ func TestErrorsAreClearAndScrubbed(t *testing.T) {
 	g, _ := New(t.TempDir())
 	err := g.Sync(ctx, "p2", Remote{URL: filepath.Join(t.TempDir(), "missing.git"), Username: "u", Token: "tok-SECRET-123"})
 	var ge *Error
-	if !errors.As(err, &ge) || ge.Op != "clone" {
+	if !errors.As(err, &ge) || ge.Op != "fetch" {
 		t.Fatalf("err = %v", err)
 	}
 	if strings.Contains(err.Error(), "tok-SECRET-123") {
@@ -132,5 +132,35 @@ func TestErrorsAreClearAndScrubbed(t *testing.T) {
 	}
 	if _, err := os.Stat(g.MirrorPath("p2")); !os.IsNotExist(err) {
 		t.Fatal("a failed clone left a mirror behind")
+	}
+}
+
+// A fetch while another task's branch exists only locally (not pushed yet)
+// leaves that branch alone.
+func TestFetchKeepsUnpushedTaskBranches(t *testing.T) {
+	ctx := context.Background()
+	bare := bareRepo(t)
+	g, _ := New(t.TempDir())
+	r := Remote{URL: bare}
+	if err := g.Sync(ctx, "p", r); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := g.AddWorktree(ctx, "p", "a", "slipway/task-a", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Sync(ctx, "p", r); err != nil { // another task starts meanwhile
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wt, "x.txt"), []byte("x\n"), 0o644)
+	sha, changed, err := g.Commit(ctx, "p", "a", "m", "A", "a@x")
+	if err != nil || !changed {
+		t.Fatalf("commit: %v %v", changed, err)
+	}
+	if parent := gitCmd(t, g.MirrorPath("p"), "rev-parse", sha+"^"); parent != gitCmd(t, bare, "rev-parse", "main") {
+		t.Fatalf("the task commit's parent is %s, not main: the branch was lost and recreated", parent)
+	}
+	if files, _, _, err := g.DiffStat(ctx, "p", "main", "slipway/task-a"); err != nil || files != 1 {
+		t.Fatalf("diffstat = %d, %v", files, err)
 	}
 }

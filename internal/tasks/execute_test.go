@@ -34,20 +34,21 @@ import (
 // rig is a real task stack: database, projects, tasks, dispatcher, git and
 // an execution backend, without HTTP.
 type rig struct {
-	t       *testing.T
+	t       testing.TB
 	db      *db.DB
 	svc     *Service
 	proj    *projects.Service
 	ws      *actor.Workspace
 	cfg     DispatchConfig
 	backend executor.Backend
+	git     *repo.Git // kept across restarts of the dispatcher
 	disp    *Dispatcher
 	stop    func()
 }
 
 type rigOption func(*DispatchConfig)
 
-func newRig(t *testing.T, engine db.Engine, backend string, opts ...rigOption) *rig {
+func newRig(t testing.TB, engine db.Engine, backend string, opts ...rigOption) *rig {
 	t.Helper()
 	d := dbtest.New(t, engine)
 	ctx := context.Background()
@@ -87,7 +88,11 @@ func newRig(t *testing.T, engine db.Engine, backend string, opts ...rigOption) *
 	for _, o := range opts {
 		o(&cfg)
 	}
-	r := &rig{t: t, db: d, svc: svc, proj: proj, ws: &actor.Workspace{ID: wsID, OrganizationID: org, Role: "admin"}, cfg: cfg, backend: b}
+	git, err := repo.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{t: t, db: d, svc: svc, proj: proj, ws: &actor.Workspace{ID: wsID, OrganizationID: org, Role: "admin"}, cfg: cfg, backend: b, git: git}
 	r.start()
 	return r
 }
@@ -95,7 +100,7 @@ func newRig(t *testing.T, engine db.Engine, backend string, opts ...rigOption) *
 // start runs a dispatcher until the test ends (or stop is called).
 func (r *rig) start() {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r.disp = NewDispatcher(r.svc, r.backend, mustGit(r.t), r.cfg, log)
+	r.disp = NewDispatcher(r.svc, r.backend, r.git, r.cfg, log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -105,22 +110,6 @@ func (r *rig) start() {
 	var once sync.Once
 	r.stop = func() { once.Do(func() { cancel(); <-done }) }
 	r.t.Cleanup(r.stop)
-}
-
-var gitRoots sync.Map
-
-// mustGit keeps one git root per test so a restarted dispatcher finds the
-// same mirrors.
-func mustGit(t *testing.T) *repo.Git {
-	if g, ok := gitRoots.Load(t.Name()); ok {
-		return g.(*repo.Git)
-	}
-	g, err := repo.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	gitRoots.Store(t.Name(), g)
-	return g
 }
 
 func (r *rig) project(autodev bool, creds *projects.Credentials) (*projects.Project, string) {
@@ -247,7 +236,7 @@ func TestShellTaskEndToEnd(t *testing.T) {
 			if total != 1 || runs[0].Status != RunSucceeded || runs[0].Backend != backend || deref(runs[0].ExitCode) != 0 {
 				t.Fatalf("runs = %+v", runs)
 			}
-			if _, err := os.Stat(mustGit(t).WorktreePath(task.ID)); !os.IsNotExist(err) {
+			if _, err := os.Stat(r.git.WorktreePath(task.ID)); !os.IsNotExist(err) {
 				t.Fatal("the worktree was left behind")
 			}
 		})
