@@ -84,7 +84,7 @@ func (d *Dispatcher) execute(ctx context.Context, t *Task) {
 	defer stopLease()
 	go d.keepLease(leaseCtx, t.ID)
 
-	r, o := d.prepareAndRun(runCtx, t, run)
+	r, o := d.prepareAndRun(runCtx, t, run, timeout)
 	d.finish(ctx, t, run, o, r)
 }
 
@@ -114,7 +114,7 @@ func (d *Dispatcher) keepLease(ctx context.Context, taskID string) {
 
 // prepareAndRun does the git work and runs the agent; it returns the
 // project (nil if it never got that far) and the outcome.
-func (d *Dispatcher) prepareAndRun(ctx context.Context, t *Task, run *Run) (*projects.Repository, outcome) {
+func (d *Dispatcher) prepareAndRun(ctx context.Context, t *Task, run *Run, timeout time.Duration) (*projects.Repository, outcome) {
 	s := d.svc
 	fail := func(format string, args ...any) outcome {
 		return outcome{status: StatusFailed, runState: RunFailed, err: fmt.Sprintf(format, args...)}
@@ -175,12 +175,8 @@ func (d *Dispatcher) prepareAndRun(ctx context.Context, t *Task, run *Run) (*pro
 	code, result, runErr := d.runAgent(ctx, spec, start, log)
 	switch {
 	case context.Cause(ctx) == errTimeout:
-		minutes := int(d.cfg.DefaultTimeout / time.Minute)
-		if t.Config.TimeoutMinutes > 0 {
-			minutes = t.Config.TimeoutMinutes
-		}
-		log.AddValue(EventTimeout, map[string]any{"minutes": minutes})
-		return r, outcome{status: StatusFailed, runState: RunFailed, exitCode: code, err: fmt.Sprintf("timed out after %d minute(s); the agent was stopped", minutes)}
+		log.AddValue(EventTimeout, map[string]any{"timeout_seconds": int(timeout / time.Second)})
+		return r, outcome{status: StatusFailed, runState: RunFailed, exitCode: code, err: fmt.Sprintf("timed out after %s; the agent was stopped", timeout)}
 	case errors.Is(context.Cause(ctx), causeCancelled):
 		return r, outcome{status: StatusCancelled, runState: RunCancelled, exitCode: code, err: ""}
 	case errors.Is(context.Cause(ctx), causeShutdown):

@@ -307,15 +307,8 @@ func TestTimeoutKills(t *testing.T) {
 	backends(t, func(t *testing.T, backend string) {
 		r := newRig(t, db.SQLite, backend, func(c *DispatchConfig) { c.DefaultTimeout = 2 * time.Second })
 		p, _ := r.project(true, nil)
-		marker := ""
-		if backend == "process" {
-			marker = filepath.Join(t.TempDir(), "survived")
-		}
-		prompt := "sleep 30"
-		if marker != "" {
-			prompt = "sleep 30; touch " + marker
-		}
-		task := r.task(p.ID, prompt, TaskConfig{})
+		marker := "slipway-timeout-" + ids.RandomHex(6)
+		task := r.task(p.ID, "sleep 30 # "+marker, TaskConfig{})
 		got := r.wait(task.ID, StatusFailed, StatusDone, StatusDonePR)
 		if got.Status != StatusFailed || !strings.Contains(got.Error, "timed out") {
 			t.Fatalf("status %s %q", got.Status, got.Error)
@@ -323,24 +316,49 @@ func TestTimeoutKills(t *testing.T) {
 		if !slices.Contains(types(r.events(task.ID)), EventTimeout) {
 			t.Fatal("no timeout event")
 		}
-		if marker != "" {
-			// Had the kill missed the script, it would touch the marker later.
-			time.Sleep(100 * time.Millisecond)
-			if _, err := os.Stat(marker); err == nil {
-				t.Fatal("the script went on after the timeout")
-			}
+		if !strings.Contains(got.Error, "timed out after 2s") {
+			t.Fatalf("error = %q", got.Error)
 		}
 		if backend == "docker" {
 			assertNoContainers(t, r, task.ID)
+		} else {
+			assertNoProcess(t, marker)
 		}
 	})
+}
+
+// assertNoProcess waits until no process's command line holds marker.
+func assertNoProcess(t *testing.T, marker string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found := ""
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			if err == nil && strings.Contains(string(b), marker) {
+				if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+					continue // a zombie has ended; only its parent has not reaped it
+				}
+				found = e.Name()
+			}
+		}
+		if found == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %s (%s) outlived its task", found, marker)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestCancelStopsARunningAgent(t *testing.T) {
 	backends(t, func(t *testing.T, backend string) {
 		r := newRig(t, db.SQLite, backend)
 		p, _ := r.project(true, nil)
-		task := r.task(p.ID, "echo started; sleep 60", TaskConfig{})
+		marker := "slipway-cancel-" + ids.RandomHex(6)
+		task := r.task(p.ID, "echo started; sleep 60 # "+marker, TaskConfig{})
 		r.wait(task.ID, StatusRunning)
 		// Wait until the agent is really up (its first output arrived).
 		deadline := time.Now().Add(60 * time.Second)
@@ -373,6 +391,8 @@ func TestCancelStopsARunningAgent(t *testing.T) {
 		}
 		if backend == "docker" {
 			assertNoContainers(t, r, task.ID)
+		} else {
+			assertNoProcess(t, marker)
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"slipway/internal/executor"
 )
@@ -150,14 +151,25 @@ func (h *handle) Wait(ctx context.Context) (int, error) {
 	return 0, nil
 }
 
-// Kill ends the whole process group.
+// killGrace is how long the agent gets to stop its own children after
+// SIGTERM before its whole group is killed.
+const killGrace = 3 * time.Second
+
+// Kill asks the agent to stop (SIGTERM: it interrupts and kills the
+// process groups of its scripts), then kills its whole group.
 func (h *handle) Kill(context.Context) error {
 	h.once.Do(func() {
 		select {
 		case <-h.done:
+			return
 		default:
-			syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		}
+		syscall.Kill(-h.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-h.done:
+		case <-time.After(killGrace):
+		}
+		syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 	})
 	return nil
 }
