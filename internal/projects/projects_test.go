@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"slipway/internal/agenttest"
 	"slipway/internal/apitest"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
@@ -30,32 +29,6 @@ const (
 	urlPassword  = "hunter2-in-the-url"
 )
 
-// bareRepo makes a bare repository with one commit on main holding README.md.
-func bareRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bare := filepath.Join(dir, "origin.git")
-	work := filepath.Join(dir, "seed")
-	gitCmd(t, "", "init", "-q", "--bare", "-b", "main", bare)
-	gitCmd(t, "", "init", "-q", "-b", "main", work)
-	if err := os.WriteFile(filepath.Join(work, "README.md"), []byte("hello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitCmd(t, work, "add", ".")
-	gitCmd(t, work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	gitCmd(t, work, "push", "-q", bare, "main")
-	return bare
-}
-
-func gitCmd(t *testing.T, dir string, args ...string) {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-}
-
 type fixture struct {
 	app                    *apitest.App
 	admin, owner, outsider *apitest.Client
@@ -67,7 +40,7 @@ func setup(t *testing.T, e db.Engine) *fixture {
 	app := apitest.New(t, e)
 	admin := app.Admin()
 	return &fixture{app: app, admin: admin, owner: app.Approved(admin, "Olivia Owner"),
-		outsider: app.Approved(admin, "Otto Outsider"), repo: bareRepo(t)}
+		outsider: app.Approved(admin, "Otto Outsider"), repo: agenttest.BareRepo(t, nil)}
 }
 
 func want(t *testing.T, r *apitest.Response, status int) {

@@ -249,34 +249,33 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if err != nil {
 		return nil, err
 	}
-	base := boardFilter{where: "workspace_id = $1", args: []any{ws.ID}}
+	base := db.NewWhere("workspace_id = ?", ws.ID)
 	if in.Q != "" {
-		base.add("("+s.db.Dialect.ILike("name", "$%[1]d")+" OR "+s.db.Dialect.ILike("repo_url", "$%[1]d")+")", "%"+db.EscapeLike(in.Q)+"%")
+		pat := "%" + db.EscapeLike(in.Q) + "%"
+		base = base.And("("+s.db.Dialect.ILike("name", "?")+" OR "+s.db.Dialect.ILike("repo_url", "?")+")", pat, pat)
 	}
 	// Facets count within the search but across the other filters' values.
-	summary, err := facetCounts(ctx, s.db.R, "CASE WHEN archived_at IS NULL THEN 'active' ELSE 'archived' END", base)
+	summary, err := db.CountBy(ctx, s.db.R, "projects", "CASE WHEN archived_at IS NULL THEN 'active' ELSE 'archived' END", base)
 	if err != nil {
 		return nil, err
 	}
-	f := base
+	f := base.And("archived_at IS NULL")
 	if in.Tab == "archived" {
-		f.where += " AND archived_at IS NOT NULL"
-	} else {
-		f.where += " AND archived_at IS NULL"
+		f = base.And("archived_at IS NOT NULL")
 	}
-	providers, err := facetCounts(ctx, s.db.R, "provider", f)
+	providers, err := db.CountBy(ctx, s.db.R, "projects", "provider", f)
 	if err != nil {
 		return nil, err
 	}
-	autodev, err := facetCounts(ctx, s.db.R, "CASE WHEN autodev THEN 'true' ELSE 'false' END", f)
+	autodev, err := db.CountBy(ctx, s.db.R, "projects", "CASE WHEN autodev THEN 'true' ELSE 'false' END", f)
 	if err != nil {
 		return nil, err
 	}
 	if in.Provider != "" {
-		f.add("provider = $%d", in.Provider)
+		f = f.And("provider = ?", in.Provider)
 	}
 	if in.Autodev != "" {
-		f.add("autodev = $%d", in.Autodev == "true")
+		f = f.And("autodev = ?", in.Autodev == "true")
 	}
 	rows, total, err := boardRows(ctx, s.db.R, f, orderBy, in.PageSize, in.Offset())
 	if err != nil {

@@ -105,25 +105,14 @@ func activeTasks(ctx context.Context, q db.Queryer, workspaceID, projectID strin
 	return n, nil
 }
 
-// boardFilter is the projects board's WHERE clause and its arguments.
-type boardFilter struct {
-	where string
-	args  []any
-}
-
-func (f *boardFilter) add(cond string, arg any) {
-	f.args = append(f.args, arg)
-	f.where += fmt.Sprintf(" AND "+cond, len(f.args))
-}
-
-func boardRows(ctx context.Context, q db.Queryer, f boardFilter, orderBy string, limit, offset int) ([]Project, int, error) {
+func boardRows(ctx context.Context, q db.Queryer, f db.Where, orderBy string, limit, offset int) ([]Project, int, error) {
 	var total int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM projects WHERE "+f.where, f.args...).Scan(&total); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM projects WHERE "+f.SQL, f.Args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("projects: board: %w", err)
 	}
-	args := append(append([]any{}, f.args...), limit, offset)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT "+projectColumns+" FROM projects WHERE "+f.where+" ORDER BY "+orderBy+
-		" LIMIT $%d OFFSET $%d", len(f.args)+1, len(f.args)+2), args...)
+	args := append(append([]any{}, f.Args...), limit, offset)
+	rows, err := q.QueryContext(ctx, "SELECT "+projectColumns+" FROM projects WHERE "+f.SQL+" ORDER BY "+orderBy+
+		" LIMIT "+f.Next(1)+" OFFSET "+f.Next(2), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("projects: board: %w", err)
 	}
@@ -137,25 +126,6 @@ func boardRows(ctx context.Context, q db.Queryer, f boardFilter, orderBy string,
 		out = append(out, p.Project)
 	}
 	return out, total, rows.Err()
-}
-
-// facetCounts counts rows per value of expr under a filter.
-func facetCounts(ctx context.Context, q db.Queryer, expr string, f boardFilter) (map[string]int, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+expr+", COUNT(*) FROM projects WHERE "+f.where+" GROUP BY 1", f.args...)
-	if err != nil {
-		return nil, fmt.Errorf("projects: facets: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var v string
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return nil, err
-		}
-		out[v] = n
-	}
-	return out, rows.Err()
 }
 
 // Agent profiles.

@@ -4,45 +4,15 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"slipway/internal/agenttest"
 	"strings"
 	"testing"
 )
 
-// bareRepo makes a bare repository with one commit on main holding README.md.
-func bareRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bare := filepath.Join(dir, "origin.git")
-	work := filepath.Join(dir, "seed")
-	for _, args := range [][]string{
-		{"init", "-q", "--bare", "-b", "main", bare},
-		{"init", "-q", "-b", "main", work},
-	} {
-		gitCmd(t, "", args...)
-	}
-	os.WriteFile(filepath.Join(work, "README.md"), []byte("hello\n"), 0o644)
-	gitCmd(t, work, "add", ".")
-	gitCmd(t, work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "init")
-	gitCmd(t, work, "push", "-q", bare, "main")
-	return bare
-}
-
-func gitCmd(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 func TestTaskBranchLifecycle(t *testing.T) {
 	ctx := context.Background()
-	bare := bareRepo(t)
+	bare := agenttest.BareRepo(t, nil)
 	g, err := New(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +61,13 @@ func TestTaskBranchLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The commit is in the remote, with our author, and without the .git dir.
-	if got := gitCmd(t, bare, "rev-parse", "refs/heads/slipway/task-1"); got != sha {
+	if got := agenttest.Git(t, bare, "rev-parse", "refs/heads/slipway/task-1"); got != sha {
 		t.Fatalf("remote branch at %s, want %s", got, sha)
 	}
-	if got := gitCmd(t, bare, "log", "-1", "--format=%an <%ae>|%s", sha); got != "Slipway Agent <agent@slipway.invalid>|Do the thing" {
+	if got := agenttest.Git(t, bare, "log", "-1", "--format=%an <%ae>|%s", sha); got != "Slipway Agent <agent@slipway.invalid>|Do the thing" {
 		t.Fatalf("commit = %q", got)
 	}
-	if files := gitCmd(t, bare, "ls-tree", "-r", "--name-only", sha); files != "README.md\nnew.txt" {
+	if files := agenttest.Git(t, bare, "ls-tree", "-r", "--name-only", sha); files != "README.md\nnew.txt" {
 		t.Fatalf("committed files = %q", files)
 	}
 	files, ins, del, err := g.DiffStat(ctx, "p1", "main", "slipway/task-1")
@@ -139,7 +109,7 @@ func TestErrorsAreClearAndScrubbed(t *testing.T) {
 // leaves that branch alone.
 func TestFetchKeepsUnpushedTaskBranches(t *testing.T) {
 	ctx := context.Background()
-	bare := bareRepo(t)
+	bare := agenttest.BareRepo(t, nil)
 	g, _ := New(t.TempDir())
 	r := Remote{URL: bare}
 	if err := g.Sync(ctx, "p", r); err != nil {
@@ -157,7 +127,7 @@ func TestFetchKeepsUnpushedTaskBranches(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("commit: %v %v", changed, err)
 	}
-	if parent := gitCmd(t, g.MirrorPath("p"), "rev-parse", sha+"^"); parent != gitCmd(t, bare, "rev-parse", "main") {
+	if parent := agenttest.Git(t, g.MirrorPath("p"), "rev-parse", sha+"^"); parent != agenttest.Git(t, bare, "rev-parse", "main") {
 		t.Fatalf("the task commit's parent is %s, not main: the branch was lost and recreated", parent)
 	}
 	if files, _, _, err := g.DiffStat(ctx, "p", "main", "slipway/task-a"); err != nil || files != 1 {

@@ -363,16 +363,16 @@ func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn
 
 // List returns tasks of the active workspace, newest first.
 func (s *Service) List(ctx context.Context, ws *actor.Workspace, f ListFilter) ([]Task, int, error) {
-	w := where{sql: "workspace_id = $1", args: []any{ws.ID}}
+	w := db.NewWhere("workspace_id = ?", ws.ID)
 	if f.Status != "" {
-		w.add("status = ?", f.Status)
+		w = w.And("status = ?", f.Status)
 	}
 	if f.ProjectID != "" {
-		w.add("project_id = ?", f.ProjectID)
+		w = w.And("project_id = ?", f.ProjectID)
 	}
 	if f.Q != "" {
 		pat := "%" + db.EscapeLike(f.Q) + "%"
-		w.add("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
+		w = w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
 	}
 	return listTasks(ctx, s.db.R, w, "created_at DESC, id DESC", f.Limit, f.Offset)
 }
@@ -386,7 +386,7 @@ type TaskName struct {
 
 // Names returns the newest tasks' titles, for pickers.
 func (s *Service) Names(ctx context.Context, ws *actor.Workspace, limit int) ([]TaskName, error) {
-	rows, _, err := listTasks(ctx, s.db.R, where{sql: "workspace_id = $1", args: []any{ws.ID}}, "created_at DESC, id DESC", limit, 0)
+	rows, _, err := listTasks(ctx, s.db.R, db.NewWhere("workspace_id = ?", ws.ID), "created_at DESC, id DESC", limit, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -421,30 +421,30 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if err != nil {
 		return nil, err
 	}
-	w := where{sql: "workspace_id = $1", args: []any{ws.ID}}
+	w := db.NewWhere("workspace_id = ?", ws.ID)
 	if in.Q != "" {
 		pat := "%" + db.EscapeLike(in.Q) + "%"
-		w.add("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
+		w = w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
 	}
 	byProject := w
 	if in.Status != "" {
-		byProject.add("status = ?", in.Status)
+		byProject = byProject.And("status = ?", in.Status)
 	}
 	byStatus := w
 	if in.ProjectID != "" {
-		byStatus.add("project_id = ?", in.ProjectID)
+		byStatus = byStatus.And("project_id = ?", in.ProjectID)
 	}
-	statusCounts, err := countBy(ctx, s.db.R, "tasks", "status", byStatus)
+	statusCounts, err := db.CountBy(ctx, s.db.R, "tasks", "status", byStatus)
 	if err != nil {
 		return nil, err
 	}
-	projectCounts, err := countBy(ctx, s.db.R, "tasks", "project_id", byProject)
+	projectCounts, err := db.CountBy(ctx, s.db.R, "tasks", "project_id", byProject)
 	if err != nil {
 		return nil, err
 	}
 	rowsW := byStatus
 	if in.Status != "" {
-		rowsW.add("status = ?", in.Status)
+		rowsW = rowsW.And("status = ?", in.Status)
 	}
 	rows, total, err := listTasks(ctx, s.db.R, rowsW, orderBy, in.PageSize, in.Offset())
 	if err != nil {
@@ -515,22 +515,22 @@ type RunFilter struct {
 	Offset          int    `query:"offset" minimum:"0" default:"0"`
 }
 
-func (s *Service) runWhere(ws *actor.Workspace, f RunFilter) where {
-	w := where{sql: "workspace_id = $1", args: []any{ws.ID}}
+func (s *Service) runWhere(ws *actor.Workspace, f RunFilter) db.Where {
+	w := db.NewWhere("workspace_id = ?", ws.ID)
 	if f.Status != "" {
-		w.add("status = ?", f.Status)
+		w = w.And("status = ?", f.Status)
 	}
 	if f.Kind != "" {
-		w.add("kind = ?", f.Kind)
+		w = w.And("kind = ?", f.Kind)
 	}
 	if f.ProjectID != "" {
-		w.add("project_id = ?", f.ProjectID)
+		w = w.And("project_id = ?", f.ProjectID)
 	}
 	if f.TaskID != "" {
-		w.add("task_id = ?", f.TaskID)
+		w = w.And("task_id = ?", f.TaskID)
 	}
 	if !f.IncludeChildren {
-		w.sql += " AND parent_run_id IS NULL"
+		w = w.And("parent_run_id IS NULL")
 	}
 	return w
 }
@@ -560,16 +560,16 @@ func (s *Service) RunBoard(ctx context.Context, ws *actor.Workspace, in RunBoard
 	base := s.runWhere(ws, RunFilter{ProjectID: in.ProjectID})
 	statusW, kindW := base, base
 	if in.Kind != "" {
-		statusW.add("kind = ?", in.Kind)
+		statusW = statusW.And("kind = ?", in.Kind)
 	}
 	if in.Status != "" {
-		kindW.add("status = ?", in.Status)
+		kindW = kindW.And("status = ?", in.Status)
 	}
-	statuses, err := countBy(ctx, s.db.R, "runs", "status", statusW)
+	statuses, err := db.CountBy(ctx, s.db.R, "runs", "status", statusW)
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := countBy(ctx, s.db.R, "runs", "kind", kindW)
+	kinds, err := db.CountBy(ctx, s.db.R, "runs", "kind", kindW)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -143,30 +142,13 @@ type ListFilter struct {
 	Offset    int    `query:"offset" minimum:"0" default:"0"`
 }
 
-type where struct {
-	sql  string
-	args []any
-}
-
-// add appends a condition whose ? placeholders take args. Copies of a where
-// may be extended independently: appending never writes into shared storage.
-func (w *where) add(cond string, args ...any) {
-	w.args = slices.Clip(w.args)
-	for _, a := range args {
-		w.args = append(w.args, a)
-		cond = strings.Replace(cond, "?", fmt.Sprintf("$%d", len(w.args)), 1)
-	}
-	w.sql += " AND " + cond
-}
-
-func listTasks(ctx context.Context, q db.Queryer, w where, orderBy string, limit, offset int) ([]Task, int, error) {
+func listTasks(ctx context.Context, q db.Queryer, w db.Where, orderBy string, limit, offset int) ([]Task, int, error) {
 	var total int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM tasks WHERE "+w.sql, w.args...).Scan(&total); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM tasks WHERE "+w.SQL, w.Args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("tasks: count: %w", err)
 	}
-	args := append(append([]any{}, w.args...), limit, offset)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT "+taskColumns+" FROM tasks WHERE "+w.sql+" ORDER BY "+orderBy+" LIMIT $%d OFFSET $%d",
-		len(w.args)+1, len(w.args)+2), args...)
+	args := append(append([]any{}, w.Args...), limit, offset)
+	rows, err := q.QueryContext(ctx, "SELECT "+taskColumns+" FROM tasks WHERE "+w.SQL+" ORDER BY "+orderBy+" LIMIT "+w.Next(1)+" OFFSET "+w.Next(2), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("tasks: list: %w", err)
 	}
@@ -180,24 +162,6 @@ func listTasks(ctx context.Context, q db.Queryer, w where, orderBy string, limit
 		out = append(out, *t)
 	}
 	return out, total, rows.Err()
-}
-
-func countBy(ctx context.Context, q db.Queryer, table, col string, w where) (map[string]int, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+col+", COUNT(*) FROM "+table+" WHERE "+w.sql+" GROUP BY "+col, w.args...)
-	if err != nil {
-		return nil, fmt.Errorf("tasks: facets: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var v string
-		var n int
-		if err := rows.Scan(&v, &n); err != nil {
-			return nil, err
-		}
-		out[v] = n
-	}
-	return out, rows.Err()
 }
 
 // Runs.
@@ -257,14 +221,13 @@ func getRun(ctx context.Context, q db.Queryer, workspaceID, id string) (*Run, er
 	return r, nil
 }
 
-func listRuns(ctx context.Context, q db.Queryer, w where, orderBy string, limit, offset int) ([]Run, int, error) {
+func listRuns(ctx context.Context, q db.Queryer, w db.Where, orderBy string, limit, offset int) ([]Run, int, error) {
 	var total int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE "+w.sql, w.args...).Scan(&total); err != nil {
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE "+w.SQL, w.Args...).Scan(&total); err != nil {
 		return nil, 0, fmt.Errorf("tasks: count runs: %w", err)
 	}
-	args := append(append([]any{}, w.args...), limit, offset)
-	rows, err := q.QueryContext(ctx, fmt.Sprintf("SELECT "+runColumns+" FROM runs WHERE "+w.sql+" ORDER BY "+orderBy+" LIMIT $%d OFFSET $%d",
-		len(w.args)+1, len(w.args)+2), args...)
+	args := append(append([]any{}, w.Args...), limit, offset)
+	rows, err := q.QueryContext(ctx, "SELECT "+runColumns+" FROM runs WHERE "+w.SQL+" ORDER BY "+orderBy+" LIMIT "+w.Next(1)+" OFFSET "+w.Next(2), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("tasks: runs: %w", err)
 	}
