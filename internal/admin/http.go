@@ -11,6 +11,7 @@ import (
 
 	"slipway/internal/auth"
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/httpx"
 )
 
 var tags = []string{"Admin"}
@@ -32,12 +33,6 @@ type userIDInput struct {
 	UserID string `path:"user_id" doc:"Account id"`
 }
 
-type deletedOutput struct {
-	Body struct {
-		Deleted bool `json:"deleted"`
-	}
-}
-
 // Register mounts the users tab's operations.
 func Register(api huma.API, s *auth.Service) {
 	list := func(pending bool) func(context.Context, *usersInput) (*usersOutput, error) {
@@ -54,16 +49,16 @@ func Register(api huma.API, s *auth.Service) {
 	}
 	huma.Register(api, huma.Operation{
 		OperationID: "get_api_admin_users_pending", Method: http.MethodGet, Path: "/api/admin/users/pending",
-		Summary: "Accounts waiting for approval, oldest first", Tags: tags, Security: auth.SessionSecurity,
+		Summary: "Accounts waiting for approval, oldest first", Tags: tags, Security: httpx.SessionSecurity,
 	}, list(true))
 	huma.Register(api, huma.Operation{
 		OperationID: "get_api_admin_users", Method: http.MethodGet, Path: "/api/admin/users",
-		Summary: "All accounts, oldest first", Tags: tags, Security: auth.SessionSecurity,
+		Summary: "All accounts, oldest first", Tags: tags, Security: httpx.SessionSecurity,
 	}, list(false))
 
 	huma.Register(api, huma.Operation{
 		OperationID: "post_api_admin_users_user_id_approve", Method: http.MethodPost, Path: "/api/admin/users/{user_id}/approve",
-		Summary: "Approve an account (safe to repeat)", Tags: tags, Security: auth.SessionSecurity,
+		Summary: "Approve an account (safe to repeat)", Tags: tags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *userIDInput) (*auth.ProfileOutput, error) {
 		a, err := actor.RequireAdmin(ctx)
 		if err != nil {
@@ -79,9 +74,9 @@ func Register(api huma.API, s *auth.Service) {
 	huma.Register(api, huma.Operation{
 		OperationID: "delete_api_admin_users_user_id_reject", Method: http.MethodDelete, Path: "/api/admin/users/{user_id}/reject",
 		Summary:     "Reject an account waiting for approval: deletes it (no undo)",
-		Description: "Refused with 409 for an approved account.", Tags: tags, Security: auth.SessionSecurity,
+		Description: "Refused with 409 for an approved account.", Tags: tags, Security: httpx.SessionSecurity,
 		Errors: []int{http.StatusNotFound, http.StatusConflict},
-	}, func(ctx context.Context, in *userIDInput) (*deletedOutput, error) {
+	}, func(ctx context.Context, in *userIDInput) (*httpx.DeletedOutput, error) {
 		a, err := actor.RequireAdmin(ctx)
 		if err != nil {
 			return nil, err
@@ -89,8 +84,6 @@ func Register(api huma.API, s *auth.Service) {
 		if err := s.Reject(ctx, a, in.UserID); err != nil {
 			return nil, err
 		}
-		out := &deletedOutput{}
-		out.Body.Deleted = true
-		return out, nil
+		return httpx.Deleted(), nil
 	})
 }

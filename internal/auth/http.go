@@ -13,9 +13,6 @@ import (
 	"slipway/internal/platform/httpx"
 )
 
-// SessionSecurity marks operations that need a signed-in user.
-var SessionSecurity = []map[string][]string{{"session": {}}}
-
 // OK is the request-style acknowledgement {ok}.
 type OK struct {
 	Body struct {
@@ -144,7 +141,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "post_api_auth_logout", Method: http.MethodPost, Path: "/api/auth/logout",
-		Summary: "Sign out: revoke this session and clear its cookies", Tags: []string{"Auth"}, Security: SessionSecurity,
+		Summary: "Sign out: revoke this session and clear its cookies", Tags: []string{"Auth"}, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, _ *struct{}) (*logoutOutput, error) {
 		u, err := actor.RequireUser(ctx)
 		if err != nil {
@@ -160,7 +157,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "get_api_me", Method: http.MethodGet, Path: "/api/me",
-		Summary: "My profile", Tags: []string{"Account"}, Security: SessionSecurity,
+		Summary: "My profile", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
 		Description: "Also answers for an account waiting for approval (approved: false).",
 	}, func(ctx context.Context, _ *struct{}) (*ProfileOutput, error) {
 		u, err := actor.RequireUser(ctx)
@@ -172,7 +169,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "put_api_me", Method: http.MethodPut, Path: "/api/me",
-		Summary: "Update my profile", Tags: []string{"Account"}, Security: SessionSecurity,
+		Summary: "Update my profile", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *updateMeInput) (*ProfileOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -187,7 +184,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "put_api_me_password", Method: http.MethodPut, Path: "/api/me/password",
-		Summary: "Change my password", Tags: []string{"Account"}, Security: SessionSecurity,
+		Summary: "Change my password", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
 		Description: "Needs the current password. Every other session of the account is revoked; this one stays.",
 	}, func(ctx context.Context, in *passwordInput) (*OK, error) {
 		u, err := actor.RequireApproved(ctx)
@@ -205,7 +202,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "patch_api_me_verbosity", Method: http.MethodPatch, Path: "/api/me/verbosity",
-		Summary: "Set or clear my default live-feed verbosity", Tags: []string{"Account"}, Security: SessionSecurity,
+		Summary: "Set or clear my default live-feed verbosity", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *verbosityInput) (*ProfileOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {

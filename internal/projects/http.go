@@ -10,8 +10,6 @@ import (
 	"slipway/internal/platform/httpx"
 )
 
-var security = []map[string][]string{{"session": {}}}
-
 type idInput struct {
 	ID string `path:"id" doc:"Project id"`
 }
@@ -36,18 +34,6 @@ type concurrencyInput struct {
 
 type boardOutput struct{ Body *httpx.Board[Project] }
 
-type deletedOutput struct {
-	Body struct {
-		Deleted bool `json:"deleted"`
-	}
-}
-
-func deleted() *deletedOutput {
-	o := &deletedOutput{}
-	o.Body.Deleted = true
-	return o
-}
-
 type profileIDInput struct {
 	ID string `path:"id" doc:"Agent profile id"`
 }
@@ -70,7 +56,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	tags := []string{"Projects"}
 	op := func(id, method, path, summary string) huma.Operation {
 		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags,
-			Security: security, Middlewares: mw}
+			Security: httpx.SessionSecurity, Middlewares: mw}
 	}
 	ws := func(ctx context.Context) *actor.Workspace {
 		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
@@ -124,11 +110,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		})
 
 	huma.Register(api, op("delete_api_projects_id", http.MethodDelete, "/api/projects/{id}", "Delete a project with its tasks (refused while any runs)"),
-		func(ctx context.Context, in *idInput) (*deletedOutput, error) {
+		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
 			if err := s.Delete(ctx, ws(ctx), in.ID); err != nil {
 				return nil, err
 			}
-			return deleted(), nil
+			return httpx.Deleted(), nil
 		})
 
 	for _, a := range []struct {
@@ -197,10 +183,10 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return &profileOutput{Body: p}, nil
 		})
 	huma.Register(api, pop("delete_api_agent_profiles_id", http.MethodDelete, "/api/agent-profiles/{id}", "Delete an agent profile"),
-		func(ctx context.Context, in *profileIDInput) (*deletedOutput, error) {
+		func(ctx context.Context, in *profileIDInput) (*httpx.DeletedOutput, error) {
 			if err := s.DeleteProfile(ctx, ws(ctx), in.ID); err != nil {
 				return nil, err
 			}
-			return deleted(), nil
+			return httpx.Deleted(), nil
 		})
 }

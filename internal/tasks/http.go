@@ -10,8 +10,6 @@ import (
 	"slipway/internal/platform/httpx"
 )
 
-var security = []map[string][]string{{"session": {}}}
-
 type idInput struct {
 	ID string `path:"id" doc:"Task id"`
 }
@@ -71,12 +69,6 @@ type eventsInput struct {
 
 type eventsOutput struct{ Body []TaskEvent }
 
-type deletedOutput struct {
-	Body struct {
-		Deleted bool `json:"deleted"`
-	}
-}
-
 type runsInput struct{ RunFilter }
 
 // RunList is a page of runs.
@@ -109,7 +101,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		if len(tags) == 0 {
 			tags = []string{"Tasks"}
 		}
-		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags, Security: security, Middlewares: mw}
+		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags, Security: httpx.SessionSecurity, Middlewares: mw}
 	}
 	ws := func(ctx context.Context) *actor.Workspace {
 		w, _ := actor.WorkspaceFrom(ctx)
@@ -158,13 +150,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	huma.Register(api, op("get_api_tasks_id", http.MethodGet, "/api/tasks/{id}", "A task"),
 		func(ctx context.Context, in *idInput) (*taskOutput, error) { return one(s.Get(ctx, ws(ctx), in.ID)) })
 	huma.Register(api, op("delete_api_tasks_id", http.MethodDelete, "/api/tasks/{id}", "Delete a task that is not running"),
-		func(ctx context.Context, in *idInput) (*deletedOutput, error) {
+		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
 			if err := s.Delete(ctx, ws(ctx), in.ID); err != nil {
 				return nil, err
 			}
-			out := &deletedOutput{}
-			out.Body.Deleted = true
-			return out, nil
+			return httpx.Deleted(), nil
 		})
 
 	actions := []struct {

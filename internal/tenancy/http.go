@@ -16,8 +16,6 @@ const (
 	OrganizationHeader = "X-Organization-Id"
 )
 
-var sessionSecurity = []map[string][]string{{"session": {}}}
-
 // WorkspaceScoped is the Huma middleware of workspace-scoped operations: it
 // resolves the active workspace (X-Workspace-Id, else the caller's default
 // joined workspace) and puts it in the context; a workspace the caller has
@@ -58,18 +56,6 @@ type renameInput struct {
 	}
 }
 
-type deletedOutput struct {
-	Body struct {
-		Deleted bool `json:"deleted"`
-	}
-}
-
-func deleted() *deletedOutput {
-	o := &deletedOutput{}
-	o.Body.Deleted = true
-	return o
-}
-
 type membersOutput struct{ Body []Member }
 
 type summaryOutput struct{ Body *Summary }
@@ -95,7 +81,7 @@ func Register(api huma.API, s *Service) {
 	tags := []string{"Organization"}
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization", Method: http.MethodGet, Path: "/organization",
-		Summary: "The active organization", Tags: tags, Security: sessionSecurity,
+		Summary: "The active organization", Tags: tags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *SelectorHeaders) (*orgOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -110,7 +96,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "put_organization", Method: http.MethodPut, Path: "/organization",
-		Summary: "Rename the organization (owner or admin)", Tags: tags, Security: sessionSecurity,
+		Summary: "Rename the organization (owner or admin)", Tags: tags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *renameInput) (*orgOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -125,10 +111,10 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "delete_organization", Method: http.MethodDelete, Path: "/organization",
-		Summary: "Delete the organization (owner only)", Tags: tags, Security: sessionSecurity,
+		Summary: "Delete the organization (owner only)", Tags: tags, Security: httpx.SessionSecurity,
 		Description: "412 while the organization still owns workspaces or has an active subscription.",
 		Errors:      []int{http.StatusForbidden, http.StatusPreconditionFailed},
-	}, func(ctx context.Context, in *SelectorHeaders) (*deletedOutput, error) {
+	}, func(ctx context.Context, in *SelectorHeaders) (*httpx.DeletedOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -136,12 +122,12 @@ func Register(api huma.API, s *Service) {
 		if err := s.DeleteOrganization(ctx, u, in.selector()); err != nil {
 			return nil, err
 		}
-		return deleted(), nil
+		return httpx.Deleted(), nil
 	})
 
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization_members", Method: http.MethodGet, Path: "/organization/members",
-		Summary: "Members of the organization", Tags: tags, Security: sessionSecurity,
+		Summary: "Members of the organization", Tags: tags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *SelectorHeaders) (*membersOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -156,7 +142,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "get_organization_summary", Method: http.MethodGet, Path: "/organization/summary",
-		Summary: "Counts of members and workspaces", Tags: tags, Security: sessionSecurity,
+		Summary: "Counts of members and workspaces", Tags: tags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, in *SelectorHeaders) (*summaryOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -172,7 +158,7 @@ func Register(api huma.API, s *Service) {
 	wsTags := []string{"Workspaces"}
 	huma.Register(api, huma.Operation{
 		OperationID: "get_api_workspaces", Method: http.MethodGet, Path: "/api/workspaces",
-		Summary: "Workspaces I have joined", Tags: wsTags, Security: sessionSecurity,
+		Summary: "Workspaces I have joined", Tags: wsTags, Security: httpx.SessionSecurity,
 	}, func(ctx context.Context, _ *struct{}) (*workspacesOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -187,7 +173,7 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "post_api_workspaces", Method: http.MethodPost, Path: "/api/workspaces",
-		Summary: "Create a workspace in an organization where I am owner or admin", Tags: wsTags, Security: sessionSecurity,
+		Summary: "Create a workspace in an organization where I am owner or admin", Tags: wsTags, Security: httpx.SessionSecurity,
 		DefaultStatus: http.StatusCreated,
 	}, func(ctx context.Context, in *createWorkspaceInput) (*workspaceOutput, error) {
 		u, err := actor.RequireApproved(ctx)
@@ -203,8 +189,8 @@ func Register(api huma.API, s *Service) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "delete_api_workspaces_id", Method: http.MethodDelete, Path: "/api/workspaces/{id}",
-		Summary: "Delete a workspace (its organization's owner or admin)", Tags: wsTags, Security: sessionSecurity,
-	}, func(ctx context.Context, in *workspaceIDInput) (*deletedOutput, error) {
+		Summary: "Delete a workspace (its organization's owner or admin)", Tags: wsTags, Security: httpx.SessionSecurity,
+	}, func(ctx context.Context, in *workspaceIDInput) (*httpx.DeletedOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -212,6 +198,6 @@ func Register(api huma.API, s *Service) {
 		if err := s.DeleteWorkspace(ctx, u, in.ID); err != nil {
 			return nil, err
 		}
-		return deleted(), nil
+		return httpx.Deleted(), nil
 	})
 }

@@ -63,3 +63,20 @@ type Board[T any] struct {
 	PageSize int                `json:"page_size"`
 	Facets   map[string][]Facet `json:"facets"`
 }
+
+// SessionSecurity marks an operation that needs a signed-in user (OpenAPI).
+var SessionSecurity = []map[string][]string{{"session": {}}}
+
+// DeletedOutput is the spec's delete acknowledgement: {deleted: boolean}.
+type DeletedOutput struct {
+	Body struct {
+		Deleted bool `json:"deleted" doc:"False only when the row was already gone"`
+	}
+}
+
+// Deleted acknowledges a delete that removed the row.
+func Deleted() *DeletedOutput {
+	o := &DeletedOutput{}
+	o.Body.Deleted = true
+	return o
+}
