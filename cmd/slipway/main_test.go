@@ -7,11 +7,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -431,4 +433,133 @@ func TestUsersCreate(t *testing.T) {
 		!strings.Contains(string(body), `"display_name":"Root"`) {
 		t.Fatalf("login = %d %s", resp.StatusCode, body)
 	}
+}
+
+// TestCrashDuringTask kills the server (SIGKILL) while an agent runs; the
+// agent dies with it, and the next start runs the task again and finishes
+// it, with an event saying why.
+func TestCrashDuringTask(t *testing.T) {
+	dir := t.TempDir()
+	bare := filepath.Join(dir, "origin.git")
+	seed := filepath.Join(dir, "seed")
+	for _, args := range [][]string{{"init", "-q", "--bare", "-b", "main", bare}, {"init", "-q", "-b", "main", seed}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(seed, "README.md"), []byte("hello\n"), 0o644)
+	for _, args := range [][]string{{"add", "."}, {"-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"}, {"push", "-q", bare, "main"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = seed
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	env := []string{"SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
+		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_INSTANCE_ID=crash-test", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0"}
+	p := start(t, dir, env...)
+	p.waitReady(t)
+	c := newAPIClient(t, p)
+	c.post("/api/auth/register", `{"email":"root@example.test","password":"correct-horse-battery","display_name":"Root"}`, 202)
+	c.post("/api/auth/login", `{"email":"root@example.test","password":"correct-horse-battery"}`, 200)
+	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`","autodev":true}`, 201))
+	// The first run blocks until the marker file exists; the second finds it.
+	marker := filepath.Join(dir, "second-run")
+	sleeper := fmt.Sprintf("sleep %d", 600+time.Now().UnixNano()%1000) // recognisable in /proc
+	prompt := `if [ -e ` + marker + ` ]; then echo again >> README.md; else touch ` + marker + `; echo waiting; ` + sleeper + `; fi`
+	body, _ := json.Marshal(map[string]string{"project_id": project, "prompt": prompt})
+	task := c.id(c.post("/api/tasks", string(body), 201))
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(c.get("/api/tasks/"+task+"/events"), "waiting") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent never started:\n%s", p.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	p.cmd.Process.Kill() // no graceful anything
+	p.wait(t)
+
+	p = start(t, dir, env...)
+	p.waitReady(t)
+	c.base = p.url("")
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		got := c.get("/api/tasks/" + task)
+		if strings.Contains(got, `"status":"done_pr"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the restart the task is %s\n%s", got, c.get("/api/tasks/"+task+"/events"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if events := c.get("/api/tasks/" + task + "/events"); !strings.Contains(events, "the server running this task stopped; it runs again") {
+		t.Fatalf("no recovery event:\n%s", events)
+	}
+	out, _ := exec.Command("git", "-C", bare, "log", "--all", "--format=%s").CombinedOutput()
+	if !strings.Contains(string(out), "if [ -e") {
+		t.Fatalf("the task's commit is not in the repository:\n%s", out)
+	}
+	// Nothing of the crashed server's agent survives: its script was killed
+	// when the agent died, and the sleep it started at the next boot.
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), sleeper) && !strings.Contains(string(stat), ") Z ") {
+			t.Fatalf("process %s (%s) outlived the crashed server", e.Name(), sleeper)
+		}
+	}
+}
+
+// apiClient is a cookie-holding client for the e2e tests.
+type apiClient struct {
+	t    *testing.T
+	base string
+	http *http.Client
+	csrf string
+}
+
+func newAPIClient(t *testing.T, p *proc) *apiClient {
+	jar, _ := cookiejar.New(nil)
+	return &apiClient{t: t, base: p.url(""), http: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+}
+
+func (c *apiClient) do(method, path, body string, want int) string {
+	c.t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if c.csrf != "" {
+		req.Header.Set("X-CSRF-Token", c.csrf)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want != 0 && resp.StatusCode != want {
+		c.t.Fatalf("%s %s = %d, want %d: %s", method, path, resp.StatusCode, want, b)
+	}
+	for _, ck := range resp.Cookies() {
+		if ck.Name == "service_csrf" {
+			c.csrf = ck.Value
+		}
+	}
+	return string(b)
+}
+
+func (c *apiClient) post(path, body string, want int) string { return c.do("POST", path, body, want) }
+func (c *apiClient) get(path string) string                   { return c.do("GET", path, "", 200) }
+
+func (c *apiClient) id(body string) string {
+	c.t.Helper()
+	var v struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.ID == "" {
+		c.t.Fatalf("no id in %s", body)
+	}
+	return v.ID
 }

@@ -33,7 +33,7 @@ func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, strin
 	}
 	switch choice {
 	case "process":
-		b := process.New()
+		b := process.New(cfg.DataDir)
 		if b.Sandboxed() {
 			log.Warn("AGENTS RUN AS PROCESSES ON THIS MACHINE (sandboxed by bubblewrap): development use only")
 		} else {

@@ -378,6 +378,9 @@ func (d *Dispatcher) finish(ctx context.Context, t *Task, run *Run, o outcome, r
 	})
 	if err != nil {
 		d.log.Error("recording a task's end failed", "task_id", t.ID, "err", err)
+	} else {
+		d.log.Info("task run ended", "task_id", t.ID, "run_id", run.ID, "attempt", run.Attempt, "backend", run.Backend,
+			"status", o.status, "duration", now.Sub(run.CreatedAt).Round(time.Millisecond))
 	}
 	if r != nil {
 		d.git.RemoveWorktree(ctx, r.Project.ID, t.ID)

@@ -72,7 +72,7 @@ func newRig(t testing.TB, engine db.Engine, backend string, opts ...rigOption) *
 	var b executor.Backend
 	switch backend {
 	case "process":
-		b = process.New()
+		b = process.New(t.TempDir())
 	case "docker":
 		host := agenttest.DockerHost(t)
 		dk, err := docker.New(host, owner, "slipway-test-agents")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,12 +24,22 @@ import (
 // Backend starts agents as child processes of the hub.
 type Backend struct {
 	bwrap string // path of bubblewrap, "" when absent
+	// sessions records the session id of every agent this backend started
+	// and has not seen end, so a hub that died can clean up after itself at
+	// its next start ("" keeps no record).
+	sessions string
+	mu       sync.Mutex
 }
 
 // New returns the process backend; it uses bubblewrap when found on PATH.
-func New() *Backend {
+// stateDir keeps the record of running agents across a crash ("" for none).
+func New(stateDir string) *Backend {
 	path, _ := exec.LookPath("bwrap")
-	return &Backend{bwrap: path}
+	b := &Backend{bwrap: path}
+	if stateDir != "" {
+		b.sessions = filepath.Join(stateDir, "process-agents")
+	}
+	return b
 }
 
 // Name implements executor.Backend.
@@ -37,8 +48,71 @@ func (b *Backend) Name() string { return "process" }
 // Sandboxed reports whether agents run inside bubblewrap.
 func (b *Backend) Sandboxed() bool { return b.bwrap != "" }
 
-// Cleanup has nothing to do: child processes die with their process group.
-func (b *Backend) Cleanup(context.Context) error { return nil }
+// Cleanup kills whatever is left of agents a previous process of this hub
+// started: their sessions' members (scripts, tools) outlive a hub killed
+// with SIGKILL, since only direct children get the death signal.
+func (b *Backend) Cleanup(context.Context) error {
+	if b.sessions == "" {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, err := os.ReadFile(b.sessions)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Fields(string(data)) {
+		if sid, err := strconv.Atoi(line); err == nil && sid > 1 {
+			killSession(sid)
+		}
+	}
+	return os.WriteFile(b.sessions, nil, 0o600)
+}
+
+func (b *Backend) record(sid int, add bool) {
+	if b.sessions == "" {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	data, _ := os.ReadFile(b.sessions)
+	var keep []string
+	for _, line := range strings.Fields(string(data)) {
+		if line != strconv.Itoa(sid) {
+			keep = append(keep, line)
+		}
+	}
+	if add {
+		keep = append(keep, strconv.Itoa(sid))
+	}
+	os.WriteFile(b.sessions, []byte(strings.Join(keep, "\n")+"\n"), 0o600)
+}
+
+// killSession SIGKILLs every process in session sid. Linux does not hand out
+// a pid that is still some process's session id, so while members remain the
+// id cannot belong to anyone else.
+func killSession(sid int) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the command (which may contain spaces) start after
+		// the last ')': state ppid pgrp session ...
+		rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(rest) > 3 && rest[3] == strconv.Itoa(sid) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
 
 // hostPath maps a container path to the host through the spec's mounts.
 func hostPath(p string, mounts []executor.Mount) string {
@@ -77,9 +151,9 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
-	// Own process group (Kill ends the agent and its children) and killed if
-	// the hub dies, so a crashed hub leaves no agent behind.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its own session (so everything it starts can be found and killed, even
+	// in other process groups) and killed if the hub dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -108,8 +182,12 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		return nil, fmt.Errorf("%w: starting %s: %v", executor.ErrUnavailable, argv[0], err)
 	}
 	h := &handle{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr, home: home, done: make(chan struct{})}
+	sid := cmd.Process.Pid
+	b.record(sid, true)
 	go func() {
 		h.waitErr = cmd.Wait()
+		killSession(sid) // what the agent left running dies with it
+		b.record(sid, false)
 		os.RemoveAll(home)
 		close(h.done)
 	}()
@@ -169,7 +247,7 @@ func (h *handle) Kill(context.Context) error {
 		case <-h.done:
 		case <-time.After(killGrace):
 		}
-		syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+		killSession(h.cmd.Process.Pid)
 	})
 	return nil
 }
