@@ -551,7 +551,7 @@ func (c *apiClient) do(method, path, body string, want int) string {
 }
 
 func (c *apiClient) post(path, body string, want int) string { return c.do("POST", path, body, want) }
-func (c *apiClient) get(path string) string                   { return c.do("GET", path, "", 200) }
+func (c *apiClient) get(path string) string                  { return c.do("GET", path, "", 200) }
 
 func (c *apiClient) id(body string) string {
 	c.t.Helper()
