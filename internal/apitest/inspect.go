@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -57,4 +58,27 @@ func (a *App) AuditEntries(t testing.TB, action, targetID string) []AuditEntry {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// ObjectKeys returns the keys of a JSON object in the order they appear, so
+// tests can assert a response carries exactly the spec's fields.
+func ObjectKeys(t testing.TB, raw []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		t.Fatalf("not a JSON object: %s", raw)
+	}
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return keys
 }

@@ -68,28 +68,6 @@ func getProject(t *testing.T, c *apitest.Client, id string) projects.Project {
 	return p
 }
 
-// objectKeys returns the keys of a JSON object in the order they appear.
-func objectKeys(t *testing.T, raw []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not a JSON object: %s", raw)
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 // noSecrets fails when a body carries any of the secrets.
 func noSecrets(t *testing.T, what string, body []byte, secrets ...string) {
 	t.Helper()
@@ -132,7 +110,7 @@ func TestProjectCreate(t *testing.T) {
 						plain.CreatedAt.IsZero() || !plain.UpdatedAt.Equal(plain.CreatedAt) {
 						t.Fatalf("created = %+v", plain)
 					}
-					if got := objectKeys(t, r.Body); !slices.Equal(got, projectFields) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, projectFields) {
 						t.Fatalf("fields = %v, want %v", got, projectFields)
 					}
 					if !strings.Contains(string(r.Body), `"archived_at":null`) || !strings.Contains(string(r.Body), `"max_concurrent_runs":null`) {
@@ -507,7 +485,7 @@ func TestProjectBoard(t *testing.T) {
 
 		board := func(t *testing.T, r *apitest.Response) projectBoard {
 			t.Helper()
-			if got := objectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
+			if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
 				t.Fatalf("board fields = %v", got)
 			}
 			var b projectBoard
@@ -662,7 +640,7 @@ func TestAgentProfiles(t *testing.T) {
 				WantStatus: http.StatusCreated,
 				Check: func(t *testing.T, r *apitest.Response) {
 					noSecrets(t, "create response", r.Body, secretAPIKey)
-					if got := objectKeys(t, r.Body); !slices.Equal(got, profileFields) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, profileFields) {
 						t.Fatalf("fields = %v", got)
 					}
 					r.JSON(t, &llm)

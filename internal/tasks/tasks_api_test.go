@@ -129,28 +129,6 @@ func payload(t *testing.T, e tasks.TaskEvent) map[string]any {
 	return m
 }
 
-// objectKeys returns the keys of a JSON object in the order they appear.
-func objectKeys(t *testing.T, raw []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("not a JSON object: %s", raw)
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys = append(keys, tok.(string))
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return keys
-}
-
 // elementKeys returns the key order of each object of a JSON array.
 func elementKeys(t *testing.T, raw []byte) [][]string {
 	t.Helper()
@@ -160,7 +138,7 @@ func elementKeys(t *testing.T, raw []byte) [][]string {
 	}
 	var out [][]string
 	for _, e := range elems {
-		out = append(out, objectKeys(t, e))
+		out = append(out, apitest.ObjectKeys(t, e))
 	}
 	return out
 }
@@ -224,7 +202,7 @@ func TestTaskCreate(t *testing.T) {
 			{Name: "defaults", Client: owner, Method: "POST", Path: "/api/tasks",
 				Body: map[string]any{"project_id": proj, "prompt": "echo hello\necho second line", "hold": true}, WantStatus: http.StatusCreated,
 				Check: func(t *testing.T, r *apitest.Response) {
-					if got := objectKeys(t, r.Body); !slices.Equal(got, taskFields) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, taskFields) {
 						t.Fatalf("fields = %v", got)
 					}
 					r.JSON(t, &first)
@@ -367,7 +345,7 @@ func TestTaskListBoardNames(t *testing.T) {
 		list := func(query string, wantIDs []string, total int) apitest.Scenario {
 			return apitest.Scenario{Name: "list " + query, Client: owner, Method: "GET", Path: "/api/tasks" + query, WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					if got := objectKeys(t, r.Body); !slices.Equal(got, []string{"tasks", "total"}) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"tasks", "total"}) {
 						t.Fatalf("fields = %v", got)
 					}
 					var l tasks.TaskList
@@ -414,7 +392,7 @@ func TestTaskListBoardNames(t *testing.T) {
 		boardCheck := func(query string, wantIDs []string, total int, status, project map[string]int) apitest.Scenario {
 			return apitest.Scenario{Name: "board " + query, Client: owner, Method: "GET", Path: "/tasks/board" + query, WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					if got := objectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
 						t.Fatalf("fields = %v", got)
 					}
 					var b board
@@ -900,7 +878,7 @@ func TestRuns(t *testing.T) {
 				}},
 			{Name: "empty board", Client: owner, Method: "GET", Path: "/api/runs/board", WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					if got := objectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
 						t.Fatalf("fields = %v", got)
 					}
 					var b runBoard
@@ -949,13 +927,13 @@ func TestRuns(t *testing.T) {
 		apitest.Run(t, app, []apitest.Scenario{
 			{Name: "runs: top-level, newest first", Client: owner, Method: "GET", Path: "/api/runs", WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					if got := objectKeys(t, r.Body); !slices.Equal(got, []string{"runs", "total"}) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"runs", "total"}) {
 						t.Fatalf("fields = %v", got)
 					}
 					var raw struct{ Runs []json.RawMessage }
 					r.JSON(t, &raw)
 					for _, rr := range raw.Runs {
-						if got := objectKeys(t, rr); !slices.Equal(got, runFields) {
+						if got := apitest.ObjectKeys(t, rr); !slices.Equal(got, runFields) {
 							t.Fatalf("run fields = %v", got)
 						}
 					}
@@ -996,7 +974,7 @@ func TestRuns(t *testing.T) {
 						tree.Children[0].Children[0].Children == nil || len(tree.Children[0].Children[0].Children) != 0 {
 						t.Fatalf("tree = %s", r.Body)
 					}
-					if got := objectKeys(t, r.Body); !slices.Equal(got, append(append([]string{}, runFields...), "children")) {
+					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, append(append([]string{}, runFields...), "children")) {
 						t.Fatalf("tree fields = %v", got)
 					}
 					if !strings.Contains(string(r.Body), `"children":[]`) {

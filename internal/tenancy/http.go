@@ -44,7 +44,7 @@ type SelectorHeaders struct {
 }
 
 func (in SelectorHeaders) selector() Selector {
-	return Selector{OrganizationID: in.OrganizationID, WorkspaceID: in.WorkspaceID}
+	return Selector(in)
 }
 
 type orgOutput struct{ Body *Organization }

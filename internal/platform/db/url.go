@@ -47,7 +47,7 @@ func ParseURL(raw, dataDir string) (Target, error) {
 		path := raw[strings.Index(raw, ":")+1:]
 		path = strings.TrimPrefix(path, "//")
 		if strings.ContainsRune(path, '?') {
-			return Target{}, fmt.Errorf("SQLite URLs take a path only; Slipway sets the pragmas itself")
+			return Target{}, fmt.Errorf("SQLite URLs take a path only (Slipway sets the pragmas itself)")
 		}
 		if path == "" || path == ":memory:" {
 			return Target{}, fmt.Errorf("SQLite URL needs a file path")
@@ -60,7 +60,7 @@ func ParseURL(raw, dataDir string) (Target, error) {
 	} else {
 		scheme = "(none)"
 	}
-	return Target{}, fmt.Errorf("unsupported scheme %q: use postgres://, postgresql://, sqlite: or file:", scheme)
+	return Target{}, fmt.Errorf("unsupported scheme %q: use a postgres://, postgresql://, sqlite: or file: URL", scheme)
 }
 
 // redactURL hides the password of a URL-form connection string.
