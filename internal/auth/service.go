@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"crypto/subtle"
-	"database/sql"
 	"errors"
 	"log/slog"
 	"net/mail"
@@ -149,7 +148,7 @@ func (s *Service) createUser(ctx context.Context, email, name, hash string, appr
 	now := s.clock.Now()
 	u := &user{ID: ids.New(), Email: email, DisplayName: name, PasswordHash: &hash, Approved: approved, Admin: admin,
 		CreatedAt: now, UpdatedAt: now}
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := userByEmail(ctx, tx, email); err == nil {
 			return apperr.New(apperr.CodeConflict, "an account with this email exists")
 		} else if !errors.Is(err, apperr.ErrNotFound) {
@@ -253,7 +252,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return nil, time.Time{}, err
 	}
 	if !ok || u == nil || u.PasswordHash == nil {
-		if err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+		if err := s.db.Tx(ctx, func(tx *db.Tx) error {
 			if err := recordFailure(ctx, tx, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
 				return err
 			}
@@ -266,7 +265,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 
 	sess := Session{ID: ids.New(), Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	sess.CSRF = csrfToken(s.cfg.Secret, sess.ID)
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := clearFailures(ctx, tx, keys[0]); err != nil {
 			return err
 		}
@@ -394,7 +393,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 		return err
 	}
 	defer s.cache.dropUser(u.ID)
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := updatePasswordHash(ctx, tx, u.ID, hash, now); err != nil {
 			return err
 		}
@@ -421,7 +420,7 @@ func (s *Service) ListUsers(ctx context.Context, pendingOnly bool, limit, offset
 func (s *Service) Approve(ctx context.Context, admin *actor.User, userID string) (Profile, error) {
 	defer s.cache.dropUser(userID)
 	var p Profile
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		u, err := userByID(ctx, tx, userID)
 		if err != nil {
 			return err
@@ -450,7 +449,7 @@ var ErrApprovedCannotBeRejected = apperr.New(apperr.CodeConflict, "an approved a
 // refused.
 func (s *Service) Reject(ctx context.Context, admin *actor.User, userID string) error {
 	defer s.cache.dropUser(userID)
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		u, err := userByID(ctx, tx, userID)
 		if err != nil {
 			return err

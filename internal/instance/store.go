@@ -30,7 +30,7 @@ type Boot struct {
 // version now running. It returns what was recorded before.
 func RecordBoot(ctx context.Context, d *db.DB, version string, now time.Time) (Boot, error) {
 	var b Boot
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
+	err := d.Tx(ctx, func(tx *db.Tx) error {
 		first, err := get(ctx, tx, keyFirstBootAt)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

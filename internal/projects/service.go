@@ -2,7 +2,6 @@ package projects
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -128,7 +127,7 @@ func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn
 		return nil, apperr.NotFound("project")
 	}
 	var out *Project
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		p, err := getProject(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -218,7 +217,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 	if !ids.Valid(id) {
 		return apperr.NotFound("project")
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := getProject(ctx, tx, ws.ID, id); err != nil {
 			return err
 		}
@@ -388,7 +387,7 @@ func (s *Service) UpdateProfile(ctx context.Context, ws *actor.Workspace, id str
 		return nil, apperr.NotFound("agent profile")
 	}
 	var out *AgentProfile
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		p, err := getProfile(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -413,7 +412,7 @@ func (s *Service) DeleteProfile(ctx context.Context, ws *actor.Workspace, id str
 	if !ids.Valid(id) {
 		return apperr.NotFound("agent profile")
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		if _, err := getProfile(ctx, tx, ws.ID, id); err != nil {
 			return err
 		}

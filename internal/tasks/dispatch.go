@@ -2,12 +2,12 @@ package tasks
 
 import (
 	"context"
-	"database/sql"
 	"log/slog"
 	"sync"
 	"time"
 
 	"slipway/internal/executor"
+	"slipway/internal/platform/db"
 	"slipway/internal/repo"
 )
 
@@ -168,7 +168,7 @@ func (d *Dispatcher) rescue(ctx context.Context, boot bool) {
 
 func (d *Dispatcher) requeueOrphan(ctx context.Context, id string) error {
 	s := d.svc
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		t, err := getTaskAnyWorkspace(ctx, tx, id)
 		if err != nil {
 			return err

@@ -3,7 +3,6 @@ package tasks
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -169,7 +168,7 @@ func (l *eventLog) flush() {
 	if len(batch) == 0 {
 		return
 	}
-	err := l.db.Tx(context.Background(), func(tx *sql.Tx) error {
+	err := l.db.Tx(context.Background(), func(tx *db.Tx) error {
 		_, err := appendEvents(context.Background(), l.db, tx, l.taskID, batch)
 		return err
 	})

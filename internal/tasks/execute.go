@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +11,7 @@ import (
 
 	"slipway/internal/agents/protocol"
 	"slipway/internal/executor"
+	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
@@ -60,7 +60,7 @@ func (d *Dispatcher) execute(ctx context.Context, t *Task) {
 	attempt, _ := countRuns(ctx, s.db.R, t.ID)
 	run := &Run{ID: ids.New(), Kind: "task", Status: RunRunning, WorkspaceID: t.WorkspaceID, ProjectID: &t.ProjectID,
 		TaskID: &t.ID, Attempt: attempt + 1, Backend: d.backend.Name(), CreatedAt: now}
-	if err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	if err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := insertRun(ctx, tx, run); err != nil {
 			return err
 		}
@@ -343,7 +343,7 @@ func (d *Dispatcher) finish(ctx context.Context, t *Task, run *Run, o outcome, r
 	s := d.svc
 	ctx = context.WithoutCancel(ctx)
 	now := s.clock.Now()
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := finishRun(ctx, tx, run.ID, o.runState, o.exitCode, o.err, now); err != nil {
 			return err
 		}

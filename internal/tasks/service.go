@@ -3,7 +3,6 @@ package tasks
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -130,7 +129,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	t := &Task{ID: id, WorkspaceID: ws.ID, ProjectID: p.ID, Title: title, Prompt: in.Prompt, AgentProfile: profile,
 		Config: in.Config, Status: StatusQueued, Held: in.Hold, Branch: BranchFor(id), CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now}
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := insertTask(ctx, tx, t, now); err != nil {
 			return err
 		}
@@ -146,7 +145,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 }
 
 // event appends one lifecycle event inside a transaction.
-func (s *Service) event(ctx context.Context, tx *sql.Tx, taskID string, runID *string, typ string, payload any) error {
+func (s *Service) event(ctx context.Context, tx *db.Tx, taskID string, runID *string, typ string, payload any) error {
 	b, err := json.Marshal(payload)
 	if err != nil {
 		return err
@@ -166,12 +165,12 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tas
 // transition moves a task in a transaction after checking the state
 // machine, and records the status event; mutate (optional) runs in the same
 // transaction before the move.
-func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, action, reason string, mutate func(tx *sql.Tx, t *Task) error) (*Task, error) {
+func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, action, reason string, mutate func(tx *db.Tx, t *Task) error) (*Task, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("task")
 	}
 	var out *Task
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		t, err := getTask(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -220,7 +219,7 @@ func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*
 		return nil, apperr.NotFound("task")
 	}
 	var out *Task
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		t, err := getTask(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -246,7 +245,7 @@ func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*
 
 // Restart queues a finished task again; the new run continues on its branch.
 func (s *Service) Restart(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
-	t, err := s.transition(ctx, ws, id, StatusQueued, "restart", "restarted", func(tx *sql.Tx, t *Task) error {
+	t, err := s.transition(ctx, ws, id, StatusQueued, "restart", "restarted", func(tx *db.Tx, t *Task) error {
 		return updateTaskFields(ctx, tx, ws.ID, t.ID, map[string]any{"held": false, "pr": nil}, s.clock.Now())
 	})
 	if err == nil {
@@ -271,7 +270,7 @@ var ErrNothingToPropose = apperr.New(apperr.CodeConflict, "the task changed noth
 // OpenPR opens the pull request of a task that finished with changes but
 // without an automatic pull request (the project's autodev is off).
 func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
-	return s.transition(ctx, ws, id, StatusDonePR, "open a pull request for", "pull request opened", func(tx *sql.Tx, t *Task) error {
+	return s.transition(ctx, ws, id, StatusDonePR, "open a pull request for", "pull request opened", func(tx *db.Tx, t *Task) error {
 		if t.PR == nil || t.PR.Commit == "" {
 			return ErrNothingToPropose
 		}
@@ -294,7 +293,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 	if !ids.Valid(id) {
 		return apperr.NotFound("task")
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		t, err := getTask(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -343,7 +342,7 @@ func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn
 		return nil, apperr.NotFound("task")
 	}
 	var out *Task
-	err := s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		t, err := getTask(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err

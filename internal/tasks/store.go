@@ -276,7 +276,7 @@ type pendingEvent struct {
 // len(evs) sequence numbers with one UPDATE … RETURNING on the task row and
 // inserts the rows with a multi-row statement prepared once per call (a
 // batch of 500 events is one prepare and eight executions).
-func appendEvents(ctx context.Context, d *db.DB, tx *sql.Tx, taskID string, evs []pendingEvent) (int32, error) {
+func appendEvents(ctx context.Context, d *db.DB, tx *db.Tx, taskID string, evs []pendingEvent) (int32, error) {
 	var last int64
 	if err := tx.QueryRowContext(ctx, "UPDATE tasks SET event_seq = event_seq + $2 WHERE id = $1 RETURNING event_seq",
 		taskID, len(evs)).Scan(&last); err != nil {
@@ -368,8 +368,8 @@ func listEvents(ctx context.Context, q db.Queryer, col, id string, after int32, 
 // serves every workspace.
 func claimNext(ctx context.Context, d *db.DB, workspaceCap int, owner string, now time.Time, lease time.Duration) (*Task, error) {
 	var claimed *Task
-	err := d.Tx(ctx, func(tx *sql.Tx) error {
-		if err := d.Dialect.SerializeClaims(ctx, tx); err != nil {
+	err := d.Tx(ctx, func(tx *db.Tx) error {
+		if err := d.Dialect.XactLock(ctx, tx.Tx, "claims"); err != nil {
 			return err
 		}
 		var id string

@@ -2,7 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
 	"time"
@@ -183,7 +182,7 @@ func (s *Service) RenameOrganization(ctx context.Context, u *actor.User, sel Sel
 		return nil, err
 	}
 	var out *Organization
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		o, err := s.organization(ctx, tx, u, sel)
 		if err != nil {
 			return err
@@ -206,7 +205,7 @@ func (s *Service) RenameOrganization(ctx context.Context, u *actor.User, sel Sel
 // DeleteOrganization deletes the selected organization: owner only, and
 // refused (412) while it still owns workspaces.
 func (s *Service) DeleteOrganization(ctx context.Context, u *actor.User, sel Selector) error {
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		o, err := s.organization(ctx, tx, u, sel)
 		if err != nil {
 			return err
@@ -295,7 +294,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Select
 		sel = Selector{OrganizationID: orgID}
 	}
 	var out *Workspace
-	err = s.db.Tx(ctx, func(tx *sql.Tx) error {
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		o, err := s.organization(ctx, tx, u, sel)
 		if err != nil {
 			return err
@@ -321,7 +320,7 @@ func (s *Service) DeleteWorkspace(ctx context.Context, u *actor.User, id string)
 	if !ids.Valid(id) {
 		return apperr.NotFound("workspace")
 	}
-	return s.db.Tx(ctx, func(tx *sql.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		w, orgRole, err := workspaceVisible(ctx, tx, id, u.ID)
 		if err != nil {
 			return err

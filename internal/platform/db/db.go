@@ -107,13 +107,21 @@ func openSQLite(ctx context.Context, t Target) (*DB, error) {
 	return &DB{Target: t, W: w, R: r, Dialect: sqliteDialect{}}, nil
 }
 
+// PostgresPoolSize bounds the connections one process opens to PostgreSQL.
+// Requests beyond it wait in the pool instead of piling onto the server, whose
+// throughput falls once backends outnumber its cores by far.
+const PostgresPoolSize = 24
+
 func openPostgres(ctx context.Context, t Target) (*DB, error) {
 	p, err := sql.Open("pgx", t.URL)
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", err)
 	}
-	p.SetMaxOpenConns(32)
-	p.SetMaxIdleConns(16)
+	// As many idle connections as open ones: with fewer, every burst above
+	// the idle count closes sessions on release and opens new ones on the
+	// next burst (a PostgreSQL backend costs milliseconds to start).
+	p.SetMaxOpenConns(PostgresPoolSize)
+	p.SetMaxIdleConns(PostgresPoolSize)
 	p.SetConnMaxIdleTime(5 * time.Minute)
 	p.SetConnMaxLifetime(time.Hour)
 	if err := p.PingContext(ctx); err != nil {
@@ -175,29 +183,45 @@ type Queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
+// Tx is a write transaction. AfterCommit queues work that must only happen
+// once the transaction's effects are visible to others (waking a worker,
+// invalidating a cache): it runs after a successful commit, never after a
+// rollback.
+type Tx struct {
+	*sql.Tx
+	after []func()
+}
+
+// AfterCommit runs fn after the transaction commits.
+func (tx *Tx) AfterCommit(fn func()) { tx.after = append(tx.after, fn) }
+
 // Tx runs fn in a write transaction: committed when fn returns nil, rolled
 // back when it returns an error or panics. On SQLite the transaction starts
 // IMMEDIATE, so it holds the write lock from the start and never fails late
 // with SQLITE_BUSY on upgrade.
-func (d *DB) Tx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := d.W.BeginTx(ctx, nil)
+func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
+	stx, err := d.W.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
 	}
+	tx := &Tx{Tx: stx}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = tx.Rollback()
+			_ = stx.Rollback() // the panic is what matters
 			panic(p)
 		}
 		if err != nil {
-			_ = tx.Rollback()
+			_ = stx.Rollback() // fn's error is what matters; a failed rollback ends with the connection
 		}
 	}()
 	if err = fn(tx); err != nil {
 		return err
 	}
-	if err = tx.Commit(); err != nil {
+	if err = stx.Commit(); err != nil {
 		return fmt.Errorf("db: commit: %w", err)
+	}
+	for _, f := range tx.after {
+		f()
 	}
 	return nil
 }

@@ -215,7 +215,7 @@ func TestTx(t *testing.T) {
 		}
 
 		boom := errors.New("boom")
-		err := d.Tx(ctx, func(tx *sql.Tx) error {
+		err := d.Tx(ctx, func(tx *db.Tx) error {
 			if err := insert(tx, "a"); err != nil {
 				return err
 			}
@@ -231,7 +231,7 @@ func TestTx(t *testing.T) {
 					t.Fatal("panic was swallowed")
 				}
 			}()
-			d.Tx(ctx, func(tx *sql.Tx) error {
+			d.Tx(ctx, func(tx *db.Tx) error {
 				insert(tx, "p")
 				panic("in tx")
 			})
@@ -240,12 +240,25 @@ func TestTx(t *testing.T) {
 			t.Fatal("panicking tx left a row")
 		}
 
-		if err := d.Tx(ctx, func(tx *sql.Tx) error { return insert(tx, "b") }); err != nil || count() != 1 {
+		// After-commit work runs once the commit is visible, and never after
+		// a rollback.
+		var seen []int
+		if err := d.Tx(ctx, func(tx *db.Tx) error {
+			tx.AfterCommit(func() { seen = append(seen, count()) })
+			return insert(tx, "b")
+		}); err != nil || count() != 1 {
 			t.Fatalf("committed tx: err=%v rows=%d", err, count())
 		}
+		if len(seen) != 1 || seen[0] != 1 {
+			t.Fatalf("after-commit hook saw %v, want one call seeing the committed row", seen)
+		}
+		_ = d.Tx(ctx, func(tx *db.Tx) error {
+			tx.AfterCommit(func() { t.Error("after-commit hook ran after a rollback") })
+			return boom
+		})
 
 		// A duplicate key is recognised as a unique violation on both engines.
-		err = d.Tx(ctx, func(tx *sql.Tx) error { return insert(tx, "b") })
+		err = d.Tx(ctx, func(tx *db.Tx) error { return insert(tx, "b") })
 		if err == nil || !d.Dialect.IsUniqueViolation(err) {
 			t.Fatalf("duplicate insert: %v (unique=%v)", err, err != nil && d.Dialect.IsUniqueViolation(err))
 		}
@@ -370,4 +383,37 @@ func tableExists(t *testing.T, d *db.DB, name string) bool {
 		t.Fatal(err)
 	}
 	return ok
+}
+
+func TestTimeTextForms(t *testing.T) {
+	want := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.UTC()
+	}
+	for _, c := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"2026-11-23 10:04:05.123456789+00:00", want("2026-11-23T10:04:05.123456789Z"), true},
+		{"2026-11-23 10:04:05.5+00:00", want("2026-11-23T10:04:05.5Z"), true},
+		{"2026-11-23 10:04:05+00:00", want("2026-11-23T10:04:05Z"), true},
+		{"2026-11-23T10:04:05Z", want("2026-11-23T10:04:05Z"), true},
+		{"2026-11-23 10:04:05", want("2026-11-23T10:04:05Z"), true},
+		{"2026-11-23 12:04:05+02:00", want("2026-11-23T10:04:05Z"), true}, // another offset: the generic path
+		{"2026-11-23", want("2026-11-23T00:00:00Z"), true},
+		{"2026-02-31 10:04:05+00:00", time.Time{}, false},
+		{"2026-13-01 10:04:05+00:00", time.Time{}, false},
+		{"2026-11-23 10:04:05.+00:00", time.Time{}, false},
+		{"yesterday", time.Time{}, false},
+	} {
+		var got time.Time
+		err := db.UTC(&got).Scan(c.in)
+		if c.ok != (err == nil) || (c.ok && (!got.Equal(c.want) || got.Location() != time.UTC)) {
+			t.Errorf("%q: got %v (%v), err %v; want %v ok=%v", c.in, got, got.Location(), err, c.want, c.ok)
+		}
+	}
 }

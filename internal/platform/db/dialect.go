@@ -27,10 +27,15 @@ type Dialect interface {
 	// ok=false when another holder has it; release frees it. On SQLite, which
 	// has one process per database file, the lock is in-process.
 	TryLock(ctx context.Context, d *DB, name string) (release func(), ok bool, err error)
-	// SerializeClaims makes job-claiming transactions run one at a time
-	// across replicas, so count-based caps checked inside them hold. SQLite
-	// needs nothing: its write transactions already run one at a time.
-	SerializeClaims(ctx context.Context, tx *sql.Tx) error
+	// XactLock takes the named lock until the transaction ends, so that
+	// transactions taking the same name run one at a time across replicas
+	// (count-based caps checked inside them hold). SQLite needs nothing: its
+	// write transactions already run one at a time.
+	XactLock(ctx context.Context, tx *sql.Tx, name string) error
+	// SkipLocked ends a SELECT that picks rows to claim: PostgreSQL locks the
+	// rows it returns and skips rows other transactions locked; SQLite's one
+	// writer needs nothing.
+	SkipLocked() string
 	// Placeholder is the n-th (1-based) bind parameter. Shared SQL uses $n
 	// everywhere; statements with hundreds of parameters (batched inserts)
 	// use this instead, because SQLite looks $n names up in a list, which
@@ -64,7 +69,9 @@ func (sqliteDialect) TryLock(_ context.Context, _ *DB, name string) (func(), boo
 	return mu.Unlock, true, nil
 }
 
-func (sqliteDialect) SerializeClaims(context.Context, *sql.Tx) error { return nil }
+func (sqliteDialect) XactLock(context.Context, *sql.Tx, string) error { return nil }
+
+func (sqliteDialect) SkipLocked() string { return "" }
 
 func (sqliteDialect) Placeholder(int) string { return "?" }
 
@@ -72,10 +79,14 @@ func (postgresDialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) 
 
 type postgresDialect struct{}
 
-func (postgresDialect) SerializeClaims(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey("claims"))
-	return err
+func (postgresDialect) XactLock(ctx context.Context, tx *sql.Tx, name string) error {
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(name)); err != nil {
+		return fmt.Errorf("db: lock %s: %w", name, err)
+	}
+	return nil
 }
+
+func (postgresDialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
 func (postgresDialect) ILike(expr, param string) string {
 	return expr + " ILIKE " + param + ` ESCAPE '\'`

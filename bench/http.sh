@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Reproduces the HTTP figures of the execution-core section in bench/README.md:
+# authenticated GET /api/me at 8 and 64 connections and GET /api/tasks (20
+# rows) at 8 connections, on SQLite and on PostgreSQL, side by side.
+#
+#   bench/http.sh                      # builds ./cmd/slipway
+#   BINARY=/path/to/slipway bench/http.sh   # measures another build (e.g. an older commit)
+#   ENGINES=postgres bench/http.sh     # one engine only
+#
+# Needs wrk, curl and, for PostgreSQL, psql reaching a server (default: the local
+# trust-auth server: PGSERVER=postgres://postgres@127.0.0.1:5432).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+out=$(mktemp -d)
+pids=()
+PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
+PGURL=$PGSERVER/postgres?sslmode=disable
+dbname=slipway_bench_http_$$
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$out"
+}
+trap cleanup EXIT
+bin=${BINARY:-}
+if [ -z "$bin" ]; then
+  go build -o "$out/slipway" ./cmd/slipway
+  bin=$out/slipway
+fi
+DURATION=${DURATION:-10s}
+
+run_engine() { # $1 = sqlite|postgres
+  local engine=$1 port=18093 url dburl
+  url=http://127.0.0.1:$port
+  rm -rf "$out/data"
+  if [ "$engine" = postgres ]; then
+    psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
+    psql -q "$PGURL" -c "CREATE DATABASE $dbname" >/dev/null
+    dburl=$PGSERVER/$dbname?sslmode=disable
+  else
+    dburl=sqlite:$out/data/slipway.db
+  fi
+  SERVER_PORT=$port SERVICE_DATA_DIR="$out/data" DATABASE_URL="$dburl" SERVICE_LOG_LEVEL=warn \
+    SERVICE_INITIAL_ADMIN_EMAILS=bench@example.test SERVICE_AGENT_BACKEND=process \
+    "$bin" serve >/dev/null 2>"$out/serve-$engine.log" &
+  local pid=$!
+  pids+=($pid)
+  for _ in $(seq 1 200); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.1; done
+  curl -sf -X POST -H 'Content-Type: application/json' \
+    -d '{"email":"bench@example.test","password":"bench-password-42","display_name":"Bench"}' "$url/api/auth/register" >/dev/null
+  local headers token csrf
+  headers=$(curl -s -D - -o /dev/null -X POST -H 'Content-Type: application/json' \
+    -d '{"email":"bench@example.test","password":"bench-password-42"}' "$url/api/auth/login")
+  token=$(sed -n 's/^Set-Cookie: service_session=\([^;]*\).*/\1/p' <<<"$headers" | tr -d '\r')
+  csrf=$(sed -n 's/^Set-Cookie: service_csrf=\([^;]*\).*/\1/p' <<<"$headers" | tr -d '\r')
+  [ -n "$token" ] || { echo "login failed" >&2; cat "$out/serve-$engine.log" >&2; exit 1; }
+  local cookie="Cookie: service_session=$token; service_csrf=$csrf"
+  # A project on a local repository and 20 held tasks (held: they stay queued,
+  # so the list does not change while it is measured).
+  git init -q --bare -b main "$out/repo-$engine.git"
+  local project
+  project=$(curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' \
+    -d "{\"name\":\"bench\",\"repo_url\":\"$out/repo-$engine.git\"}" "$url/api/projects" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  for i in $(seq 1 20); do
+    curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' \
+      -d "{\"project_id\":\"$project\",\"prompt\":\"echo task $i\",\"hold\":true}" "$url/api/tasks" >/dev/null
+  done
+  local n
+  n=$(curl -sf -H "$cookie" "$url/api/tasks?limit=20" | grep -o '"id"' | wc -l)
+  [ "$n" = 20 ] || { echo "expected 20 tasks, got $n" >&2; exit 1; }
+  for c in 8 64; do
+    echo "== $engine: GET /api/me, wrk -t1 -c$c -d$DURATION"
+    wrk -t1 -c$c -d"$DURATION" --latency -H "$cookie" "$url/api/me" | grep -E 'Requests/sec|  99%|Non-2xx'
+  done
+  echo "== $engine: GET /api/tasks?limit=20, wrk -t1 -c8 -d$DURATION"
+  wrk -t1 -c8 -d"$DURATION" --latency -H "$cookie" "$url/api/tasks?limit=20" | grep -E 'Requests/sec|  99%|Non-2xx'
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+
+for e in ${ENGINES:-sqlite postgres}; do run_engine "$e"; done
