@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -71,7 +70,9 @@ type Config struct {
 	ErrorSinkDSN                 Secret
 	HubMode                      bool
 	AgentExecution               string // "" or "fleet_only"
-	InstanceID                   string
+	InstanceID                   string // "" until ResolveInstanceID when not configured
+	WorkerSlots                  int
+	WorkerLease                  time.Duration
 	HubEventRelay                bool
 	RunnerStale                  time.Duration
 
@@ -214,13 +215,9 @@ func load(lookup Lookup) (*Config, *reader) {
 		r.failf("SERVICE_INITIAL_ADMIN_EMAILS", "required in production with AUTH_PROVIDER=%s", c.AuthProvider)
 	}
 	c.CookieSecure = r.boolean("AUTH_COOKIE_SECURE", prod)
-	cacheDefault := int64(10)
-	if c.Database.Engine == db.Postgres {
-		// Replicas share PostgreSQL; a session revoked through one must not
-		// stay valid in another's memory.
-		cacheDefault = 0
-	}
-	c.SessionCacheTTL = time.Duration(r.integer("SERVICE_SESSION_CACHE_SECS", cacheDefault, 0, 3600)) * time.Second
+	// On PostgreSQL replicas drop each other's entries through the
+	// database's notifications, so the cache is exact there too.
+	c.SessionCacheTTL = time.Duration(r.integer("SERVICE_SESSION_CACHE_SECS", 10, 0, 3600)) * time.Second
 	c.Argon2MemoryKiB = uint32(r.integer("SERVICE_ARGON2_MEMORY_KIB", 32768, 64, 4*1024*1024))
 	c.Argon2Time = uint32(r.integer("SERVICE_ARGON2_TIME", 2, 1, 100))
 	if prod && c.Argon2MemoryKiB < MinProdArgon2MemoryKiB {
@@ -264,13 +261,16 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.HubMode = r.boolean("SERVICE_HUB_MODE", false)
 	c.AgentExecution = r.oneOf("SERVICE_AGENT_EXECUTION", "", "fleet_only")
 
-	host, _ := os.Hostname()
-	if host == "" {
-		host = "slipway"
-	}
-	c.InstanceID = r.str("SERVICE_INSTANCE_ID", host)
-	if !instanceIDPattern.MatchString(c.InstanceID) {
+	// Unset: ResolveInstanceID derives one at boot and keeps it in the data
+	// directory, so that two servers on one host never share an identity.
+	c.InstanceID = r.str("SERVICE_INSTANCE_ID", "")
+	if c.InstanceID != "" && !instanceIDPattern.MatchString(c.InstanceID) {
 		r.failf("SERVICE_INSTANCE_ID", "%q must be 1-63 letters, digits, '.', '_' or '-'", c.InstanceID)
+	}
+	c.WorkerSlots = int(r.integer("SERVICE_WORKER_SLOTS", 32, 1, 10000))
+	c.WorkerLease = r.seconds("SERVICE_WORKER_LEASE_SECS", 60)
+	if c.WorkerLease < 5*time.Second || c.WorkerLease > time.Hour {
+		r.failf("SERVICE_WORKER_LEASE_SECS", "must be between 5 and 3600 seconds")
 	}
 	c.HubEventRelay = r.boolean("SERVICE_HUB_EVENT_RELAY", false)
 

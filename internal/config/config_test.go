@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -86,8 +85,9 @@ func TestLoadValid(t *testing.T) {
 			eq(t, c.Autoscale.Network, "service-agents")
 			eq(t, c.LogLevel, slog.LevelInfo)
 			eq(t, c.SkipBootMigrations, false)
-			host, _ := os.Hostname()
-			eq(t, c.InstanceID, host)
+			eq(t, c.InstanceID, "") // resolved at boot (ResolveInstanceID)
+			eq(t, c.WorkerSlots, 32)
+			eq(t, c.WorkerLease, 60*time.Second)
 			eq(t, c.JWTSecret, Secret(""))
 			eq(t, c.AgentBackend, "auto")
 			eq(t, c.AgentImage, "")
@@ -168,8 +168,8 @@ func TestLoadValid(t *testing.T) {
 		{"session cache on SQLite by default", map[string]string{}, func(t *testing.T, c *Config) {
 			eq(t, c.SessionCacheTTL, 10*time.Second)
 		}},
-		{"no session cache on PostgreSQL by default", map[string]string{"DATABASE_URL": "postgres://db/x"}, func(t *testing.T, c *Config) {
-			eq(t, c.SessionCacheTTL, time.Duration(0))
+		{"session cache on PostgreSQL by default (replicas invalidate each other)", map[string]string{"DATABASE_URL": "postgres://db/x"}, func(t *testing.T, c *Config) {
+			eq(t, c.SessionCacheTTL, 10*time.Second)
 		}},
 		{"session cache chosen explicitly on PostgreSQL", map[string]string{"DATABASE_URL": "postgres://db/x", "SERVICE_SESSION_CACHE_SECS": "5"}, func(t *testing.T, c *Config) {
 			eq(t, c.SessionCacheTTL, 5*time.Second)
@@ -215,6 +215,11 @@ func TestLoadInvalid(t *testing.T) {
 		{"client CA without cert and key", map[string]string{"SERVICE_TLS_CLIENT_CA_PATH": "ca.pem"}, []string{"SERVICE_TLS_CLIENT_CA_PATH"}},
 		{"client CA with cert only", map[string]string{"SERVICE_TLS_CLIENT_CA_PATH": "ca.pem", "SERVICE_TLS_CERT_PATH": "c.pem"}, []string{"SERVICE_TLS_KEY_PATH", "SERVICE_TLS_CLIENT_CA_PATH"}},
 		{"unparsable port", map[string]string{"SERVER_PORT": "eighty"}, []string{"SERVER_PORT"}},
+		{"worker lease too short", map[string]string{"SERVICE_WORKER_LEASE_SECS": "4"}, []string{"SERVICE_WORKER_LEASE_SECS"}},
+		{"worker lease too long", map[string]string{"SERVICE_WORKER_LEASE_SECS": "3601"}, []string{"SERVICE_WORKER_LEASE_SECS"}},
+		{"worker lease not a number", map[string]string{"SERVICE_WORKER_LEASE_SECS": "1m"}, []string{"SERVICE_WORKER_LEASE_SECS"}},
+		{"no worker slots", map[string]string{"SERVICE_WORKER_SLOTS": "0"}, []string{"SERVICE_WORKER_SLOTS"}},
+		{"instance id with a space", map[string]string{"SERVICE_INSTANCE_ID": "my host"}, []string{"SERVICE_INSTANCE_ID"}},
 		{"port out of range", map[string]string{"SERVER_PORT": "70000"}, []string{"SERVER_PORT"}},
 		{"negative delay", map[string]string{"SERVICE_SHUTDOWN_LB_DELAY_SECS": "-1"}, []string{"SERVICE_SHUTDOWN_LB_DELAY_SECS"}},
 		{"unparsable grace", map[string]string{"SERVICE_SHUTDOWN_GRACE_SECS": "20s"}, []string{"SERVICE_SHUTDOWN_GRACE_SECS"}},

@@ -71,3 +71,66 @@ func (c *Config) ResolveJWTSecret() (generated bool, err error) {
 		return false, fmt.Errorf("SERVICE_JWT_SECRET: reading the dev secret %s: %w", path, err)
 	}
 }
+
+// InstanceIDFile keeps the generated instance identity in the data dir.
+const InstanceIDFile = "instance-id"
+
+// ResolveInstanceID fills InstanceID when SERVICE_INSTANCE_ID is not set:
+// the identity kept in the data directory, or a new one (the hostname plus
+// a random suffix) kept there. Two servers on one host, each with its own
+// data directory, so never share an identity (one would take the other's
+// containers and work for its own). It reports whether one was generated.
+func (c *Config) ResolveInstanceID() (generated bool, err error) {
+	if c.InstanceID != "" {
+		return false, nil
+	}
+	path := filepath.Join(c.DataDir, InstanceIDFile)
+	b, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		id := strings.TrimSpace(string(b))
+		if !instanceIDPattern.MatchString(id) {
+			return false, fmt.Errorf("SERVICE_INSTANCE_ID: the kept identity in %s is not valid; delete the file to generate a new one", path)
+		}
+		c.InstanceID = id
+		return false, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, fmt.Errorf("SERVICE_INSTANCE_ID: reading %s: %w", path, err)
+	}
+	host, _ := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			return r
+		}
+		return '-'
+	}, host)
+	host = strings.Trim(host, ".-_")
+	if len(host) > 48 {
+		host = host[:48]
+	}
+	if host == "" {
+		host = "slipway"
+	}
+	id := host + "-" + ids.RandomHex(3)
+	tmp, err := os.CreateTemp(c.DataDir, ".instance-id-*")
+	if err != nil {
+		return false, fmt.Errorf("SERVICE_INSTANCE_ID: cannot keep an identity in %s: %w", c.DataDir, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(id + "\n"); err != nil {
+		tmp.Close()
+		return false, fmt.Errorf("SERVICE_INSTANCE_ID: writing %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return false, fmt.Errorf("SERVICE_INSTANCE_ID: writing %s: %w", tmp.Name(), err)
+	}
+	// A hard link either creates the complete file or finds one another
+	// process made first; then that one is the identity.
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		return c.ResolveInstanceID()
+	} else if err != nil {
+		return false, fmt.Errorf("SERVICE_INSTANCE_ID: keeping the identity at %s: %w", path, err)
+	}
+	c.InstanceID = id
+	return true, nil
+}

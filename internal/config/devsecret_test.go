@@ -79,3 +79,39 @@ func TestConfiguredSecretIsNotReplaced(t *testing.T) {
 		t.Fatal("a configured secret must not write a dev secret file")
 	}
 }
+
+// TestInstanceIDGeneratedOnceAndKept: without SERVICE_INSTANCE_ID a server
+// gets the hostname plus a random suffix, kept in its data dir; another data
+// dir on the same host gets another identity.
+func TestInstanceIDGeneratedOnceAndKept(t *testing.T) {
+	dir := t.TempDir()
+	c := &Config{DataDir: dir}
+	gen, err := c.ResolveInstanceID()
+	if err != nil || !gen || !instanceIDPattern.MatchString(c.InstanceID) {
+		t.Fatalf("first = %q generated=%v, %v", c.InstanceID, gen, err)
+	}
+	again := &Config{DataDir: dir}
+	if gen, err := again.ResolveInstanceID(); err != nil || gen || again.InstanceID != c.InstanceID {
+		t.Fatalf("second = %q generated=%v, %v; want the kept %q", again.InstanceID, gen, err, c.InstanceID)
+	}
+	other := &Config{DataDir: t.TempDir()}
+	if _, err := other.ResolveInstanceID(); err != nil || other.InstanceID == c.InstanceID {
+		t.Fatalf("another data dir got %q (%v), the same as %q", other.InstanceID, err, c.InstanceID)
+	}
+	host, _ := os.Hostname()
+	if host != "" && !strings.HasPrefix(c.InstanceID, host[:min(len(host), 10)]) {
+		t.Errorf("identity %q does not start with the hostname %q", c.InstanceID, host)
+	}
+	// A configured identity is used as it is.
+	set := &Config{DataDir: dir, InstanceID: "hub-a"}
+	if gen, err := set.ResolveInstanceID(); err != nil || gen || set.InstanceID != "hub-a" {
+		t.Fatalf("configured = %q %v %v", set.InstanceID, gen, err)
+	}
+	// A damaged kept identity is refused, naming the file.
+	if err := os.WriteFile(filepath.Join(dir, InstanceIDFile), []byte("bad id!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Config{DataDir: dir}).ResolveInstanceID(); err == nil || !strings.Contains(err.Error(), InstanceIDFile) {
+		t.Fatalf("damaged identity: %v", err)
+	}
+}

@@ -61,10 +61,27 @@ type Handle interface {
 type Backend interface {
 	Name() string
 	Start(ctx context.Context, spec Spec) (Handle, error)
-	// Cleanup removes leftovers of earlier processes of this instance only
-	// (by label), e.g. containers orphaned by a crash.
-	Cleanup(ctx context.Context) error
+	// Leftovers lists the agents of this instance that this Backend did not
+	// start: what an earlier process left behind when it died. Agents of
+	// other instances are never listed.
+	Leftovers(ctx context.Context) ([]Leftover, error)
 }
+
+// Leftover is an agent an earlier process of this instance left behind.
+type Leftover interface {
+	ID() string
+	Labels() map[string]string
+	// Exited reports the exit code of an agent that has ended.
+	Exited() (code int, ok bool)
+	// Output reads what the agent wrote to stdout, when the backend keeps it
+	// (Docker keeps a container's log); ErrNoOutput otherwise.
+	Output(ctx context.Context) (io.ReadCloser, error)
+	// Remove stops the agent and removes what is left of it.
+	Remove(ctx context.Context) error
+}
+
+// ErrNoOutput: the backend keeps no output of a leftover agent.
+var ErrNoOutput = errors.New("executor: the backend keeps no output of this agent")
 
 // ErrUnavailable reports a backend that cannot run anything here (no
 // container engine, no image); its message says what is missing.

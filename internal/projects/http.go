@@ -7,6 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
 )
 
@@ -32,7 +33,7 @@ type concurrencyInput struct {
 	}
 }
 
-type boardOutput struct{ Body *httpx.Board[Project] }
+type boardOutput struct{ Body *board.Board[Project] }
 
 type profileIDInput struct {
 	ID string `path:"id" doc:"Agent profile id"`

@@ -12,9 +12,9 @@ import (
 
 	"slipway/internal/agenttest"
 	"slipway/internal/apitest"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
-	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/ids"
 	"slipway/internal/projects"
 	"slipway/internal/tenancy"
@@ -431,13 +431,14 @@ func TestProjectArchiveConcurrencyDelete(t *testing.T) {
 				WantContains: []string{`"deleted":true`}},
 			{Name: "delete malformed id", Client: owner, Method: "DELETE", Path: "/api/projects/nope", WantStatus: 404, WantCode: "not_found"},
 		})
-		if n := app.Count(t, "SELECT COUNT(*) FROM tasks WHERE id = $1", taskID) + app.Count(t, "SELECT COUNT(*) FROM task_events WHERE task_id = $1", taskID); n != 0 {
+		if n := app.Count(t, "SELECT COUNT(*) FROM tasks WHERE id = $1", taskID) + app.Count(t, "SELECT COUNT(*) FROM run_events WHERE log_id = $1", taskID) +
+			app.Count(t, "SELECT COUNT(*) FROM event_logs WHERE id = $1", taskID); n != 0 {
 			t.Fatalf("the deleted project's task or events are left (%d rows)", n)
 		}
 	})
 }
 
-type projectBoard = httpx.Board[projects.Project]
+type projectBoard = board.Board[projects.Project]
 
 func boardNames(b projectBoard) []string {
 	var out []string

@@ -9,19 +9,29 @@ import (
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/vault"
 )
 
 // Service implements projects and agent profiles.
 type Service struct {
-	db     *db.DB
-	clock  clock.Clock
-	sealer *vault.Sealer
+	db          *db.DB
+	clock       clock.Clock
+	sealer      *vault.Sealer
+	deleteHooks []DeleteHook
 }
+
+// DeleteHook is told, inside the transaction that deletes a project, that
+// it goes away, so that what other domains keep for it goes with it.
+type DeleteHook interface {
+	ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error
+}
+
+// OnDelete adds a hook (at wiring time, before the service serves).
+func (s *Service) OnDelete(h DeleteHook) { s.deleteHooks = append(s.deleteHooks, h) }
 
 // NewService builds the projects service.
 func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer) *Service {
@@ -228,13 +238,18 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 		if n > 0 {
 			return apperr.New(apperr.CodeConflict, "%d task(s) of this project are running; cancel them first", n)
 		}
+		for _, h := range s.deleteHooks {
+			if err := h.ProjectDeleting(ctx, tx, ws.ID, id); err != nil {
+				return err
+			}
+		}
 		return deleteProject(ctx, tx, ws.ID, id)
 	})
 }
 
 // BoardInput filters the projects board.
 type BoardInput struct {
-	httpx.BoardQuery
+	board.Query
 	Tab      string `query:"tab" enum:"active,archived" default:"active"`
 	Provider string `query:"provider" enum:"local"`
 	Autodev  string `query:"autodev" enum:"true,false"`
@@ -243,7 +258,7 @@ type BoardInput struct {
 var boardSort = map[string]string{"name": "name", "created_at": "created_at", "updated_at": "updated_at"}
 
 // Board returns a page of projects with summary, provider and autodev facets.
-func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*httpx.Board[Project], error) {
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Project], error) {
 	orderBy, err := in.OrderBy(boardSort, "name", "asc", "id")
 	if err != nil {
 		return nil, err
@@ -280,11 +295,11 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if err != nil {
 		return nil, err
 	}
-	return &httpx.Board[Project]{Rows: rows, Total: total, Page: in.Page, PageSize: in.PageSize, Facets: map[string][]httpx.Facet{
+	return board.New(in.Query, rows, total, map[string][]board.Facet{
 		"summary":  {{Value: "active", Label: "Active", Count: summary["active"]}, {Value: "archived", Label: "Archived", Count: summary["archived"]}},
 		"provider": {{Value: ProviderLocal, Label: "Local", Count: providers[ProviderLocal]}},
 		"autodev":  {{Value: "true", Label: "Autodev on", Count: autodev["true"]}, {Value: "false", Label: "Autodev off", Count: autodev["false"]}},
-	}}, nil
+	}), nil
 }
 
 // Repository is what the executor needs to reach a project's repository.

@@ -214,3 +214,18 @@ func deleteProfile(ctx context.Context, q db.Queryer, workspaceID, id string) er
 	}
 	return nil
 }
+
+// MaxConcurrentRuns reads a project's cap on running tasks (nil: unlimited)
+// through q, which may be the claim transaction that enforces it. It is
+// instance-wide by nature: the dispatcher enforces caps for every workspace.
+func (s *Service) MaxConcurrentRuns(ctx context.Context, q db.Queryer, id string) (*int, error) {
+	var n *int
+	err := q.QueryRowContext(ctx, "SELECT max_concurrent_runs FROM projects WHERE id = $1", id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("project")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("projects: max_concurrent_runs: %w", err)
+	}
+	return n, nil
+}

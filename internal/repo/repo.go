@@ -223,7 +223,9 @@ func (g *Git) AddWorktree(ctx context.Context, projectID, taskID, branch, base s
 	}
 	path := g.WorktreePath(taskID)
 	if _, err := os.Stat(path); err == nil {
-		g.removeWorktreeLocked(ctx, mirror, path)
+		if err := g.removeWorktreeLocked(ctx, mirror, path); err != nil {
+			return "", err
+		}
 	}
 	args := []string{"worktree", "add", "-b", branch, "--", path, baseRef}
 	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
@@ -296,13 +298,58 @@ func (g *Git) DiffStat(ctx context.Context, projectID, base, branch string) (fil
 }
 
 // RemoveWorktree deletes a task's worktree; its branch stays in the mirror.
-func (g *Git) RemoveWorktree(ctx context.Context, projectID, taskID string) {
+// A worktree that is not there is not an error.
+func (g *Git) RemoveWorktree(ctx context.Context, projectID, taskID string) error {
 	defer g.lock(projectID)()
-	g.removeWorktreeLocked(ctx, g.MirrorPath(projectID), g.WorktreePath(taskID))
+	return g.removeWorktreeLocked(ctx, g.MirrorPath(projectID), g.WorktreePath(taskID))
 }
 
-func (g *Git) removeWorktreeLocked(ctx context.Context, mirror, path string) {
-	g.run(ctx, "worktree remove", mirror, nil, "worktree", "remove", "--force", "--", path)
-	os.RemoveAll(path)
-	g.run(ctx, "worktree prune", mirror, nil, "worktree", "prune")
+func (g *Git) removeWorktreeLocked(ctx context.Context, mirror, path string) error {
+	if _, err := os.Stat(mirror); errors.Is(err, os.ErrNotExist) {
+		return os.RemoveAll(path) // no mirror, no bookkeeping to keep straight
+	}
+	// git refuses to remove a worktree it does not know (gone already, or
+	// never registered); removing the directory and pruning covers both.
+	_, _ = g.run(ctx, "worktree remove", mirror, nil, "worktree", "remove", "--force", "--", path)
+	if err := os.RemoveAll(path); err != nil {
+		return fmt.Errorf("removing worktree %s: %w", path, err)
+	}
+	_, err := g.run(ctx, "worktree prune", mirror, nil, "worktree", "prune")
+	return err
+}
+
+// RemoveStrayWorktrees deletes every worktree whose task is not in keep
+// (work that ended or moved elsewhere while this process was down) and
+// prunes the mirrors' records of them; it returns the tasks it removed.
+func (g *Git) RemoveStrayWorktrees(ctx context.Context, keep map[string]bool) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Join(g.root, "worktrees"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, e := range entries {
+		if keep[e.Name()] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(g.root, "worktrees", e.Name())); err != nil {
+			return removed, fmt.Errorf("removing worktree %s: %w", e.Name(), err)
+		}
+		removed = append(removed, e.Name())
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	mirrors, err := os.ReadDir(filepath.Join(g.root, "mirrors"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return removed, err
+	}
+	for _, m := range mirrors {
+		if _, err := g.run(ctx, "worktree prune", filepath.Join(g.root, "mirrors", m.Name()), nil, "worktree", "prune"); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
 }

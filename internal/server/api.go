@@ -13,6 +13,7 @@ import (
 	"slipway/internal/buildinfo"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/projects"
+	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 )
@@ -38,6 +39,7 @@ type Services struct {
 	Auth     *auth.Service
 	Tenancy  *tenancy.Service
 	Projects *projects.Service
+	Runs     *runs.Service
 	Tasks    *tasks.Service
 }
 
@@ -91,6 +93,7 @@ func NewAPIs(mux *http.ServeMux, svc Services) APIs {
 	admin.Register(pub, svc.Auth)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
+	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	return APIs{Public: pub, Management: mgmt}
 }
 

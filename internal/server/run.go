@@ -9,7 +9,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"slipway/internal/buildinfo"
@@ -47,6 +50,11 @@ func Boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, er
 	}
 	if generated {
 		log.Info("dev mode: generated a signing secret and kept it in the data dir", "file", config.DevSecretFile)
+	}
+	if generated, err := cfg.ResolveInstanceID(); err != nil {
+		return nil, err
+	} else if generated {
+		log.Info("generated this server's identity and kept it in the data dir", "instance_id", cfg.InstanceID, "file", config.InstanceIDFile)
 	}
 
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -122,6 +130,11 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 	if err != nil {
 		return err
 	}
+	unlock, err := lockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	d, err := Boot(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -137,7 +150,7 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 		scheme = "https"
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "scheme", scheme, "mutual_tls", cfg.TLS.ClientCAPath != "",
-		"version", buildinfo.Version, "mode", cfg.Mode)
+		"version", buildinfo.Version, "mode", cfg.Mode, "instance_id", cfg.InstanceID)
 	s, err := New(cfg, log, d)
 	if err != nil {
 		ln.Close()
@@ -148,4 +161,28 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 		return nil
 	}
 	return err
+}
+
+// lockDataDir makes sure one server at a time uses a data directory: two
+// would share the SQLite database, the git worktrees and the identity kept
+// there (and with it each other's agents).
+func lockDataDir(dir string) (unlock func(), err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: cannot create %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, ".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: %s is in use by another slipway process (pid %s); give each server its own data directory",
+			dir, strings.TrimSpace(string(holder)))
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // only for the message above
+	}
+	return func() { f.Close() }, nil
 }

@@ -16,36 +16,49 @@ import (
 
 	"slipway/internal/auth"
 	"slipway/internal/config"
+	"slipway/internal/dispatch"
 	"slipway/internal/executor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/platform/redact"
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
+	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
+	"slipway/internal/worker"
 )
 
 // ReadyTimeout bounds the readiness database ping (spec: two seconds).
 const ReadyTimeout = 2 * time.Second
 
-// Server is one hub process: routes, readiness state and the HTTP server.
+// Server is one hub process: routes, readiness state, the HTTP server and
+// the execution core (dispatcher and in-process worker).
 type Server struct {
 	cfg        *config.Config
 	log        *slog.Logger
 	db         *db.DB
+	bus        *pubsub.Bus
 	mux        *http.ServeMux
 	handler    http.Handler
 	APIs       APIs
 	Services   Services
-	dispatcher *tasks.Dispatcher
+	Dispatcher *dispatch.Dispatcher
+	Worker     *worker.Worker
 	draining   atomic.Bool
 }
 
 // New builds the services and the routes. It does not listen.
 func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
+	if cfg.InstanceID == "" {
+		return nil, errors.New("server: the instance identity is not resolved (Boot does it)")
+	}
 	clk := clock.System{}
+	bus := pubsub.New(d, log)
 	ten := tenancy.NewService(d, clk)
 	authSvc, err := auth.NewService(d, clk, auth.Config{
 		InitialAdminEmails: cfg.InitialAdminEmails,
@@ -55,35 +68,48 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		SessionCacheTTL:    cfg.SessionCacheTTL,
 	}, ten, log)
 	if err != nil {
+		bus.Close()
 		return nil, err
 	}
 	sealer, err := vault.NewSealer([]byte(cfg.JWTSecret.Reveal()))
 	if err != nil {
+		bus.Close()
 		return nil, err
 	}
 	proj := projects.NewService(d, clk, sealer)
 	ten.OnWorkspaceCreated(proj.SeedProfiles)
-	taskSvc := tasks.NewService(d, clk, proj, cfg.HubMode)
+
+	// The execution core: runs and event logs, the queue, the dispatcher
+	// (the hub's side of the worker port) and this server's own worker.
+	runSvc := runs.NewService(d, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()))
+	taskCfg := tasks.Config{HubMode: cfg.HubMode, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
+		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
+	queue := jobs.New(d, bus, clk, tasks.Limits(taskCfg, proj))
+	taskSvc := tasks.NewService(d, clk, proj, runSvc, queue, taskCfg)
+	proj.OnDelete(taskSvc)
+	disp := dispatch.New(d, queue, runSvc, bus, dispatch.Config{Lease: cfg.WorkerLease}, log)
+	disp.Handle(tasks.JobKind, worker.WorkAgent, taskSvc)
+
 	backend, binary, err := agentBackend(cfg, log)
 	if err != nil {
+		bus.Close()
 		return nil, err
 	}
 	git, err := repo.New(cfg.DataDir)
 	if err != nil {
+		bus.Close()
 		return nil, err
 	}
 	owner := "hub@" + cfg.InstanceID
-	dispatcher := tasks.NewDispatcher(taskSvc, backend, git, tasks.DispatchConfig{
-		Owner: owner, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultTimeout: cfg.Agent.TaskTimeout,
-		Exec: tasks.ExecConfig{AgentBinary: binary, DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(),
-			Labels: map[string]string{executor.InstanceLabel: owner},
-			Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
-				ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
-				TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
-			ExtraSecrets: []string{cfg.SpeechProviderAPIKey.Reveal(), cfg.JWTSecret.Reveal()}},
+	wk := worker.New(disp, backend, git, worker.Config{
+		ID: owner, Slots: cfg.WorkerSlots, AgentBinary: binary, Labels: map[string]string{executor.InstanceLabel: owner},
+		Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
+			ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
+			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
 	}, log)
-	s := &Server{cfg: cfg, log: log, db: d, mux: http.NewServeMux(), dispatcher: dispatcher}
-	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Tasks: taskSvc}
+
+	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: http.NewServeMux(), Dispatcher: disp, Worker: wk}
+	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -167,17 +193,27 @@ func (s *Server) httpServer(tlsCfg *tls.Config) *http.Server {
 // remaining waits (a second signal). It returns nil after a clean shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config, hard <-chan struct{}) error {
 	srv := s.httpServer(tlsCfg)
-	// The dispatcher outlives the HTTP server: requests finish first, then
-	// agents still running are stopped and their tasks go back to the queue.
-	dispatchCtx, stopDispatch := context.WithCancel(context.Background())
-	dispatched := make(chan struct{})
+	// The execution core outlives the HTTP server: requests finish first,
+	// then the worker stops its agents and gives their work back (it runs
+	// again here after a restart, or on another replica), then the
+	// dispatcher's rescuer stops.
+	coreCtx, stopDispatcher := context.WithCancel(context.Background())
+	workCtx, stopWorker := context.WithCancel(context.Background())
+	dispatched, worked := make(chan struct{}), make(chan struct{})
 	go func() {
-		s.dispatcher.Run(dispatchCtx)
+		s.Dispatcher.Run(coreCtx)
 		close(dispatched)
 	}()
+	go func() {
+		s.Worker.Run(workCtx)
+		close(worked)
+	}()
 	defer func() {
-		stopDispatch()
+		stopWorker()
+		<-worked
+		stopDispatcher()
 		<-dispatched
+		s.bus.Close()
 	}()
 	errc := make(chan error, 1)
 	go func() {

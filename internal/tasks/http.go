@@ -7,14 +7,14 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/runs"
 )
 
 type idInput struct {
 	ID string `path:"id" doc:"Task id"`
 }
-
-type taskOutput struct{ Body *Task }
 
 type createInput struct{ Body TaskCreate }
 
@@ -24,15 +24,9 @@ type TaskList struct {
 	Total int    `json:"total"`
 }
 
-type listOutput struct{ Body TaskList }
-
 type namesInput struct {
 	Limit int `query:"limit" minimum:"1" maximum:"500" default:"50"`
 }
-
-type namesOutput struct{ Body []TaskName }
-
-type boardOutput struct{ Body *httpx.Board[Task] }
 
 type configInput struct {
 	ID   string `path:"id"`
@@ -53,103 +47,46 @@ type titleInput struct {
 	}
 }
 
-type titleOutput struct {
-	Body struct {
-		Title string `json:"title" doc:"The title as stored"`
-	}
+// Title is the answer of a rename.
+type Title struct {
+	Title string `json:"title" doc:"The title as stored"`
 }
 
-type runnerLineOutput struct{ Body *RunnerLine }
-
-type eventsInput struct {
-	ID            string `path:"id"`
-	AfterSequence int32  `query:"after_sequence" minimum:"0" maximum:"2147483647" doc:"Return events after this sequence number"`
-	Limit         int64  `query:"limit" minimum:"1" maximum:"1000" default:"500"`
-}
-
-type eventsOutput struct{ Body []TaskEvent }
-
-type runsInput struct{ RunFilter }
-
-// RunList is a page of runs.
-type RunList struct {
-	Runs  []Run `json:"runs"`
-	Total int   `json:"total"`
-}
-
-type runsOutput struct{ Body RunList }
-
-type runBoardOutput struct{ Body *httpx.Board[Run] }
-
-type runIDInput struct {
-	ID string `path:"id" doc:"Run id"`
-}
-
-type runTreeOutput struct{ Body *RunTree }
-
-type runEventsInput struct {
-	ID            string `path:"id"`
-	AfterSequence int32  `query:"after_sequence" minimum:"0" maximum:"2147483647"`
-	Limit         int64  `query:"limit" minimum:"1" maximum:"1000" default:"500"`
-}
-
-// Register mounts the task and run operations; scoped resolves the active
-// workspace (tenancy.WorkspaceScoped).
+// Register mounts the task operations; scoped resolves the active workspace
+// (tenancy.WorkspaceScoped).
 func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
-	mw := huma.Middlewares{scoped}
-	op := func(id, method, path, summary string, tags ...string) huma.Operation {
-		if len(tags) == 0 {
-			tags = []string{"Tasks"}
-		}
-		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags, Security: httpx.SessionSecurity, Middlewares: mw}
-	}
+	ops := httpx.Operations{Tags: []string{"Tasks"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
 	ws := func(ctx context.Context) *actor.Workspace {
-		w, _ := actor.WorkspaceFrom(ctx)
+		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
 		return w
 	}
 	user := func(ctx context.Context) *actor.User {
 		u, _ := actor.UserFrom(ctx)
 		return u
 	}
-	one := func(t *Task, err error) (*taskOutput, error) {
-		if err != nil {
-			return nil, err
-		}
-		return &taskOutput{Body: t}, nil
-	}
 
-	huma.Register(api, op("get_api_tasks", http.MethodGet, "/api/tasks", "Tasks of the active workspace, newest first"),
-		func(ctx context.Context, in *ListFilter) (*listOutput, error) {
+	huma.Register(api, ops.Op("get_api_tasks", http.MethodGet, "/api/tasks", "Tasks of the active workspace, newest first"),
+		func(ctx context.Context, in *ListFilter) (*httpx.Out[TaskList], error) {
 			ts, total, err := s.List(ctx, ws(ctx), *in)
-			if err != nil {
-				return nil, err
-			}
-			return &listOutput{Body: TaskList{Tasks: ts, Total: total}}, nil
+			return httpx.Reply(TaskList{Tasks: ts, Total: total}, err)
 		})
-	create := op("post_api_tasks", http.MethodPost, "/api/tasks", "Give a task to an agent")
-	create.DefaultStatus = http.StatusCreated
-	huma.Register(api, create, func(ctx context.Context, in *createInput) (*taskOutput, error) {
-		return one(s.Create(ctx, ws(ctx), user(ctx), in.Body))
-	})
-	huma.Register(api, op("get_tasks_board", http.MethodGet, "/tasks/board", "A page of tasks with status and project facets"),
-		func(ctx context.Context, in *BoardInput) (*boardOutput, error) {
-			b, err := s.Board(ctx, ws(ctx), *in)
-			if err != nil {
-				return nil, err
-			}
-			return &boardOutput{Body: b}, nil
+	huma.Register(api, httpx.Created(ops.Op("post_api_tasks", http.MethodPost, "/api/tasks", "Give a task to an agent")),
+		func(ctx context.Context, in *createInput) (*httpx.Out[*Task], error) {
+			return httpx.Reply(s.Create(ctx, ws(ctx), user(ctx), in.Body))
 		})
-	huma.Register(api, op("get_api_tasks_names", http.MethodGet, "/api/tasks/names", "Newest task titles, for pickers"),
-		func(ctx context.Context, in *namesInput) (*namesOutput, error) {
-			ns, err := s.Names(ctx, ws(ctx), in.Limit)
-			if err != nil {
-				return nil, err
-			}
-			return &namesOutput{Body: ns}, nil
+	huma.Register(api, ops.Op("get_tasks_board", http.MethodGet, "/tasks/board", "A page of tasks with status and project facets"),
+		func(ctx context.Context, in *BoardInput) (*httpx.Out[*board.Board[Task]], error) {
+			return httpx.Reply(s.Board(ctx, ws(ctx), *in))
 		})
-	huma.Register(api, op("get_api_tasks_id", http.MethodGet, "/api/tasks/{id}", "A task"),
-		func(ctx context.Context, in *idInput) (*taskOutput, error) { return one(s.Get(ctx, ws(ctx), in.ID)) })
-	huma.Register(api, op("delete_api_tasks_id", http.MethodDelete, "/api/tasks/{id}", "Delete a task that is not running"),
+	huma.Register(api, ops.Op("get_api_tasks_names", http.MethodGet, "/api/tasks/names", "Newest task titles, for pickers"),
+		func(ctx context.Context, in *namesInput) (*httpx.Out[[]TaskName], error) {
+			return httpx.Reply(s.Names(ctx, ws(ctx), in.Limit))
+		})
+	huma.Register(api, ops.Op("get_api_tasks_id", http.MethodGet, "/api/tasks/{id}", "A task"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*Task], error) {
+			return httpx.Reply(s.Get(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("delete_api_tasks_id", http.MethodDelete, "/api/tasks/{id}", "Delete a task that is not running"),
 		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
 			if err := s.Delete(ctx, ws(ctx), in.ID); err != nil {
 				return nil, err
@@ -173,80 +110,35 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			func(ctx context.Context, id string) (*Task, error) { return s.OpenPR(ctx, ws(ctx), id) }},
 	}
 	for _, a := range actions {
-		o := op(a.id, http.MethodPost, a.path, a.summary)
+		o := ops.Op(a.id, http.MethodPost, a.path, a.summary)
 		o.Errors = []int{http.StatusNotFound, http.StatusConflict}
 		if a.id == "post_api_tasks_id_rerun" {
-			o.DefaultStatus = http.StatusCreated
+			o = httpx.Created(o)
 		}
-		huma.Register(api, o, func(ctx context.Context, in *idInput) (*taskOutput, error) { return one(a.fn(ctx, in.ID)) })
+		huma.Register(api, o, func(ctx context.Context, in *idInput) (*httpx.Out[*Task], error) {
+			return httpx.Reply(a.fn(ctx, in.ID))
+		})
 	}
 
-	huma.Register(api, op("patch_api_tasks_id_config", http.MethodPatch, "/api/tasks/{id}/config", "Replace the configuration of a queued task"),
-		func(ctx context.Context, in *configInput) (*taskOutput, error) {
-			return one(s.SetConfig(ctx, ws(ctx), in.ID, in.Body))
+	huma.Register(api, ops.Op("patch_api_tasks_id_config", http.MethodPatch, "/api/tasks/{id}/config", "Replace the configuration of a queued task"),
+		func(ctx context.Context, in *configInput) (*httpx.Out[*Task], error) {
+			return httpx.Reply(s.SetConfig(ctx, ws(ctx), in.ID, in.Body))
 		})
-	huma.Register(api, op("put_api_tasks_id_notes", http.MethodPut, "/api/tasks/{id}/notes", "Replace the task's notes"),
-		func(ctx context.Context, in *notesInput) (*taskOutput, error) {
-			return one(s.SetNotes(ctx, ws(ctx), in.ID, in.Body.Notes))
+	huma.Register(api, ops.Op("put_api_tasks_id_notes", http.MethodPut, "/api/tasks/{id}/notes", "Replace the task's notes"),
+		func(ctx context.Context, in *notesInput) (*httpx.Out[*Task], error) {
+			return httpx.Reply(s.SetNotes(ctx, ws(ctx), in.ID, in.Body.Notes))
 		})
-	huma.Register(api, op("put_api_tasks_id_title", http.MethodPut, "/api/tasks/{id}/title", "Rename the task; returns the stored title"),
-		func(ctx context.Context, in *titleInput) (*titleOutput, error) {
+	huma.Register(api, ops.Op("put_api_tasks_id_title", http.MethodPut, "/api/tasks/{id}/title", "Rename the task; returns the stored title"),
+		func(ctx context.Context, in *titleInput) (*httpx.Out[Title], error) {
 			title, err := s.Rename(ctx, ws(ctx), in.ID, in.Body.Title)
-			if err != nil {
-				return nil, err
-			}
-			out := &titleOutput{}
-			out.Body.Title = title
-			return out, nil
+			return httpx.Reply(Title{Title: title}, err)
 		})
-	huma.Register(api, op("get_api_tasks_id_runner_line", http.MethodGet, "/api/tasks/{id}/runner-line", "Where the task would run"),
-		func(ctx context.Context, in *idInput) (*runnerLineOutput, error) {
-			l, err := s.RunnerLine(ctx, ws(ctx), in.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &runnerLineOutput{Body: l}, nil
+	huma.Register(api, ops.Op("get_api_tasks_id_runner_line", http.MethodGet, "/api/tasks/{id}/runner-line", "Where the task would run"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*RunnerLine], error) {
+			return httpx.Reply(s.RunnerLine(ctx, ws(ctx), in.ID))
 		})
-	huma.Register(api, op("get_api_tasks_id_events", http.MethodGet, "/api/tasks/{id}/events", "The task's event log, in sequence order"),
-		func(ctx context.Context, in *eventsInput) (*eventsOutput, error) {
-			evs, err := s.Events(ctx, ws(ctx), in.ID, in.AfterSequence, int(in.Limit))
-			if err != nil {
-				return nil, err
-			}
-			return &eventsOutput{Body: evs}, nil
-		})
-
-	rtags := "Runs"
-	huma.Register(api, op("get_api_runs", http.MethodGet, "/api/runs", "Runs, newest first (top-level unless include_children)", rtags),
-		func(ctx context.Context, in *runsInput) (*runsOutput, error) {
-			rs, total, err := s.Runs(ctx, ws(ctx), in.RunFilter)
-			if err != nil {
-				return nil, err
-			}
-			return &runsOutput{Body: RunList{Runs: rs, Total: total}}, nil
-		})
-	huma.Register(api, op("get_api_runs_board", http.MethodGet, "/api/runs/board", "A page of runs with status and kind facets", rtags),
-		func(ctx context.Context, in *RunBoardInput) (*runBoardOutput, error) {
-			b, err := s.RunBoard(ctx, ws(ctx), *in)
-			if err != nil {
-				return nil, err
-			}
-			return &runBoardOutput{Body: b}, nil
-		})
-	huma.Register(api, op("get_api_runs_id", http.MethodGet, "/api/runs/{id}", "A run with its descendant tree", rtags),
-		func(ctx context.Context, in *runIDInput) (*runTreeOutput, error) {
-			t, err := s.RunTree(ctx, ws(ctx), in.ID)
-			if err != nil {
-				return nil, err
-			}
-			return &runTreeOutput{Body: t}, nil
-		})
-	huma.Register(api, op("get_api_runs_id_events", http.MethodGet, "/api/runs/{id}/events", "A run's events in sequence order", rtags),
-		func(ctx context.Context, in *runEventsInput) (*eventsOutput, error) {
-			evs, err := s.RunEvents(ctx, ws(ctx), in.ID, in.AfterSequence, int(in.Limit))
-			if err != nil {
-				return nil, err
-			}
-			return &eventsOutput{Body: evs}, nil
+	huma.Register(api, ops.Op("get_api_tasks_id_events", http.MethodGet, "/api/tasks/{id}/events", "The task's event log, in sequence order"),
+		func(ctx context.Context, in *runs.EventsInput) (*httpx.Out[[]runs.TaskEvent], error) {
+			return httpx.Reply(s.Events(ctx, ws(ctx), in.ID, in.AfterSequence, int(in.Limit)))
 		})
 }

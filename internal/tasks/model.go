@@ -1,10 +1,11 @@
-// Package tasks holds tasks (work handed to an agent on a project), their
-// runs and ordered event logs, the queue and dispatcher that start them, and
-// the execution of one task: worktree, agent, commit, push, pull request.
+// Package tasks holds tasks: work handed to an agent on a project, their
+// rules (the state machine, what a run of a task needs, what its outcome
+// means for the task) and their HTTP API. Runs and event logs live in runs,
+// the queue in platform/jobs, execution in worker; tasks tell them what a
+// task is.
 package tasks
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -107,56 +108,14 @@ type Task struct {
 	FinishedAt   *time.Time   `json:"finished_at" nullable:"true"`
 }
 
-// Run is one execution attempt (a task's run; workflow runs come later).
-type Run struct {
-	ID          string     `json:"id" format:"uuid"`
-	Kind        string     `json:"kind" enum:"task"`
-	Status      string     `json:"status" enum:"running,succeeded,failed,cancelled"`
-	WorkspaceID string     `json:"workspace_id" format:"uuid"`
-	ProjectID   *string    `json:"project_id" nullable:"true"`
-	TaskID      *string    `json:"task_id" nullable:"true"`
-	ParentRunID *string    `json:"parent_run_id" nullable:"true"`
-	Attempt     int        `json:"attempt"`
-	Backend     string     `json:"backend"`
-	ExitCode    *int       `json:"exit_code" nullable:"true"`
-	Error       string     `json:"error"`
-	CreatedAt   time.Time  `json:"created_at"`
-	FinishedAt  *time.Time `json:"finished_at" nullable:"true"`
-}
-
-// Run statuses.
+// Lifecycle event types written by the hub (the worker adds git and
+// timeout events; agent output keeps the agent's own types: message,
+// tool_call, tool_result, cost, result, log, ...).
 const (
-	RunRunning   = "running"
-	RunSucceeded = "succeeded"
-	RunFailed    = "failed"
-	RunCancelled = "cancelled"
-)
-
-// RunTree is a run with its descendants.
-type RunTree struct {
-	Run
-	Children []RunTree `json:"children"`
-}
-
-// TaskEvent is one entry of a task's event log (spec: exactly these fields).
-type TaskEvent struct {
-	EventID     string          `json:"event_id" format:"uuid"`
-	EventType   string          `json:"event_type"`
-	Payload     json.RawMessage `json:"payload"`
-	SequenceNum int32           `json:"sequence_num"`
-	TaskID      string          `json:"task_id" format:"uuid"`
-	Timestamp   time.Time       `json:"timestamp"`
-}
-
-// Lifecycle event types written by the hub (agent output keeps the agent's
-// own types: message, tool_call, tool_result, cost, result, log, ...).
-const (
-	EventStatus  = "status"  // {from, to, reason}
-	EventGit     = "git"     // {action, ...}
-	EventPR      = "pr"      // the pull request record
-	EventTimeout = "timeout" // {minutes}
-	EventError   = "error"   // {message}
-	EventRun     = "run"     // {run_id, attempt, backend, image}
+	EventStatus = "status" // {from, to, reason}
+	EventPR     = "pr"     // the pull request record
+	EventError  = "error"  // {message}
+	EventRun    = "run"    // {run_id, attempt, backend, image, agent_profile, agent_type}
 )
 
 func statusPayload(from, to, reason string) map[string]any {

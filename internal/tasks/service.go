@@ -3,19 +3,22 @@ package tasks
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/text"
 	"slipway/internal/projects"
+	"slipway/internal/runs"
 )
 
 // Projects is what tasks need from projects.
@@ -24,24 +27,50 @@ type Projects interface {
 	List(ctx context.Context, ws *actor.Workspace) ([]projects.Project, error)
 	Repository(ctx context.Context, workspaceID, id string) (*projects.Repository, error)
 	ProfileByName(ctx context.Context, workspaceID, name string) (*projects.ResolvedProfile, error)
+	MaxConcurrentRuns(ctx context.Context, q db.Queryer, id string) (*int, error)
 }
 
-// Service implements tasks, runs and events.
+// Queue is what tasks need from the job queue: a queued task has one
+// unfinished job, which a cancel stops.
+type Queue interface {
+	Enqueue(ctx context.Context, tx *db.Tx, j jobs.NewJob) (*jobs.Job, error)
+	Cancel(ctx context.Context, tx *db.Tx, workspaceID, kind, ref string) (string, error)
+}
+
+// JobKind is the kind of a task's jobs.
+const JobKind = "task"
+
+// Config is what running tasks needs from the instance's configuration.
+type Config struct {
+	HubMode bool
+	// WorkspaceCap is MAX_PARALLEL_TASKS_PER_WORKSPACE.
+	WorkspaceCap   int
+	DefaultImage   string // SERVICE_AGENT_IMAGE
+	LLMKey         string // LLM_PROVIDER_API_KEY
+	DefaultTimeout time.Duration
+	// MaxAttempts is how many interrupted runs a task gets before it fails.
+	MaxAttempts int
+}
+
+// Service implements tasks.
 type Service struct {
 	db       *db.DB
 	clock    clock.Clock
 	projects Projects
-	// wake nudges the dispatcher when work was queued.
-	wake func()
-	// kill stops a task running in this process, if it runs here.
-	kill    func(taskID string)
-	hubMode bool
+	runs     *runs.Service
+	queue    Queue
+	cfg      Config
 }
 
-// NewService builds the tasks service. The dispatcher, when there is one,
-// connects itself with SetDispatcher.
-func NewService(d *db.DB, clk clock.Clock, p Projects, hubMode bool) *Service {
-	return &Service{db: d, clock: clk, projects: p, wake: func() {}, kill: func(string) {}, hubMode: hubMode}
+// NewService builds the tasks service.
+func NewService(d *db.DB, clk clock.Clock, p Projects, r *runs.Service, q Queue, cfg Config) *Service {
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 3
+	}
+	if cfg.WorkspaceCap <= 0 {
+		cfg.WorkspaceCap = 3
+	}
+	return &Service{db: d, clock: clk, projects: p, runs: r, queue: q, cfg: cfg}
 }
 
 // TaskCreate is a new task.
@@ -54,8 +83,11 @@ type TaskCreate struct {
 	Hold         bool       `json:"hold,omitempty" doc:"Create it queued but held; POST …/launch releases it"`
 }
 
+// titleFrom is the first line of the prompt, without control characters,
+// cut to 80 characters.
 func titleFrom(prompt string) string {
 	line := strings.TrimSpace(strings.SplitN(strings.TrimSpace(prompt), "\n", 2)[0])
+	line = strings.TrimSpace(text.StripControls(line))
 	if utf8.RuneCountInString(line) > 80 {
 		line = string([]rune(line)[:79]) + "…"
 	}
@@ -73,6 +105,9 @@ func cleanTitle(raw string) (string, error) {
 	if utf8.RuneCountInString(t) > 200 {
 		return "", apperr.BadRequest("title is too long: at most 200 characters")
 	}
+	if err := text.CheckName("title", t); err != nil {
+		return "", err
+	}
 	return t, nil
 }
 
@@ -82,15 +117,39 @@ func validConfig(c TaskConfig) error {
 			if l == "" || len(l) > 64 || strings.ContainsAny(l, " ,\t\n") {
 				return apperr.BadRequest("config.runner.required_labels: %q is not a label", l)
 			}
+			if err := text.CheckName("config.runner.required_labels", l); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
+// enqueue queues the task's job in tx.
+func (s *Service) enqueue(ctx context.Context, tx *db.Tx, t *Task) error {
+	_, err := s.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: JobKind, WorkspaceID: t.WorkspaceID, Ref: t.ID, MaxAttempts: s.cfg.MaxAttempts,
+		Keys: []string{"workspace:" + t.WorkspaceID, "project:" + t.ProjectID}})
+	if errors.Is(err, jobs.ErrDuplicate) {
+		return nil // already queued
+	}
+	return err
+}
+
+// event appends lifecycle events to the task's log in tx (runID "" for
+// events that belong to no run).
+func (s *Service) event(ctx context.Context, tx *db.Tx, t *Task, runID string, evs ...runs.NewEvent) error {
+	return s.runs.Append(ctx, tx, t.WorkspaceID, t.ID, runID, evs...)
+}
+
+func (s *Service) value(typ string, v any) runs.NewEvent { return runs.Value(typ, v, s.clock.Now()) }
+
 // Create queues a task on a project of the active workspace.
 func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in TaskCreate) (*Task, error) {
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, apperr.BadRequest("prompt must not be empty")
+	}
+	if strings.ContainsRune(in.Prompt, 0) {
+		return nil, apperr.BadRequest("prompt must not contain NUL characters")
 	}
 	if !ids.Valid(in.ProjectID) {
 		return nil, apperr.BadRequest("project_id must be a project id")
@@ -130,28 +189,24 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 		Config: in.Config, Status: StatusQueued, Held: in.Hold, Branch: BranchFor(id), CreatedBy: createdBy,
 		CreatedAt: now, UpdatedAt: now}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if err := insertTask(ctx, tx, t, now); err != nil {
+		if err := insertTask(ctx, tx, t); err != nil {
 			return err
 		}
-		return s.event(ctx, tx, t.ID, nil, EventStatus, map[string]any{"to": StatusQueued, "reason": "created", "held": in.Hold})
+		if err := s.runs.CreateLog(ctx, tx, ws.ID, t.ID); err != nil {
+			return err
+		}
+		if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"to": StatusQueued, "reason": "created", "held": in.Hold})); err != nil {
+			return err
+		}
+		if in.Hold {
+			return nil
+		}
+		return s.enqueue(ctx, tx, t)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !in.Hold {
-		s.wake()
-	}
 	return t, nil
-}
-
-// event appends one lifecycle event inside a transaction.
-func (s *Service) event(ctx context.Context, tx *db.Tx, taskID string, runID *string, typ string, payload any) error {
-	b, err := json.Marshal(payload)
-	if err != nil {
-		return err
-	}
-	_, err = appendEvents(ctx, s.db, tx, taskID, []pendingEvent{{RunID: runID, Type: typ, Payload: b, At: s.clock.Now()}})
-	return err
 }
 
 // Get reads a task of the active workspace.
@@ -163,9 +218,9 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tas
 }
 
 // transition moves a task in a transaction after checking the state
-// machine, and records the status event; mutate (optional) runs in the same
-// transaction before the move.
-func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, action, reason string, mutate func(tx *db.Tx, t *Task) error) (*Task, error) {
+// machine, and records the status event; before (optional) runs in the same
+// transaction first.
+func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, action, reason string, before func(tx *db.Tx, t *Task) error) (*Task, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("task")
 	}
@@ -178,39 +233,63 @@ func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, a
 		if err := checkTransition(t.Status, to, action); err != nil {
 			return err
 		}
-		if mutate != nil {
-			if err := mutate(tx, t); err != nil {
+		if before != nil {
+			if err := before(tx, t); err != nil {
 				return err
 			}
 		}
-		now := s.clock.Now()
-		if ok, err := setStatus(ctx, tx, t.ID, t.Status, to, "", now); err != nil {
-			return err
-		} else if !ok {
-			return apperr.New(apperr.CodeConflict, "the task changed while you acted on it; reload it")
-		}
-		if err := s.event(ctx, tx, t.ID, nil, EventStatus, statusPayload(t.Status, to, reason)); err != nil {
+		if out, err = setStatus(ctx, tx, ws.ID, t.ID, t.Status, to, "", s.clock.Now()); err != nil {
 			return err
 		}
-		out, err = getTask(ctx, tx, ws.ID, id)
-		return err
+		return s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, to, reason)))
 	})
 	return out, err
 }
 
 // Cancel stops a task: a queued one never starts, a running one's agent is
-// killed. Cancelling a finished task is refused.
+// stopped wherever it runs. Its run ends at once with the cancel as its last
+// event (what the agent still prints is dropped). Cancelling a finished task
+// is refused.
 func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string, u *actor.User) (*Task, error) {
 	reason := "cancelled"
 	if u != nil {
 		reason = "cancelled by user " + u.ID // an id, not an email: every member reads the log
 	}
-	t, err := s.transition(ctx, ws, id, StatusCancelled, "cancel", reason, nil)
-	if err != nil {
-		return nil, err
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("task")
 	}
-	s.kill(t.ID)
-	return t, nil
+	var out *Task
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		t, err := getTask(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if err := checkTransition(t.Status, StatusCancelled, "cancel"); err != nil {
+			return err
+		}
+		if out, err = setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "", s.clock.Now()); err != nil {
+			return err
+		}
+		running, err := s.runs.Running(ctx, tx, ws.ID, t.ID)
+		if err != nil {
+			return err
+		}
+		runID := ""
+		if len(running) > 0 {
+			runID = running[0].ID
+		}
+		if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, StatusCancelled, reason))); err != nil {
+			return err
+		}
+		for _, r := range running {
+			if _, err := s.runs.Finish(ctx, tx, ws.ID, r.ID, runs.Cancelled, nil, ""); err != nil {
+				return err
+			}
+		}
+		_, err = s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID)
+		return err
+	})
+	return out, err
 }
 
 // Launch releases a held task into the queue.
@@ -225,32 +304,35 @@ func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*
 			return err
 		}
 		if t.Status != StatusQueued || !t.Held {
-			return apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, map[bool]string{true: ", held", false: ""}[t.Held])
+			held := ""
+			if t.Held {
+				held = ", held"
+			}
+			return apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, held)
 		}
-		now := s.clock.Now()
-		if err := updateTaskFields(ctx, tx, ws.ID, id, map[string]any{"held": false, "queued_at": now}, now); err != nil {
+		if out, err = setHeld(ctx, tx, ws.ID, id, false, s.clock.Now()); err != nil {
 			return err
 		}
-		if err := s.event(ctx, tx, id, nil, EventStatus, map[string]any{"from": StatusQueued, "to": StatusQueued, "reason": "launched"}); err != nil {
+		if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"from": StatusQueued, "to": StatusQueued, "reason": "launched"})); err != nil {
 			return err
 		}
-		out, err = getTask(ctx, tx, ws.ID, id)
-		return err
+		return s.enqueue(ctx, tx, out)
 	})
-	if err == nil {
-		s.wake()
-	}
 	return out, err
 }
 
 // Restart queues a finished task again; the new run continues on its branch.
 func (s *Service) Restart(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
 	t, err := s.transition(ctx, ws, id, StatusQueued, "restart", "restarted", func(tx *db.Tx, t *Task) error {
-		return updateTaskFields(ctx, tx, ws.ID, t.ID, map[string]any{"held": false, "pr": nil}, s.clock.Now())
+		now := s.clock.Now()
+		if _, err := setHeld(ctx, tx, ws.ID, t.ID, false, now); err != nil {
+			return err
+		}
+		if _, err := setPR(ctx, tx, ws.ID, t.ID, nil, now); err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, t)
 	})
-	if err == nil {
-		s.wake()
-	}
 	return t, err
 }
 
@@ -277,14 +359,10 @@ func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*
 		now := s.clock.Now()
 		pr := *t.PR
 		pr.OpenedAt = &now
-		b, err := json.Marshal(pr)
-		if err != nil {
+		if _, err := setPR(ctx, tx, ws.ID, t.ID, &pr, now); err != nil {
 			return err
 		}
-		if err := updateTaskFields(ctx, tx, ws.ID, t.ID, map[string]any{"pr": string(b)}, now); err != nil {
-			return err
-		}
-		return s.event(ctx, tx, t.ID, nil, EventPR, pr)
+		return s.event(ctx, tx, t, "", s.value(EventPR, pr))
 	})
 }
 
@@ -301,8 +379,33 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 		if Active(t.Status) {
 			return apperr.New(apperr.CodeConflict, "the task is %s; cancel it first", t.Status)
 		}
+		if _, err := s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID); err != nil {
+			return err
+		}
+		if err := s.runs.DeleteLog(ctx, tx, ws.ID, t.ID); err != nil {
+			return err
+		}
 		return deleteTask(ctx, tx, ws.ID, id)
 	})
+}
+
+// ProjectDeleting implements projects.DeleteHook: the project's tasks go
+// with it (the database cascades the rows), and so do their event logs and
+// unfinished jobs.
+func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	ids, err := taskIDs(ctx, tx, workspaceID, projectID)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := s.queue.Cancel(ctx, tx, workspaceID, JobKind, id); err != nil {
+			return err
+		}
+		if err := s.runs.DeleteLog(ctx, tx, workspaceID, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetConfig replaces the configuration of a task that has not started.
@@ -310,18 +413,22 @@ func (s *Service) SetConfig(ctx context.Context, ws *actor.Workspace, id string,
 	if err := validConfig(c); err != nil {
 		return nil, err
 	}
-	return s.update(ctx, ws, id, func(t *Task) (map[string]any, error) {
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if t.Status != StatusQueued {
 			return nil, apperr.New(apperr.CodeConflict, "the configuration can only change while the task is queued (it is %s)", t.Status)
 		}
-		cfg, err := jsonText(c)
-		return map[string]any{"config": cfg}, err
+		return setConfig(ctx, tx, ws.ID, id, c, s.clock.Now())
 	})
 }
 
 // SetNotes replaces the task's notes.
 func (s *Service) SetNotes(ctx context.Context, ws *actor.Workspace, id, notes string) (*Task, error) {
-	return s.update(ctx, ws, id, func(*Task) (map[string]any, error) { return map[string]any{"notes": notes}, nil })
+	if strings.ContainsRune(notes, 0) {
+		return nil, apperr.BadRequest("notes must not contain NUL characters")
+	}
+	return s.update(ctx, ws, id, func(tx *db.Tx, _ *Task) (*Task, error) {
+		return setNotes(ctx, tx, ws.ID, id, notes, s.clock.Now())
+	})
 }
 
 // Rename sets the title and returns the stored one.
@@ -330,14 +437,16 @@ func (s *Service) Rename(ctx context.Context, ws *actor.Workspace, id, title str
 	if err != nil {
 		return "", err
 	}
-	t, err := s.update(ctx, ws, id, func(*Task) (map[string]any, error) { return map[string]any{"title": clean}, nil })
+	t, err := s.update(ctx, ws, id, func(tx *db.Tx, _ *Task) (*Task, error) {
+		return setTitle(ctx, tx, ws.ID, id, clean, s.clock.Now())
+	})
 	if err != nil {
 		return "", err
 	}
 	return t.Title, nil
 }
 
-func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn func(t *Task) (map[string]any, error)) (*Task, error) {
+func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn func(tx *db.Tx, t *Task) (*Task, error)) (*Task, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("task")
 	}
@@ -347,17 +456,19 @@ func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn
 		if err != nil {
 			return err
 		}
-		set, err := fn(t)
-		if err != nil {
-			return err
-		}
-		if err := updateTaskFields(ctx, tx, ws.ID, id, set, s.clock.Now()); err != nil {
-			return err
-		}
-		out, err = getTask(ctx, tx, ws.ID, id)
+		out, err = fn(tx, t)
 		return err
 	})
 	return out, err
+}
+
+// searchable narrows w to tasks whose title or prompt contains q.
+func (s *Service) searchable(w db.Where, q string) db.Where {
+	if q == "" {
+		return w
+	}
+	pat := "%" + db.EscapeLike(q) + "%"
+	return w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
 }
 
 // List returns tasks of the active workspace, newest first.
@@ -369,11 +480,7 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, f ListFilter) (
 	if f.ProjectID != "" {
 		w = w.And("project_id = ?", f.ProjectID)
 	}
-	if f.Q != "" {
-		pat := "%" + db.EscapeLike(f.Q) + "%"
-		w = w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
-	}
-	return listTasks(ctx, s.db.R, w, "created_at DESC, id DESC", f.Limit, f.Offset)
+	return listTasks(ctx, s.db, s.searchable(w, f.Q), "created_at DESC, id DESC", f.Limit, f.Offset)
 }
 
 // TaskName is a task in a picker.
@@ -385,7 +492,7 @@ type TaskName struct {
 
 // Names returns the newest tasks' titles, for pickers.
 func (s *Service) Names(ctx context.Context, ws *actor.Workspace, limit int) ([]TaskName, error) {
-	rows, _, err := listTasks(ctx, s.db.R, db.NewWhere("workspace_id = ?", ws.ID), "created_at DESC, id DESC", limit, 0)
+	rows, _, err := listTasks(ctx, s.db, db.NewWhere("workspace_id = ?", ws.ID), "created_at DESC, id DESC", limit, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +505,7 @@ func (s *Service) Names(ctx context.Context, ws *actor.Workspace, limit int) ([]
 
 // BoardInput filters the tasks board.
 type BoardInput struct {
-	httpx.BoardQuery
+	board.Query
 	Status    string `query:"status" enum:"queued,running,needs_input,done,done_pr,failed,cancelled"`
 	ProjectID string `query:"project_id" format:"uuid"`
 }
@@ -411,7 +518,7 @@ var statusLabels = map[string]string{
 }
 
 // Board returns a page of tasks with status and project facets.
-func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*httpx.Board[Task], error) {
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Task], error) {
 	defOrder := "desc" // newest first
 	if in.Sort == "title" || in.Sort == "status" {
 		defOrder = "asc" // text reads A to Z
@@ -420,11 +527,7 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if err != nil {
 		return nil, err
 	}
-	w := db.NewWhere("workspace_id = ?", ws.ID)
-	if in.Q != "" {
-		pat := "%" + db.EscapeLike(in.Q) + "%"
-		w = w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
-	}
+	w := s.searchable(db.NewWhere("workspace_id = ?", ws.ID), in.Q)
 	byProject := w
 	if in.Status != "" {
 		byProject = byProject.And("status = ?", in.Status)
@@ -445,13 +548,13 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if in.Status != "" {
 		rowsW = rowsW.And("status = ?", in.Status)
 	}
-	rows, total, err := listTasks(ctx, s.db.R, rowsW, orderBy, in.PageSize, in.Offset())
+	rows, total, err := listTasks(ctx, s.db, rowsW, orderBy, in.PageSize, in.Offset())
 	if err != nil {
 		return nil, err
 	}
-	facets := map[string][]httpx.Facet{"status": {}, "project": {}}
+	facets := map[string][]board.Facet{"status": {}, "project": {}}
 	for _, st := range Statuses {
-		facets["status"] = append(facets["status"], httpx.Facet{Value: st, Label: statusLabels[st], Count: statusCounts[st]})
+		facets["status"] = append(facets["status"], board.Facet{Value: st, Label: statusLabels[st], Count: statusCounts[st]})
 	}
 	if len(projectCounts) > 0 {
 		names := map[string]string{}
@@ -463,13 +566,13 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 			names[p.ID] = p.Name
 		}
 		for pid, n := range projectCounts {
-			facets["project"] = append(facets["project"], httpx.Facet{Value: pid, Label: names[pid], Count: n})
+			facets["project"] = append(facets["project"], board.Facet{Value: pid, Label: names[pid], Count: n})
 		}
-		slices.SortFunc(facets["project"], func(a, b httpx.Facet) int {
+		slices.SortFunc(facets["project"], func(a, b board.Facet) int {
 			return cmp.Or(strings.Compare(a.Label, b.Label), strings.Compare(a.Value, b.Value))
 		})
 	}
-	return &httpx.Board[Task]{Rows: rows, Total: total, Page: in.Page, PageSize: in.PageSize, Facets: facets}, nil
+	return board.New(in.Query, rows, total, facets), nil
 }
 
 // RunnerLine is the spec's runner match line.
@@ -489,138 +592,16 @@ func (s *Service) RunnerLine(ctx context.Context, ws *actor.Workspace, id string
 	}
 	line := &RunnerLine{State: "local"}
 	line.InGroup = t.Config.Runner != nil && len(t.Config.Runner.RequiredLabels) > 0
-	if s.hubMode {
+	if s.cfg.HubMode {
 		line.State = "waiting"
 	}
 	return line, nil
 }
 
 // Events pages through a task's event log after a sequence number.
-func (s *Service) Events(ctx context.Context, ws *actor.Workspace, id string, after int32, limit int) ([]TaskEvent, error) {
+func (s *Service) Events(ctx context.Context, ws *actor.Workspace, id string, after int32, limit int) ([]runs.TaskEvent, error) {
 	if _, err := s.Get(ctx, ws, id); err != nil {
 		return nil, err
 	}
-	return listEvents(ctx, s.db.R, "task_id", id, after, limit)
-}
-
-// RunFilter narrows GET /api/runs.
-type RunFilter struct {
-	Status          string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind            string `query:"kind" enum:"task"`
-	ProjectID       string `query:"project_id" format:"uuid"`
-	TaskID          string `query:"task_id" format:"uuid"`
-	IncludeChildren bool   `query:"include_children"`
-	Limit           int    `query:"limit" minimum:"1" maximum:"500" default:"100"`
-	Offset          int    `query:"offset" minimum:"0" default:"0"`
-}
-
-func (s *Service) runWhere(ws *actor.Workspace, f RunFilter) db.Where {
-	w := db.NewWhere("workspace_id = ?", ws.ID)
-	if f.Status != "" {
-		w = w.And("status = ?", f.Status)
-	}
-	if f.Kind != "" {
-		w = w.And("kind = ?", f.Kind)
-	}
-	if f.ProjectID != "" {
-		w = w.And("project_id = ?", f.ProjectID)
-	}
-	if f.TaskID != "" {
-		w = w.And("task_id = ?", f.TaskID)
-	}
-	if !f.IncludeChildren {
-		w = w.And("parent_run_id IS NULL")
-	}
-	return w
-}
-
-// Runs lists runs newest first; top-level only unless asked for children.
-func (s *Service) Runs(ctx context.Context, ws *actor.Workspace, f RunFilter) ([]Run, int, error) {
-	return listRuns(ctx, s.db.R, s.runWhere(ws, f), "created_at DESC, id DESC", f.Limit, f.Offset)
-}
-
-// RunBoardInput filters the runs board.
-type RunBoardInput struct {
-	httpx.BoardQuery
-	Status    string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind      string `query:"kind" enum:"task"`
-	ProjectID string `query:"project_id" format:"uuid"`
-}
-
-// RunBoard returns a page of top-level runs with status and kind facets.
-func (s *Service) RunBoard(ctx context.Context, ws *actor.Workspace, in RunBoardInput) (*httpx.Board[Run], error) {
-	orderBy, err := in.OrderBy(map[string]string{"created_at": "created_at"}, "created_at", "desc", "id")
-	if err != nil {
-		return nil, err
-	}
-	if in.Q != "" {
-		return nil, apperr.BadRequest("q: the runs board has no text to search; filter by status, kind or project_id")
-	}
-	base := s.runWhere(ws, RunFilter{ProjectID: in.ProjectID})
-	statusW, kindW := base, base
-	if in.Kind != "" {
-		statusW = statusW.And("kind = ?", in.Kind)
-	}
-	if in.Status != "" {
-		kindW = kindW.And("status = ?", in.Status)
-	}
-	statuses, err := db.CountBy(ctx, s.db.R, "runs", "status", statusW)
-	if err != nil {
-		return nil, err
-	}
-	kinds, err := db.CountBy(ctx, s.db.R, "runs", "kind", kindW)
-	if err != nil {
-		return nil, err
-	}
-	rows, total, err := listRuns(ctx, s.db.R, s.runWhere(ws, RunFilter{Status: in.Status, Kind: in.Kind, ProjectID: in.ProjectID}), orderBy, in.PageSize, in.Offset())
-	if err != nil {
-		return nil, err
-	}
-	facets := map[string][]httpx.Facet{"status": {}, "kind": {{Value: "task", Label: "Task", Count: kinds["task"]}}}
-	for _, st := range []string{RunRunning, RunSucceeded, RunFailed, RunCancelled} {
-		facets["status"] = append(facets["status"], httpx.Facet{Value: st, Label: strings.ToUpper(st[:1]) + st[1:], Count: statuses[st]})
-	}
-	return &httpx.Board[Run]{Rows: rows, Total: total, Page: in.Page, PageSize: in.PageSize, Facets: facets}, nil
-}
-
-// RunTree returns a run with its descendants.
-func (s *Service) RunTree(ctx context.Context, ws *actor.Workspace, id string) (*RunTree, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("run")
-	}
-	r, err := getRun(ctx, s.db.R, ws.ID, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.tree(ctx, ws.ID, *r, 0)
-}
-
-func (s *Service) tree(ctx context.Context, workspaceID string, r Run, depth int) (*RunTree, error) {
-	t := &RunTree{Run: r, Children: []RunTree{}}
-	if depth > 20 {
-		return t, nil
-	}
-	kids, err := childRuns(ctx, s.db.R, workspaceID, r.ID)
-	if err != nil {
-		return nil, err
-	}
-	for _, k := range kids {
-		sub, err := s.tree(ctx, workspaceID, k, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		t.Children = append(t.Children, *sub)
-	}
-	return t, nil
-}
-
-// RunEvents pages through one run's events in sequence order.
-func (s *Service) RunEvents(ctx context.Context, ws *actor.Workspace, id string, after int32, limit int) ([]TaskEvent, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("run")
-	}
-	if _, err := getRun(ctx, s.db.R, ws.ID, id); err != nil {
-		return nil, err
-	}
-	return listEvents(ctx, s.db.R, "run_id", id, after, limit)
+	return s.runs.LogEvents(ctx, id, after, limit)
 }

@@ -2,7 +2,6 @@ package tasks_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,136 +11,21 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"slipway/internal/agenttest"
 	"slipway/internal/apitest"
+	"slipway/internal/fixture"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
-	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/ids"
+	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 )
 
-// Agents cannot run in these tests. Every task is created held (the
-// dispatcher never claims a held task), and tasks that must be queued and
-// not held live in a "blocked" project: its max_concurrent_runs is 1 and a
-// task marked running in the database holds that slot, so the dispatcher's
-// claim query never picks them (see blockedProject).
-
-type fixture struct {
-	app                    *apitest.App
-	admin, owner, outsider *apitest.Client
-	repo                   string
-}
-
-func setup(t *testing.T, e db.Engine) *fixture {
-	t.Helper()
-	app := apitest.New(t, e)
-	admin := app.Admin()
-	return &fixture{app: app, admin: admin, owner: app.Approved(admin, "Olivia Owner"),
-		outsider: app.Approved(admin, "Otto Outsider"), repo: agenttest.BareRepo(t, nil)}
-}
-
-func want(t *testing.T, r *apitest.Response, status int) {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-}
-
-func (f *fixture) project(t *testing.T, c *apitest.Client, name string) string {
-	t.Helper()
-	r := c.Do("POST", "/api/projects", map[string]any{"name": name, "repo_url": f.repo})
-	want(t, r, http.StatusCreated)
-	return r.Map(t)["id"].(string)
-}
-
-// exec runs a statement on the app's database (test setup only).
-func exec1(t *testing.T, app *apitest.App, query string, args ...any) {
-	t.Helper()
-	if _, err := app.DB.W.ExecContext(context.Background(), query, args...); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-}
-
-// setStatus puts a task into a status directly. The dispatcher (or the
-// executor) is what normally moves a task there; the task stays held.
-func setStatus(t *testing.T, app *apitest.App, id, status string) {
-	t.Helper()
-	exec1(t, app, "UPDATE tasks SET status = $2 WHERE id = $1", id, status)
-}
-
-// blockedProject makes a project whose only execution slot is taken: its
-// max_concurrent_runs is 1 and one of its tasks is marked running in the
-// database (with no lease, so the rescuer leaves it alone). Queued tasks of
-// it that are not held stay queued: the dispatcher cannot claim them.
-func (f *fixture) blockedProject(t *testing.T, c *apitest.Client, name string) (projectID, blockerID string) {
-	t.Helper()
-	projectID = f.project(t, c, name)
-	want(t, c.Do("PATCH", "/api/projects/"+projectID+"/concurrency", map[string]any{"max_concurrent_runs": 1}), http.StatusOK)
-	blockerID = createTask(t, c, projectID, "true", nil).ID
-	setStatus(t, f.app, blockerID, tasks.StatusRunning)
-	return projectID, blockerID
-}
-
-// createTask creates a held task; extra adds or overrides body fields.
-func createTask(t *testing.T, c *apitest.Client, projectID, prompt string, extra map[string]any) tasks.Task {
-	t.Helper()
-	body := map[string]any{"project_id": projectID, "prompt": prompt, "hold": true}
-	for k, v := range extra {
-		body[k] = v
-	}
-	r := c.Do("POST", "/api/tasks", body)
-	want(t, r, http.StatusCreated)
-	var task tasks.Task
-	r.JSON(t, &task)
-	return task
-}
-
-func getTask(t *testing.T, c *apitest.Client, id string) tasks.Task {
-	t.Helper()
-	r := c.Do("GET", "/api/tasks/"+id, nil)
-	want(t, r, http.StatusOK)
-	var task tasks.Task
-	r.JSON(t, &task)
-	return task
-}
-
-func events(t *testing.T, c *apitest.Client, id, query string) []tasks.TaskEvent {
-	t.Helper()
-	r := c.Do("GET", "/api/tasks/"+id+"/events"+query, nil)
-	want(t, r, http.StatusOK)
-	var evs []tasks.TaskEvent
-	r.JSON(t, &evs)
-	return evs
-}
-
-func eventCount(t *testing.T, app *apitest.App, taskID string) int {
-	return app.Count(t, "SELECT COUNT(*) FROM task_events WHERE task_id = $1", taskID)
-}
-
-func payload(t *testing.T, e tasks.TaskEvent) map[string]any {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(e.Payload, &m); err != nil {
-		t.Fatalf("payload %s: %v", e.Payload, err)
-	}
-	return m
-}
-
-// elementKeys returns the key order of each object of a JSON array.
-func elementKeys(t *testing.T, raw []byte) [][]string {
-	t.Helper()
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		t.Fatalf("not a JSON array: %s", raw)
-	}
-	var out [][]string
-	for _, e := range elems {
-		out = append(out, apitest.ObjectKeys(t, e))
-	}
-	return out
-}
+// Agents cannot run in these tests. Every task is created held (no worker
+// claims a held task), and tasks that must be queued and not held live in a
+// "blocked" project whose only slot a job that never ends holds
+// (fixture.API.BlockedProject).
 
 var (
 	taskFields = []string{"id", "workspace_id", "project_id", "title", "prompt", "agent_profile", "config", "notes", "status", "held",
@@ -153,11 +37,11 @@ var (
 
 // refused sends a request that must be refused and checks that it changed
 // nothing: the task reads the same and has as many events.
-func refused(t *testing.T, app *apitest.App, c *apitest.Client, taskID, method, path string, body any, status int, fragments ...string) {
+func refused(t *testing.T, f *fixture.API, c *apitest.Client, taskID, method, path string, body any, status int, fragments ...string) {
 	t.Helper()
 	before := c.Do("GET", "/api/tasks/"+taskID, nil)
-	want(t, before, http.StatusOK)
-	n := eventCount(t, app, taskID)
+	fixture.Want(t, before, http.StatusOK)
+	n := f.EventCount(t, taskID)
 	r := c.Do(method, path, body)
 	if r.Status != status {
 		t.Fatalf("%s %s = %d, want %d: %s", method, path, r.Status, status, r.Body)
@@ -178,20 +62,20 @@ func refused(t *testing.T, app *apitest.App, c *apitest.Client, taskID, method, 
 	if !bytes.Equal(before.Body, after.Body) {
 		t.Fatalf("the refused %s %s changed the task:\n%s\n%s", method, path, before.Body, after.Body)
 	}
-	if m := eventCount(t, app, taskID); m != n {
+	if m := f.EventCount(t, taskID); m != n {
 		t.Fatalf("the refused %s %s wrote %d event(s)", method, path, m-n)
 	}
 }
 
 func TestTaskCreate(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
 		ws := owner.DefaultWorkspace()
-		proj := f.project(t, owner, "Alpha")
-		archived := f.project(t, owner, "Archived")
-		want(t, owner.Do("POST", "/api/projects/"+archived+"/archive", nil), http.StatusOK)
-		foreignProject := f.project(t, f.outsider, "Foreign")
+		proj := f.Project(t, owner, "Alpha")
+		archived := f.Project(t, owner, "Archived")
+		fixture.Want(t, owner.Do("POST", "/api/projects/"+archived+"/archive", nil), http.StatusOK)
+		foreignProject := f.Project(t, f.Outsider, "Foreign")
 
 		longLine := strings.Repeat("é", 100)
 		exact := strings.Repeat("x", 80)
@@ -246,7 +130,7 @@ func TestTaskCreate(t *testing.T) {
 						c.Runner == nil || !slices.Equal(c.Runner.RequiredLabels, []string{"gpu", "linux"}) || !c.TestDB {
 						t.Fatalf("created = %+v", got)
 					}
-					if g := getTask(t, owner, got.ID); g.Config.Runner == nil || !slices.Equal(g.Config.Runner.RequiredLabels, c.Runner.RequiredLabels) ||
+					if g := fixture.GetTask(t, owner, got.ID); g.Config.Runner == nil || !slices.Equal(g.Config.Runner.RequiredLabels, c.Runner.RequiredLabels) ||
 						g.Config.Model != "gpt-x" || !g.Config.TestDB {
 						t.Fatalf("stored config = %+v", g.Config)
 					}
@@ -254,11 +138,11 @@ func TestTaskCreate(t *testing.T) {
 		})
 
 		// The creation is a status event "to queued".
-		evs := events(t, owner, first.ID, "")
+		evs := fixture.Events(t, owner, first.ID, "")
 		if len(evs) != 1 || evs[0].EventType != "status" || evs[0].SequenceNum != 1 || evs[0].TaskID != first.ID {
 			t.Fatalf("events after create = %+v", evs)
 		}
-		if p := payload(t, evs[0]); p["to"] != "queued" || p["from"] != nil || p["reason"] != "created" || p["held"] != true {
+		if p := fixture.Payload(t, evs[0]); p["to"] != "queued" || p["from"] != nil || p["reason"] != "created" || p["held"] != true {
 			t.Fatalf("creation event payload = %s", evs[0].Payload)
 		}
 
@@ -319,21 +203,21 @@ func TestTaskCreate(t *testing.T) {
 
 func TestTaskListBoardNames(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
-		alpha := f.project(t, owner, "Alpha")
-		bravo := f.project(t, owner, "Bravo")
-		t1 := createTask(t, owner, alpha, "echo one", nil)
-		t2 := createTask(t, owner, alpha, "echo two NEEDLE", nil)
-		t3 := createTask(t, owner, bravo, "echo three", map[string]any{"title": "third needle"})
-		t4 := createTask(t, owner, bravo, "echo four", nil)
-		t5 := createTask(t, owner, alpha, "echo five", nil)
-		want(t, owner.Do("POST", "/api/tasks/"+t4.ID+"/cancel", nil), http.StatusOK)
-		setStatus(t, app, t5.ID, tasks.StatusFailed)
-		setStatus(t, app, t1.ID, tasks.StatusDone)
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
+		alpha := f.Project(t, owner, "Alpha")
+		bravo := f.Project(t, owner, "Bravo")
+		t1 := f.Task(t, owner, alpha, "echo one", nil)
+		t2 := f.Task(t, owner, alpha, "echo two NEEDLE", nil)
+		t3 := f.Task(t, owner, bravo, "echo three", map[string]any{"title": "third needle"})
+		t4 := f.Task(t, owner, bravo, "echo four", nil)
+		t5 := f.Task(t, owner, alpha, "echo five", nil)
+		fixture.Want(t, owner.Do("POST", "/api/tasks/"+t4.ID+"/cancel", nil), http.StatusOK)
+		f.SetStatus(t, t5.ID, tasks.StatusFailed)
+		f.SetStatus(t, t1.ID, tasks.StatusDone)
 		// Another account's tasks never show.
-		other := f.project(t, f.outsider, "Other")
-		createTask(t, f.outsider, other, "echo needle of the outsider", nil)
+		other := f.Project(t, f.Outsider, "Other")
+		f.Task(t, f.Outsider, other, "echo needle of the outsider", nil)
 
 		idsOf := func(ts []tasks.Task) []string {
 			var out []string
@@ -381,8 +265,8 @@ func TestTaskListBoardNames(t *testing.T) {
 			badList("?project_id=alpha"),
 		})
 
-		type board = httpx.Board[tasks.Task]
-		facetMap := func(b board, name string) map[string]int {
+		type taskBoard = board.Board[tasks.Task]
+		facetMap := func(b taskBoard, name string) map[string]int {
 			out := map[string]int{}
 			for _, c := range b.Facets[name] {
 				out[c.Value] = c.Count
@@ -395,7 +279,7 @@ func TestTaskListBoardNames(t *testing.T) {
 					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
 						t.Fatalf("fields = %v", got)
 					}
-					var b board
+					var b taskBoard
 					r.JSON(t, &b)
 					if got := idsOf(b.Rows); !slices.Equal(got, wantIDs) || b.Total != total {
 						t.Fatalf("board = %v total %d, want %v total %d", got, b.Total, wantIDs, total)
@@ -458,7 +342,7 @@ func TestTaskListBoardNames(t *testing.T) {
 
 			{Name: "names", Client: owner, Method: "GET", Path: "/api/tasks/names", WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					for _, k := range elementKeys(t, r.Body) {
+					for _, k := range fixture.ElementKeys(t, r.Body) {
 						if !slices.Equal(k, []string{"id", "title", "status"}) {
 							t.Fatalf("name fields = %v", k)
 						}
@@ -480,7 +364,7 @@ func TestTaskListBoardNames(t *testing.T) {
 					}
 				}},
 			{Name: "names limit 0", Client: owner, Method: "GET", Path: "/api/tasks/names?limit=0", WantStatus: 400, WantCode: "bad_request"},
-			{Name: "names of the outsider", Client: f.outsider, Method: "GET", Path: "/api/tasks/names", WantStatus: 200,
+			{Name: "names of the outsider", Client: f.Outsider, Method: "GET", Path: "/api/tasks/names", WantStatus: 200,
 				WantContains: []string{"echo needle of the outsider"}, WantNotContains: []string{t1.ID, t2.ID, t3.ID, t4.ID, t5.ID}},
 		})
 	})
@@ -488,11 +372,11 @@ func TestTaskListBoardNames(t *testing.T) {
 
 func TestTaskEdits(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
-		proj := f.project(t, owner, "Alpha")
-		task := createTask(t, owner, proj, "echo edit", map[string]any{"config": map[string]any{"model": "m1", "test_db": true}})
-		plain := createTask(t, owner, proj, "echo plain", nil)
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
+		proj := f.Project(t, owner, "Alpha")
+		task := f.Task(t, owner, proj, "echo edit", map[string]any{"config": map[string]any{"model": "m1", "test_db": true}})
+		plain := f.Task(t, owner, proj, "echo plain", nil)
 		path := "/api/tasks/" + task.ID
 		apitest.Run(t, app, []apitest.Scenario{
 			{Name: "notes", Client: owner, Method: "PUT", Path: path + "/notes", Body: map[string]any{"notes": "remember the milk"},
@@ -509,7 +393,7 @@ func TestTaskEdits(t *testing.T) {
 					if string(bytes.TrimSpace(r.Body)) != `{"title":"Better title"}` {
 						t.Fatalf("body = %s", r.Body)
 					}
-					if got := getTask(t, owner, task.ID).Title; got != "Better title" {
+					if got := fixture.GetTask(t, owner, task.ID).Title; got != "Better title" {
 						t.Fatalf("stored title = %q", got)
 					}
 				}},
@@ -549,18 +433,18 @@ func TestTaskEdits(t *testing.T) {
 				WantStatus: 404, WantCode: "not_found"},
 		})
 		// Invalid configurations change nothing.
-		refused(t, app, owner, task.ID, "PATCH", path+"/config", map[string]any{"runner": map[string]any{"required_labels": []string{"two words"}}}, 400)
-		refused(t, app, owner, task.ID, "PATCH", path+"/config", map[string]any{"effort": "max"}, 400)
-		refused(t, app, owner, task.ID, "PATCH", path+"/config", `{"effort":"low","gpu":1}`, 400)
+		refused(t, f, owner, task.ID, "PATCH", path+"/config", map[string]any{"runner": map[string]any{"required_labels": []string{"two words"}}}, 400)
+		refused(t, f, owner, task.ID, "PATCH", path+"/config", map[string]any{"effort": "max"}, 400)
+		refused(t, f, owner, task.ID, "PATCH", path+"/config", `{"effort":"low","gpu":1}`, 400)
 		// Notes and title writes are not status events.
-		if n := eventCount(t, app, task.ID); n != 1 {
+		if n := f.EventCount(t, task.ID); n != 1 {
 			t.Fatalf("%d events after edits, want 1", n)
 		}
 		// Once cancelled, the configuration is frozen; notes still change.
-		want(t, owner.Do("POST", path+"/cancel", nil), http.StatusOK)
-		refused(t, app, owner, task.ID, "PATCH", path+"/config", map[string]any{"effort": "high"}, http.StatusConflict, "queued")
-		want(t, owner.Do("PUT", path+"/notes", map[string]any{"notes": ""}), http.StatusOK)
-		if got := getTask(t, owner, task.ID); got.Notes != "" || got.Config.Effort != "low" {
+		fixture.Want(t, owner.Do("POST", path+"/cancel", nil), http.StatusOK)
+		refused(t, f, owner, task.ID, "PATCH", path+"/config", map[string]any{"effort": "high"}, http.StatusConflict, "queued")
+		fixture.Want(t, owner.Do("PUT", path+"/notes", map[string]any{"notes": ""}), http.StatusOK)
+		if got := fixture.GetTask(t, owner, task.ID); got.Notes != "" || got.Config.Effort != "low" {
 			t.Fatalf("after the cancel: %+v", got)
 		}
 	})
@@ -568,34 +452,34 @@ func TestTaskEdits(t *testing.T) {
 
 func TestTaskTransitions(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
-		plainProject := f.project(t, owner, "Alpha")
-		blocked, blocker := f.blockedProject(t, owner, "Blocked")
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
+		plainProject := f.Project(t, owner, "Alpha")
+		blocked, blocker := f.BlockedProject(t, owner, "Blocked")
 
 		// A held, queued task: cancel, and everything refused after.
-		h := createTask(t, owner, plainProject, "echo held", nil)
+		h := f.Task(t, owner, plainProject, "echo held", nil)
 		hp := "/api/tasks/" + h.ID
-		refused(t, app, owner, h.ID, "POST", hp+"/restart", nil, http.StatusConflict, "restart")
-		refused(t, app, owner, h.ID, "POST", hp+"/pr", nil, http.StatusConflict)
+		refused(t, f, owner, h.ID, "POST", hp+"/restart", nil, http.StatusConflict, "restart")
+		refused(t, f, owner, h.ID, "POST", hp+"/pr", nil, http.StatusConflict)
 		r := owner.Do("POST", hp+"/cancel", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		var cancelled tasks.Task
 		r.JSON(t, &cancelled)
 		if cancelled.Status != "cancelled" || cancelled.FinishedAt == nil || cancelled.ID != h.ID {
 			t.Fatalf("cancelled = %+v", cancelled)
 		}
-		evs := events(t, owner, h.ID, "")
+		evs := fixture.Events(t, owner, h.ID, "")
 		if len(evs) != 2 || evs[1].SequenceNum != 2 || evs[1].EventType != "status" {
 			t.Fatalf("events = %+v", evs)
 		}
-		if p := payload(t, evs[1]); p["from"] != "queued" || p["to"] != "cancelled" || !strings.Contains(fmt.Sprint(p["reason"]), "cancel") {
+		if p := fixture.Payload(t, evs[1]); p["from"] != "queued" || p["to"] != "cancelled" || !strings.Contains(fmt.Sprint(p["reason"]), "cancel") {
 			t.Fatalf("cancel event = %s", evs[1].Payload)
 		}
-		refused(t, app, owner, h.ID, "POST", hp+"/cancel", nil, http.StatusConflict, "cancel")
-		refused(t, app, owner, h.ID, "POST", hp+"/launch", nil, http.StatusConflict)
-		refused(t, app, owner, h.ID, "POST", hp+"/pr", nil, http.StatusConflict)
-		refused(t, app, owner, h.ID, "PATCH", hp+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
+		refused(t, f, owner, h.ID, "POST", hp+"/cancel", nil, http.StatusConflict, "cancel")
+		refused(t, f, owner, h.ID, "POST", hp+"/launch", nil, http.StatusConflict)
+		refused(t, f, owner, h.ID, "POST", hp+"/pr", nil, http.StatusConflict)
+		refused(t, f, owner, h.ID, "PATCH", hp+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
 
 		// Delete of a finished task: gone with its events.
 		apitest.Run(t, app, []apitest.Scenario{
@@ -610,73 +494,73 @@ func TestTaskTransitions(t *testing.T) {
 			{Name: "delete again", Client: owner, Method: "DELETE", Path: hp, WantStatus: 404, WantCode: "not_found"},
 			{Name: "cancel after delete", Client: owner, Method: "POST", Path: hp + "/cancel", WantStatus: 404, WantCode: "not_found"},
 		})
-		if n := eventCount(t, app, h.ID); n != 0 {
+		if n := f.EventCount(t, h.ID); n != 0 {
 			t.Fatalf("%d events of the deleted task are left", n)
 		}
 
 		// Launch releases a held task; in the blocked project it stays queued.
-		b1 := createTask(t, owner, blocked, "echo launched", nil)
+		b1 := f.Task(t, owner, blocked, "echo launched", nil)
 		bp := "/api/tasks/" + b1.ID
 		r = owner.Do("POST", bp+"/launch", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		var launched tasks.Task
 		r.JSON(t, &launched)
 		if launched.Status != "queued" || launched.Held {
 			t.Fatalf("launched = %+v", launched)
 		}
-		evs = events(t, owner, b1.ID, "")
-		if p := payload(t, evs[len(evs)-1]); len(evs) != 2 || p["from"] != "queued" || p["to"] != "queued" || p["reason"] != "launched" {
+		evs = fixture.Events(t, owner, b1.ID, "")
+		if p := fixture.Payload(t, evs[len(evs)-1]); len(evs) != 2 || p["from"] != "queued" || p["to"] != "queued" || p["reason"] != "launched" {
 			t.Fatalf("launch events = %+v", evs)
 		}
-		refused(t, app, owner, b1.ID, "POST", bp+"/launch", nil, http.StatusConflict, "held")
-		refused(t, app, owner, b1.ID, "POST", bp+"/restart", nil, http.StatusConflict)
+		refused(t, f, owner, b1.ID, "POST", bp+"/launch", nil, http.StatusConflict, "held")
+		refused(t, f, owner, b1.ID, "POST", bp+"/restart", nil, http.StatusConflict)
 		// Cancel, then restart: queued again, not held.
-		want(t, owner.Do("POST", bp+"/cancel", nil), http.StatusOK)
+		fixture.Want(t, owner.Do("POST", bp+"/cancel", nil), http.StatusOK)
 		r = owner.Do("POST", bp+"/restart", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		var restarted tasks.Task
 		r.JSON(t, &restarted)
 		if restarted.Status != "queued" || restarted.Held || restarted.FinishedAt != nil || restarted.Error != "" || restarted.Branch != b1.Branch {
 			t.Fatalf("restarted = %+v", restarted)
 		}
-		evs = events(t, owner, b1.ID, "")
-		if p := payload(t, evs[len(evs)-1]); len(evs) != 4 || p["from"] != "cancelled" || p["to"] != "queued" {
+		evs = fixture.Events(t, owner, b1.ID, "")
+		if p := fixture.Payload(t, evs[len(evs)-1]); len(evs) != 4 || p["from"] != "cancelled" || p["to"] != "queued" {
 			t.Fatalf("restart events = %+v", evs)
 		}
-		if got := getTask(t, owner, b1.ID); got.Status != "queued" || got.Held {
+		if got := fixture.GetTask(t, owner, b1.ID); got.Status != "queued" || got.Held {
 			t.Fatalf("restarted task reads %+v", got)
 		}
 
 		// A failed task restarts with its error cleared.
-		b2 := createTask(t, owner, blocked, "echo failed", nil)
-		exec1(t, app, "UPDATE tasks SET status = 'failed', error = 'boom', finished_at = $2 WHERE id = $1", b2.ID, time.Now().UTC())
+		b2 := f.Task(t, owner, blocked, "echo failed", nil)
+		f.Exec(t, "UPDATE tasks SET status = 'failed', error = 'boom', finished_at = $2 WHERE id = $1", b2.ID, time.Now().UTC())
 		r = owner.Do("POST", "/api/tasks/"+b2.ID+"/restart", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		if got := r.Map(t); got["status"] != "queued" || got["error"] != "" || got["finished_at"] != nil || got["held"] != false {
 			t.Fatalf("restarted failed task = %s", r.Body)
 		}
 
 		// A done task without a pull request record: nothing to propose.
-		b3 := createTask(t, owner, blocked, "echo done", nil)
-		setStatus(t, app, b3.ID, tasks.StatusDone)
+		b3 := f.Task(t, owner, blocked, "echo done", nil)
+		f.SetStatus(t, b3.ID, tasks.StatusDone)
 		b3p := "/api/tasks/" + b3.ID
-		refused(t, app, owner, b3.ID, "POST", b3p+"/pr", nil, http.StatusConflict, "changed nothing")
-		refused(t, app, owner, b3.ID, "POST", b3p+"/cancel", nil, http.StatusConflict)
-		refused(t, app, owner, b3.ID, "POST", b3p+"/launch", nil, http.StatusConflict)
-		refused(t, app, owner, b3.ID, "PATCH", b3p+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
+		refused(t, f, owner, b3.ID, "POST", b3p+"/pr", nil, http.StatusConflict, "changed nothing")
+		refused(t, f, owner, b3.ID, "POST", b3p+"/cancel", nil, http.StatusConflict)
+		refused(t, f, owner, b3.ID, "POST", b3p+"/launch", nil, http.StatusConflict)
+		refused(t, f, owner, b3.ID, "PATCH", b3p+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
 
 		// A done task with a proposed change: pr opens it (done -> done_pr).
-		b4 := createTask(t, owner, blocked, "echo changed", nil)
-		exec1(t, app, "UPDATE tasks SET status = 'done', pr = $2 WHERE id = $1", b4.ID,
+		b4 := f.Task(t, owner, blocked, "echo changed", nil)
+		f.Exec(t, "UPDATE tasks SET status = 'done', pr = $2 WHERE id = $1", b4.ID,
 			`{"provider":"local","branch":"`+b4.Branch+`","base":"main","commit":"0123abcd","files_changed":1,"insertions":2,"deletions":0,"url":null,"opened_at":null}`)
 		r = owner.Do("POST", "/api/tasks/"+b4.ID+"/pr", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		var opened tasks.Task
 		r.JSON(t, &opened)
 		if opened.Status != "done_pr" || opened.PR == nil || opened.PR.OpenedAt == nil || opened.PR.Commit != "0123abcd" || opened.PR.Branch != b4.Branch {
 			t.Fatalf("after pr = %s", r.Body)
 		}
-		evs = events(t, owner, b4.ID, "")
+		evs = fixture.Events(t, owner, b4.ID, "")
 		var types []string
 		for _, ev := range evs {
 			types = append(types, ev.EventType)
@@ -684,38 +568,38 @@ func TestTaskTransitions(t *testing.T) {
 		if !slices.Equal(types, []string{"status", "pr", "status"}) {
 			t.Fatalf("event types after pr = %v", types)
 		}
-		if p := payload(t, evs[2]); p["from"] != "done" || p["to"] != "done_pr" {
+		if p := fixture.Payload(t, evs[2]); p["from"] != "done" || p["to"] != "done_pr" {
 			t.Fatalf("pr status event = %s", evs[2].Payload)
 		}
-		refused(t, app, owner, b4.ID, "POST", "/api/tasks/"+b4.ID+"/pr", nil, http.StatusConflict)
+		refused(t, f, owner, b4.ID, "POST", "/api/tasks/"+b4.ID+"/pr", nil, http.StatusConflict)
 
 		// A running task (the dispatcher normally puts it there) cannot be
 		// deleted, reconfigured, launched, restarted or proposed.
-		b5 := createTask(t, owner, blocked, "echo running", nil)
-		setStatus(t, app, b5.ID, tasks.StatusRunning)
+		b5 := f.Task(t, owner, blocked, "echo running", nil)
+		f.SetStatus(t, b5.ID, tasks.StatusRunning)
 		b5p := "/api/tasks/" + b5.ID
-		refused(t, app, owner, b5.ID, "DELETE", b5p, nil, http.StatusConflict, "running")
-		refused(t, app, owner, b5.ID, "PATCH", b5p+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
-		refused(t, app, owner, b5.ID, "POST", b5p+"/launch", nil, http.StatusConflict)
-		refused(t, app, owner, b5.ID, "POST", b5p+"/restart", nil, http.StatusConflict)
-		refused(t, app, owner, b5.ID, "POST", b5p+"/pr", nil, http.StatusConflict)
-		setStatus(t, app, b5.ID, tasks.StatusNeedsInput)
-		refused(t, app, owner, b5.ID, "DELETE", b5p, nil, http.StatusConflict, "needs_input")
-		setStatus(t, app, b5.ID, tasks.StatusRunning)
+		refused(t, f, owner, b5.ID, "DELETE", b5p, nil, http.StatusConflict, "running")
+		refused(t, f, owner, b5.ID, "PATCH", b5p+"/config", map[string]any{"effort": "low"}, http.StatusConflict)
+		refused(t, f, owner, b5.ID, "POST", b5p+"/launch", nil, http.StatusConflict)
+		refused(t, f, owner, b5.ID, "POST", b5p+"/restart", nil, http.StatusConflict)
+		refused(t, f, owner, b5.ID, "POST", b5p+"/pr", nil, http.StatusConflict)
+		f.SetStatus(t, b5.ID, tasks.StatusNeedsInput)
+		refused(t, f, owner, b5.ID, "DELETE", b5p, nil, http.StatusConflict, "needs_input")
+		f.SetStatus(t, b5.ID, tasks.StatusRunning)
 		// Cancelling a running task is allowed (its agent, if it ran here,
 		// would be stopped).
 		r = owner.Do("POST", b5p+"/cancel", nil)
-		want(t, r, http.StatusOK)
+		fixture.Want(t, r, http.StatusOK)
 		if got := r.Map(t); got["status"] != "cancelled" {
 			t.Fatalf("cancel of a running task = %s", r.Body)
 		}
-		if p := payload(t, events(t, owner, b5.ID, "")[1]); p["from"] != "running" || p["to"] != "cancelled" {
+		if p := fixture.Payload(t, fixture.Events(t, owner, b5.ID, "")[1]); p["from"] != "running" || p["to"] != "cancelled" {
 			t.Fatalf("cancel event of a running task = %v", p)
 		}
 
 		// Rerun makes a new, unheld task with the same settings; the
 		// original is untouched.
-		src := createTask(t, owner, blocked, "echo rerun\nline two", map[string]any{"title": "Rerun me", "agent_profile": "coder",
+		src := f.Task(t, owner, blocked, "echo rerun\nline two", map[string]any{"title": "Rerun me", "agent_profile": "coder",
 			"config": map[string]any{"effort": "medium"}})
 		srcBefore := owner.Do("GET", "/api/tasks/"+src.ID, nil)
 		r = owner.Do("POST", "/api/tasks/"+src.ID+"/rerun", nil)
@@ -732,11 +616,11 @@ func TestTaskTransitions(t *testing.T) {
 		if after := owner.Do("GET", "/api/tasks/"+src.ID, nil); !bytes.Equal(after.Body, srcBefore.Body) {
 			t.Fatalf("rerun changed the original:\n%s\n%s", srcBefore.Body, after.Body)
 		}
-		if got := getTask(t, owner, rerun.ID); got.Status != "queued" {
+		if got := fixture.GetTask(t, owner, rerun.ID); got.Status != "queued" {
 			t.Fatalf("rerun task reads %+v", got)
 		}
 		// The blocker never moved.
-		if got := getTask(t, owner, blocker); got.Status != "running" {
+		if got := fixture.GetTask(t, owner, blocker); got.Status != "running" {
 			t.Fatalf("blocker = %+v", got)
 		}
 	})
@@ -744,16 +628,16 @@ func TestTaskTransitions(t *testing.T) {
 
 func TestTaskEvents(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
-		blocked, _ := f.blockedProject(t, owner, "Blocked")
-		task := createTask(t, owner, blocked, "echo events", nil)
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
+		blocked, _ := f.BlockedProject(t, owner, "Blocked")
+		task := f.Task(t, owner, blocked, "echo events", nil)
 		p := "/api/tasks/" + task.ID
 		// created (1), then cancel/restart/cancel/restart/cancel: 6 events.
 		for _, action := range []string{"cancel", "restart", "cancel", "restart", "cancel"} {
-			want(t, owner.Do("POST", p+"/"+action, nil), http.StatusOK)
+			fixture.Want(t, owner.Do("POST", p+"/"+action, nil), http.StatusOK)
 		}
-		seqs := func(evs []tasks.TaskEvent) []int32 {
+		seqs := func(evs []runs.TaskEvent) []int32 {
 			out := []int32{}
 			for _, e := range evs {
 				out = append(out, e.SequenceNum)
@@ -766,7 +650,7 @@ func TestTaskEvents(t *testing.T) {
 			}
 			return apitest.Scenario{Name: "events" + query, Client: owner, Method: "GET", Path: p + "/events" + query, WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					var evs []tasks.TaskEvent
+					var evs []runs.TaskEvent
 					r.JSON(t, &evs)
 					if got := seqs(evs); !slices.Equal(got, wantSeqs) {
 						t.Fatalf("sequence numbers = %v, want %v", got, wantSeqs)
@@ -779,14 +663,14 @@ func TestTaskEvents(t *testing.T) {
 		apitest.Run(t, app, []apitest.Scenario{
 			{Name: "all events", Client: owner, Method: "GET", Path: p + "/events", WantStatus: 200,
 				Check: func(t *testing.T, r *apitest.Response) {
-					for _, k := range elementKeys(t, r.Body) {
+					for _, k := range fixture.ElementKeys(t, r.Body) {
 						if !slices.Equal(k, eventFields) {
 							t.Fatalf("event fields = %v, want %v", k, eventFields)
 						}
 					}
 					var raw []map[string]any
 					r.JSON(t, &raw)
-					var evs []tasks.TaskEvent
+					var evs []runs.TaskEvent
 					r.JSON(t, &evs)
 					if got := seqs(evs); !slices.Equal(got, []int32{1, 2, 3, 4, 5, 6}) {
 						t.Fatalf("sequence numbers = %v", got)
@@ -805,7 +689,7 @@ func TestTaskEvents(t *testing.T) {
 						if i > 0 && ev.Timestamp.Before(evs[i-1].Timestamp) {
 							t.Fatalf("timestamps go back at %d", i)
 						}
-						pl := payload(t, ev)
+						pl := fixture.Payload(t, ev)
 						if pl["from"] != wantMoves[i][0] || pl["to"] != wantMoves[i][1] {
 							t.Fatalf("event %d payload = %s, want %v", i, ev.Payload, wantMoves[i])
 						}
@@ -831,294 +715,32 @@ func TestTaskEvents(t *testing.T) {
 	})
 }
 
-// insertRun adds a run row directly: the executor is what normally records
-// runs.
-func insertRun(t *testing.T, app *apitest.App, ws, project, task string, parent any, status string, attempt int, at time.Time) string {
-	t.Helper()
-	id := ids.New()
-	var finished any
-	if status != "running" {
-		finished = at.Add(time.Minute)
-	}
-	exec1(t, app, `INSERT INTO runs (id, workspace_id, project_id, task_id, parent_run_id, kind, status, attempt, backend, exit_code, error, created_at, finished_at)
-		VALUES ($1, $2, $3, $4, $5, 'task', $6, $7, 'process', NULL, '', $8, $9)`, id, ws, project, task, parent, status, attempt, at, finished)
-	return id
-}
-
-// insertEvent appends an event of a run to its task's log directly, taking
-// the next sequence number from the task row as the service does.
-func insertEvent(t *testing.T, app *apitest.App, task, run, typ, payload string, at time.Time) int32 {
-	t.Helper()
-	var seq int32
-	if err := app.DB.W.QueryRowContext(context.Background(), "UPDATE tasks SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq", task).Scan(&seq); err != nil {
-		t.Fatal(err)
-	}
-	exec1(t, app, "INSERT INTO task_events (id, task_id, run_id, sequence_num, event_type, payload, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		ids.New(), task, run, seq, typ, payload, at)
-	return seq
-}
-
-func TestRuns(t *testing.T) {
-	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
-		ws := owner.DefaultWorkspace()
-		alpha := f.project(t, owner, "Alpha")
-		bravo := f.project(t, owner, "Bravo")
-		t1 := createTask(t, owner, alpha, "echo one", nil)
-		t2 := createTask(t, owner, bravo, "echo two", nil)
-
-		type runBoard = httpx.Board[tasks.Run]
-		apitest.Run(t, app, []apitest.Scenario{
-			{Name: "no runs", Client: owner, Method: "GET", Path: "/api/runs", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					if string(bytes.TrimSpace(r.Body)) != `{"runs":[],"total":0}` {
-						t.Fatalf("body = %s", r.Body)
-					}
-				}},
-			{Name: "empty board", Client: owner, Method: "GET", Path: "/api/runs/board", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"rows", "total", "page", "page_size", "facets"}) {
-						t.Fatalf("fields = %v", got)
-					}
-					var b runBoard
-					r.JSON(t, &b)
-					if b.Rows == nil || len(b.Rows) != 0 || b.Total != 0 || b.Page != 1 || b.PageSize != 50 || len(b.Facets["status"]) != 4 ||
-						len(b.Facets["kind"]) != 1 || b.Facets["kind"][0] != (httpx.Facet{Value: "task", Label: "Task", Count: 0}) {
-						t.Fatalf("board = %s", r.Body)
-					}
-				}},
-		})
-
-		base := time.Now().UTC().Truncate(time.Second).Add(-3 * time.Hour)
-		r1 := insertRun(t, app, ws, alpha, t1.ID, nil, "succeeded", 1, base)
-		r1c := insertRun(t, app, ws, alpha, t1.ID, r1, "running", 1, base.Add(10*time.Second))
-		r1cc := insertRun(t, app, ws, alpha, t1.ID, r1c, "failed", 1, base.Add(20*time.Second))
-		r2 := insertRun(t, app, ws, bravo, t2.ID, nil, "failed", 1, base.Add(time.Hour))
-		r3 := insertRun(t, app, ws, alpha, t1.ID, nil, "cancelled", 2, base.Add(2*time.Hour))
-		s2 := insertEvent(t, app, t1.ID, r1, "log", `{"line":"first"}`, base.Add(time.Second))
-		s3 := insertEvent(t, app, t1.ID, r1c, "message", `{"text":"child"}`, base.Add(11*time.Second))
-		s4 := insertEvent(t, app, t1.ID, r1, "result", `{"ok":true}`, base.Add(30*time.Second))
-		// An outsider's run never shows.
-		otherProject := f.project(t, f.outsider, "Other")
-		other := createTask(t, f.outsider, otherProject, "echo other", nil)
-		insertRun(t, app, f.outsider.DefaultWorkspace(), otherProject, other.ID, nil, "failed", 1, base.Add(90*time.Minute))
-
-		runIDs := func(rs []tasks.Run) []string {
-			var out []string
-			for _, r := range rs {
-				out = append(out, r.ID)
-			}
-			return out
-		}
-		list := func(query string, wantIDs []string, total int) apitest.Scenario {
-			return apitest.Scenario{Name: "runs " + query, Client: owner, Method: "GET", Path: "/api/runs" + query, WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var l tasks.RunList
-					r.JSON(t, &l)
-					if got := runIDs(l.Runs); !slices.Equal(got, wantIDs) || l.Total != total {
-						t.Fatalf("runs = %v total %d, want %v total %d", got, l.Total, wantIDs, total)
-					}
-				}}
-		}
-		bad := func(name, path string) apitest.Scenario {
-			return apitest.Scenario{Name: name, Client: owner, Method: "GET", Path: path, WantStatus: 400, WantCode: "bad_request"}
-		}
-		apitest.Run(t, app, []apitest.Scenario{
-			{Name: "runs: top-level, newest first", Client: owner, Method: "GET", Path: "/api/runs", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, []string{"runs", "total"}) {
-						t.Fatalf("fields = %v", got)
-					}
-					var raw struct{ Runs []json.RawMessage }
-					r.JSON(t, &raw)
-					for _, rr := range raw.Runs {
-						if got := apitest.ObjectKeys(t, rr); !slices.Equal(got, runFields) {
-							t.Fatalf("run fields = %v", got)
-						}
-					}
-					var l tasks.RunList
-					r.JSON(t, &l)
-					if got := runIDs(l.Runs); !slices.Equal(got, []string{r3, r2, r1}) || l.Total != 3 {
-						t.Fatalf("runs = %v total %d", got, l.Total)
-					}
-					run := l.Runs[2]
-					if run.Kind != "task" || run.Status != "succeeded" || run.WorkspaceID != ws || run.ProjectID == nil || *run.ProjectID != alpha ||
-						run.TaskID == nil || *run.TaskID != t1.ID || run.ParentRunID != nil || run.Attempt != 1 || run.Backend != "process" ||
-						!run.CreatedAt.Equal(base) || run.FinishedAt == nil || !run.FinishedAt.Equal(base.Add(time.Minute)) {
-						t.Fatalf("run = %+v", run)
-					}
-				}},
-			list("?include_children=true", []string{r3, r2, r1cc, r1c, r1}, 5),
-			list("?task_id="+t1.ID, []string{r3, r1}, 2),
-			list("?task_id="+t1.ID+"&include_children=true", []string{r3, r1cc, r1c, r1}, 4),
-			list("?status=failed", []string{r2}, 1),
-			list("?status=failed&include_children=true", []string{r2, r1cc}, 2),
-			list("?status=running", nil, 0),
-			list("?status=running&include_children=true", []string{r1c}, 1),
-			list("?project_id="+bravo, []string{r2}, 1),
-			list("?kind=task", []string{r3, r2, r1}, 3),
-			list("?limit=1&offset=1", []string{r2}, 3),
-			bad("unknown status", "/api/runs?status=paused"),
-			bad("unknown kind", "/api/runs?kind=workflow"),
-			bad("malformed task_id", "/api/runs?task_id=x"),
-			bad("limit 0", "/api/runs?limit=0"),
-			bad("include_children not a boolean", "/api/runs?include_children=maybe"),
-
-			{Name: "run tree", Client: owner, Method: "GET", Path: "/api/runs/" + r1, WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var tree tasks.RunTree
-					r.JSON(t, &tree)
-					if tree.ID != r1 || len(tree.Children) != 1 || tree.Children[0].ID != r1c || tree.Children[0].ParentRunID == nil ||
-						*tree.Children[0].ParentRunID != r1 || len(tree.Children[0].Children) != 1 || tree.Children[0].Children[0].ID != r1cc ||
-						tree.Children[0].Children[0].Children == nil || len(tree.Children[0].Children[0].Children) != 0 {
-						t.Fatalf("tree = %s", r.Body)
-					}
-					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, append(append([]string{}, runFields...), "children")) {
-						t.Fatalf("tree fields = %v", got)
-					}
-					if !strings.Contains(string(r.Body), `"children":[]`) {
-						t.Fatalf("a leaf's children must be []: %s", r.Body)
-					}
-				}},
-			{Name: "subtree", Client: owner, Method: "GET", Path: "/api/runs/" + r1c, WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var tree tasks.RunTree
-					r.JSON(t, &tree)
-					if tree.ID != r1c || tree.Status != "running" || tree.FinishedAt != nil || len(tree.Children) != 1 || tree.Children[0].ID != r1cc {
-						t.Fatalf("tree = %s", r.Body)
-					}
-				}},
-			{Name: "leaf", Client: owner, Method: "GET", Path: "/api/runs/" + r2, WantStatus: 200, WantContains: []string{`"children":[]`, `"status":"failed"`}},
-			{Name: "unknown run", Client: owner, Method: "GET", Path: "/api/runs/" + ids.New(), WantStatus: 404, WantCode: "not_found"},
-			{Name: "malformed run id", Client: owner, Method: "GET", Path: "/api/runs/x", WantStatus: 404, WantCode: "not_found"},
-
-			{Name: "run events", Client: owner, Method: "GET", Path: "/api/runs/" + r1 + "/events", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					for _, k := range elementKeys(t, r.Body) {
-						if !slices.Equal(k, eventFields) {
-							t.Fatalf("event fields = %v", k)
-						}
-					}
-					var evs []tasks.TaskEvent
-					r.JSON(t, &evs)
-					if len(evs) != 2 || evs[0].SequenceNum != s2 || evs[1].SequenceNum != s4 || evs[0].EventType != "log" ||
-						evs[1].EventType != "result" || evs[0].TaskID != t1.ID || string(evs[0].Payload) != `{"line":"first"}` {
-						t.Fatalf("run events = %s", r.Body)
-					}
-				}},
-			{Name: "run events after a sequence", Client: owner, Method: "GET", Path: fmt.Sprintf("/api/runs/%s/events?after_sequence=%d", r1, s2),
-				WantStatus: 200, Check: func(t *testing.T, r *apitest.Response) {
-					var evs []tasks.TaskEvent
-					r.JSON(t, &evs)
-					if len(evs) != 1 || evs[0].SequenceNum != s4 {
-						t.Fatalf("run events = %s", r.Body)
-					}
-				}},
-			{Name: "run events limit", Client: owner, Method: "GET", Path: "/api/runs/" + r1 + "/events?limit=1", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var evs []tasks.TaskEvent
-					r.JSON(t, &evs)
-					if len(evs) != 1 || evs[0].SequenceNum != s2 {
-						t.Fatalf("run events = %s", r.Body)
-					}
-				}},
-			{Name: "child run events", Client: owner, Method: "GET", Path: "/api/runs/" + r1c + "/events", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var evs []tasks.TaskEvent
-					r.JSON(t, &evs)
-					if len(evs) != 1 || evs[0].SequenceNum != s3 || evs[0].EventType != "message" {
-						t.Fatalf("child run events = %s", r.Body)
-					}
-				}},
-			{Name: "run without events", Client: owner, Method: "GET", Path: "/api/runs/" + r2 + "/events", WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					if string(bytes.TrimSpace(r.Body)) != "[]" {
-						t.Fatalf("body = %s", r.Body)
-					}
-				}},
-			{Name: "events of an unknown run", Client: owner, Method: "GET", Path: "/api/runs/" + ids.New() + "/events", WantStatus: 404, WantCode: "not_found"},
-			bad("run events limit 0", "/api/runs/"+r1+"/events?limit=0"),
-		})
-		// The task's own log holds the runs' events too, in one sequence.
-		if got := len(events(t, owner, t1.ID, "")); got != 4 {
-			t.Fatalf("task log has %d events, want 4", got)
-		}
-
-		board := func(query string, wantIDs []string, total int, status map[string]int, kind int) apitest.Scenario {
-			return apitest.Scenario{Name: "board " + query, Client: owner, Method: "GET", Path: "/api/runs/board" + query, WantStatus: 200,
-				Check: func(t *testing.T, r *apitest.Response) {
-					var b runBoard
-					r.JSON(t, &b)
-					if got := runIDs(b.Rows); !slices.Equal(got, wantIDs) || b.Total != total {
-						t.Fatalf("board = %v total %d, want %v total %d", got, b.Total, wantIDs, total)
-					}
-					var values []string
-					for _, c := range b.Facets["status"] {
-						values = append(values, c.Value)
-						if c.Count != status[c.Value] || c.Label == "" {
-							t.Fatalf("status chip %+v, want counts %v", c, status)
-						}
-					}
-					if !slices.Equal(values, []string{"running", "succeeded", "failed", "cancelled"}) {
-						t.Fatalf("status facet = %v", values)
-					}
-					if len(b.Facets["kind"]) != 1 || b.Facets["kind"][0] != (httpx.Facet{Value: "task", Label: "Task", Count: kind}) || len(b.Facets) != 2 {
-						t.Fatalf("facets = %v", b.Facets)
-					}
-				}}
-		}
-		top := map[string]int{"succeeded": 1, "failed": 1, "cancelled": 1}
-		apitest.Run(t, app, []apitest.Scenario{
-			board("", []string{r3, r2, r1}, 3, top, 3),
-			board("?status=failed", []string{r2}, 1, top, 1),
-			board("?kind=task", []string{r3, r2, r1}, 3, top, 3),
-			board("?project_id="+alpha, []string{r3, r1}, 2, map[string]int{"succeeded": 1, "cancelled": 1}, 2),
-			board("?sort=created_at", []string{r3, r2, r1}, 3, top, 3),
-			board("?page=2&page_size=2", []string{r1}, 3, top, 3),
-			// order is part of every board's query (DESIGN §3); the runs
-			// board must honour it.
-			board("?sort=created_at&order=asc", []string{r1, r2, r3}, 3, top, 3),
-			bad("board unknown sort", "/api/runs/board?sort=status"),
-			bad("board page_size 201", "/api/runs/board?page_size=201"),
-			bad("board unknown status", "/api/runs/board?status=paused"),
-		})
-
-		// Deleting a task takes its runs with it.
-		want(t, owner.Do("DELETE", "/api/tasks/"+t2.ID, nil), http.StatusOK)
-		apitest.Run(t, app, []apitest.Scenario{
-			{Name: "run of a deleted task", Client: owner, Method: "GET", Path: "/api/runs/" + r2, WantStatus: 404, WantCode: "not_found"},
-			list("", []string{r3, r1}, 2),
-		})
-	})
-}
-
 func TestTasksTenancy(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner, outsider := f.app, f.owner, f.outsider
+		f := fixture.NewAPI(t, e)
+		app, owner, outsider := f.App, f.Owner, f.Outsider
 		ownerWS := owner.DefaultWorkspace()
 		// The owner's follow-up requests of the harness (launch, restart,
 		// rerun) queue unheld tasks: the blocked project keeps them queued.
-		blocked, _ := f.blockedProject(t, owner, "Blocked")
-		f.project(t, outsider, "Outsider's")
+		blocked, _ := f.BlockedProject(t, owner, "Blocked")
+		f.Project(t, outsider, "Outsider's")
 		heldTask := func(t *testing.T, c *apitest.Client) string {
-			return createTask(t, c, blocked, "echo tenancy", nil).ID
+			return f.Task(t, c, blocked, "echo tenancy", nil).ID
 		}
 		cancelledTask := func(t *testing.T, c *apitest.Client) string {
 			id := heldTask(t, c)
-			want(t, c.Do("POST", "/api/tasks/"+id+"/cancel", nil), http.StatusOK)
+			fixture.Want(t, c.Do("POST", "/api/tasks/"+id+"/cancel", nil), http.StatusOK)
 			return id
 		}
 		doneTask := func(t *testing.T, c *apitest.Client) string {
 			id := heldTask(t, c)
-			exec1(t, app, "UPDATE tasks SET status = 'done', pr = $2 WHERE id = $1", id,
+			f.Exec(t, "UPDATE tasks SET status = 'done', pr = $2 WHERE id = $1", id,
 				`{"provider":"local","branch":"b","base":"main","commit":"abc","files_changed":1,"insertions":1,"deletions":0,"url":null,"opened_at":null}`)
 			return id
 		}
 		run := func(t *testing.T, c *apitest.Client) string {
 			id := heldTask(t, c)
-			return insertRun(t, app, ownerWS, blocked, id, nil, "succeeded", 1, time.Now().UTC())
+			return f.Run(t, ownerWS, blocked, id, "", "succeeded", 1, time.Now().UTC())
 		}
 		apitest.CheckTenancy(t, owner, outsider, []apitest.TenancyCase{
 			{Name: "GET task", Method: "GET", Path: "/api/tasks/{id}", Create: heldTask},
@@ -1142,12 +764,12 @@ func TestTasksTenancy(t *testing.T) {
 		// one run of the owner, which then read exactly as before.
 		victim := heldTask(t, owner)
 		done := doneTask(t, owner)
-		victimRun := insertRun(t, app, ownerWS, blocked, victim, nil, "succeeded", 1, time.Now().UTC())
+		victimRun := f.Run(t, ownerWS, blocked, victim, "", "succeeded", 1, time.Now().UTC())
 		snapshot := func() string {
 			var sb strings.Builder
 			for _, p := range []string{"/api/tasks/" + victim, "/api/tasks/" + victim + "/events", "/api/tasks/" + done, "/api/runs/" + victimRun} {
 				r := owner.Do("GET", p, nil)
-				want(t, r, http.StatusOK)
+				fixture.Want(t, r, http.StatusOK)
 				sb.Write(r.Body)
 			}
 			return sb.String()
@@ -1199,7 +821,7 @@ func TestTasksTenancy(t *testing.T) {
 		for _, path := range []string{"/api/tasks", "/tasks/board", "/api/tasks/names", "/api/runs", "/api/runs/board",
 			"/api/runs?include_children=true", "/tasks/board?project_id=" + blocked, "/api/tasks?project_id=" + blocked, "/api/runs?task_id=" + victim} {
 			r := outsider.Do("GET", path, nil)
-			want(t, r, http.StatusOK)
+			fixture.Want(t, r, http.StatusOK)
 			for _, leak := range []string{victim, done, victimRun, blocked, ownerWS, "echo tenancy"} {
 				if strings.Contains(string(r.Body), leak) {
 					t.Fatalf("%s shows the owner's %s to the outsider: %s", path, leak, r.Body)
@@ -1211,13 +833,13 @@ func TestTasksTenancy(t *testing.T) {
 
 func TestTasksAccess(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		f := setup(t, e)
-		app, owner := f.app, f.owner
+		f := fixture.NewAPI(t, e)
+		app, owner := f.App, f.Owner
 		pending := app.Pending("Pat Pending")
-		proj := f.project(t, owner, "Alpha")
-		task := createTask(t, owner, proj, "echo access", nil)
-		run := insertRun(t, app, owner.DefaultWorkspace(), proj, task.ID, nil, "succeeded", 1, time.Now().UTC())
-		foreign := []string{tenancy.WorkspaceHeader, f.outsider.DefaultWorkspace()}
+		proj := f.Project(t, owner, "Alpha")
+		task := f.Task(t, owner, proj, "echo access", nil)
+		run := f.Run(t, owner.DefaultWorkspace(), proj, task.ID, "", "succeeded", 1, time.Now().UTC())
+		foreign := []string{tenancy.WorkspaceHeader, f.Outsider.DefaultWorkspace()}
 		var scenarios []apitest.Scenario
 		for _, ep := range []struct {
 			method, path string

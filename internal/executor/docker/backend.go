@@ -431,16 +431,16 @@ func (b *Backend) track(id string, live bool) {
 	}
 }
 
-// Cleanup implements executor.Backend: it force-removes every container that
-// carries this instance's label, except those this Backend is running now.
-// Containers of other instances and unlabelled ones are never touched.
-func (b *Backend) Cleanup(ctx context.Context) error {
+// Leftovers implements executor.Backend: every container that carries this
+// instance's label, except those this Backend is running now. Containers of
+// other instances and unlabelled ones are never listed.
+func (b *Backend) Leftovers(ctx context.Context) ([]executor.Leftover, error) {
 	list, err := b.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
 		Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.instance),
 	})
 	if err != nil {
-		return b.engineErr("list containers", err)
+		return nil, b.engineErr("list containers", err)
 	}
 	b.mu.Lock()
 	live := make(map[string]struct{}, len(b.live))
@@ -449,7 +449,7 @@ func (b *Backend) Cleanup(ctx context.Context) error {
 	}
 	b.mu.Unlock()
 
-	var errs []error
+	var out []executor.Leftover
 	for _, c := range list.Items {
 		if c.Labels[executor.InstanceLabel] != b.instance {
 			continue // the engine filtered already; never trust it with other instances' containers
@@ -457,11 +457,55 @@ func (b *Backend) Cleanup(ctx context.Context) error {
 		if _, ok := live[c.ID]; ok {
 			continue
 		}
-		if err := b.remove(ctx, c.ID); err != nil {
-			errs = append(errs, err)
+		l := &leftover{b: b, id: c.ID, labels: c.Labels}
+		if c.State != container.StateRunning && c.State != container.StateRestarting && c.State != container.StatePaused {
+			got, err := b.cli.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+			switch {
+			case cerrdefs.IsNotFound(err):
+				continue // removed meanwhile
+			case err != nil:
+				return nil, b.engineErr("inspect container "+shortID(c.ID), err)
+			}
+			if st := got.Container.State; st != nil && !st.Running {
+				l.exited, l.code = true, st.ExitCode
+			}
 		}
+		out = append(out, l)
 	}
-	return errors.Join(errs...)
+	return out, nil
+}
+
+// leftover is a container an earlier process of this instance started.
+type leftover struct {
+	b      *Backend
+	id     string
+	labels map[string]string
+	exited bool
+	code   int
+}
+
+func (l *leftover) ID() string                { return l.id }
+func (l *leftover) Labels() map[string]string { return l.labels }
+func (l *leftover) Exited() (int, bool)       { return l.code, l.exited }
+
+// Output reads the container's stdout from the engine's log of it.
+func (l *leftover) Output(ctx context.Context) (io.ReadCloser, error) {
+	logs, err := l.b.cli.ContainerLogs(ctx, l.id, client.ContainerLogsOptions{ShowStdout: true})
+	if err != nil {
+		return nil, l.b.engineErr("read the log of container "+shortID(l.id), err)
+	}
+	r, w := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(w, io.Discard, logs)
+		logs.Close()
+		w.CloseWithError(err)
+	}()
+	return r, nil
+}
+
+// Remove force-removes the container.
+func (l *leftover) Remove(ctx context.Context) error {
+	return l.b.remove(ctx, l.id)
 }
 
 // CountLabelled counts this instance's containers (running or not) that also

@@ -93,7 +93,7 @@ func newBackend(t *testing.T) *Backend {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		left := b.containers(t, ctx)
-		if err := b.Cleanup(ctx); err != nil {
+		if err := removeLeftovers(ctx, b); err != nil {
 			t.Errorf("cleanup: %v", err)
 		}
 		if !t.Failed() && len(left) > 0 {
@@ -102,6 +102,19 @@ func newBackend(t *testing.T) *Backend {
 		_ = b.Close()
 	})
 	return b
+}
+
+// removeLeftovers removes what Leftovers lists.
+func removeLeftovers(ctx context.Context, b *Backend) error {
+	ls, err := b.Leftovers(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range ls {
+		errs = append(errs, l.Remove(ctx))
+	}
+	return errors.Join(errs...)
 }
 
 // containers lists every container (running or not) with this backend's
@@ -549,30 +562,49 @@ func TestKillWithCancelledContext(t *testing.T) {
 	}
 }
 
-func TestCleanupRemovesOnlyThisInstancesContainers(t *testing.T) {
+func TestLeftoversAreOnlyThisInstancesContainers(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
 	ctx := testContext(t)
 	other := "runner@someone-else-" + randomSuffix(t)
 
-	orphan := createRaw(t, b, map[string]string{executor.InstanceLabel: b.instance}, true)
+	orphan := createRaw(t, b, map[string]string{executor.InstanceLabel: b.instance, "service.run": "r1"}, true)
 	stopped := createRaw(t, b, map[string]string{executor.InstanceLabel: b.instance}, false)
 	foreign := createRaw(t, b, map[string]string{executor.InstanceLabel: other}, true)
 	unlabelled := createRaw(t, b, nil, true)
 	live := start(t, b, shSpec(t, `exec cat`))
 
-	if err := b.Cleanup(ctx); err != nil {
-		t.Fatalf("cleanup: %v", err)
+	ls, err := b.Leftovers(ctx)
+	if err != nil {
+		t.Fatalf("leftovers: %v", err)
+	}
+	got := map[string]executor.Leftover{}
+	for _, l := range ls {
+		got[l.ID()] = l
+	}
+	if len(got) != 2 || got[orphan] == nil || got[stopped] == nil {
+		t.Fatalf("leftovers = %v, want exactly the orphan %s and the stopped %s", got, shortID(orphan), shortID(stopped))
+	}
+	if got[orphan].Labels()["service.run"] != "r1" {
+		t.Errorf("labels = %v", got[orphan].Labels())
+	}
+	if _, exited := got[orphan].Exited(); exited {
+		t.Error("a running leftover reads as exited")
+	}
+	for _, l := range ls {
+		if err := l.Remove(ctx); err != nil {
+			t.Fatalf("remove: %v", err)
+		}
 	}
 	for _, id := range []string{orphan, stopped} {
 		if _, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); !cerrdefs.IsNotFound(err) {
-			t.Errorf("own orphan %s survived Cleanup (inspect error %v)", shortID(id), err)
+			t.Errorf("own orphan %s survived its removal (inspect error %v)", shortID(id), err)
 		}
 	}
 	for _, id := range []string{foreign, unlabelled, live.ID()} {
 		got, err := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 		if err != nil {
-			t.Errorf("container %s was touched by Cleanup: %v", shortID(id), err)
+			t.Errorf("container %s was touched: %v", shortID(id), err)
 			continue
 		}
 		if !got.Container.State.Running {
@@ -583,7 +615,7 @@ func TestCleanupRemovesOnlyThisInstancesContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code, err := live.Wait(ctx); err != nil || code != 0 {
-		t.Errorf("live agent after Cleanup: %d, %v", code, err)
+		t.Errorf("live agent after the removal of leftovers: %d, %v", code, err)
 	}
 }
 
@@ -652,8 +684,8 @@ func TestNoEngineIsUnavailable(t *testing.T) {
 	if err := b.Check(ctx); !errors.Is(err, executor.ErrUnavailable) {
 		t.Errorf("Check: %v", err)
 	}
-	if err := b.Cleanup(ctx); !errors.Is(err, executor.ErrUnavailable) {
-		t.Errorf("Cleanup: %v", err)
+	if _, err := b.Leftovers(ctx); !errors.Is(err, executor.ErrUnavailable) {
+		t.Errorf("Leftovers: %v", err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,13 +30,14 @@ type Backend struct {
 	// its next start ("" keeps no record).
 	sessions string
 	mu       sync.Mutex
+	live     map[int]bool // sessions this Backend started that have not ended
 }
 
 // New returns the process backend; it uses bubblewrap when found on PATH.
 // stateDir keeps the record of running agents across a crash ("" for none).
 func New(stateDir string) *Backend {
 	path, _ := exec.LookPath("bwrap")
-	b := &Backend{bwrap: path}
+	b := &Backend{bwrap: path, live: map[int]bool{}}
 	if stateDir != "" {
 		b.sessions = filepath.Join(stateDir, "process-agents")
 	}
@@ -48,47 +50,111 @@ func (b *Backend) Name() string { return "process" }
 // Sandboxed reports whether agents run inside bubblewrap.
 func (b *Backend) Sandboxed() bool { return b.bwrap != "" }
 
-// Cleanup kills whatever is left of agents a previous process of this hub
-// started: their sessions' members (scripts, tools) outlive a hub killed
-// with SIGKILL, since only direct children get the death signal.
-func (b *Backend) Cleanup(context.Context) error {
+// Leftovers implements executor.Backend: the sessions of agents an earlier
+// process of this hub started and did not see end. Their members (scripts,
+// tools) outlive a hub killed with SIGKILL, since only direct children get
+// the death signal. Labels are not kept for processes.
+func (b *Backend) Leftovers(context.Context) ([]executor.Leftover, error) {
 	if b.sessions == "" {
-		return nil
+		return nil, nil
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	data, err := os.ReadFile(b.sessions)
+	live := maps.Clone(b.live)
+	b.mu.Unlock()
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []executor.Leftover
 	for _, line := range strings.Fields(string(data)) {
-		if sid, err := strconv.Atoi(line); err == nil && sid > 1 {
-			killSession(sid)
+		id, start, _ := strings.Cut(line, ":")
+		sid, err := strconv.Atoi(id)
+		if err != nil || sid <= 1 || live[sid] {
+			continue
 		}
+		// A leader alive under another start time is a new process that
+		// got the number: the recorded session has no members left (Linux
+		// does not reuse a number that is still some process's session id).
+		if now, ok := startTime(sid); ok && now != start {
+			if err := b.record(sid, false); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, &leftover{b: b, sid: sid})
 	}
-	return os.WriteFile(b.sessions, nil, 0o600)
+	return out, nil
 }
 
-func (b *Backend) record(sid int, add bool) {
+// startTime is a process's start time in clock ticks after boot (field 22
+// of /proc/<pid>/stat); ok is false when the process does not exist.
+func startTime(pid int) (string, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return "", false
+	}
+	rest := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(rest) < 20 {
+		return "", false
+	}
+	return rest[19], true
+}
+
+// leftover is the session of an agent an earlier process started.
+type leftover struct {
+	b   *Backend
+	sid int
+}
+
+func (l *leftover) ID() string                { return fmt.Sprintf("session:%d", l.sid) }
+func (l *leftover) Labels() map[string]string { return nil }
+func (l *leftover) Exited() (int, bool)       { return 0, false }
+func (l *leftover) Output(context.Context) (io.ReadCloser, error) {
+	return nil, executor.ErrNoOutput
+}
+
+// Remove kills every process left in the session and forgets it.
+func (l *leftover) Remove(context.Context) error {
+	killSession(l.sid)
+	return l.b.record(l.sid, false)
+}
+
+// record adds or removes a session in the state file (and in live, the
+// sessions this Backend started).
+func (b *Backend) record(sid int, add bool) error {
 	if b.sessions == "" {
-		return
+		return nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	data, _ := os.ReadFile(b.sessions)
+	if add {
+		b.live[sid] = true
+	} else {
+		delete(b.live, sid)
+	}
+	data, err := os.ReadFile(b.sessions)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("process: reading %s: %w", b.sessions, err)
+	}
 	var keep []string
 	for _, line := range strings.Fields(string(data)) {
-		if line != strconv.Itoa(sid) {
+		if id, _, _ := strings.Cut(line, ":"); id != strconv.Itoa(sid) {
 			keep = append(keep, line)
 		}
 	}
 	if add {
-		keep = append(keep, strconv.Itoa(sid))
+		// With the leader's start time, so that a later process that gets
+		// the same number is not mistaken for it.
+		start, _ := startTime(sid)
+		keep = append(keep, strconv.Itoa(sid)+":"+start)
 	}
-	os.WriteFile(b.sessions, []byte(strings.Join(keep, "\n")+"\n"), 0o600)
+	if err := os.WriteFile(b.sessions, []byte(strings.Join(keep, "\n")+"\n"), 0o600); err != nil {
+		return fmt.Errorf("process: writing %s: %w", b.sessions, err)
+	}
+	return nil
 }
 
 // killSession SIGKILLs every process in session sid. Linux does not hand out
@@ -183,11 +249,19 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	}
 	h := &handle{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr, home: home, done: make(chan struct{})}
 	sid := cmd.Process.Pid
-	b.record(sid, true)
+	if err := b.record(sid, true); err != nil {
+		// Untracked, it could outlive a crash of the hub unnoticed.
+		killSession(sid)
+		_ = cmd.Wait() // reaps it; its status does not matter any more
+		os.RemoveAll(home)
+		return nil, err
+	}
 	go func() {
 		h.waitErr = cmd.Wait()
 		killSession(sid) // what the agent left running dies with it
-		b.record(sid, false)
+		// A session that stays recorded only costs a kill of an empty
+		// session at the next start; the agent's result matters more.
+		_ = b.record(sid, false)
 		os.RemoveAll(home)
 		close(h.done)
 	}()

@@ -144,6 +144,17 @@ func (d *DB) QueryRowPrepared(ctx context.Context, query string, args ...any) *s
 	return st.QueryRowContext(ctx, args...)
 }
 
+// QueryPrepared is QueryRowPrepared for many rows (hot list endpoints).
+// Query texts must come from a bounded set (filters and sort keys choose
+// among fixed fragments; values are arguments): each is kept prepared.
+func (d *DB) QueryPrepared(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := d.prepared(ctx, query)
+	if err != nil {
+		return d.R.QueryContext(ctx, query, args...)
+	}
+	return st.QueryContext(ctx, args...)
+}
+
 func (d *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st, ok := d.readStmts.Load(query); ok {
 		return st.(*sql.Stmt), nil

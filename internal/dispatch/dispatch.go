@@ -1,0 +1,351 @@
+// Package dispatch is the hub's side of the worker port: it turns queued
+// jobs into work for workers and what workers report into runs, events and
+// the state of whatever the job was for. Each job kind has a Handler (tasks
+// register theirs); dispatch owns the choreography: claims with leases,
+// appends, finishes, control messages, and the rescuer that takes back work
+// whose worker died.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/runs"
+	"slipway/internal/worker"
+)
+
+// Handler gives one job kind its meaning.
+type Handler interface {
+	// Start turns a claimed job into work, inside the claim's transaction
+	// (so the claim and the start commit together). A nil assignment drops
+	// the job: its subject is gone or no longer wants running.
+	Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w WorkerInfo) (*worker.Assignment, error)
+	// Resume rebuilds the assignment of a job a restarted worker still
+	// holds, with what its run recorded.
+	Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error)
+	// Finish records how the work ended, in the transaction that completes
+	// the job.
+	Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error
+	// Interrupted brings the job's subject in line after its worker died or
+	// stopped: the job is back in the queue, or failed when final.
+	Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error
+}
+
+// WorkerInfo is what a handler knows of the worker that claimed its job.
+type WorkerInfo struct {
+	ID      string
+	Backend string
+}
+
+// Config tunes the dispatcher.
+type Config struct {
+	// Lease is how long a worker holds work without extending it; a worker
+	// that dies loses its work to the rescuer this long after its last
+	// extension.
+	Lease time.Duration
+	// Poll is the fallback when no notification arrives (they are lost only
+	// while a database connection drops).
+	Poll time.Duration
+	// Retention is how long finished jobs are kept.
+	Retention time.Duration
+}
+
+// Dispatcher implements worker.Port for the hub.
+type Dispatcher struct {
+	queue *jobs.Queue
+	runs  *runs.Service
+	bus   *pubsub.Bus
+	db    *db.DB
+	cfg   Config
+	log   *slog.Logger
+
+	mu       sync.RWMutex
+	handlers map[string]registered // by job kind
+}
+
+type registered struct {
+	work    string
+	handler Handler
+}
+
+var _ worker.Port = (*Dispatcher)(nil)
+
+// New returns a dispatcher.
+func New(d *db.DB, q *jobs.Queue, r *runs.Service, bus *pubsub.Bus, cfg Config, log *slog.Logger) *Dispatcher {
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Retention <= 0 {
+		cfg.Retention = 7 * 24 * time.Hour
+	}
+	return &Dispatcher{db: d, queue: q, runs: r, bus: bus, cfg: cfg, log: log, handlers: map[string]registered{}}
+}
+
+// Handle registers the handler of a job kind whose jobs are work of the
+// given type (worker.WorkAgent).
+func (d *Dispatcher) Handle(kind, work string, h Handler) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.handlers[kind] = registered{work: work, handler: h}
+}
+
+func (d *Dispatcher) handler(kind string) (Handler, error) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	r, ok := d.handlers[kind]
+	if !ok {
+		return nil, fmt.Errorf("dispatch: no handler for job kind %q", kind)
+	}
+	return r.handler, nil
+}
+
+func (d *Dispatcher) kinds(work []string) []string {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	var out []string
+	for k, r := range d.handlers {
+		for _, w := range work {
+			if r.work == w {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
+}
+
+// Lease is the lease duration workers are given.
+func (d *Dispatcher) Lease() time.Duration { return d.cfg.Lease }
+
+// Claim implements worker.Port: it claims and starts jobs, waiting for
+// notifications (a job queued, a slot freed) until something is assigned or
+// req.Wait has passed.
+func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
+	if req.Max <= 0 {
+		return nil, nil
+	}
+	kinds := d.kinds([]string{worker.WorkAgent})
+	if len(kinds) == 0 {
+		return nil, errors.New("dispatch: no job kind is registered")
+	}
+	sub := d.bus.Subscribe(jobs.TopicQueued)
+	defer sub.Close()
+	var deadline <-chan time.Time
+	if req.Wait > 0 {
+		t := time.NewTimer(req.Wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	poll := time.NewTicker(d.cfg.Poll)
+	defer poll.Stop()
+	for {
+		as, err := d.claimOnce(ctx, req, kinds)
+		if err != nil || len(as) > 0 || req.Wait <= 0 {
+			return as, err
+		}
+		select {
+		case <-sub.C:
+		case <-poll.C:
+		case <-deadline:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kinds []string) ([]worker.Assignment, error) {
+	info := WorkerInfo{ID: req.Worker, Backend: req.Backend}
+	var as []worker.Assignment
+	_, err := d.queue.Claim(ctx, jobs.ClaimRequest{Kinds: kinds, Owner: req.Worker, Max: req.Max, Lease: d.cfg.Lease},
+		func(ctx context.Context, tx *db.Tx, j *jobs.Job) (bool, error) {
+			h, err := d.handler(j.Kind)
+			if err != nil {
+				return false, err
+			}
+			a, err := h.Start(ctx, tx, j, info)
+			if err != nil || a == nil {
+				return false, err
+			}
+			a.TTL = d.cfg.Lease
+			as = append(as, *a)
+			return true, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return as, nil
+}
+
+func jobLease(l worker.Lease) jobs.Lease {
+	return jobs.Lease{JobID: l.JobID, Owner: l.Worker, Attempt: l.Attempt}
+}
+
+// Extend implements worker.Port.
+func (d *Dispatcher) Extend(ctx context.Context, l worker.Lease) (worker.Directive, error) {
+	cancel, err := d.queue.Extend(ctx, jobLease(l), d.cfg.Lease)
+	if errors.Is(err, jobs.ErrLeaseLost) {
+		return worker.Directive{}, worker.ErrLeaseLost
+	}
+	return worker.Directive{Cancel: cancel}, err
+}
+
+// Append implements worker.Port: the batch is stored unless the lease was
+// lost (then the worker is told to stop).
+func (d *Dispatcher) Append(ctx context.Context, l worker.Lease, b worker.Batch) error {
+	// A lease past its expiry that nobody rescued yet is still the
+	// worker's: it may be about to extend it.
+	held, err := d.queue.Holder(ctx, l.JobID)
+	if err != nil {
+		return err
+	}
+	if held == nil || *held != jobLease(l) {
+		return worker.ErrLeaseLost
+	}
+	evs := make([]runs.NewEvent, len(b.Events))
+	for i, e := range b.Events {
+		evs[i] = runs.NewEvent{Type: e.Type, Payload: e.Payload, At: e.At}
+	}
+	_, err = d.runs.AppendBatch(ctx, l.WorkspaceID, l.RunID, b.Seq, evs)
+	return err
+}
+
+// Finish implements worker.Port: one transaction gives the lease back and
+// records the outcome, so a result is recorded once or not at all.
+func (d *Dispatcher) Finish(ctx context.Context, l worker.Lease, r worker.Result) error {
+	err := d.db.Tx(ctx, func(tx *db.Tx) error {
+		jl := jobLease(l)
+		switch r.Outcome {
+		case worker.Interrupted, worker.ShutDown:
+			reason := r.Error
+			j, err := d.queue.Retry(ctx, tx, jl, reason, 0, r.Outcome == worker.Interrupted)
+			if err != nil {
+				return err
+			}
+			h, err := d.handler(j.Kind)
+			if err != nil {
+				return err
+			}
+			return h.Interrupted(ctx, tx, j, j.State == jobs.Failed, reason)
+		default:
+			j, err := d.queue.Complete(ctx, tx, jl)
+			if err != nil {
+				return err
+			}
+			h, err := d.handler(j.Kind)
+			if err != nil {
+				return err
+			}
+			return h.Finish(ctx, tx, j, l.RunID, r)
+		}
+	})
+	if errors.Is(err, jobs.ErrLeaseLost) {
+		return worker.ErrLeaseLost
+	}
+	return err
+}
+
+// Control implements worker.Port for in-process workers: cancels published
+// on the bus, by any replica, reach the worker here.
+func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worker.Control, error) {
+	sub := d.bus.Subscribe(jobs.TopicControl)
+	out := make(chan worker.Control, 16)
+	go func() {
+		defer sub.Close()
+		defer close(out)
+		for {
+			select {
+			case m := <-sub.C:
+				if m.Reset {
+					continue // missed cancels arrive with the next Extend
+				}
+				action, job, ok := strings.Cut(m.Payload, " ")
+				if !ok {
+					continue
+				}
+				select {
+				case out <- worker.Control{JobID: job, Action: action}:
+				case <-ctx.Done():
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// Held implements worker.Port.
+func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]worker.Assignment, error) {
+	held, err := d.queue.Held(ctx, workerID)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Assignment
+	for _, j := range held {
+		h, err := d.handler(j.Kind)
+		if err != nil {
+			return nil, err
+		}
+		a, err := h.Resume(ctx, j)
+		if err != nil {
+			return nil, fmt.Errorf("dispatch: resuming job %s: %w", j.ID, err)
+		}
+		a.TTL = d.cfg.Lease
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
+// reasonDied is what a run rescued from a dead worker says.
+const reasonDied = "the server running this task stopped"
+
+// Rescue takes back the work of workers whose leases expired (they died)
+// and reports how many jobs it rescued.
+func (d *Dispatcher) Rescue(ctx context.Context) (int, error) {
+	return d.queue.Rescue(ctx, reasonDied, func(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool) error {
+		h, err := d.handler(j.Kind)
+		if err != nil {
+			return err
+		}
+		return h.Interrupted(ctx, tx, j, final, reasonDied)
+	})
+}
+
+// Run keeps the rescuer and the pruning of old jobs going until ctx ends.
+// Every replica runs it; each rescue moves a job once.
+func (d *Dispatcher) Run(ctx context.Context) {
+	rescue := time.NewTicker(max(d.cfg.Lease/4, 250*time.Millisecond))
+	defer rescue.Stop()
+	prune := time.NewTicker(time.Hour)
+	defer prune.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rescue.C:
+			if n, err := d.Rescue(ctx); err != nil && ctx.Err() == nil {
+				d.log.Error("rescuing work of stopped workers failed", "err", err)
+			} else if n > 0 {
+				d.log.Info("took back work whose worker stopped extending its lease", "jobs", n)
+			}
+		case <-prune.C:
+			if n, err := d.queue.Prune(ctx, d.cfg.Retention); err != nil && ctx.Err() == nil {
+				d.log.Error("pruning finished jobs failed", "err", err)
+			} else if n > 0 {
+				d.log.Debug("pruned finished jobs", "jobs", n)
+			}
+		}
+	}
+}

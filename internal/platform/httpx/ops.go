@@ -1,0 +1,39 @@
+package httpx
+
+import (
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// Operations declares the operations of one area of the API with the tags,
+// security and middlewares they share, so a domain's http.go only says what
+// differs: id, method, path, summary.
+type Operations struct {
+	Tags        []string
+	Security    []map[string][]string
+	Middlewares huma.Middlewares
+}
+
+// Op is one operation of the area.
+func (o Operations) Op(id, method, path, summary string) huma.Operation {
+	return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: o.Tags,
+		Security: o.Security, Middlewares: o.Middlewares}
+}
+
+// Created is op answering 201 Created.
+func Created(op huma.Operation) huma.Operation {
+	op.DefaultStatus = http.StatusCreated
+	return op
+}
+
+// Out is an operation's answer with a JSON body.
+type Out[T any] struct{ Body T }
+
+// Reply turns a service's (value, error) into an operation's answer.
+func Reply[T any](v T, err error) (*Out[T], error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Out[T]{Body: v}, nil
+}

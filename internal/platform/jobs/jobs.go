@@ -1,0 +1,781 @@
+// Package jobs is Slipway's durable job queue (DESIGN §4): one table of jobs
+// by kind with a payload; a claim takes jobs with a lease (locked_until) that
+// the holder extends while it works and gives up by completing, retrying or
+// failing the job; a rescuer returns jobs whose lease expired (their holder
+// died); run_at schedules a job for later; concurrency keys with an
+// admission check inside the claim transaction enforce caps (a workspace's,
+// a project's) where the claim happens, across replicas.
+//
+// Wake-ups travel on the pubsub bus (LISTEN/NOTIFY on PostgreSQL): a job
+// queued, or a slot freed, wakes every waiting claimer at once; polling is
+// only the fallback. The queue knows nothing of tasks or workflows: what a
+// job means is its kind's business.
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/pubsub"
+)
+
+// Job states.
+const (
+	Available = "available" // waiting for run_at and a claim
+	Running   = "running"   // claimed; the lease holder works on it
+	Completed = "completed" // done
+	Failed    = "failed"    // given up: out of attempts, or failed for good
+	Cancelled = "cancelled" // cancelled before or while it ran
+)
+
+// Bus topics the queue publishes on.
+const (
+	// TopicQueued wakes claimers: a job became available or a slot was
+	// freed. The payload is the job's kind.
+	TopicQueued = "jobs"
+	// TopicControl asks a job's holder to act: "cancel <job id>".
+	TopicControl = "control"
+)
+
+// Job is one row of the queue.
+type Job struct {
+	ID              string
+	Kind            string
+	WorkspaceID     string // "" for instance-wide jobs
+	Ref             string // what the job works on (a task id); at most one unfinished job per kind and ref
+	Keys            []string
+	Payload         json.RawMessage
+	State           string
+	Attempt         int // claims so far, this one included
+	MaxAttempts     int
+	RunAt           time.Time
+	LockedBy        string
+	LockedUntil     *time.Time
+	CancelRequested bool
+	LastError       string
+	CreatedAt       time.Time
+	FinishedAt      *time.Time
+}
+
+// Lease is the holder's proof of one claim: the job, who holds it and which
+// attempt. It stops working once the job was rescued, even if the same
+// holder claims the job again (the attempt differs).
+func (j *Job) Lease() Lease { return Lease{JobID: j.ID, Owner: j.LockedBy, Attempt: j.Attempt} }
+
+// Lease identifies one claim of a job.
+type Lease struct {
+	JobID   string `json:"job_id"`
+	Owner   string `json:"owner"`
+	Attempt int    `json:"attempt"`
+}
+
+// ErrLeaseLost is returned to a holder whose lease was taken away (the job
+// was rescued, cancelled and finished, or claimed again).
+var ErrLeaseLost = errors.New("jobs: the lease on this job was lost")
+
+// NewJob describes a job to enqueue.
+type NewJob struct {
+	Kind        string
+	WorkspaceID string
+	Ref         string
+	// Keys name the caps the job counts against while it runs (e.g.
+	// "workspace:<id>", "project:<id>"); the admission check gives each its
+	// limit. No spaces.
+	Keys        []string
+	Payload     any // marshalled to JSON; nil is {}
+	MaxAttempts int // default 3
+	RunAt       time.Time
+}
+
+// Admission gives the limit of a concurrency key, inside the claim
+// transaction (q reads in it); capped=false means unlimited.
+type Admission interface {
+	Limit(ctx context.Context, q db.Queryer, key string) (limit int, capped bool, err error)
+}
+
+// Limits is an Admission by key prefix: "project:<id>" asks
+// Limits["project"] for id. A key whose prefix has no entry is unlimited.
+type Limits map[string]func(ctx context.Context, q db.Queryer, id string) (int, bool, error)
+
+// Limit implements Admission.
+func (l Limits) Limit(ctx context.Context, q db.Queryer, key string) (int, bool, error) {
+	prefix, id, ok := strings.Cut(key, ":")
+	if fn := l[prefix]; ok && fn != nil {
+		return fn(ctx, q, id)
+	}
+	return 0, false, nil
+}
+
+// Queue is the job queue over one database.
+type Queue struct {
+	db    *db.DB
+	bus   *pubsub.Bus
+	clock clock.Clock
+	admit Admission
+}
+
+// New returns a queue. admit may be nil when no job carries keys.
+func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, admit Admission) *Queue {
+	if admit == nil {
+		admit = Limits{}
+	}
+	return &Queue{db: d, bus: bus, clock: clk, admit: admit}
+}
+
+const columns = `id, kind, workspace_id, ref_id, concurrency_keys, payload, state, attempt, max_attempts, run_at, locked_by, locked_until,
+	cancel_requested, last_error, created_at, finished_at`
+
+func scan(row interface{ Scan(...any) error }) (*Job, error) {
+	var j Job
+	var ws, ref sql.NullString
+	var keys, payload string
+	err := row.Scan(&j.ID, &j.Kind, &ws, &ref, &keys, &payload, &j.State, &j.Attempt, &j.MaxAttempts, db.UTC(&j.RunAt), &j.LockedBy,
+		db.NullUTC(&j.LockedUntil), &j.CancelRequested, &j.LastError, db.UTC(&j.CreatedAt), db.NullUTC(&j.FinishedAt))
+	if err != nil {
+		return nil, err
+	}
+	j.WorkspaceID, j.Ref, j.Keys, j.Payload = ws.String, ref.String, strings.Fields(keys), json.RawMessage(payload)
+	return &j, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (n NewJob) check() (keys, payload string, err error) {
+	if n.Kind == "" {
+		return "", "", errors.New("jobs: a job needs a kind")
+	}
+	for _, k := range n.Keys {
+		if k == "" || strings.ContainsAny(k, " \t\n") {
+			return "", "", fmt.Errorf("jobs: bad concurrency key %q", k)
+		}
+	}
+	p := []byte("{}")
+	if n.Payload != nil {
+		if p, err = json.Marshal(n.Payload); err != nil {
+			return "", "", fmt.Errorf("jobs: payload of %s: %w", n.Kind, err)
+		}
+	}
+	return strings.Join(n.Keys, " "), string(p), nil
+}
+
+// Enqueue adds a job in tx; claimers everywhere wake when tx commits.
+func (q *Queue) Enqueue(ctx context.Context, tx *db.Tx, n NewJob) (*Job, error) {
+	keys, payload, err := n.check()
+	if err != nil {
+		return nil, err
+	}
+	now := q.clock.Now()
+	if n.RunAt.IsZero() {
+		n.RunAt = now
+	}
+	if n.MaxAttempts <= 0 {
+		n.MaxAttempts = 3
+	}
+	j, err := scan(tx.QueryRowContext(ctx, `INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9) RETURNING `+columns,
+		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now))
+	if err != nil {
+		if q.db.Dialect.IsUniqueViolation(err) {
+			return nil, fmt.Errorf("jobs: %s %s already has an unfinished job: %w", n.Kind, n.Ref, ErrDuplicate)
+		}
+		return nil, fmt.Errorf("jobs: enqueue %s: %w", n.Kind, err)
+	}
+	return j, q.bus.PublishTx(ctx, tx, TopicQueued, n.Kind)
+}
+
+// ErrDuplicate refuses a second unfinished job for the same kind and ref.
+var ErrDuplicate = errors.New("duplicate job")
+
+// EnqueueMany adds many jobs in one transaction of multi-row inserts (for
+// bulk work and benchmarks); refs must be unique among unfinished jobs.
+func (q *Queue) EnqueueMany(ctx context.Context, jobs []NewJob) error {
+	const cols = 10
+	const chunk = 90 // rows per INSERT: 900 parameters, under SQLite's default limit
+	now := q.clock.Now()
+	return q.db.Tx(ctx, func(tx *db.Tx) error {
+		kinds := map[string]bool{}
+		for start := 0; start < len(jobs); start += chunk {
+			part := jobs[start:min(start+chunk, len(jobs))]
+			var sb strings.Builder
+			sb.WriteString(`INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at) VALUES `)
+			args := make([]any, 0, len(part)*cols)
+			for i, n := range part {
+				keys, payload, err := n.check()
+				if err != nil {
+					return err
+				}
+				if n.RunAt.IsZero() {
+					n.RunAt = now
+				}
+				if n.MaxAttempts <= 0 {
+					n.MaxAttempts = 3
+				}
+				if i > 0 {
+					sb.WriteString(", ")
+				}
+				sb.WriteByte('(')
+				for c := 0; c < cols; c++ {
+					if c > 0 {
+						sb.WriteString(", ")
+					}
+					sb.WriteString(q.db.Dialect.Placeholder(len(args) + c + 1))
+				}
+				sb.WriteByte(')')
+				args = append(args, ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, Available, n.MaxAttempts, n.RunAt.UTC(), now)
+				kinds[n.Kind] = true
+			}
+			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
+				return fmt.Errorf("jobs: enqueue: %w", err)
+			}
+		}
+		for k := range kinds {
+			if err := q.bus.PublishTx(ctx, tx, TopicQueued, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Get reads one job (for tests, operators and recovery).
+func (q *Queue) Get(ctx context.Context, id string) (*Job, error) {
+	j, err := scan(q.db.R.QueryRowContext(ctx, "SELECT "+columns+" FROM jobs WHERE id = $1", id))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: get %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// ClaimRequest asks for work.
+type ClaimRequest struct {
+	Kinds []string
+	Owner string        // who will hold the leases
+	Max   int           // at most this many jobs
+	Lease time.Duration // how long a lease lasts unless extended
+}
+
+// StartFunc runs inside the claim transaction for each claimed job, oldest
+// first; returning false drops the job (it is cancelled in the same
+// transaction: its subject went away). An error rolls the whole claim back.
+type StartFunc func(ctx context.Context, tx *db.Tx, j *Job) (keep bool, err error)
+
+// admissionLock serialises the claims that check caps, across replicas.
+const admissionLock = "jobs-admission"
+
+// scanWindow is how many candidates one claim looks at per round when caps
+// refuse some; it keeps looking (up to maxScan) so that a capped workspace
+// with many queued jobs cannot starve the others behind it.
+const (
+	scanWindow = 256
+	maxScan    = 20_000
+)
+
+// Claim takes up to req.Max available jobs of the kinds, oldest first, within
+// their caps, and leases them to req.Owner; start (optional) runs for each
+// inside the same transaction.
+func (q *Queue) Claim(ctx context.Context, req ClaimRequest, start StartFunc) ([]*Job, error) {
+	if req.Max <= 0 || len(req.Kinds) == 0 {
+		return nil, nil
+	}
+	if req.Owner == "" || req.Lease <= 0 {
+		return nil, errors.New("jobs: a claim needs an owner and a lease")
+	}
+	var out []*Job
+	err := q.db.Tx(ctx, func(tx *db.Tx) error {
+		out = nil
+		now := q.clock.Now()
+		ids, err := q.pick(ctx, tx, req, now)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		claimed, err := q.lock(ctx, tx, ids, req, now)
+		if err != nil {
+			return err
+		}
+		var dropped []string
+		for _, j := range claimed {
+			keep := true
+			if start != nil {
+				if keep, err = start(ctx, tx, j); err != nil {
+					return err
+				}
+			}
+			if keep {
+				out = append(out, j)
+			} else {
+				dropped = append(dropped, j.ID)
+			}
+		}
+		for _, id := range dropped {
+			if _, err := tx.ExecContext(ctx, `UPDATE jobs SET state = 'cancelled', finished_at = $2, locked_until = NULL
+				WHERE id = $1 AND state = 'running'`, id, now); err != nil {
+				return fmt.Errorf("jobs: drop %s: %w", id, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// candidate is an available job seen by a claim.
+type candidate struct {
+	id    string
+	runAt time.Time
+	keys  []string
+}
+
+func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now time.Time, after *candidate, limit int) ([]candidate, error) {
+	args := []any{now}
+	var in []string
+	for _, k := range kinds {
+		args = append(args, k)
+		in = append(in, "$"+strconv.Itoa(len(args)))
+	}
+	cond := ""
+	if after != nil {
+		args = append(args, after.runAt, after.id)
+		n := len(args)
+		cond = fmt.Sprintf(" AND (run_at > $%d OR (run_at = $%d AND id > $%d))", n-1, n-1, n)
+	}
+	args = append(args, limit)
+	rows, err := tx.QueryContext(ctx, "SELECT id, run_at, concurrency_keys FROM jobs WHERE state = 'available' AND run_at <= $1 AND kind IN ("+
+		strings.Join(in, ", ")+")"+cond+" ORDER BY run_at, id LIMIT $"+strconv.Itoa(len(args))+q.db.Dialect.SkipLocked(), args...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: claim: %w", err)
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		var keys string
+		if err := rows.Scan(&c.id, db.UTC(&c.runAt), &keys); err != nil {
+			return nil, fmt.Errorf("jobs: claim: %w", err)
+		}
+		c.keys = strings.Fields(keys)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// pick chooses the jobs to claim. Jobs without keys are taken as they come;
+// as soon as one candidate has keys, the claim serialises with every other
+// capped claim and admits candidates while their keys are under the limits.
+func (q *Queue) pick(ctx context.Context, tx *db.Tx, req ClaimRequest, now time.Time) ([]string, error) {
+	cands, err := q.candidates(ctx, tx, req.Kinds, now, nil, req.Max)
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	if !slices.ContainsFunc(cands, func(c candidate) bool { return len(c.keys) > 0 }) {
+		out := make([]string, len(cands))
+		for i, c := range cands {
+			out[i] = c.id
+		}
+		return out, nil
+	}
+	if err := q.db.Dialect.XactLock(ctx, tx.Tx, admissionLock); err != nil {
+		return nil, err
+	}
+	running, err := q.runningByKey(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	type capOf struct {
+		n      int
+		capped bool
+	}
+	limits := map[string]capOf{}
+	admit := func(c candidate) (bool, error) {
+		for _, k := range c.keys {
+			l, ok := limits[k]
+			if !ok {
+				n, capped, err := q.admit.Limit(ctx, tx, k)
+				if err != nil {
+					return false, fmt.Errorf("jobs: limit of %s: %w", k, err)
+				}
+				l = capOf{n, capped}
+				limits[k] = l
+			}
+			if l.capped && running[k] >= l.n {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
+	var out []string
+	scanned, limit := 0, req.Max
+	for {
+		for _, c := range cands {
+			ok, err := admit(c)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				continue
+			}
+			out = append(out, c.id)
+			for _, k := range c.keys {
+				running[k]++
+			}
+			if len(out) == req.Max {
+				return out, nil
+			}
+		}
+		scanned += len(cands)
+		if len(cands) < limit || scanned >= maxScan {
+			return out, nil // no more candidates (or enough looked at)
+		}
+		last := cands[len(cands)-1]
+		limit = scanWindow
+		if cands, err = q.candidates(ctx, tx, req.Kinds, now, &last, limit); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// runningByKey counts the running jobs of each concurrency key.
+func (q *Queue) runningByKey(ctx context.Context, tx *db.Tx) (map[string]int, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT concurrency_keys FROM jobs WHERE state = 'running' AND concurrency_keys <> ''")
+	if err != nil {
+		return nil, fmt.Errorf("jobs: running: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var keys string
+		if err := rows.Scan(&keys); err != nil {
+			return nil, fmt.Errorf("jobs: running: %w", err)
+		}
+		for _, k := range strings.Fields(keys) {
+			out[k]++
+		}
+	}
+	return out, rows.Err()
+}
+
+// lock marks the picked jobs running under the owner's lease.
+func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimRequest, now time.Time) ([]*Job, error) {
+	args := []any{req.Owner, now.Add(req.Lease)}
+	in := make([]string, len(picked))
+	for i, id := range picked {
+		args = append(args, id)
+		in[i] = q.db.Dialect.Placeholder(len(args))
+	}
+	// Dialect placeholders, because the id list can be long (SQLite looks
+	// $n names up in a list); they appear in the order of args.
+	sqlText := "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = " + q.db.Dialect.Placeholder(1) + ", locked_until = " +
+		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE WHERE state = 'available' AND id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
+	rows, err := tx.QueryContext(ctx, sqlText, args...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: claim: %w", err)
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: claim: %w", err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: claim: %w", err)
+	}
+	slices.SortFunc(out, func(a, b *Job) int {
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}
+
+// Extend renews a lease for d from now and reports whether a cancel was
+// requested. ErrLeaseLost: the job is no longer this holder's.
+func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (cancelRequested bool, err error) {
+	err = q.db.W.QueryRowContext(ctx, `UPDATE jobs SET locked_until = $4 WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running'
+		RETURNING cancel_requested`, l.JobID, l.Owner, l.Attempt, q.clock.Now().Add(d)).Scan(&cancelRequested)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, ErrLeaseLost
+	}
+	if err != nil {
+		return false, fmt.Errorf("jobs: extend %s: %w", l.JobID, err)
+	}
+	return cancelRequested, nil
+}
+
+// finish moves a leased job out of running, in tx; it wakes claimers when
+// the job held a slot or becomes available again. set's parameters start at
+// $4 (every parameter must be used: PostgreSQL cannot type an unused one).
+func (q *Queue) finish(ctx context.Context, tx *db.Tx, l Lease, set string, args ...any) (*Job, error) {
+	all := append([]any{l.JobID, l.Owner, l.Attempt}, args...)
+	j, err := scan(tx.QueryRowContext(ctx, "UPDATE jobs SET "+set+", locked_until = NULL WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running' RETURNING "+columns, all...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrLeaseLost
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: finish %s: %w", l.JobID, err)
+	}
+	if len(j.Keys) > 0 || j.State == Available {
+		if err := q.bus.PublishTx(ctx, tx, TopicQueued, j.Kind); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// Complete marks a leased job done, in the caller's transaction (so the
+// result it delivered and its completion commit together).
+func (q *Queue) Complete(ctx context.Context, tx *db.Tx, l Lease) (*Job, error) {
+	return q.finish(ctx, tx, l, "state = 'completed', finished_at = $4", q.clock.Now())
+}
+
+// CompleteMany marks many leased jobs done in one transaction and returns
+// how many were still held (the others' leases were lost).
+func (q *Queue) CompleteMany(ctx context.Context, ls []Lease) (int, error) {
+	const chunk = 300
+	done := 0
+	err := q.db.Tx(ctx, func(tx *db.Tx) error {
+		done = 0
+		now := q.clock.Now()
+		kinds := map[string]bool{}
+		for start := 0; start < len(ls); start += chunk {
+			part := ls[start:min(start+chunk, len(ls))]
+			args := []any{now}
+			var vals []string
+			for _, l := range part {
+				args = append(args, l.JobID, l.Owner, l.Attempt)
+				n := len(args) - 1 // the time moves to the end below
+				vals = append(vals, fmt.Sprintf("(%s, %s, CAST(%s AS INTEGER))", q.db.Dialect.Placeholder(n-2), q.db.Dialect.Placeholder(n-1),
+					q.db.Dialect.Placeholder(n)))
+			}
+			// The time goes last: SQLite binds its "?" in order of appearance.
+			args = append(args[1:], now)
+			rows, err := tx.QueryContext(ctx, "WITH v (id, owner, attempt) AS (VALUES "+strings.Join(vals, ", ")+
+				") UPDATE jobs SET state = 'completed', finished_at = "+q.db.Dialect.Placeholder(len(args))+
+				", locked_until = NULL FROM v WHERE jobs.id = v.id AND jobs.locked_by = v.owner AND jobs.attempt = v.attempt AND jobs.state = 'running'"+
+				" RETURNING jobs.kind, jobs.concurrency_keys", args...)
+			if err != nil {
+				return fmt.Errorf("jobs: complete: %w", err)
+			}
+			for rows.Next() {
+				var kind, keys string
+				if err := rows.Scan(&kind, &keys); err != nil {
+					rows.Close()
+					return fmt.Errorf("jobs: complete: %w", err)
+				}
+				done++
+				if keys != "" {
+					kinds[kind] = true
+				}
+			}
+			if err := rows.Close(); err != nil {
+				return fmt.Errorf("jobs: complete: %w", err)
+			}
+		}
+		for k := range kinds {
+			if err := q.bus.PublishTx(ctx, tx, TopicQueued, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return done, err
+}
+
+// Fail gives a leased job up for good, in tx.
+func (q *Queue) Fail(ctx context.Context, tx *db.Tx, l Lease, reason string) (*Job, error) {
+	return q.finish(ctx, tx, l, "state = 'failed', finished_at = $4, last_error = $5", q.clock.Now(), reason)
+}
+
+// Retry puts a leased job back in the queue after delay, in tx. charge=false
+// gives the attempt back (a graceful shutdown interrupted it, not the job's
+// fault). A job out of attempts fails instead (its state says so).
+func (q *Queue) Retry(ctx context.Context, tx *db.Tx, l Lease, reason string, delay time.Duration, charge bool) (*Job, error) {
+	refund := 0
+	if !charge {
+		refund = 1
+	}
+	j, err := q.finish(ctx, tx, l, `state = CASE WHEN attempt - $5 >= max_attempts THEN 'failed' ELSE 'available' END,
+		attempt = attempt - $5, run_at = $6, last_error = $4, locked_by = ''`, reason, refund, q.clock.Now().Add(delay))
+	if err != nil {
+		return nil, err
+	}
+	if err := q.stampFailed(ctx, tx, j); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// stampFailed records when a job that just failed for good finished (a
+// separate statement: a CASE over a time parameter has no type on
+// PostgreSQL).
+func (q *Queue) stampFailed(ctx context.Context, tx *db.Tx, j *Job) error {
+	if j.State != Failed {
+		return nil
+	}
+	now := q.clock.Now()
+	if _, err := tx.ExecContext(ctx, "UPDATE jobs SET finished_at = $2 WHERE id = $1", j.ID, now); err != nil {
+		return fmt.Errorf("jobs: finish %s: %w", j.ID, err)
+	}
+	j.FinishedAt = &now
+	return nil
+}
+
+// Backoff is the delay before retry n (1-based): 1 s doubling to at most 5
+// minutes, with ±20 % jitter so that failed jobs do not come back in step.
+func Backoff(n int) time.Duration {
+	d := time.Second << min(max(n-1, 0), 9)
+	d = min(d, 5*time.Minute)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// Cancel cancels the unfinished job of kind for ref in the workspace, in tx:
+// an available job never runs; a running one is asked to stop (its holder
+// hears it on TopicControl and at its next Extend) and finishes as its
+// holder reports. It returns the job's state before the cancel ("" when
+// there was no unfinished job).
+func (q *Queue) Cancel(ctx context.Context, tx *db.Tx, workspaceID, kind, ref string) (string, error) {
+	var id, state string
+	err := tx.QueryRowContext(ctx, `SELECT id, state FROM jobs WHERE workspace_id = $1 AND kind = $2 AND ref_id = $3 AND state IN ('available', 'running')`,
+		workspaceID, kind, ref).Scan(&id, &state)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("jobs: cancel: %w", err)
+	}
+	now := q.clock.Now()
+	switch state {
+	case Available:
+		_, err = tx.ExecContext(ctx, "UPDATE jobs SET state = 'cancelled', finished_at = $3 WHERE id = $1 AND workspace_id = $2 AND state = 'available'",
+			id, workspaceID, now)
+	case Running:
+		_, err = tx.ExecContext(ctx, "UPDATE jobs SET cancel_requested = TRUE WHERE id = $1 AND workspace_id = $2 AND state = 'running'", id, workspaceID)
+		if err == nil {
+			err = q.bus.PublishTx(ctx, tx, TopicControl, "cancel "+id)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("jobs: cancel %s: %w", id, err)
+	}
+	return state, nil
+}
+
+// Held lists the running jobs an owner holds (a restarted worker looks for
+// what its previous process left).
+func (q *Queue) Held(ctx context.Context, owner string) ([]*Job, error) {
+	return q.list(ctx, "SELECT "+columns+" FROM jobs WHERE state = 'running' AND locked_by = $1 ORDER BY run_at, id", owner)
+}
+
+// Holder returns the lease a running job is held under, or nil when the
+// job is not running.
+func (q *Queue) Holder(ctx context.Context, id string) (*Lease, error) {
+	var l Lease
+	err := q.db.R.QueryRowContext(ctx, "SELECT id, locked_by, attempt FROM jobs WHERE id = $1 AND state = 'running'", id).Scan(&l.JobID, &l.Owner, &l.Attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("jobs: holder of %s: %w", id, err)
+	}
+	return &l, nil
+}
+
+func (q *Queue) list(ctx context.Context, query string, args ...any) ([]*Job, error) {
+	rows, err := q.db.R.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: list: %w", err)
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: list: %w", err)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// InterruptFunc runs in the rescuer's transaction for a job whose holder
+// died: the job is already back in the queue (or failed, when final); it
+// brings the job's subject in line.
+type InterruptFunc func(ctx context.Context, tx *db.Tx, j *Job, final bool) error
+
+// Rescue returns every running job whose lease expired to the queue (or
+// fails it when it is out of attempts), one transaction each with fn, and
+// reports how many it rescued. Concurrent rescuers on several replicas are
+// safe: each job is moved once.
+func (q *Queue) Rescue(ctx context.Context, reason string, fn InterruptFunc) (int, error) {
+	now := q.clock.Now()
+	expired, err := q.list(ctx, "SELECT "+columns+" FROM jobs WHERE state = 'running' AND locked_until < $1 ORDER BY locked_until", now)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, j := range expired {
+		err := q.db.Tx(ctx, func(tx *db.Tx) error {
+			// The expiry is checked again here: the holder may have extended
+			// its lease since the list was read.
+			r, err := scan(tx.QueryRowContext(ctx, `UPDATE jobs SET
+				state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
+				run_at = $3, last_error = $4, locked_by = '', locked_until = NULL
+				WHERE id = $1 AND attempt = $2 AND state = 'running' AND locked_until < $3 RETURNING `+columns, j.ID, j.Attempt, now, reason))
+			if errors.Is(err, sql.ErrNoRows) {
+				return nil // finished, extended or rescued meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if err := q.stampFailed(ctx, tx, r); err != nil {
+				return err
+			}
+			if r.State == Available || len(r.Keys) > 0 {
+				if err := q.bus.PublishTx(ctx, tx, TopicQueued, r.Kind); err != nil {
+					return err
+				}
+			}
+			if fn != nil {
+				if err := fn(ctx, tx, r, r.State == Failed); err != nil {
+					return err
+				}
+			}
+			n++
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("jobs: rescue %s: %w", j.ID, err))
+		}
+	}
+	return n, errors.Join(errs...)
+}
+
+// Prune deletes finished jobs older than age and reports how many.
+func (q *Queue) Prune(ctx context.Context, age time.Duration) (int64, error) {
+	res, err := q.db.W.ExecContext(ctx, "DELETE FROM jobs WHERE state IN ('completed', 'failed', 'cancelled') AND finished_at < $1", q.clock.Now().Add(-age))
+	if err != nil {
+		return 0, fmt.Errorf("jobs: prune: %w", err)
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,53 @@
+package redact
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestRedactor(t *testing.T) {
+	key := "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END KEY-----"
+	r := New("ghp_abcdef123456", `pa"ss\word-xyz`, "short", key)
+	in := map[string]string{
+		"raw":     "token ghp_abcdef123456 here",
+		"escaped": `pw pa"ss\word-xyz end`,
+		"keyline": "leaked MIIEvQIBADANBgkqhkiG9w0BAQEFAASC line",
+		"short":   "short stays",
+	}
+	b, _ := json.Marshal(in)
+	out := string(r.JSON(b))
+	for _, leak := range []string{"ghp_abcdef123456", `pa\"ss\\word-xyz`, "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"} {
+		if strings.Contains(out, leak) {
+			t.Fatalf("%q survived: %s", leak, out)
+		}
+	}
+	var back map[string]string
+	if err := json.Unmarshal([]byte(out), &back); err != nil {
+		t.Fatalf("redaction broke the JSON: %v: %s", err, out)
+	}
+	if back["raw"] != "token [REDACTED] here" || back["short"] != "short stays" {
+		t.Fatalf("redacted = %v", back)
+	}
+	if got := r.Text("err: ghp_abcdef123456"); got != "err: [REDACTED]" {
+		t.Fatalf("Text = %q", got)
+	}
+	// With adds secrets and keeps the receiver's.
+	both := r.With("another-secret-99")
+	if got := both.Text("ghp_abcdef123456 another-secret-99"); got != "[REDACTED] [REDACTED]" {
+		t.Fatalf("With = %q", got)
+	}
+	if got := r.Text("another-secret-99"); got != "another-secret-99" {
+		t.Fatalf("With changed the receiver: %q", got)
+	}
+	// NUL characters (refused by PostgreSQL jsonb) are replaced; a nil
+	// redactor still does that and redacts nothing.
+	nul, _ := json.Marshal(map[string]string{"line": "a\x00b"})
+	var none *Redactor
+	if got := string(none.JSON(nul)); strings.Contains(got, `\u0000`) || !strings.Contains(got, "a\ufffdb") {
+		t.Fatalf("NUL payload = %q", got)
+	}
+	if none.Text("ghp_abcdef123456") != "ghp_abcdef123456" {
+		t.Fatal("a nil redactor changed text")
+	}
+}

@@ -1,0 +1,53 @@
+// Package text holds the one rule for names and titles users give things
+// (projects, tasks, profiles, workspaces, organizations, display names): no
+// control characters and no bidirectional overrides. Control characters
+// break logs, terminals and exports (and PostgreSQL refuses NUL outright);
+// bidi overrides make a name display as something it is not.
+package text
+
+import (
+	"strings"
+
+	"slipway/internal/platform/apperr"
+)
+
+// forbidden reports a character a name must not contain: C0 and C1
+// controls, DEL, and the bidirectional embeddings, overrides and isolates
+// (U+202A–U+202E, U+2066–U+2069). Line and paragraph separators count as
+// controls here: a name is one line.
+func forbidden(r rune) bool {
+	switch {
+	case r < 0x20, r == 0x7f, r >= 0x80 && r < 0xa0:
+		return true
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028 || r == 0x2029:
+		return true
+	}
+	return false
+}
+
+// CheckName refuses a name or title with a forbidden character; the error
+// names the field and the character's code point (never the value).
+func CheckName(field, s string) error {
+	for _, r := range s {
+		if forbidden(r) {
+			return apperr.BadRequest("%s must not contain control or bidirectional-override characters (found U+%04X)", field, r)
+		}
+	}
+	return nil
+}
+
+// StripControls drops forbidden characters (for names derived from free
+// text, like a title taken from a prompt's first line).
+func StripControls(s string) string {
+	if !strings.ContainsFunc(s, forbidden) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if forbidden(r) {
+			return -1
+		}
+		return r
+	}, s)
+}

@@ -1,0 +1,334 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/board"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/redact"
+)
+
+// Service holds runs and event logs.
+type Service struct {
+	db     *db.DB
+	clock  clock.Clock
+	redact *redact.Redactor
+}
+
+// NewService returns the runs service. Every stored payload passes through
+// secrets (the instance's own keys) on top of whatever the writer redacted.
+func NewService(d *db.DB, clk clock.Clock, secrets *redact.Redactor) *Service {
+	return &Service{db: d, clock: clk, redact: secrets}
+}
+
+// ErrRunOver refuses events for a run that has ended: its terminal status
+// event is its last.
+var ErrRunOver = errors.New("runs: the run has ended")
+
+// CreateLog starts an empty event log, in tx.
+func (s *Service) CreateLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
+	return insertLog(ctx, tx, workspaceID, id, s.clock.Now())
+}
+
+// DeleteLog removes a log with its runs and events, in tx.
+func (s *Service) DeleteLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
+	return deleteLog(ctx, tx, workspaceID, id)
+}
+
+// Append stores events on a log in tx, in order; with a runID they are also
+// that run's events (ErrRunOver when it has ended).
+func (s *Service) Append(ctx context.Context, tx *db.Tx, workspaceID, logID, runID string, evs ...NewEvent) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	var rs []row
+	if runID != "" {
+		last, runLog, ok, err := reserveRun(ctx, tx, workspaceID, runID, len(evs))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrRunOver
+		}
+		if runLog != logID {
+			return apperr.New(apperr.CodeInternal, "run %s does not write to log %s", runID, logID)
+		}
+		rs = s.rows(logID, &runID, last, evs)
+	} else {
+		rs = s.rows(logID, nil, 0, evs)
+	}
+	last, err := reserveLog(ctx, tx, workspaceID, logID, len(evs))
+	if err != nil {
+		return err
+	}
+	for i := range rs {
+		rs[i].logSeq = last - int64(len(rs)) + int64(i) + 1
+	}
+	return insertEvents(ctx, tx, s.db.Dialect, rs)
+}
+
+func (s *Service) rows(logID string, runID *string, lastRunSeq int64, evs []NewEvent) []row {
+	out := make([]row, len(evs))
+	for i, e := range evs {
+		e.Payload = s.redact.JSON(e.Payload)
+		if e.At.IsZero() {
+			e.At = s.clock.Now()
+		}
+		out[i] = row{logID: logID, runID: runID, ev: e}
+		if runID != nil {
+			seq := lastRunSeq - int64(len(evs)) + int64(i) + 1
+			out[i].runSeq = &seq
+		}
+	}
+	return out
+}
+
+// AppendBatch stores a worker's batch of a run's events in its own
+// transaction. seq numbers the worker's batches from 1: a batch at or below
+// the last one stored is a retry and is dropped, so an upload can be
+// repeated safely. Events of a run that has ended are dropped too (stored
+// false). A "result" event records the run's result.
+func (s *Service) AppendBatch(ctx context.Context, workspaceID, runID string, seq int64, evs []NewEvent) (stored bool, err error) {
+	if len(evs) == 0 {
+		return true, nil
+	}
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		stored = false
+		fresh, err := takeBatch(ctx, tx, workspaceID, runID, seq)
+		if err != nil || !fresh {
+			return err
+		}
+		r, err := getRun(ctx, tx, workspaceID, runID)
+		if err != nil {
+			return err
+		}
+		err = s.Append(ctx, tx, workspaceID, r.LogID, runID, evs...)
+		if errors.Is(err, ErrRunOver) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if evs[i].Type == ResultType {
+				if err := recordResult(ctx, tx, workspaceID, runID, s.redact.JSON(evs[i].Payload)); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		stored = true
+		return nil
+	})
+	return stored, err
+}
+
+// LogEvents pages through a log after a sequence number. The caller has
+// checked that the log belongs to the caller's workspace.
+func (s *Service) LogEvents(ctx context.Context, logID string, after int32, limit int) ([]TaskEvent, error) {
+	return logEvents(ctx, s.db.R, logID, after, limit)
+}
+
+// NewRun describes a run to start.
+type NewRun struct {
+	Kind        string
+	WorkspaceID string
+	LogID       string
+	ProjectID   string
+	TaskID      string
+	ParentRunID string
+	JobID       string
+	Backend     string
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// Start records a running run in tx; its attempt is one more than the
+// top-level runs of its kind on the log so far.
+func (s *Service) Start(ctx context.Context, tx *db.Tx, n NewRun) (*Run, error) {
+	attempt := 1
+	if n.ParentRunID == "" {
+		done, err := countRuns(ctx, tx, n.WorkspaceID, n.LogID, n.Kind)
+		if err != nil {
+			return nil, err
+		}
+		attempt = done + 1
+	}
+	r := &Run{ID: ids.New(), Kind: n.Kind, Status: Running, WorkspaceID: n.WorkspaceID, ProjectID: optional(n.ProjectID), TaskID: optional(n.TaskID),
+		ParentRunID: optional(n.ParentRunID), Attempt: attempt, Backend: n.Backend, CreatedAt: s.clock.Now(), LogID: n.LogID, JobID: n.JobID}
+	if err := insertRun(ctx, tx, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Finish ends a running run in tx; false when it had ended already.
+func (s *Service) Finish(ctx context.Context, tx *db.Tx, workspaceID, id, status string, exit *int, errText string) (bool, error) {
+	if !Terminal(status) {
+		return false, apperr.New(apperr.CodeInternal, "runs: %q is not a terminal status", status)
+	}
+	return finishRun(ctx, tx, workspaceID, id, status, exit, s.redact.Text(errText), s.clock.Now())
+}
+
+// SetExitCode records the exit code of a run that ended before its process
+// did (a cancel), unless it has one.
+func (s *Service) SetExitCode(ctx context.Context, tx *db.Tx, workspaceID, id string, code int) error {
+	return setExitCode(ctx, tx, workspaceID, id, code)
+}
+
+// Get reads a run (q: a pool or a transaction).
+func (s *Service) Get(ctx context.Context, q db.Queryer, workspaceID, id string) (*Run, error) {
+	if q == nil {
+		q = s.db.R
+	}
+	return getRun(ctx, q, workspaceID, id)
+}
+
+// Running lists the running runs on a log.
+func (s *Service) Running(ctx context.Context, q db.Queryer, workspaceID, logID string) ([]Run, error) {
+	return runningRuns(ctx, q, workspaceID, logID)
+}
+
+// Filter narrows GET /api/runs.
+type Filter struct {
+	Status          string `query:"status" enum:"running,succeeded,failed,cancelled"`
+	Kind            string `query:"kind" enum:"task"`
+	ProjectID       string `query:"project_id" format:"uuid"`
+	TaskID          string `query:"task_id" format:"uuid"`
+	IncludeChildren bool   `query:"include_children"`
+	Limit           int    `query:"limit" minimum:"1" maximum:"500" default:"100"`
+	Offset          int    `query:"offset" minimum:"0" default:"0"`
+}
+
+func where(ws *actor.Workspace, f Filter) db.Where {
+	w := db.NewWhere("workspace_id = ?", ws.ID)
+	if f.Status != "" {
+		w = w.And("status = ?", f.Status)
+	}
+	if f.Kind != "" {
+		w = w.And("kind = ?", f.Kind)
+	}
+	if f.ProjectID != "" {
+		w = w.And("project_id = ?", f.ProjectID)
+	}
+	if f.TaskID != "" {
+		w = w.And("task_id = ?", f.TaskID)
+	}
+	if !f.IncludeChildren {
+		w = w.And("parent_run_id IS NULL")
+	}
+	return w
+}
+
+// List returns runs newest first; top-level only unless asked for children.
+func (s *Service) List(ctx context.Context, ws *actor.Workspace, f Filter) ([]Run, int, error) {
+	return listRuns(ctx, s.db.R, where(ws, f), "created_at DESC, id DESC", f.Limit, f.Offset)
+}
+
+// BoardInput filters the runs board.
+type BoardInput struct {
+	board.Query
+	Status    string `query:"status" enum:"running,succeeded,failed,cancelled"`
+	Kind      string `query:"kind" enum:"task"`
+	ProjectID string `query:"project_id" format:"uuid"`
+}
+
+var kindLabels = map[string]string{KindTask: "Task"}
+
+// Board returns a page of top-level runs with status and kind facets.
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Run], error) {
+	orderBy, err := in.OrderBy(map[string]string{"created_at": "created_at"}, "created_at", "desc", "id")
+	if err != nil {
+		return nil, err
+	}
+	if in.Q != "" {
+		return nil, apperr.BadRequest("q: the runs board has no text to search; filter by status, kind or project_id")
+	}
+	base := where(ws, Filter{ProjectID: in.ProjectID})
+	statusW, kindW := base, base
+	if in.Kind != "" {
+		statusW = statusW.And("kind = ?", in.Kind)
+	}
+	if in.Status != "" {
+		kindW = kindW.And("status = ?", in.Status)
+	}
+	statuses, err := db.CountBy(ctx, s.db.R, "runs", "status", statusW)
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := db.CountBy(ctx, s.db.R, "runs", "kind", kindW)
+	if err != nil {
+		return nil, err
+	}
+	rows, total, err := listRuns(ctx, s.db.R, where(ws, Filter{Status: in.Status, Kind: in.Kind, ProjectID: in.ProjectID}), orderBy, in.PageSize, in.Offset())
+	if err != nil {
+		return nil, err
+	}
+	facets := map[string][]board.Facet{"status": {}, "kind": {}}
+	for _, k := range Kinds {
+		facets["kind"] = append(facets["kind"], board.Facet{Value: k, Label: kindLabels[k], Count: kinds[k]})
+	}
+	for _, st := range Statuses {
+		facets["status"] = append(facets["status"], board.Facet{Value: st, Label: strings.ToUpper(st[:1]) + st[1:], Count: statuses[st]})
+	}
+	return board.New(in.Query, rows, total, facets), nil
+}
+
+// maxDepth bounds the descendant tree (a cycle cannot exist, but a bug
+// must not loop forever).
+const maxDepth = 20
+
+// Tree returns a run of the active workspace with its descendants.
+func (s *Service) Tree(ctx context.Context, ws *actor.Workspace, id string) (*RunTree, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("run")
+	}
+	r, err := getRun(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.tree(ctx, ws.ID, *r, 0)
+}
+
+func (s *Service) tree(ctx context.Context, workspaceID string, r Run, depth int) (*RunTree, error) {
+	t := &RunTree{Run: r, Children: []RunTree{}}
+	if depth >= maxDepth {
+		return t, nil
+	}
+	kids, err := childRuns(ctx, s.db.R, workspaceID, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kids {
+		sub, err := s.tree(ctx, workspaceID, k, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		t.Children = append(t.Children, *sub)
+	}
+	return t, nil
+}
+
+// Events pages through one run's events of the active workspace, in the
+// run's own sequence.
+func (s *Service) Events(ctx context.Context, ws *actor.Workspace, id string, after int32, limit int) ([]TaskEvent, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("run")
+	}
+	r, err := getRun(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	return runEvents(ctx, s.db.R, r, after, limit)
+}

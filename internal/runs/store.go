@@ -1,0 +1,319 @@
+package runs
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// Every statement on a run or a log names its workspace: another
+// workspace's run reads, and is changed, exactly like a missing one.
+
+const runColumns = `id, kind, status, workspace_id, project_id, task_id, parent_run_id, attempt, backend, exit_code, error, created_at,
+	finished_at, log_id, job_id, result, batch_seq`
+
+func scanRun(row interface{ Scan(...any) error }) (*Run, error) {
+	var r Run
+	var exit sql.NullInt64
+	var job, result sql.NullString
+	err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.WorkspaceID, &r.ProjectID, &r.TaskID, &r.ParentRunID, &r.Attempt, &r.Backend,
+		&exit, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.FinishedAt), &r.LogID, &job, &result, &r.BatchSeq)
+	if err != nil {
+		return nil, err
+	}
+	if exit.Valid {
+		n := int(exit.Int64)
+		r.ExitCode = &n
+	}
+	r.JobID = job.String
+	if result.Valid {
+		r.Result = json.RawMessage(result.String)
+	}
+	return &r, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func insertLog(ctx context.Context, q db.Queryer, workspaceID, id string, now time.Time) error {
+	if _, err := q.ExecContext(ctx, "INSERT INTO event_logs (id, workspace_id, created_at) VALUES ($1, $2, $3)", id, workspaceID, now); err != nil {
+		return fmt.Errorf("runs: create log: %w", err)
+	}
+	return nil
+}
+
+func deleteLog(ctx context.Context, q db.Queryer, workspaceID, id string) error {
+	if _, err := q.ExecContext(ctx, "DELETE FROM event_logs WHERE workspace_id = $1 AND id = $2", workspaceID, id); err != nil {
+		return fmt.Errorf("runs: delete log: %w", err)
+	}
+	return nil
+}
+
+func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
+		backend, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("runs: insert: %w", err)
+	}
+	return nil
+}
+
+// countRuns counts the top-level runs of a kind on a log (a new run's
+// attempt number is one more).
+func countRuns(ctx context.Context, q db.Queryer, workspaceID, logID, kind string) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE workspace_id = $1 AND log_id = $2 AND kind = $3 AND parent_run_id IS NULL",
+		workspaceID, logID, kind).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("runs: count: %w", err)
+	}
+	return n, nil
+}
+
+// finishRun moves a running run to a terminal status; it reports false when
+// the run was not running (it keeps the status it had).
+func finishRun(ctx context.Context, q db.Queryer, workspaceID, id, status string, exit *int, errText string, now time.Time) (bool, error) {
+	var got string
+	err := q.QueryRowContext(ctx, `UPDATE runs SET status = $3, exit_code = $4, error = $5, finished_at = $6
+		WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING id`, workspaceID, id, status, exit, errText, now).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("runs: finish: %w", err)
+	}
+	return true, nil
+}
+
+// setExitCode records the exit code of a run that was finished before its
+// process ended (a cancel), unless one is known.
+func setExitCode(ctx context.Context, q db.Queryer, workspaceID, id string, exit int) error {
+	_, err := q.ExecContext(ctx, "UPDATE runs SET exit_code = $3 WHERE workspace_id = $1 AND id = $2 AND exit_code IS NULL", workspaceID, id, exit)
+	if err != nil {
+		return fmt.Errorf("runs: exit code: %w", err)
+	}
+	return nil
+}
+
+func getRun(ctx context.Context, q db.Queryer, workspaceID, id string) (*Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE workspace_id = $1 AND id = $2", workspaceID, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("run")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: get: %w", err)
+	}
+	return r, nil
+}
+
+func queryRuns(ctx context.Context, q db.Queryer, query string, args ...any) ([]Run, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("runs: list: %w", err)
+	}
+	defer rows.Close()
+	out := []Run{}
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("runs: list: %w", err)
+		}
+		out = append(out, *r)
+	}
+	return out, rows.Err()
+}
+
+func listRuns(ctx context.Context, q db.Queryer, w db.Where, orderBy string, limit, offset int) ([]Run, int, error) {
+	var total int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs WHERE "+w.SQL, w.Args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("runs: count: %w", err)
+	}
+	args := append(append([]any{}, w.Args...), limit, offset)
+	out, err := queryRuns(ctx, q, "SELECT "+runColumns+" FROM runs WHERE "+w.SQL+" ORDER BY "+orderBy+" LIMIT "+w.Next(1)+" OFFSET "+w.Next(2), args...)
+	return out, total, err
+}
+
+func childRuns(ctx context.Context, q db.Queryer, workspaceID, parentID string) ([]Run, error) {
+	return queryRuns(ctx, q, "SELECT "+runColumns+" FROM runs WHERE workspace_id = $1 AND parent_run_id = $2 ORDER BY created_at, id",
+		workspaceID, parentID)
+}
+
+func runningRuns(ctx context.Context, q db.Queryer, workspaceID, logID string) ([]Run, error) {
+	return queryRuns(ctx, q, "SELECT "+runColumns+" FROM runs WHERE workspace_id = $1 AND log_id = $2 AND status = 'running' ORDER BY created_at, id",
+		workspaceID, logID)
+}
+
+// reserveLog takes n sequence numbers on a log and returns the last one.
+func reserveLog(ctx context.Context, tx *db.Tx, workspaceID, logID string, n int) (int64, error) {
+	var last int64
+	err := tx.QueryRowContext(ctx, "UPDATE event_logs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2 RETURNING event_seq",
+		workspaceID, logID, n).Scan(&last)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, apperr.NotFound("event log")
+	}
+	if err != nil {
+		return 0, fmt.Errorf("runs: reserve log sequence: %w", err)
+	}
+	return last, nil
+}
+
+// reserveRun takes n sequence numbers on a running run and returns the last
+// one and its log; ok is false when the run is not running (its events are
+// over: the terminal status event is the last).
+func reserveRun(ctx context.Context, tx *db.Tx, workspaceID, runID string, n int) (last int64, logID string, ok bool, err error) {
+	err = tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'
+		RETURNING event_seq, log_id`, workspaceID, runID, n).Scan(&last, &logID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", false, nil
+	}
+	if err != nil {
+		return 0, "", false, fmt.Errorf("runs: reserve run sequence: %w", err)
+	}
+	return last, logID, true, nil
+}
+
+// row is an event ready to insert.
+type row struct {
+	logID  string
+	logSeq int64
+	runID  *string
+	runSeq *int64
+	ev     NewEvent
+}
+
+// eventChunk rows go in one INSERT (8 parameters each).
+const eventChunk = 64
+
+// insertEvents inserts rows with multi-row statements, each size prepared
+// once per call (a batch of 500 events is one prepare and eight executions).
+func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row) error {
+	stmts := map[int]*sql.Stmt{}
+	defer func() {
+		for _, st := range stmts {
+			st.Close()
+		}
+	}()
+	for start := 0; start < len(rows); {
+		n := min(eventChunk, len(rows)-start)
+		if n < eventChunk && len(rows) > eventChunk {
+			n = 1 // the tail of a big batch goes row by row: one more statement, not one per size
+		}
+		st, ok := stmts[n]
+		if !ok {
+			var err error
+			if st, err = tx.PrepareContext(ctx, insertEventsSQL(dialect, n)); err != nil {
+				return fmt.Errorf("runs: append: %w", err)
+			}
+			stmts[n] = st
+		}
+		args := make([]any, 0, n*8)
+		for _, r := range rows[start : start+n] {
+			args = append(args, ids.New(), r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
+		}
+		if _, err := st.ExecContext(ctx, args...); err != nil {
+			return fmt.Errorf("runs: append: %w", err)
+		}
+		start += n
+	}
+	return nil
+}
+
+func insertEventsSQL(dialect db.Dialect, rows int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO run_events (id, log_id, log_seq, run_id, run_seq, event_type, payload, created_at) VALUES ")
+	p := 0
+	for r := 0; r < rows; r++ {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for c := 0; c < 8; c++ {
+			if c > 0 {
+				sb.WriteString(", ")
+			}
+			p++
+			sb.WriteString(dialect.Placeholder(p))
+		}
+		sb.WriteByte(')')
+	}
+	return sb.String()
+}
+
+// recordResult keeps the agent's result line on its run.
+func recordResult(ctx context.Context, tx *db.Tx, workspaceID, runID string, payload json.RawMessage) error {
+	_, err := tx.ExecContext(ctx, "UPDATE runs SET result = $3 WHERE workspace_id = $1 AND id = $2", workspaceID, runID, string(payload))
+	if err != nil {
+		return fmt.Errorf("runs: record result: %w", err)
+	}
+	return nil
+}
+
+// takeBatch moves a run's last stored worker batch to seq; it reports false
+// for a batch stored before (a retried upload).
+func takeBatch(ctx context.Context, tx *db.Tx, workspaceID, runID string, seq int64) (bool, error) {
+	var got int64
+	err := tx.QueryRowContext(ctx, "UPDATE runs SET batch_seq = $3 WHERE workspace_id = $1 AND id = $2 AND batch_seq < $3 RETURNING batch_seq",
+		workspaceID, runID, seq).Scan(&got)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("runs: batch: %w", err)
+	}
+	return true, nil
+}
+
+const eventColumns = "id, event_type, payload, created_at"
+
+func scanEvents(rows *sql.Rows, limit int, taskID string) ([]TaskEvent, error) {
+	defer rows.Close()
+	out := make([]TaskEvent, 0, min(limit, 512))
+	for rows.Next() {
+		e := TaskEvent{TaskID: taskID}
+		var payload string
+		if err := rows.Scan(&e.EventID, &e.EventType, &payload, db.UTC(&e.Timestamp), &e.SequenceNum); err != nil {
+			return nil, fmt.Errorf("runs: events: %w", err)
+		}
+		e.Payload = json.RawMessage(payload)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// logEvents pages through a log in its sequence; task_id is the log's id.
+func logEvents(ctx context.Context, q db.Queryer, logID string, after int32, limit int) ([]TaskEvent, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+", log_seq FROM run_events WHERE log_id = $1 AND log_seq > $2 ORDER BY log_seq LIMIT $3",
+		logID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("runs: events: %w", err)
+	}
+	return scanEvents(rows, limit, logID)
+}
+
+// runEvents pages through one run's events in the run's sequence; task_id
+// is the run's task (or its log when it has none).
+func runEvents(ctx context.Context, q db.Queryer, r *Run, after int32, limit int) ([]TaskEvent, error) {
+	task := r.LogID
+	if r.TaskID != nil {
+		task = *r.TaskID
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+", run_seq FROM run_events WHERE run_id = $1 AND run_seq > $2 ORDER BY run_seq LIMIT $3",
+		r.ID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("runs: events: %w", err)
+	}
+	return scanEvents(rows, limit, task)
+}

@@ -1,0 +1,333 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"slipway/internal/agents/protocol"
+	"slipway/internal/dispatch"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/projects"
+	"slipway/internal/runs"
+	"slipway/internal/worker"
+)
+
+// The lifecycle of a task's run, as the dispatcher drives it: Start when a
+// worker claims the task's job, Finish when the worker reports, Interrupted
+// when the worker died or stopped. Each runs in the transaction that moves
+// the job, so the task, its run, its events and the queue agree.
+
+var _ dispatch.Handler = (*Service)(nil)
+
+// Limits gives the caps of task jobs' concurrency keys inside the claim
+// transaction: "workspace:<id>" (MAX_PARALLEL_TASKS_PER_WORKSPACE) and
+// "project:<id>" (the project's max_concurrent_runs, unlimited when null).
+func Limits(cfg Config, p Projects) jobs.Limits {
+	workspaceCap := cfg.WorkspaceCap
+	if workspaceCap <= 0 {
+		workspaceCap = 3
+	}
+	return jobs.Limits{
+		"workspace": func(context.Context, db.Queryer, string) (int, bool, error) { return workspaceCap, true, nil },
+		"project": func(ctx context.Context, q db.Queryer, id string) (int, bool, error) {
+			n, err := p.MaxConcurrentRuns(ctx, q, id)
+			if err != nil || n == nil {
+				return 0, false, err
+			}
+			return *n, true, nil
+		},
+	}
+}
+
+// work is what a run of a task needs, resolved from its project and
+// profile; fail says why it cannot run.
+type work struct {
+	agent   *worker.AgentWork
+	autodev bool
+	fail    string
+}
+
+// prepare resolves the project and profile of a task into agent work.
+func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
+	r, err := s.projects.Repository(ctx, t.WorkspaceID, t.ProjectID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return &work{fail: "the project no longer exists"}, nil
+	}
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code != apperr.CodeDatabase && ae.Code != apperr.CodeInternal {
+			return &work{fail: "the project cannot be read: " + ae.Message}, nil
+		}
+		return nil, err
+	}
+	profile, err := s.projects.ProfileByName(ctx, t.WorkspaceID, t.AgentProfile)
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code != apperr.CodeDatabase && ae.Code != apperr.CodeInternal {
+			return &work{fail: ae.Message}, nil
+		}
+		return nil, err
+	}
+	apiKey := profile.APIKey
+	if apiKey == "" {
+		apiKey = s.cfg.LLMKey
+	}
+	if profile.AgentType == protocol.AgentLLM && apiKey == "" {
+		return &work{fail: fmt.Sprintf("no API key for profile %s: give the profile an api_key or set LLM_PROVIDER_API_KEY", profile.Name)}, nil
+	}
+	timeout := s.cfg.DefaultTimeout
+	if t.Config.TimeoutMinutes > 0 {
+		timeout = time.Duration(t.Config.TimeoutMinutes) * time.Minute
+	}
+	secrets := r.Credentials.Secrets()
+	for _, k := range []string{profile.APIKey, s.cfg.LLMKey} {
+		if k != "" {
+			secrets = append(secrets, k)
+		}
+	}
+	a := &worker.AgentWork{
+		TaskID:    t.ID,
+		ProjectID: t.ProjectID,
+		Repo: worker.Repo{URL: r.Project.RepoURL, Username: r.Credentials.Username, Token: r.Credentials.Token,
+			SSHPrivateKey: r.Credentials.SSHPrivateKey, DefaultBranch: r.Project.DefaultBranch, Branch: t.Branch},
+		Image: firstNonEmpty(profile.Image, r.Project.AgentImage, s.cfg.DefaultImage),
+		Start: protocol.Start{Type: protocol.InStart, AgentType: profile.AgentType, Prompt: t.Prompt, Instructions: profile.Instructions,
+			Model: firstNonEmpty(t.Config.Model, profile.Model), Effort: t.Config.Effort, BaseURL: profile.BaseURL, APIKey: apiKey,
+			CommandTemplate: profile.CommandTemplate},
+		AgentProfile:  profile.Name,
+		Timeout:       timeout,
+		CommitMessage: t.Title + "\n\nTask: " + t.ID + "\nAgent profile: " + profile.Name,
+		Secrets:       secrets,
+	}
+	return &work{agent: a, autodev: r.Project.Autodev}, nil
+}
+
+// Start implements dispatch.Handler: the task moves to running with a new
+// run, inside the claim's transaction. A task that is no longer queued
+// (cancelled, deleted) drops its job; one that cannot run (its profile or
+// project is gone, no API key) fails at once with a run that says why.
+func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*worker.Assignment, error) {
+	t, err := getTask(ctx, tx, j.WorkspaceID, j.Ref)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != StatusQueued || t.Held {
+		return nil, nil
+	}
+	wk, err := s.prepare(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, StatusQueued, StatusRunning, "", s.clock.Now()); err != nil {
+		return nil, err
+	}
+	run, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindTask, WorkspaceID: t.WorkspaceID, LogID: t.ID, ProjectID: t.ProjectID,
+		TaskID: t.ID, JobID: j.ID, Backend: w.Backend})
+	if err != nil {
+		return nil, err
+	}
+	evs := []runs.NewEvent{s.value(EventStatus, statusPayload(StatusQueued, StatusRunning, "claimed by "+w.ID))}
+	if wk.agent != nil {
+		evs = append(evs, s.value(EventRun, map[string]any{"run_id": run.ID, "attempt": run.Attempt, "backend": w.Backend,
+			"image": wk.agent.Image, "agent_profile": wk.agent.AgentProfile, "agent_type": wk.agent.Start.AgentType}))
+	}
+	if err := s.event(ctx, tx, t, run.ID, evs...); err != nil {
+		return nil, err
+	}
+	if wk.fail != "" {
+		t.Status = StatusRunning
+		if err := s.end(ctx, tx, t, run.ID, StatusFailed, runs.Failed, nil, wk.fail); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return &worker.Assignment{
+		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: t.WorkspaceID, RunID: run.ID},
+		Work:  worker.WorkAgent,
+		Agent: wk.agent,
+	}, nil
+}
+
+// Resume implements dispatch.Handler: the work of a job a restarted worker
+// still holds, with what its run recorded.
+func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error) {
+	a := &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: worker.WorkAgent, Agent: &worker.AgentWork{TaskID: j.Ref}, Resume: &worker.Resume{}}
+	t, err := getTask(ctx, s.db.R, j.WorkspaceID, j.Ref)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return a, nil // reported interrupted; the job goes away with nothing to run
+	}
+	if err != nil {
+		return nil, err
+	}
+	a.Agent.ProjectID = t.ProjectID
+	running, err := s.runs.Running(ctx, s.db.R, t.WorkspaceID, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range running {
+		if r.JobID == j.ID {
+			a.Lease.RunID, a.Resume.BatchSeq, a.Resume.Result = r.ID, r.BatchSeq, r.Result
+		}
+	}
+	if wk, err := s.prepare(ctx, t); err == nil && wk.agent != nil {
+		a.Agent = wk.agent
+	}
+	return a, nil
+}
+
+// outcomes maps a worker's outcome to the task's and the run's status.
+var outcomes = map[string]struct{ task, run string }{
+	worker.Succeeded: {StatusDone, runs.Succeeded},
+	worker.Failed:    {StatusFailed, runs.Failed},
+	worker.TimedOut:  {StatusFailed, runs.Failed},
+	worker.Cancelled: {StatusCancelled, runs.Cancelled},
+}
+
+// Finish implements dispatch.Handler: the run ends and the task takes the
+// outcome (done, done_pr with an automatic pull request, failed), unless a
+// cancel decided first: that decision stands and only the run's exit code is
+// kept.
+func (s *Service) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
+	o, ok := outcomes[r.Outcome]
+	if !ok {
+		return fmt.Errorf("tasks: unknown outcome %q", r.Outcome)
+	}
+	run, err := s.runs.Get(ctx, tx, j.WorkspaceID, runID)
+	if err != nil {
+		return err
+	}
+	if run.JobID != j.ID {
+		return apperr.New(apperr.CodeConflict, "run %s is not the run of job %s", runID, j.ID)
+	}
+	t, err := getTask(ctx, tx, j.WorkspaceID, j.Ref)
+	if err != nil {
+		return err
+	}
+	if !Active(t.Status) || runs.Terminal(run.Status) {
+		if !runs.Terminal(run.Status) {
+			_, err := s.runs.Finish(ctx, tx, j.WorkspaceID, runID, o.run, r.ExitCode, r.Error)
+			return err
+		}
+		if r.ExitCode != nil {
+			return s.runs.SetExitCode(ctx, tx, j.WorkspaceID, runID, *r.ExitCode)
+		}
+		return nil
+	}
+	to := o.task
+	if r.Change != nil {
+		wk, err := s.projects.Repository(ctx, t.WorkspaceID, t.ProjectID)
+		if err != nil {
+			return err
+		}
+		pr := &PullRequest{Provider: projects.ProviderLocal, Branch: t.Branch, Base: wk.Project.DefaultBranch, Commit: r.Change.Commit,
+			FilesChanged: r.Change.FilesChanged, Insertions: r.Change.Insertions, Deletions: r.Change.Deletions}
+		if wk.Project.Autodev {
+			opened := s.clock.Now()
+			pr.OpenedAt = &opened
+			to = StatusDonePR
+		}
+		if _, err := setPR(ctx, tx, t.WorkspaceID, t.ID, pr, s.clock.Now()); err != nil {
+			return err
+		}
+		if err := s.event(ctx, tx, t, runID, s.value(EventPR, pr)); err != nil {
+			return err
+		}
+	}
+	return s.end(ctx, tx, t, runID, to, o.run, r.ExitCode, r.Error)
+}
+
+// end moves a running task and its run to their final statuses with the
+// closing events: error (when failed with a message), then status.
+func (s *Service) end(ctx context.Context, tx *db.Tx, t *Task, runID, to, runStatus string, exit *int, errText string) error {
+	if to == StatusFailed && errText != "" {
+		if err := s.event(ctx, tx, t, runID, s.value(EventError, map[string]string{"message": errText})); err != nil {
+			return err
+		}
+	}
+	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText, s.clock.Now()); err != nil {
+		return err
+	}
+	if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, to, errText))); err != nil {
+		return err
+	}
+	_, err := s.runs.Finish(ctx, tx, t.WorkspaceID, runID, runStatus, exit, errText)
+	return err
+}
+
+// Interrupted implements dispatch.Handler: the task's running run ends as
+// failed with the reason and the task goes back to the queue, or fails when
+// it was interrupted too often. A run whose agent had already reported its
+// result is finished work and never runs again: the task fails saying the
+// work was lost, and the job is cancelled.
+func (s *Service) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error {
+	t, err := getTask(ctx, tx, j.WorkspaceID, j.Ref)
+	if errors.Is(err, apperr.ErrNotFound) {
+		_, err = s.queue.Cancel(ctx, tx, j.WorkspaceID, JobKind, j.Ref)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	running, err := s.runs.Running(ctx, tx, t.WorkspaceID, t.ID)
+	if err != nil {
+		return err
+	}
+	var result *protocol.Result
+	for _, r := range running {
+		if len(r.Result) > 0 {
+			var res protocol.Result
+			if json.Unmarshal(r.Result, &res) == nil {
+				result = &res
+			}
+		}
+		if _, err := s.runs.Finish(ctx, tx, t.WorkspaceID, r.ID, runs.Failed, nil, reason); err != nil {
+			return err
+		}
+	}
+	if !Active(t.Status) {
+		// Cancelled (or finished) meanwhile: nothing to run again.
+		_, err := s.queue.Cancel(ctx, tx, t.WorkspaceID, JobKind, t.ID)
+		return err
+	}
+	to, why := StatusQueued, reason+"; it runs again"
+	switch {
+	case result != nil && result.Status == protocol.ResultSuccess:
+		to, why = StatusFailed, reason+" after the agent had finished, before its work was published; the work is lost (restart the task to run it again)"
+	case result != nil:
+		to, why = StatusFailed, firstNonEmpty(result.Error, result.Summary, "the agent reported failure")
+	case final:
+		to, why = StatusFailed, reason+", and it has been interrupted this way too often"
+	}
+	errText := ""
+	if to == StatusFailed {
+		errText = why
+	}
+	if result != nil {
+		// The agent ended: its run is finished work and never runs again.
+		if _, err := s.queue.Cancel(ctx, tx, t.WorkspaceID, JobKind, t.ID); err != nil {
+			return err
+		}
+	}
+	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText, s.clock.Now()); err != nil {
+		return err
+	}
+	return s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, to, why)))
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

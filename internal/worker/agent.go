@@ -1,0 +1,385 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"slipway/internal/agents/protocol"
+	"slipway/internal/executor"
+	"slipway/internal/platform/redact"
+	"slipway/internal/repo"
+)
+
+// In-container paths.
+const (
+	WorkspacePath = "/workspace"
+	AgentPath     = "/usr/local/bin/slipway"
+)
+
+// Commit identity of agent work.
+const (
+	AuthorName  = "Slipway Agent"
+	AuthorEmail = "agent@slipway.invalid"
+)
+
+// Labels every agent carries besides the instance label.
+const (
+	LabelTask = "service.task"
+	LabelRun  = "service.run"
+	LabelJob  = "service.job"
+)
+
+// Event types the worker writes (agent lines keep the agent's own types).
+const (
+	EventGit     = "git"     // {action, …}
+	EventTimeout = "timeout" // {timeout_seconds}
+	EventLog     = protocol.OutLog
+)
+
+var errTimeout = errors.New("timeout")
+
+// execution is one assignment being worked on.
+type execution struct {
+	w      *Worker
+	a      Assignment
+	cancel context.CancelCauseFunc
+}
+
+func (e *execution) run(ctx context.Context) {
+	a, w := e.a, e.w
+	log := w.log.With("job_id", a.Lease.JobID, "run_id", a.Lease.RunID)
+	if a.Work != WorkAgent || a.Agent == nil {
+		log.Error("assignment of an unknown kind of work", "work", a.Work)
+		w.finish(a.Lease, Result{Outcome: Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})
+		return
+	}
+	red := redact.New(a.Agent.Secrets...)
+	var after int64
+	if a.Resume != nil {
+		after = a.Resume.BatchSeq
+	}
+	events := newEventWriter(w.port, a.Lease, red, after)
+
+	keepCtx, stopKeeping := context.WithCancel(ctx)
+	go e.keepLease(keepCtx)
+
+	started := time.Now()
+	var r Result
+	if a.Resume != nil {
+		r = e.resume(ctx, events, red)
+	} else {
+		r = e.agent(ctx, events, red)
+	}
+	stopKeeping()
+	if err := events.Close(); err != nil {
+		log.Error("some events could not be stored", "err", err)
+	}
+	// The worktree goes before the lease is given back: once it is, the
+	// work may be claimed again (here too) and get a worktree at the same
+	// path.
+	if err := w.git.RemoveWorktree(context.WithoutCancel(ctx), a.Agent.ProjectID, a.Agent.TaskID); err != nil {
+		log.Warn("removing the worktree failed", "err", err)
+	}
+	if events.Lost() || errors.Is(context.Cause(ctx), causeLeaseLost) {
+		log.Warn("the work's lease was lost (rescued or closed elsewhere); its result is not reported")
+		return
+	}
+	w.finish(a.Lease, r)
+	log.Info("work ended", "task_id", a.Agent.TaskID, "outcome", r.Outcome, "backend", w.backend.Name(),
+		"duration", time.Since(started).Round(time.Millisecond))
+}
+
+// keepLease extends the lease while the work runs and stops the work when
+// the hub says so.
+func (e *execution) keepLease(ctx context.Context) {
+	every := max(e.a.TTL/3, 200*time.Millisecond)
+	if e.a.TTL <= 0 {
+		every = 5 * time.Second
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			d, err := e.w.port.Extend(ctx, e.a.Lease)
+			switch {
+			case errors.Is(err, ErrLeaseLost):
+				e.cancel(causeLeaseLost)
+				return
+			case err != nil:
+				if ctx.Err() == nil {
+					e.w.log.Warn("extending a lease failed", "job_id", e.a.Lease.JobID, "err", err)
+				}
+			case d.Cancel:
+				e.cancel(causeCancelled)
+			}
+		}
+	}
+}
+
+func gitMessage(doing string, err error) string {
+	var ge *repo.Error
+	if errors.As(err, &ge) {
+		return doing + " failed: " + ge.Output
+	}
+	return doing + " failed: " + err.Error()
+}
+
+func (a *AgentWork) remote() repo.Remote {
+	return repo.Remote{URL: strings.TrimPrefix(a.Repo.URL, "file://"), Username: a.Repo.Username, Token: a.Repo.Token,
+		SSHPrivateKey: a.Repo.SSHPrivateKey}
+}
+
+func failed(red *redact.Redactor, format string, args ...any) Result {
+	return Result{Outcome: Failed, Error: red.Text(fmt.Sprintf(format, args...))}
+}
+
+// agent prepares the worktree, runs the agent and publishes its work.
+func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+	w, a := e.w, e.a.Agent
+	if w.backend.Name() != "process" && a.Image == "" {
+		return failed(red, "no agent image is configured: set SERVICE_AGENT_IMAGE, the project's agent_image or the profile's image")
+	}
+	if err := w.git.Sync(ctx, a.ProjectID, a.remote()); err != nil {
+		return failed(red, "%s", gitMessage("fetching the repository", err))
+	}
+	wt, err := w.git.AddWorktree(ctx, a.ProjectID, a.TaskID, a.Repo.Branch, a.Repo.DefaultBranch)
+	if err != nil {
+		return failed(red, "%s", gitMessage("preparing the worktree", err))
+	}
+	ev.AddValue(EventGit, map[string]any{"action": "worktree", "branch": a.Repo.Branch, "base": a.Repo.DefaultBranch})
+	if w.cfg.AgentBinary == "" {
+		return failed(red, "no statically linked slipway binary to mount into the agent container: build with CGO_ENABLED=0 or set SERVICE_AGENT_BINARY")
+	}
+
+	labels := map[string]string{LabelTask: a.TaskID, LabelRun: e.a.Lease.RunID, LabelJob: e.a.Lease.JobID}
+	for k, v := range w.cfg.Labels {
+		labels[k] = v
+	}
+	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, Command: []string{AgentPath, "agent"},
+		Mounts:  []executor.Mount{{Source: wt, Target: WorkspacePath}, {Source: w.cfg.AgentBinary, Target: AgentPath, ReadOnly: true}},
+		WorkDir: WorkspacePath, Limits: w.cfg.Limits, Labels: labels}
+	start := a.Start
+	start.Type = protocol.InStart
+	start.WorkDir = WorkspacePath
+	if pm, ok := w.backend.(executor.PathMapper); ok {
+		start.WorkDir = pm.AgentPath(spec, WorkspacePath)
+	}
+
+	runCtx, stop := context.WithTimeoutCause(ctx, a.Timeout, errTimeout)
+	defer stop()
+	code, result, runErr := e.runProcess(runCtx, spec, start, ev)
+	switch {
+	case errors.Is(context.Cause(runCtx), errTimeout):
+		ev.AddValue(EventTimeout, map[string]any{"timeout_seconds": int(a.Timeout / time.Second)})
+		return Result{Outcome: TimedOut, ExitCode: code, TimeoutSeconds: int(a.Timeout / time.Second),
+			Error: fmt.Sprintf("timed out after %s; the agent was stopped", a.Timeout)}
+	case errors.Is(context.Cause(ctx), causeCancelled):
+		return Result{Outcome: Cancelled, ExitCode: code}
+	case errors.Is(context.Cause(ctx), causeShutdown):
+		return Result{Outcome: ShutDown, ExitCode: code, Error: "the server shut down while the agent ran; it runs again"}
+	case errors.Is(context.Cause(ctx), causeLeaseLost):
+		return Result{Outcome: Interrupted, ExitCode: code, Error: "the lease was lost"}
+	case runErr != nil:
+		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(runErr.Error())}
+	case result == nil:
+		return Result{Outcome: Failed, ExitCode: code, Error: fmt.Sprintf("the agent exited with code %d without a result", deref(code))}
+	case result.Status != protocol.ResultSuccess || deref(code) != 0:
+		msg := firstNonEmpty(result.Error, result.Summary, fmt.Sprintf("the agent reported failure (exit code %d)", deref(code)))
+		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(msg)}
+	}
+	r := e.publish(ctx, ev, red)
+	r.ExitCode = code
+	return r
+}
+
+// publish commits what the agent changed, pushes the branch and measures
+// the change.
+func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+	w, a := e.w, e.a.Agent
+	sha, changed, err := w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, AuthorName, AuthorEmail)
+	if err != nil {
+		return failed(red, "%s", gitMessage("committing the agent's work", err))
+	}
+	if !changed {
+		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": false})
+		return Result{Outcome: Succeeded}
+	}
+	ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
+	if err := w.git.Push(ctx, a.ProjectID, a.remote(), a.Repo.Branch); err != nil {
+		return failed(red, "%s", gitMessage("pushing the branch", err))
+	}
+	ev.AddValue(EventGit, map[string]any{"action": "push", "branch": a.Repo.Branch})
+	files, ins, del, err := w.git.DiffStat(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
+	if err != nil {
+		return failed(red, "%s", gitMessage("measuring the change", err))
+	}
+	return Result{Outcome: Succeeded, Change: &Change{Commit: sha, FilesChanged: files, Insertions: ins, Deletions: del}}
+}
+
+// resume finishes work whose worker stopped under it: an agent that ended
+// with a recorded result is never run again; its work is published from
+// the worktree it left. Work without a result is reported interrupted (the
+// hub runs it again or gives up).
+func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+	res, a := e.a.Resume, e.a.Agent
+	if len(res.Result) == 0 {
+		return Result{Outcome: Interrupted, Error: "the server running this task stopped"}
+	}
+	if res.recovered {
+		ev.AddValue(EventLog, map[string]string{"line": "the agent ended while its server was down; its result was read back from the agent's container"})
+		ev.Add(protocol.OutResult, res.Result)
+	}
+	var pr protocol.Result
+	if err := json.Unmarshal(res.Result, &pr); err != nil {
+		return Result{Outcome: Failed, ExitCode: res.ExitCode, Error: "the agent's recorded result cannot be read: " + err.Error()}
+	}
+	if pr.Status != protocol.ResultSuccess || (res.ExitCode != nil && *res.ExitCode != 0) {
+		msg := firstNonEmpty(pr.Error, pr.Summary, "the agent reported failure")
+		return Result{Outcome: Failed, ExitCode: res.ExitCode, Error: red.Text(msg)}
+	}
+	if _, err := os.Stat(e.w.git.WorktreePath(a.TaskID)); err != nil {
+		return Result{Outcome: Failed, ExitCode: res.ExitCode,
+			Error: "the agent finished, but the server holding its work stopped before publishing it and the work is gone; restart the task to run it again"}
+	}
+	ev.AddValue(EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
+	r := e.publish(ctx, ev, red)
+	r.ExitCode = res.ExitCode
+	return r
+}
+
+// runProcess starts the agent, feeds it the start line, turns its output
+// into events and waits for it; it stops the agent when ctx ends.
+func (e *execution) runProcess(ctx context.Context, spec executor.Spec, start protocol.Start, ev *eventWriter) (*int, *protocol.Result, error) {
+	h, err := e.w.backend.Start(ctx, spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		if err := h.Kill(context.Background()); err != nil {
+			e.w.log.Warn("removing an agent failed", "agent", h.ID(), "err", err)
+		}
+	}()
+	b, err := json.Marshal(start)
+	if err != nil {
+		return nil, nil, err
+	}
+	fed := make(chan error, 1)
+	go func() {
+		// The agent reads further control lines from stdin; it stays open
+		// until the agent exits (approvals and interventions come later).
+		_, err := h.Stdin().Write(append(b, '\n'))
+		fed <- err
+	}()
+
+	var (
+		mu     sync.Mutex
+		result *protocol.Result
+		wg     sync.WaitGroup
+		errs   [2]error
+		// stopping is set once the worker stops the agent: a result line it
+		// prints then is no result of the work (it would mark the run as
+		// finished work, never to run again) and is kept as a log line.
+		stopping atomic.Bool
+	)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		errs[0] = protocol.Lines(h.Stdout(), func(line []byte) error {
+			pe := protocol.ParseLine(line)
+			if pe.Type == protocol.OutResult {
+				if stopping.Load() {
+					ev.AddValue(EventLog, map[string]string{"line": string(line)})
+					return nil
+				}
+				var res protocol.Result
+				if json.Unmarshal(pe.Payload, &res) == nil {
+					mu.Lock()
+					result = &res
+					mu.Unlock()
+				}
+			}
+			ev.Add(pe.Type, pe.Payload)
+			return nil
+		})
+	}()
+	go func() {
+		defer wg.Done()
+		errs[1] = protocol.Lines(h.Stderr(), func(line []byte) error {
+			ev.AddValue(protocol.OutLog, map[string]string{"stream": "stderr", "line": string(line)})
+			return nil
+		})
+	}()
+
+	exited := make(chan struct{})
+	var code int
+	var waitErr error
+	go func() {
+		code, waitErr = h.Wait(context.Background())
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		stopping.Store(true)
+		if err := h.Kill(context.Background()); err != nil {
+			e.w.log.Warn("stopping an agent failed", "agent", h.ID(), "err", err)
+		}
+		<-exited
+	}
+	if err := h.Stdin().Close(); err != nil {
+		e.w.log.Debug("closing the agent's stdin", "agent", h.ID(), "err", err)
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			e.w.log.Warn("reading the agent's output", "agent", h.ID(), "err", err)
+		}
+	}
+	select {
+	case err := <-fed:
+		if err != nil && waitErr == nil && result == nil {
+			return &code, nil, fmt.Errorf("sending the start line to the agent: %w", err)
+		}
+	default:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if waitErr != nil {
+		return nil, result, fmt.Errorf("waiting for the agent: %w", waitErr)
+	}
+	return &code, result, nil
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func shortID(id string) string {
+	// UUIDv7 ids share their leading timestamp digits; the tail is random.
+	if len(id) >= 8 {
+		return id[len(id)-8:]
+	}
+	return id
+}

@@ -1,0 +1,175 @@
+// Package worker is the worker side of execution (DESIGN §5): the worker
+// port, which is everything a worker needs from the hub, and the worker
+// that claims work through it, prepares the repository, runs the agent in
+// an execution backend, streams its events and publishes the result.
+//
+// The in-process worker of `slipway serve` calls the hub's implementation of
+// the port directly; a remote runner will speak the same operations over
+// HTTPS and must need nothing else. Repository credentials reach the worker
+// (it pushes) but never an agent container.
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"slipway/internal/agents/protocol"
+)
+
+// Port is what a worker asks of the hub.
+type Port interface {
+	// Claim returns up to req.Max assignments for the worker, waiting up to
+	// req.Wait for work to arrive (it returns as soon as some is assigned).
+	Claim(ctx context.Context, req ClaimRequest) ([]Assignment, error)
+	// Extend renews a lease; the directive says whether to stop.
+	// ErrLeaseLost: the work is no longer this worker's (stop, report nothing).
+	Extend(ctx context.Context, l Lease) (Directive, error)
+	// Append stores a batch of the run's events. Batches are numbered from 1
+	// per lease; repeating a batch stores it once.
+	Append(ctx context.Context, l Lease, b Batch) error
+	// Finish reports how the work ended and gives the lease back.
+	Finish(ctx context.Context, l Lease, r Result) error
+	// Control streams directives for the worker's leases (cancel now;
+	// approvals and messages later) until ctx ends. Extend carries the same
+	// directives, so a message lost here is only late, never lost.
+	Control(ctx context.Context, workerID string) (<-chan Control, error)
+	// Held returns the work a previous process of this worker held when it
+	// stopped without giving it back (a crash), so the worker can finish
+	// what was done and report the rest interrupted.
+	Held(ctx context.Context, workerID string) ([]Assignment, error)
+}
+
+// ErrLeaseLost tells a worker that its lease is gone: the work was
+// cancelled and closed, or rescued and given to another worker.
+var ErrLeaseLost = errors.New("worker: the lease on this work was lost")
+
+// ClaimRequest asks for work.
+type ClaimRequest struct {
+	Worker  string        // lease owner: "hub@<instance id>" or "runner@<id>"
+	Backend string        // where this worker runs agents (docker, process, …)
+	Max     int           // free slots
+	Wait    time.Duration // long-poll bound
+}
+
+// Lease identifies one claim of one piece of work.
+type Lease struct {
+	JobID       string `json:"job_id"`
+	Worker      string `json:"worker"`
+	Attempt     int    `json:"attempt"`
+	WorkspaceID string `json:"workspace_id"`
+	RunID       string `json:"run_id"`
+}
+
+// Directive is the hub's answer to Extend.
+type Directive struct {
+	Cancel bool // stop the agent; the work was cancelled
+}
+
+// Control is a directive pushed to a worker.
+type Control struct {
+	JobID  string
+	Action string // "cancel"
+}
+
+// Control actions.
+const ActionCancel = "cancel"
+
+// Work types a worker can do.
+const WorkAgent = "agent"
+
+// Assignment is one piece of work for a worker.
+type Assignment struct {
+	Lease Lease
+	// TTL is how long the lease lasts without an Extend.
+	TTL  time.Duration
+	Work string // WorkAgent
+	// Agent is the work when Work is WorkAgent.
+	Agent *AgentWork
+	// Resume is set by Held for work whose agent had already ended: its
+	// recorded result stands, the agent is not run again.
+	Resume *Resume
+}
+
+// AgentWork is an agent run on a repository: prepare the worktree, run the
+// agent, commit and push what it changed.
+type AgentWork struct {
+	TaskID       string
+	ProjectID    string
+	Repo         Repo
+	Image        string // "" lets a backend without images run it (process)
+	Start        protocol.Start
+	AgentProfile string
+	Timeout      time.Duration
+	// CommitMessage is used for the agent's work.
+	CommitMessage string
+	// Secrets must never reach events or errors (credentials, keys).
+	Secrets []string
+}
+
+// Repo is where the agent works and what it may push.
+type Repo struct {
+	URL           string
+	Username      string
+	Token         string
+	SSHPrivateKey string
+	DefaultBranch string
+	Branch        string // the work's branch, created from DefaultBranch when missing
+}
+
+// Resume carries what a previous process recorded of the work.
+type Resume struct {
+	// Result is the agent's result line (protocol.Result), if it was
+	// recorded before the worker stopped.
+	Result json.RawMessage
+	// BatchSeq is the last event batch stored for the run; the next one is
+	// numbered after it.
+	BatchSeq int64
+	// ExitCode is the agent's exit code when the worker found it (a
+	// container that ended while its worker was down).
+	ExitCode *int
+	// recovered marks a result the worker read back from the backend (not
+	// stored yet).
+	recovered bool
+}
+
+// Batch is a numbered batch of a run's events.
+type Batch struct {
+	Seq    int64   `json:"seq"`
+	Events []Event `json:"events"`
+}
+
+// Event is one event a worker reports.
+type Event struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+	At      time.Time       `json:"at"`
+}
+
+// Outcomes of work.
+const (
+	Succeeded   = "succeeded"   // the agent succeeded and its change (if any) is published
+	Failed      = "failed"      // the agent failed, or preparing or publishing failed
+	Cancelled   = "cancelled"   // stopped because the work was cancelled
+	TimedOut    = "timed_out"   // stopped at its time limit
+	Interrupted = "interrupted" // the worker died under it; it may run again
+	ShutDown    = "shut_down"   // the worker stopped gracefully; it runs again without counting as an attempt
+)
+
+// Result is how work ended.
+type Result struct {
+	Outcome        string  `json:"outcome"`
+	ExitCode       *int    `json:"exit_code,omitempty"`
+	Error          string  `json:"error,omitempty"`
+	TimeoutSeconds int     `json:"timeout_seconds,omitempty"`
+	Change         *Change `json:"change,omitempty"`
+}
+
+// Change is a published change.
+type Change struct {
+	Commit       string `json:"commit"`
+	FilesChanged int    `json:"files_changed"`
+	Insertions   int    `json:"insertions"`
+	Deletions    int    `json:"deletions"`
+}

@@ -1,0 +1,200 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"slipway/internal/executor"
+	"slipway/internal/repo"
+)
+
+// Config sets up a worker.
+type Config struct {
+	// ID is the lease owner: "hub@<instance id>" or "runner@<id>". It must
+	// be unique per worker process and stable across its restarts (its
+	// previous process's work is found by it).
+	ID string
+	// Slots bounds the agents this worker runs at once.
+	Slots int
+	// AgentBinary is a statically linked slipway binary, mounted read-only
+	// into agent containers as AgentPath ("" when none is available: the
+	// docker backend then cannot run built-in agents).
+	AgentBinary string
+	Limits      executor.Limits
+	// Labels go on every agent (the instance label among them).
+	Labels map[string]string
+	// ClaimWait is how long one claim waits for work (a long poll).
+	ClaimWait time.Duration
+}
+
+// Worker claims work through a Port and runs it.
+type Worker struct {
+	port    Port
+	backend executor.Backend
+	git     *repo.Git
+	cfg     Config
+	log     *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]*execution // by job id
+	freed   chan struct{}
+	wg      sync.WaitGroup
+}
+
+// New returns a worker.
+func New(port Port, backend executor.Backend, git *repo.Git, cfg Config, log *slog.Logger) *Worker {
+	if cfg.Slots <= 0 {
+		cfg.Slots = 16
+	}
+	if cfg.ClaimWait <= 0 {
+		cfg.ClaimWait = 30 * time.Second
+	}
+	return &Worker{port: port, backend: backend, git: git, cfg: cfg, log: log.With("worker", cfg.ID),
+		running: map[string]*execution{}, freed: make(chan struct{}, 1)}
+}
+
+// cancel causes.
+type cause string
+
+func (c cause) Error() string { return string(c) }
+
+const (
+	causeCancelled = cause("cancelled")
+	causeShutdown  = cause("the worker is shutting down")
+	causeLeaseLost = cause("the lease was lost")
+)
+
+// Run recovers what a previous process of this worker left, then claims and
+// runs work until ctx ends; then it stops its agents, reports their work
+// shut down (it runs again elsewhere or after the restart) and returns when
+// all is reported.
+func (w *Worker) Run(ctx context.Context) {
+	w.log.Info("worker starting", "backend", w.backend.Name(), "slots", w.cfg.Slots)
+	w.recover(ctx)
+
+	ctrlCtx, stopCtrl := context.WithCancel(context.Background())
+	defer stopCtrl()
+	if ctrl, err := w.port.Control(ctrlCtx, w.cfg.ID); err != nil {
+		w.log.Warn("no control stream; cancels arrive with lease renewals", "err", err)
+	} else {
+		go w.control(ctrl)
+	}
+
+	backoff := time.Duration(0)
+	for ctx.Err() == nil {
+		free := w.free()
+		if free == 0 {
+			select {
+			case <-w.freed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		as, err := w.port.Claim(ctx, ClaimRequest{Worker: w.cfg.ID, Backend: w.backend.Name(), Max: free, Wait: w.cfg.ClaimWait})
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
+			w.log.Error("claiming work failed", "err", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		backoff = 0
+		for _, a := range as {
+			w.start(a)
+		}
+	}
+
+	w.mu.Lock()
+	for _, e := range w.running {
+		e.cancel(causeShutdown)
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+	w.log.Info("worker stopped")
+}
+
+func (w *Worker) free() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cfg.Slots - len(w.running)
+}
+
+// start runs an assignment in its own goroutine.
+func (w *Worker) start(a Assignment) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	e := &execution{w: w, a: a, cancel: cancel}
+	w.mu.Lock()
+	w.running[a.Lease.JobID] = e
+	w.mu.Unlock()
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		defer func() {
+			w.mu.Lock()
+			delete(w.running, a.Lease.JobID)
+			w.mu.Unlock()
+			cancel(nil)
+			select {
+			case w.freed <- struct{}{}:
+			default:
+			}
+		}()
+		e.run(ctx)
+	}()
+}
+
+// control applies pushed directives to the work running here.
+func (w *Worker) control(ctrl <-chan Control) {
+	for c := range ctrl {
+		if c.Action != ActionCancel {
+			continue
+		}
+		w.mu.Lock()
+		e := w.running[c.JobID]
+		w.mu.Unlock()
+		if e != nil {
+			e.cancel(causeCancelled)
+		}
+	}
+}
+
+// Running reports how many assignments run now.
+func (w *Worker) Running() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// finish reports a result, retrying when the hub cannot be reached; it
+// gives up when the lease is gone.
+func (w *Worker) finish(l Lease, r Result) {
+	delay := 200 * time.Millisecond
+	for i := 0; ; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := w.port.Finish(ctx, l, r)
+		cancel()
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, ErrLeaseLost):
+			w.log.Warn("the work's lease was lost before its result could be reported; the result is dropped",
+				"job_id", l.JobID, "run_id", l.RunID, "outcome", r.Outcome)
+			return
+		case i == 9:
+			// The lease expires; the rescuer takes the work back.
+			w.log.Error("reporting the result failed; giving up", "job_id", l.JobID, "run_id", l.RunID, "err", err)
+			return
+		}
+		w.log.Warn("reporting the result failed; retrying", "job_id", l.JobID, "run_id", l.RunID, "err", err, "in", delay)
+		time.Sleep(delay)
+		delay = min(2*delay, 5*time.Second)
+	}
+}

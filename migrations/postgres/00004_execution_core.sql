@@ -1,0 +1,93 @@
+-- +goose Up
+-- The execution core (issue 7): event logs and runs move out of tasks into
+-- their own tables, and a generic job queue replaces the lease columns on the
+-- task row. Existing data is carried over: every task gets its event log
+-- (same sequence numbers), every event keeps its place and gains its
+-- sequence on its run, and queued or running tasks get their job.
+
+CREATE TABLE event_logs (
+    id           TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    event_seq    INTEGER NOT NULL DEFAULT 0,
+    created_at   TIMESTAMPTZ NOT NULL
+);
+INSERT INTO event_logs (id, workspace_id, event_seq, created_at)
+    SELECT id, workspace_id, event_seq, created_at FROM tasks;
+
+DELETE FROM runs WHERE task_id IS NULL;
+ALTER TABLE runs ADD COLUMN log_id TEXT REFERENCES event_logs (id) ON DELETE CASCADE;
+UPDATE runs SET log_id = task_id;
+ALTER TABLE runs ALTER COLUMN log_id SET NOT NULL;
+ALTER TABLE runs DROP CONSTRAINT runs_kind_check;
+ALTER TABLE runs ADD CONSTRAINT runs_kind_check CHECK (kind IN ('task', 'workflow', 'workflow_node', 'script', 'app_build'));
+ALTER TABLE runs ADD COLUMN job_id TEXT;
+ALTER TABLE runs ADD COLUMN result JSONB;
+ALTER TABLE runs ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN batch_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE runs r SET event_seq = (SELECT COUNT(*) FROM task_events e WHERE e.run_id = r.id);
+CREATE INDEX runs_log ON runs (log_id);
+CREATE INDEX runs_parent ON runs (parent_run_id);
+
+CREATE TABLE run_events (
+    id           TEXT PRIMARY KEY,
+    log_id       TEXT NOT NULL REFERENCES event_logs (id) ON DELETE CASCADE,
+    log_seq      INTEGER NOT NULL,
+    run_id       TEXT REFERENCES runs (id) ON DELETE CASCADE,
+    run_seq      INTEGER,
+    event_type   TEXT NOT NULL,
+    payload      JSONB NOT NULL,
+    created_at   TIMESTAMPTZ NOT NULL,
+    UNIQUE (log_id, log_seq),
+    CHECK ((run_id IS NULL) = (run_seq IS NULL))
+);
+INSERT INTO run_events (id, log_id, log_seq, run_id, run_seq, event_type, payload, created_at)
+    SELECT id, task_id, sequence_num, run_id,
+        CASE WHEN run_id IS NULL THEN NULL ELSE ROW_NUMBER() OVER (PARTITION BY run_id ORDER BY sequence_num) END,
+        event_type, payload, created_at
+    FROM task_events;
+CREATE UNIQUE INDEX run_events_run ON run_events (run_id, run_seq);
+DROP TABLE task_events;
+
+CREATE TABLE jobs (
+    id               TEXT PRIMARY KEY,
+    kind             TEXT NOT NULL,
+    workspace_id     TEXT REFERENCES workspaces (id) ON DELETE CASCADE,
+    ref_id           TEXT,
+    concurrency_keys TEXT NOT NULL DEFAULT '',
+    payload          JSONB NOT NULL DEFAULT '{}',
+    state            TEXT NOT NULL CHECK (state IN ('available', 'running', 'completed', 'failed', 'cancelled')),
+    attempt          INTEGER NOT NULL DEFAULT 0,
+    max_attempts     INTEGER NOT NULL CHECK (max_attempts >= 1),
+    run_at           TIMESTAMPTZ NOT NULL,
+    locked_by        TEXT NOT NULL DEFAULT '',
+    locked_until     TIMESTAMPTZ,
+    cancel_requested BOOLEAN NOT NULL DEFAULT FALSE,
+    last_error       TEXT NOT NULL DEFAULT '',
+    created_at       TIMESTAMPTZ NOT NULL,
+    finished_at      TIMESTAMPTZ
+);
+CREATE INDEX jobs_available ON jobs (run_at, id) WHERE state = 'available';
+CREATE INDEX jobs_running ON jobs (locked_until) WHERE state = 'running';
+CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('completed', 'failed', 'cancelled');
+CREATE UNIQUE INDEX jobs_unfinished_ref ON jobs (kind, ref_id) WHERE state IN ('available', 'running');
+
+-- Queued tasks wait in the queue; running ones are held by the server that
+-- ran them (its next start, or the rescuer, takes them back).
+INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, attempt, max_attempts, run_at, locked_by, locked_until,
+        created_at)
+    SELECT t.id, 'task', t.workspace_id, t.id, 'workspace:' || t.workspace_id || ' project:' || t.project_id, '{}',
+        CASE WHEN t.status = 'queued' THEN 'available' ELSE 'running' END,
+        CASE WHEN t.status = 'queued' THEN 0 ELSE GREATEST(1, (SELECT COUNT(*) FROM runs r WHERE r.task_id = t.id)) END,
+        3, t.queued_at, CASE WHEN t.status = 'queued' THEN '' ELSE t.lease_owner END,
+        CASE WHEN t.status = 'queued' THEN NULL ELSE COALESCE(t.lease_until, t.updated_at) END, t.updated_at
+    FROM tasks t WHERE (t.status = 'queued' AND NOT t.held) OR t.status IN ('running', 'needs_input');
+
+DROP INDEX tasks_queue;
+ALTER TABLE tasks DROP COLUMN event_seq;
+ALTER TABLE tasks DROP COLUMN lease_owner;
+ALTER TABLE tasks DROP COLUMN lease_until;
+ALTER TABLE tasks DROP COLUMN queued_at;
+
+-- +goose Down
+-- Slipway only migrates up (there is no down command): going back to a build
+-- before the execution core means restoring the backup taken before it.
