@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
@@ -17,6 +16,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
 )
 
 // Tenancy is what auth needs from organizations and workspaces, inside the
@@ -96,16 +96,7 @@ func NormalizeEmail(raw string) (string, error) {
 	return e, nil
 }
 
-func cleanDisplayName(raw string) (string, error) {
-	n := strings.TrimSpace(raw)
-	if n == "" {
-		return "", apperr.BadRequest("display_name must not be empty")
-	}
-	if utf8.RuneCountInString(n) > 100 {
-		return "", apperr.BadRequest("display_name is too long: at most 100 characters")
-	}
-	return n, nil
-}
+func cleanDisplayName(raw string) (string, error) { return text.Name("display_name", raw, 100) }
 
 // RegisterInput is a signup.
 type RegisterInput struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/text"
 )
 
 // Providers a project may use; forges come later.
@@ -108,13 +109,4 @@ func isGitRepo(path string) bool {
 	return false
 }
 
-func cleanName(raw string) (string, error) {
-	n := strings.TrimSpace(raw)
-	if n == "" {
-		return "", apperr.BadRequest("name must not be empty")
-	}
-	if len([]rune(n)) > 100 {
-		return "", apperr.BadRequest("name is too long: at most 100 characters")
-	}
-	return n, nil
-}
+func cleanName(raw string) (string, error) { return text.Name("name", raw, 100) }

@@ -13,6 +13,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
 	"slipway/internal/platform/vault"
 )
 
@@ -265,6 +266,9 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	}
 	base := db.NewWhere("workspace_id = ?", ws.ID)
 	if in.Q != "" {
+		if err := text.CheckName("q", in.Q); err != nil {
+			return nil, err
+		}
 		pat := "%" + db.EscapeLike(in.Q) + "%"
 		base = base.And("("+s.db.Dialect.ILike("name", "?")+" OR "+s.db.Dialect.ILike("repo_url", "?")+")", pat, pat)
 	}

@@ -59,8 +59,8 @@ func humaConfig(title, version, openAPIPath string) huma.Config {
 		OpenAPIPath:   openAPIPath,
 		DefaultFormat: "application/json",
 		Formats: map[string]huma.Format{
-			"application/json": huma.DefaultJSONFormat,
-			"json":             huma.DefaultJSONFormat,
+			"application/json": httpx.JSONFormat,
+			"json":             httpx.JSONFormat,
 		},
 		// No docs UI and no $schema links in bodies: responses carry exactly
 		// the spec's fields.

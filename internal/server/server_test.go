@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -258,4 +260,46 @@ func TestBootMigrations(t *testing.T) {
 		}
 		d.Close()
 	})
+}
+
+// TestClientGoneIsNotAServerError: a request whose client disconnects while
+// the server works on it is logged as 499 at info level, not as a 500 error.
+func TestClientGoneIsNotAServerError(t *testing.T) {
+	ts := startServer(t, dbtest.EmptyTarget(t, db.SQLite), nil, nil)
+	started := make(chan struct{})
+	huma.Register(ts.APIs.Public, huma.Operation{OperationID: "test-wait", Method: http.MethodGet, Path: "/api/test/wait"},
+		func(ctx context.Context, _ *struct{}) (*struct{}, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, fmt.Errorf("querying: %w", ctx.Err()) // what a store returns when its query is cut
+		})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/api/test/wait", nil)
+	go func() {
+		<-started
+		cancel()
+	}()
+	if _, err := http.DefaultClient.Do(req); err == nil {
+		t.Fatal("the request was answered")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, l := range strings.Split(ts.Logs.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) != nil || m["msg"] != "request" || m["route"] != "GET /api/test/wait" {
+				continue
+			}
+			if m["status"] != float64(499) || m["level"] != "INFO" {
+				t.Fatalf("request line = %v", m)
+			}
+			if strings.Contains(ts.Logs.String(), `"level":"ERROR"`) {
+				t.Fatalf("an error was logged:\n%s", ts.Logs.String())
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request line:\n%s", ts.Logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

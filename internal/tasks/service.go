@@ -97,19 +97,7 @@ func titleFrom(prompt string) string {
 	return line
 }
 
-func cleanTitle(raw string) (string, error) {
-	t := strings.TrimSpace(raw)
-	if t == "" {
-		return "", apperr.BadRequest("title must not be empty")
-	}
-	if utf8.RuneCountInString(t) > 200 {
-		return "", apperr.BadRequest("title is too long: at most 200 characters")
-	}
-	if err := text.CheckName("title", t); err != nil {
-		return "", err
-	}
-	return t, nil
-}
+func cleanTitle(raw string) (string, error) { return text.Name("title", raw, 200) }
 
 func validConfig(c TaskConfig) error {
 	if c.Runner != nil {
@@ -463,12 +451,15 @@ func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn
 }
 
 // searchable narrows w to tasks whose title or prompt contains q.
-func (s *Service) searchable(w db.Where, q string) db.Where {
+func (s *Service) searchable(w db.Where, q string) (db.Where, error) {
 	if q == "" {
-		return w
+		return w, nil
+	}
+	if err := text.CheckName("q", q); err != nil {
+		return w, err
 	}
 	pat := "%" + db.EscapeLike(q) + "%"
-	return w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat)
+	return w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat), nil
 }
 
 // List returns tasks of the active workspace, newest first.
@@ -480,7 +471,11 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, f ListFilter) (
 	if f.ProjectID != "" {
 		w = w.And("project_id = ?", f.ProjectID)
 	}
-	return listTasks(ctx, s.db, s.searchable(w, f.Q), "created_at DESC, id DESC", f.Limit, f.Offset)
+	w, err := s.searchable(w, f.Q)
+	if err != nil {
+		return nil, 0, err
+	}
+	return listTasks(ctx, s.db, w, "created_at DESC, id DESC", f.Limit, f.Offset)
 }
 
 // TaskName is a task in a picker.
@@ -527,7 +522,10 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if err != nil {
 		return nil, err
 	}
-	w := s.searchable(db.NewWhere("workspace_id = ?", ws.ID), in.Q)
+	w, err := s.searchable(db.NewWhere("workspace_id = ?", ws.ID), in.Q)
+	if err != nil {
+		return nil, err
+	}
 	byProject := w
 	if in.Status != "" {
 		byProject = byProject.And("status = ?", in.Status)

@@ -3,9 +3,7 @@ package tenancy
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
@@ -13,6 +11,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
 )
 
 // Service implements organizations and workspaces.
@@ -164,16 +163,7 @@ func (s *Service) Organization(ctx context.Context, u *actor.User, sel Selector)
 	return s.organization(ctx, s.db.R, u, sel)
 }
 
-func cleanName(field, raw string) (string, error) {
-	n := strings.TrimSpace(raw)
-	if n == "" {
-		return "", apperr.BadRequest("%s must not be empty", field)
-	}
-	if utf8.RuneCountInString(n) > 100 {
-		return "", apperr.BadRequest("%s is too long: at most 100 characters", field)
-	}
-	return n, nil
-}
+func cleanName(field, raw string) (string, error) { return text.Name(field, raw, 100) }
 
 // RenameOrganization renames the selected organization (owner or admin).
 func (s *Service) RenameOrganization(ctx context.Context, u *actor.User, sel Selector, name string) (*Organization, error) {

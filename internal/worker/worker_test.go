@@ -160,8 +160,15 @@ func TestOutcomes(t *testing.T) {
 
 	// A failing script: failed, with the exit code in the error.
 	bad := s.Task(p.ID, "echo trying; exit 3", tasks.TaskConfig{})
-	if got := s.Wait(bad.ID, tasks.StatusFailed, tasks.StatusDone); got.Status != tasks.StatusFailed || !strings.Contains(got.Error, "3") {
+	if got := s.Wait(bad.ID, tasks.StatusFailed, tasks.StatusDone); got.Status != tasks.StatusFailed || !strings.Contains(got.Error, "exit code 3") {
 		t.Fatalf("failing task = %s %q", got.Status, got.Error)
+	}
+	// The run and the agent's own log line record the script's code.
+	if rs := s.TaskRuns(bad.ID); len(rs) != 1 || deref(rs[0].ExitCode) != 3 {
+		t.Fatalf("run of exit 3 = %+v", rs)
+	}
+	if log := fixture.DumpEvents(s.Events(bad.ID)); !strings.Contains(log, "exit_code=3") || !strings.Contains(log, `"exit_code":3`) {
+		t.Fatalf("the log does not say exit code 3:\n%s", log)
 	}
 
 	// Restart runs it again on its branch (a second run).

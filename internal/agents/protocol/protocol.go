@@ -72,6 +72,9 @@ type Result struct {
 	Status  string `json:"status"` // "success" or "failure"
 	Summary string `json:"summary,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// ExitCode is the code the agent exits with: a shell or command agent's
+	// script's own code when the script failed.
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // Message roles.

@@ -55,7 +55,12 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code 
 		res := protocol.Result{Type: protocol.OutResult, Status: protocol.ResultSuccess, Summary: summary}
 		if err != nil {
 			res.Status, res.Error = protocol.ResultFailure, err.Error()
+			var ee *exitError
+			if errors.As(err, &ee) {
+				code = ee.code
+			}
 		}
+		res.ExitCode = &code
 		if werr := pw.Send(res); werr != nil {
 			log.Error("writing the result line", "err", werr)
 		}

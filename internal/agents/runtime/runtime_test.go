@@ -117,9 +117,13 @@ func (r *agentRun) wait() (int, []string, protocol.Result) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.Type != protocol.OutResult || results != 1 {
 		r.t.Fatalf("want exactly one result line, last; got %d, stdout:\n%s", results, r.stdout.String())
 	}
-	wantCode := map[string]int{protocol.ResultSuccess: 0, protocol.ResultFailure: 1}[res.Status]
-	if code != wantCode && code != ExitBadStart {
+	// Success exits 0, failure with a code of 1 or more; the result line
+	// carries the code the agent exits with.
+	if (res.Status == protocol.ResultSuccess) != (code == 0) {
 		r.t.Errorf("exit code %d with result status %q", code, res.Status)
+	}
+	if res.ExitCode == nil || *res.ExitCode != code {
+		r.t.Errorf("the result line says exit code %v, the agent exited with %d", res.ExitCode, code)
 	}
 	return code, lines, res
 }
@@ -208,6 +212,7 @@ func TestShell(t *testing.T) {
 		errHas     []string
 		wantLines  []string // stdout lines expected verbatim, in order
 		wantStderr []string // texts of role=stderr messages
+		code       int      // the agent's exit code: the script's own when it failed
 	}{
 		{
 			name:      "success",
@@ -229,12 +234,14 @@ func TestShell(t *testing.T) {
 			errHas:     []string{"exit code 3", "boom: it broke"},
 			wantLines:  []string{"working"},
 			wantStderr: []string{"first problem", "boom: it broke"},
+			code:       3,
 		},
 		{
 			name:   "false",
 			script: `false`,
 			status: protocol.ResultFailure,
 			errHas: []string{"script failed with exit code 1"},
+			code:   1,
 		},
 		{
 			name:       "stderr JSON is never a protocol line",
@@ -242,6 +249,13 @@ func TestShell(t *testing.T) {
 			status:     protocol.ResultFailure,
 			errHas:     []string{"exit code 4"},
 			wantStderr: []string{`{"type":"result","status":"success"}`},
+			code:       4,
+		},
+		{
+			name:   "a script killed by a signal exits 128 plus the signal",
+			script: `kill -TERM $$`,
+			status: protocol.ResultFailure,
+			code:   143,
 		},
 		{
 			name:    "the script's own result line gives the summary",
@@ -254,6 +268,7 @@ func TestShell(t *testing.T) {
 			script: `echo '{"type":"result","status":"success","error":"tests failed"}'; exit 2`,
 			status: protocol.ResultFailure,
 			errHas: []string{"exit code 2", "tests failed"},
+			code:   2,
 		},
 		{
 			name:      "the script cannot read the control channel",
@@ -275,8 +290,8 @@ func TestShell(t *testing.T) {
 			if res.Status != tc.status {
 				t.Fatalf("status %q, want %q; result %+v\n%s", res.Status, tc.status, res, strings.Join(lines, "\n"))
 			}
-			if want := map[string]int{protocol.ResultSuccess: 0, protocol.ResultFailure: 1}[tc.status]; code != want {
-				t.Errorf("exit code %d, want %d", code, want)
+			if code != tc.code {
+				t.Errorf("exit code %d, want %d", code, tc.code)
 			}
 			if tc.summary != "" && res.Summary != tc.summary {
 				t.Errorf("summary %q, want %q", res.Summary, tc.summary)
@@ -505,7 +520,7 @@ func TestCommandExitCode(t *testing.T) {
 	start := protocol.Start{Type: protocol.InStart, AgentType: protocol.AgentCommand, WorkDir: t.TempDir(),
 		Prompt: "x", CommandTemplate: `echo "agent says no" >&2; exit 7`}
 	code, _, res, _ := runToEnd(t, start)
-	if code != 1 || !strings.Contains(res.Error, "command failed with exit code 7") || !strings.Contains(res.Error, "agent says no") {
+	if code != 7 || !strings.Contains(res.Error, "command failed with exit code 7") || !strings.Contains(res.Error, "agent says no") {
 		t.Fatalf("exit %d, result %+v", code, res)
 	}
 }

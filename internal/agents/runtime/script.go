@@ -3,11 +3,12 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"slipway/internal/agents/protocol"
@@ -81,7 +82,31 @@ func (a *scriptAgent) run(ctx context.Context) (string, error) {
 	case lastStderr != "":
 		msg += "; last stderr line: " + truncate(lastStderr, 300)
 	}
-	return "", errors.New(msg)
+	return "", &exitError{msg: msg, code: exitCode(ps)}
+}
+
+// exitError is a failure whose exit code the agent passes on as its own, so
+// the run records the script's code rather than the agent's generic one.
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// exitCode is the shell's code for how a child ended: its exit code, or
+// 128 plus the signal that killed it.
+func exitCode(ps *os.ProcessState) int {
+	if ps == nil {
+		return ExitFailure
+	}
+	if c := ps.ExitCode(); c > 0 && c < 256 {
+		return c
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ExitFailure
 }
 
 // shellQuote quotes s for /bin/sh in single quotes; an embedded single

@@ -108,6 +108,10 @@ func newRequestID() string {
 // everything else.
 func quiet(path string) bool { return path == "/livez" || path == "/readyz" }
 
+// StatusClientClosed is what the request log says of a request whose client
+// went away before it was answered (nginx's 499).
+const StatusClientClosed = 499
+
 // Observe is the outermost middleware: it assigns the request id, logs one
 // line per request (id, method, route pattern, status, duration) and turns
 // the router's own 404 and 405 answers into the JSON error body. The router
@@ -144,6 +148,11 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 		}
 		level := slog.LevelInfo
 		switch {
+		case r.Context().Err() != nil && status >= 500:
+			// The client went away and the work for it was cut short: not a
+			// fault of ours. Logged as nginx does (499, client closed
+			// request), so that error counts mean something.
+			status = StatusClientClosed
 		case status == http.StatusServiceUnavailable:
 			level = slog.LevelWarn // not ready or draining: expected, not a fault
 		case status >= 500:

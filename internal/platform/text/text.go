@@ -7,6 +7,7 @@ package text
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"slipway/internal/platform/apperr"
 )
@@ -50,4 +51,21 @@ func StripControls(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// Name cleans a name or title: surrounding space trimmed, not empty, at
+// most max characters, no control or bidirectional-override characters.
+// Every name and title users give anything goes through it.
+func Name(field, raw string, max int) (string, error) {
+	n := strings.TrimSpace(raw)
+	if n == "" {
+		return "", apperr.BadRequest("%s must not be empty", field)
+	}
+	if utf8.RuneCountInString(n) > max {
+		return "", apperr.BadRequest("%s is too long: at most %d characters", field, max)
+	}
+	if err := CheckName(field, n); err != nil {
+		return "", err
+	}
+	return n, nil
 }
