@@ -16,6 +16,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
 )
 
@@ -63,10 +64,24 @@ type Service struct {
 	// email costs the same work as a wrong password.
 	dummyHash string
 	cache     *sessionCache
+	// bus carries invalidations to the other replicas' caches (nil: none).
+	bus Bus
 }
 
+// Bus is how replicas tell each other which sessions to forget.
+type Bus interface {
+	Publish(ctx context.Context, topic, payload string) error
+	Subscribe(topic string) *pubsub.Subscription
+}
+
+// topicSessions carries "user <id>" and "session <id>": forget these.
+const topicSessions = "sessions"
+
 // NewService builds the auth service.
-func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, log *slog.Logger) (*Service, error) {
+//
+// bus (optional) carries cache invalidations between replicas: sign-outs,
+// password changes and approvals apply at once on every replica.
+func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *slog.Logger) (*Service, error) {
 	if len(cfg.Secret) < 32 {
 		return nil, errors.New("auth: the signing secret must be at least 32 bytes")
 	}
@@ -77,7 +92,57 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, log *slog.Logg
 		cfg.HashParams = DefaultHashParams
 	}
 	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams),
-		cache: newSessionCache(cfg.SessionCacheTTL, 10000)}, nil
+		cache: newSessionCache(cfg.SessionCacheTTL, 10000), bus: bus}, nil
+}
+
+// forgetUser drops a user's cached sessions here and on every replica.
+func (s *Service) forgetUser(userID string) {
+	s.cache.dropUser(userID)
+	s.announce("user " + userID)
+}
+
+// forgetSession drops one cached session here and on every replica.
+func (s *Service) forgetSession(sessionID string) {
+	s.cache.dropSession(sessionID)
+	s.announce("session " + sessionID)
+}
+
+func (s *Service) announce(what string) {
+	if s.bus == nil || s.cache == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.bus.Publish(ctx, topicSessions, what); err != nil {
+		// The other replicas' entries expire within the cache's TTL anyway.
+		s.log.Error("telling the other replicas to forget a session failed", "err", err)
+	}
+}
+
+// Run applies the other replicas' invalidations to this one's cache until
+// ctx ends. A gap in them (a dropped connection) empties the cache.
+func (s *Service) Run(ctx context.Context) {
+	if s.bus == nil || s.cache == nil {
+		return
+	}
+	sub := s.bus.Subscribe(topicSessions)
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-sub.C:
+			what, id, _ := strings.Cut(m.Payload, " ")
+			switch {
+			case m.Reset:
+				s.cache.drop(func(*actor.User) bool { return true })
+			case what == "user":
+				s.cache.dropUser(id)
+			case what == "session":
+				s.cache.dropSession(id)
+			}
+		}
+	}
 }
 
 // CookieSecure reports whether cookies carry the Secure flag.
@@ -307,7 +372,7 @@ func (s *Service) Logout(ctx context.Context, u *actor.User) error {
 	if u.SessionID == "" {
 		return nil
 	}
-	defer s.cache.dropSession(u.SessionID)
+	defer s.forgetSession(u.SessionID)
 	return revokeSession(ctx, s.db.W, u.SessionID, s.clock.Now())
 }
 
@@ -317,7 +382,7 @@ func (s *Service) UpdateProfile(ctx context.Context, u *actor.User, displayName 
 	if err != nil {
 		return Profile{}, err
 	}
-	defer s.cache.dropUser(u.ID)
+	defer s.forgetUser(u.ID)
 	if err := updateDisplayName(ctx, s.db.W, u.ID, name, s.clock.Now()); err != nil {
 		return Profile{}, err
 	}
@@ -329,7 +394,7 @@ func (s *Service) SetVerbosity(ctx context.Context, u *actor.User, v *string) (P
 	if v != nil && !slices.Contains(Verbosities, *v) {
 		return Profile{}, apperr.BadRequest("verbosity must be one of %s, or null to clear it", strings.Join(Verbosities, ", "))
 	}
-	defer s.cache.dropUser(u.ID)
+	defer s.forgetUser(u.ID)
 	if err := updateVerbosity(ctx, s.db.W, u.ID, v, s.clock.Now()); err != nil {
 		return Profile{}, err
 	}
@@ -383,7 +448,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 	if err != nil {
 		return err
 	}
-	defer s.cache.dropUser(u.ID)
+	defer s.forgetUser(u.ID)
 	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := updatePasswordHash(ctx, tx, u.ID, hash, now); err != nil {
 			return err
@@ -409,7 +474,7 @@ func (s *Service) ListUsers(ctx context.Context, pendingOnly bool, limit, offset
 // Approve sets approved=true; repeating it is harmless. An actual change
 // writes an audit entry.
 func (s *Service) Approve(ctx context.Context, admin *actor.User, userID string) (Profile, error) {
-	defer s.cache.dropUser(userID)
+	defer s.forgetUser(userID)
 	var p Profile
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		u, err := userByID(ctx, tx, userID)
@@ -439,7 +504,7 @@ var ErrApprovedCannotBeRejected = apperr.New(apperr.CodeConflict, "an approved a
 // personal organization, and writes an audit entry. An approved account is
 // refused.
 func (s *Service) Reject(ctx context.Context, admin *actor.User, userID string) error {
-	defer s.cache.dropUser(userID)
+	defer s.forgetUser(userID)
 	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		u, err := userByID(ctx, tx, userID)
 		if err != nil {

@@ -10,11 +10,11 @@ import (
 
 // sessionCache keeps recently authenticated sessions in memory for a short
 // time, so the hot path (every request) skips the database. Every change
-// that affects a cached answer goes through this process and drops the
-// entry at once (logout, password change, approval, rejection, profile
-// edits); the TTL bounds what it cannot see: changes made by another
-// process. That is why it is on by default only on SQLite, where one
-// process owns the database (see docs/decisions.md).
+// that affects a cached answer drops the entry at once (logout, password
+// change, approval, rejection, profile edits), here and, through the
+// database's notifications, on every other replica; the TTL only bounds
+// what a lost notification could leave (and a lost one empties the cache:
+// see Service.Run).
 type sessionCache struct {
 	ttl time.Duration
 	max int

@@ -66,7 +66,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Secret:             []byte(cfg.JWTSecret.Reveal()),
 		CookieSecure:       cfg.CookieSecure,
 		SessionCacheTTL:    cfg.SessionCacheTTL,
-	}, ten, log)
+	}, ten, bus, log)
 	if err != nil {
 		bus.Close()
 		return nil, err
@@ -204,6 +204,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		s.Dispatcher.Run(coreCtx)
 		close(dispatched)
 	}()
+	go s.Services.Auth.Run(coreCtx)
 	go func() {
 		s.Worker.Run(workCtx)
 		close(worked)
