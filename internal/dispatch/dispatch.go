@@ -236,6 +236,7 @@ func (d *Dispatcher) Finish(ctx context.Context, l worker.Lease, r worker.Result
 			if err != nil {
 				return err
 			}
+			d.logInterrupted(tx, j, reason)
 			return h.Interrupted(ctx, tx, j, j.State == jobs.Failed, reason)
 		default:
 			j, err := d.queue.Complete(ctx, tx, jl)
@@ -319,7 +320,20 @@ func (d *Dispatcher) Rescue(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
+		d.logInterrupted(tx, j, reasonDied)
 		return h.Interrupted(ctx, tx, j, final, reasonDied)
+	})
+}
+
+// logInterrupted says, once the transaction commits, what became of work
+// whose worker stopped: back in the queue, or given up.
+func (d *Dispatcher) logInterrupted(tx *db.Tx, j *jobs.Job, reason string) {
+	tx.AfterCommit(func() {
+		if j.State == jobs.Failed {
+			d.log.Warn("work interrupted too often is given up", "kind", j.Kind, "ref", j.Ref, "job_id", j.ID, "attempts", j.Attempt, "reason", reason)
+			return
+		}
+		d.log.Info("interrupted work is back in the queue", "kind", j.Kind, "ref", j.Ref, "job_id", j.ID, "reason", reason)
 	})
 }
 

@@ -71,9 +71,12 @@ type Error struct {
 func (e *Error) Error() string { return "git " + e.Op + " failed: " + e.Output }
 
 // safeConfig keeps git from running anything the repository or worktree
-// could supply.
+// could supply. safe.directory: worktrees belong to the agent's user when
+// the hub runs as root (agents never run as root); git is always pointed at
+// its directories explicitly, and everything it could run is off, so their
+// owner does not matter.
 var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "protocol.ext.allow=never",
-	"-c", "credential.helper=", "-c", "core.askPass="}
+	"-c", "credential.helper=", "-c", "core.askPass=", "-c", "safe.directory=*"}
 
 // run runs git with args; auth (may be nil) adds credential environment;
 // secrets are scrubbed from any output it returns.

@@ -49,6 +49,7 @@ type Server struct {
 	Services   Services
 	Dispatcher *dispatch.Dispatcher
 	Worker     *worker.Worker
+	backend    executor.Backend
 	draining   atomic.Bool
 }
 
@@ -108,7 +109,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
 	}, log)
 
-	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: http.NewServeMux(), Dispatcher: disp, Worker: wk}
+	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: http.NewServeMux(), Dispatcher: disp, Worker: wk, backend: backend}
 	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
@@ -205,6 +206,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		close(dispatched)
 	}()
 	go s.Services.Auth.Run(coreCtx)
+	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
 		s.Worker.Run(workCtx)
 		close(worked)

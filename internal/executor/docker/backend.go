@@ -12,8 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
+	"net/netip"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +35,11 @@ import (
 
 // Home is the agent's home directory, a tmpfs.
 const Home = "/home/agent"
+
+// AgentUID is the uid and gid agents run as when the hub runs as root
+// (nobody:nogroup on most distributions): never root, and no account of the
+// host's that owns anything.
+const AgentUID = 65534
 
 const (
 	// removeTimeout bounds the removal of a container; it runs on a context
@@ -59,6 +67,7 @@ type Backend struct {
 	cli      *client.Client
 	instance string
 	network  string
+	uid, gid int
 	user     string // uid:gid every container runs as
 
 	drainGrace time.Duration
@@ -86,11 +95,19 @@ func New(host, instance, network string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: client for %q: %w", host, err)
 	}
+	uid, gid := os.Getuid(), os.Getgid()
+	if uid == 0 {
+		// A hub running as root never hands root to an agent, not even a
+		// container's.
+		uid, gid = AgentUID, AgentUID
+	}
 	return &Backend{
 		cli:      cli,
 		instance: instance,
 		network:  network,
-		user:     strconv.Itoa(os.Getuid()) + ":" + strconv.Itoa(os.Getgid()),
+		uid:      uid,
+		gid:      gid,
+		user:     strconv.Itoa(uid) + ":" + strconv.Itoa(gid),
 		live:     map[string]struct{}{},
 
 		drainGrace: defaultDrainGrace,
@@ -175,6 +192,17 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		return nil, err
 	}
 
+	if b.uid != os.Getuid() {
+		// The agent runs as another user than the hub: its writable mounts
+		// become its own.
+		for _, m := range spec.Mounts {
+			if !m.ReadOnly {
+				if err := chownTree(m.Source, b.uid, b.gid); err != nil {
+					return nil, fmt.Errorf("docker: handing %s to the agent's user: %w", m.Source, err)
+				}
+			}
+		}
+	}
 	cfg, hostCfg := b.containerConfig(spec, network)
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name:       containerName(spec.Name),
@@ -271,6 +299,17 @@ func (b *Backend) containerConfig(spec executor.Spec, network string) (*containe
 		})
 	}
 	return cfg, hostCfg
+}
+
+// chownTree gives a directory tree (or a file) to uid:gid, without
+// following symbolic links.
+func chownTree(root string, uid, gid int) error {
+	return filepath.WalkDir(root, func(path string, _ fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
 }
 
 func tmpfsOptions(sizeMB int64, exec bool) string {
@@ -506,6 +545,30 @@ func (l *leftover) Output(ctx context.Context) (io.ReadCloser, error) {
 // Remove force-removes the container.
 func (l *leftover) Remove(ctx context.Context) error {
 	return l.b.remove(ctx, l.id)
+}
+
+// Subnets returns the address ranges of the agents' network (created if
+// missing), so that the hub can refuse connections from them: agents talk
+// to their hub through stdio only.
+func (b *Backend) Subnets(ctx context.Context) ([]netip.Prefix, error) {
+	if err := b.ensureNetwork(ctx, b.network); err != nil {
+		return nil, err
+	}
+	name := b.network
+	if builtinNetwork(name) {
+		name = "bridge"
+	}
+	n, err := b.cli.NetworkInspect(ctx, name, client.NetworkInspectOptions{})
+	if err != nil {
+		return nil, b.engineErr("inspect network "+name, err)
+	}
+	var out []netip.Prefix
+	for _, c := range n.Network.IPAM.Config {
+		if c.Subnet.IsValid() {
+			out = append(out, c.Subnet)
+		}
+	}
+	return out, nil
 }
 
 // CountLabelled counts this instance's containers (running or not) that also

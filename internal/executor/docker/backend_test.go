@@ -308,7 +308,32 @@ func TestBindMountIsWritableAndOwnedByTheHubUser(t *testing.T) {
 	if out.stdout != "input\n/workspace\n" {
 		t.Errorf("stdout %q", out.stdout)
 	}
-	assertOwnedBy(t, filepath.Join(work, "out.txt"), os.Getuid(), os.Getgid(), "written\n")
+	assertOwnedBy(t, filepath.Join(work, "out.txt"), b.uid, b.gid, "written\n")
+}
+
+// A hub running as root runs its agents as an unprivileged user, and gives
+// them their writable mounts (created by root) so they can work there.
+func TestAgentsNeverRunAsRoot(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t)
+	wantUID := os.Getuid()
+	if wantUID == 0 {
+		wantUID = AgentUID
+	}
+	work := t.TempDir() // the test's user's, like a worktree the hub made
+	if err := os.MkdirAll(filepath.Join(work, "src"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "src", "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := shSpec(t, `id -u; echo edit >> /workspace/src/main.go && echo new > /workspace/src/new.go && echo ok`)
+	spec.Mounts = []executor.Mount{{Source: work, Target: "/workspace"}}
+	out, code := run(t, b, spec)
+	if code != 0 || out.stdout != fmt.Sprintf("%d\nok\n", wantUID) {
+		t.Fatalf("exit code %d, stdout %q, stderr %q", code, out.stdout, out.stderr)
+	}
+	assertOwnedBy(t, filepath.Join(work, "src", "new.go"), wantUID, wantUID, "new\n")
 }
 
 // With a hub user other than root, the files are that user's, not root's
@@ -316,7 +341,7 @@ func TestBindMountIsWritableAndOwnedByTheHubUser(t *testing.T) {
 func TestBindMountFilesBelongToTheContainerUser(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	b.user = "4321:4322"
+	b.user, b.uid, b.gid = "4321:4322", 4321, 4322
 	work := t.TempDir()
 	if err := os.Chmod(work, 0o777); err != nil {
 		t.Fatal(err)
@@ -385,7 +410,7 @@ func TestLimitsAndSecurityReachTheContainer(t *testing.T) {
 	}
 	c := got.Container
 	hc := c.HostConfig
-	user := fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
+	user := b.user
 	checks := []struct {
 		name      string
 		got, want any
@@ -435,7 +460,7 @@ func TestLimitsAndSecurityReachTheContainer(t *testing.T) {
 	if err != nil || code != 0 {
 		t.Fatalf("wait: %d, %v; stderr %q", code, err, o.stderr)
 	}
-	uid, gid := strconv.Itoa(os.Getuid()), strconv.Itoa(os.Getgid())
+	uid, gid := strconv.Itoa(b.uid), strconv.Itoa(b.gid) // the hub's, or AgentUID when the hub is root
 	want := strings.Join([]string{
 		uid, gid,
 		"CapEff:\t0000000000000000",
