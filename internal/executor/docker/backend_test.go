@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"slipway/internal/executor"
+	"slipway/internal/executor/executortest"
 	"slipway/internal/platform/db/dbtest"
 )
 
@@ -211,19 +212,34 @@ func run(t *testing.T, b *Backend, spec executor.Spec) (output, int) {
 	return output{}, 0
 }
 
-func TestStdoutAndStderrArriveSeparately(t *testing.T) {
-	t.Parallel()
-	b := newBackend(t)
-	out, code := run(t, b, shSpec(t, `echo out1; echo err1 >&2; echo out2; echo err2 >&2`))
-	if code != 0 {
-		t.Errorf("exit code %d, want 0", code)
-	}
-	if out.stdout != "out1\nout2\n" {
-		t.Errorf("stdout %q", out.stdout)
-	}
-	if out.stderr != "err1\nerr2\n" {
-		t.Errorf("stderr %q", out.stderr)
-	}
+// TestConformance runs the backend suite on a real engine.
+func TestConformance(t *testing.T) {
+	executortest.Run(t, executortest.Factory{
+		New: func(t *testing.T) executor.Backend { return newBackend(t) },
+		Restarted: func(t *testing.T, b executor.Backend) executor.Backend {
+			again, err := New(engine(t), b.(*Backend).instance, testNetwork)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = again.Close() })
+			return again
+		},
+		Spec: func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
+		Alive: func(t *testing.T, b executor.Backend, marker string) bool {
+			list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
+				Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range list.Items {
+				if strings.Contains(c.Command, marker) {
+					return true
+				}
+			}
+			return false
+		},
+	})
 }
 
 func TestExitCodeIsReportedAndContainerRemoved(t *testing.T) {
@@ -250,43 +266,6 @@ func TestExitCodeIsReportedAndContainerRemoved(t *testing.T) {
 	}
 	if err := h.Kill(testContext(t)); err != nil {
 		t.Errorf("Kill after Wait: %v", err)
-	}
-}
-
-func TestStdinReachesTheProcessAndEOFEndsIt(t *testing.T) {
-	t.Parallel()
-	b := newBackend(t)
-	h := start(t, b, shSpec(t, `while read -r line; do echo "got $line"; done; echo "eof"`))
-	errOut := make(chan string, 1)
-	go func() { b, _ := io.ReadAll(h.Stderr()); errOut <- string(b) }()
-	lines := bufio.NewScanner(h.Stdout())
-	for _, word := range []string{"alpha", "beta"} {
-		// One line in, one line out: stdin is streamed, not buffered to EOF.
-		if _, err := io.WriteString(h.Stdin(), word+"\n"); err != nil {
-			t.Fatalf("write stdin: %v", err)
-		}
-		if !lines.Scan() {
-			t.Fatalf("stdout ended early: %v", lines.Err())
-		}
-		if got, want := lines.Text(), "got "+word; got != want {
-			t.Fatalf("stdout line %q, want %q", got, want)
-		}
-	}
-	if err := h.Stdin().Close(); err != nil {
-		t.Fatalf("close stdin: %v", err)
-	}
-	if !lines.Scan() || lines.Text() != "eof" {
-		t.Fatalf("after EOF: %q, %v", lines.Text(), lines.Err())
-	}
-	if lines.Scan() {
-		t.Errorf("unexpected stdout line %q", lines.Text())
-	}
-	code, err := h.Wait(testContext(t))
-	if err != nil || code != 0 {
-		t.Fatalf("wait: %d, %v", code, err)
-	}
-	if e := <-errOut; e != "" {
-		t.Errorf("stderr %q", e)
 	}
 }
 
