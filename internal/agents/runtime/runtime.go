@@ -28,6 +28,18 @@ const (
 // errInterrupted is the cancel cause of an "interrupt" line.
 var errInterrupted = errors.New("interrupted")
 
+// errHubGone is the cancel cause of the end of stdin: the process that
+// started the agent (its hub or runner) keeps stdin open for as long as it
+// listens, so the end means it is gone. The agent stops its work and exits
+// without a result: nobody is left to read one, and a worker that later
+// finds the agent's remains must run the work again rather than take a
+// result the agent never finished.
+var errHubGone = errors.New("stdin closed: the hub or runner that started this agent is gone")
+
+// ExitHubGone is the exit code of an agent stopped because its hub went
+// away (as a shell reports a job stopped by an interrupt).
+const ExitHubGone = 130
+
 // agent is one agent type's run.
 type agent interface {
 	// run does the work and returns the result summary, or an error that
@@ -116,6 +128,11 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code 
 		return a.run(runCtx)
 	}()
 	if err != nil {
+		if errors.Is(context.Cause(runCtx), errHubGone) {
+			out.close()
+			log.Warn("stopped without a result: " + errHubGone.Error())
+			return ExitHubGone
+		}
 		if runCtx.Err() != nil {
 			if cause := context.Cause(runCtx); errors.Is(cause, errInterrupted) {
 				err = errInterrupted
@@ -188,7 +205,7 @@ func newAgent(s protocol.Start, pw *protocol.Writer, out *lineOut, log *slog.Log
 }
 
 // control handles the stdin lines after the start line until stdin ends or
-// the run is over. EOF is not an interrupt: the run goes on.
+// the run is over. The end of stdin stops the run: see errHubGone.
 func control(in *lineReader, a agent, agentType string, cancel context.CancelCauseFunc, log *slog.Logger) {
 	for {
 		var line []byte
@@ -197,9 +214,8 @@ func control(in *lineReader, a agent, agentType string, cancel context.CancelCau
 			if !ok {
 				if in.err != nil {
 					log.Warn("reading stdin", "err", in.err)
-				} else {
-					log.Info("stdin closed; the run goes on")
 				}
+				cancel(errHubGone)
 				return
 			}
 			line = l

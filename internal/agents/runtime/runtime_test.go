@@ -147,10 +147,11 @@ func shellStart(dir, script string) protocol.Start {
 }
 
 // runToEnd starts the agent, closes stdin after the start line and waits.
+// runToEnd runs an agent to its own end, with its stdin open throughout (as
+// its hub keeps it).
 func runToEnd(t *testing.T, start any) (int, []string, protocol.Result, *agentRun) {
 	t.Helper()
 	r := startAgent(t, start)
-	r.stdin.Close()
 	code, lines, res := r.wait()
 	return code, lines, res, r
 }
@@ -370,19 +371,32 @@ func TestShellEnvironmentHasNoSecrets(t *testing.T) {
 	}
 }
 
-// TestShellStdinEOF: closing stdin is not an interrupt; the script runs on.
+// TestShellStdinEOF: the end of stdin means the hub is gone: the script's
+// whole process group is stopped and the agent exits without a result line.
 func TestShellStdinEOF(t *testing.T) {
 	dir := t.TempDir()
-	r := startAgent(t, shellStart(dir, `while [ ! -e go ]; do sleep 0.01; done; echo finished-after-eof`))
+	r := startAgent(t, shellStart(dir, `sleep 1000 & echo "pgid $$"; sleep 1000; wait`))
+	out := waitFor(t, "stdout", r.stdout, "pgid ")
+	pgid := parsePGID(t, out)
 	r.stdin.Close()
-	waitFor(t, "stderr", r.stderr, "stdin closed")
-	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
-		t.Fatal(err)
+	var code int
+	select {
+	case code = <-r.code:
+	case <-time.After(safety):
+		t.Fatalf("the agent did not stop when its stdin ended; stderr:\n%s", r.stderr.String())
 	}
-	code, lines, res := r.wait()
-	if code != 0 || res.Status != protocol.ResultSuccess || lines[0] != "finished-after-eof" {
-		t.Fatalf("exit %d, result %+v, lines %q", code, res, lines)
+	if code != ExitHubGone {
+		t.Fatalf("exit code %d, want %d", code, ExitHubGone)
 	}
+	for _, l := range strings.Split(r.stdout.String(), "\n") {
+		if protocol.ParseLine([]byte(l)).Type == protocol.OutResult {
+			t.Fatalf("a result line was written with nobody to read it: %s", l)
+		}
+	}
+	if !strings.Contains(r.stderr.String(), "is gone") {
+		t.Errorf("stderr does not say why it stopped:\n%s", r.stderr.String())
+	}
+	waitGroupGone(t, pgid)
 }
 
 func TestShellInterrupt(t *testing.T) {
