@@ -284,6 +284,22 @@ func (g *Git) Push(ctx context.Context, projectID string, r Remote, branch strin
 	return err
 }
 
+// Ahead returns the branch's head and how many commits it has that the
+// remote's base branch has not (0 when the branch does not exist).
+func (g *Git) Ahead(ctx context.Context, projectID, base, branch string) (head string, n int, err error) {
+	mirror := g.MirrorPath(projectID)
+	head, err = g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch)
+	if err != nil {
+		return "", 0, nil // no such branch
+	}
+	out, err := g.run(ctx, "rev-list", mirror, nil, "rev-list", "--count", "refs/remotes/origin/"+base+"..refs/heads/"+branch)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err = strconv.Atoi(strings.TrimSpace(out))
+	return head, n, err
+}
+
 var shortstat = regexp.MustCompile(`(\d+) files? changed(?:, (\d+) insertions?\(\+\))?(?:, (\d+) deletions?\(-\))?`)
 
 // DiffStat counts what branch changes relative to base.

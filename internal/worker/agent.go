@@ -197,24 +197,37 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 		msg := firstNonEmpty(result.Error, result.Summary, fmt.Sprintf("the agent reported failure (exit code %d)", deref(code)))
 		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(msg)}
 	}
-	r := e.publish(ctx, ev, red)
+	r := e.publish(ctx, ev, red, false)
 	r.ExitCode = code
 	return r
 }
 
 // publish commits what the agent changed, pushes the branch and measures
-// the change.
-func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+// the change. resumed: an earlier process of this worker may have
+// committed the work already and died before pushing it; a branch ahead of
+// its base is then pushed (pushing what the remote has is a no-op).
+func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor, resumed bool) Result {
 	w, a := e.w, e.a.Agent
 	sha, changed, err := w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, AuthorName, AuthorEmail)
 	if err != nil {
 		return failed(red, "%s", gitMessage("committing the agent's work", err))
 	}
+	if !changed && resumed {
+		head, ahead, err := w.git.Ahead(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
+		if err != nil {
+			return failed(red, "%s", gitMessage("reading the branch", err))
+		}
+		if ahead > 0 {
+			sha, changed = head, true
+			ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
+		}
+	} else if changed {
+		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
+	}
 	if !changed {
 		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": false})
 		return Result{Outcome: Succeeded}
 	}
-	ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
 	if err := w.git.Push(ctx, a.ProjectID, a.remote(), a.Repo.Branch); err != nil {
 		return failed(red, "%s", gitMessage("pushing the branch", err))
 	}
@@ -252,7 +265,7 @@ func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Red
 			Error: "the agent finished, but the server holding its work stopped before publishing it and the work is gone; restart the task to run it again"}
 	}
 	ev.AddValue(EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
-	r := e.publish(ctx, ev, red)
+	r := e.publish(ctx, ev, red, true)
 	r.ExitCode = res.ExitCode
 	return r
 }

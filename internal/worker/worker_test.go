@@ -425,6 +425,9 @@ func TestRecovery(t *testing.T) {
 		// The third's agent finished and wrote its file, then the process died
 		// before publishing: its worktree is still there.
 		finishedRun := holdAsCrashed(t, s, finished.ID, 1, `{"type":"result","status":"success","summary":"wrote it"}`)
+		// The fourth's work was even committed, but not pushed.
+		committed := s.Task(p.ID, "echo must-not-run-again-either >> README.md", tasks.TaskConfig{})
+		holdAsCrashed(t, s, committed.ID, 1, `{"type":"result","status":"success"}`)
 		ctx := context.Background()
 		if err := s.Git.Sync(ctx, p.ID, repo.Remote{URL: p.RepoURL}); err != nil {
 			t.Fatal(err)
@@ -435,6 +438,17 @@ func TestRecovery(t *testing.T) {
 		}
 		if err := os.WriteFile(filepath.Join(wt, "FINISHED.md"), []byte("written before the crash\n"), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		cwt, err := s.Git.AddWorktree(ctx, p.ID, committed.ID, committed.Branch, "main")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cwt, "COMMITTED.md"), []byte("committed before the crash\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sha, changed, err := s.Git.Commit(ctx, p.ID, committed.ID, "work", worker.AuthorName, worker.AuthorEmail)
+		if err != nil || !changed {
+			t.Fatalf("commit: %v %v", changed, err)
 		}
 		// A worktree of work that is no longer here is removed at start.
 		stray := filepath.Join(filepath.Dir(wt), ids.New())
@@ -477,6 +491,13 @@ func TestRecovery(t *testing.T) {
 		}
 		if _, err := os.Stat(stray); !os.IsNotExist(err) {
 			t.Fatal("a stray worktree was left at start")
+		}
+		got = s.Wait(committed.ID, tasks.StatusDonePR, tasks.StatusFailed, tasks.StatusDone)
+		if got.Status != tasks.StatusDonePR || got.PR == nil || got.PR.Commit != sha {
+			t.Fatalf("committed-but-not-pushed = %s %+v %q", got.Status, got.PR, got.Error)
+		}
+		if agenttest.Git(t, bare, "rev-parse", "refs/heads/"+committed.Branch) != sha {
+			t.Fatal("the committed work was not pushed after the restart")
 		}
 
 		// Graceful stop while an agent runs: back to the queue, not charged as

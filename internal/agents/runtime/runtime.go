@@ -88,7 +88,11 @@ func Main(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer) (code 
 			if in.err != nil {
 				return finish("", fmt.Errorf("malformed start line: reading stdin: %v", in.err), ExitBadStart)
 			}
-			return finish("", errors.New("malformed start line: stdin closed before the start line"), ExitBadStart)
+			// No start line at all: whoever started the agent went away before
+			// saying what to do (see errHubGone). Nothing ran; no result.
+			out.close()
+			log.Warn("stopped without a result: stdin closed before the start line; " + errHubGone.Error())
+			return ExitHubGone
 		}
 		line = l
 	case <-ctx.Done():

@@ -156,6 +156,21 @@ func runToEnd(t *testing.T, start any) (int, []string, protocol.Result, *agentRu
 	return code, lines, res, r
 }
 
+// TestNoStartLine: stdin that ends before a start line means whoever started
+// the agent is gone: no result line, exit code 130.
+func TestNoStartLine(t *testing.T) {
+	var stdout, stderr syncBuffer
+	if code := Main(context.Background(), strings.NewReader(""), &stdout, &stderr); code != ExitHubGone {
+		t.Fatalf("exit code %d, want %d", code, ExitHubGone)
+	}
+	if stdout.String() != "" {
+		t.Fatalf("stdout = %q, want nothing", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "before the start line") {
+		t.Fatalf("stderr does not say why:\n%s", stderr.String())
+	}
+}
+
 func TestStartLine(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -165,7 +180,6 @@ func TestStartLine(t *testing.T) {
 		code  int
 		empty bool // stdin closes without a line
 	}{
-		{name: "no line", empty: true, want: "stdin closed before the start line", code: 2},
 		{name: "not JSON", line: "run the tests please", want: "not a JSON object", code: 2},
 		{name: "wrong type", line: `{"type":"message","text":"hi"}`, want: `type is "message"`, code: 2},
 		{name: "unknown agent type", line: `{"type":"start","agent_type":"robot","workdir":"` + dir + `"}`, want: `unknown agent_type "robot"`, code: 2},
