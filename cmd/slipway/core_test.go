@@ -199,7 +199,7 @@ func TestTwoReplicas(t *testing.T) {
 	bare := bareRepo(t, dir)
 	common := append(databaseEnv(t, db.Postgres), "SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
 		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_JWT_SECRET="+sharedSecret,
-		"SERVICE_WORKER_LEASE_SECS=5", "SERVICE_WORKER_SLOTS=16", "MAX_PARALLEL_TASKS_PER_WORKSPACE=40")
+		"SERVICE_WORKER_LEASE_SECS=10", "SERVICE_WORKER_SLOTS=8", "MAX_PARALLEL_TASKS_PER_WORKSPACE=40")
 	replica := func(name string) *proc {
 		d := filepath.Join(dir, name)
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -281,7 +281,7 @@ func TestTwoReplicas(t *testing.T) {
 	a.wait(t)
 	killed := time.Now()
 	// The dead replica's agents died with it (well before the survivor can
-	// take their work over, after the 5 s lease).
+	// take their work over, after the 10 s lease).
 	eventually(t, 3*time.Second, "the killed replica's agents die with it", func() bool {
 		for _, i := range onA {
 			if len(processesWith(fmt.Sprintf("slow-%d-%s", i, marker))) > 0 {

@@ -99,7 +99,9 @@ func (e *execution) run(ctx context.Context) {
 // keepLease extends the lease while the work runs and stops the work when
 // the hub says so.
 func (e *execution) keepLease(ctx context.Context) {
-	every := max(e.a.TTL/3, 200*time.Millisecond)
+	// Four renewals per lease: a renewal delayed by a busy machine or a slow
+	// database still comes well before the lease runs out.
+	every := max(e.a.TTL/4, 200*time.Millisecond)
 	if e.a.TTL <= 0 {
 		every = 5 * time.Second
 	}
