@@ -66,10 +66,10 @@ CREATE TABLE jobs (
     created_at       TIMESTAMPTZ NOT NULL,
     finished_at      TIMESTAMPTZ
 );
-CREATE INDEX jobs_available ON jobs (run_at, id) WHERE state = 'available';
+CREATE INDEX jobs_available ON jobs (kind, run_at, id) WHERE state = 'available';
 CREATE INDEX jobs_running ON jobs (locked_until) WHERE state = 'running';
 CREATE INDEX jobs_finished ON jobs (finished_at) WHERE state IN ('completed', 'failed', 'cancelled');
-CREATE UNIQUE INDEX jobs_unfinished_ref ON jobs (kind, ref_id) WHERE state IN ('available', 'running');
+CREATE UNIQUE INDEX jobs_unfinished_ref ON jobs (kind, ref_id) WHERE ref_id IS NOT NULL AND state IN ('available', 'running');
 
 -- Queued tasks wait in the queue; running ones are held by the server that
 -- ran them (its next start, or the rescuer, takes them back).

@@ -350,6 +350,12 @@ func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now t
 		args = append(args, k)
 		in = append(in, "$"+strconv.Itoa(len(args)))
 	}
+	// One kind (the usual claim) reads the available index in its order
+	// (kind, run_at, id); several are merged by a sort.
+	kindCond := "kind = " + in[0]
+	if len(in) > 1 {
+		kindCond = "kind IN (" + strings.Join(in, ", ") + ")"
+	}
 	cond := ""
 	if after != nil {
 		args = append(args, after.runAt, after.id)
@@ -357,8 +363,8 @@ func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now t
 		cond = fmt.Sprintf(" AND (run_at > $%d OR (run_at = $%d AND id > $%d))", n-1, n-1, n)
 	}
 	args = append(args, limit)
-	rows, err := tx.QueryContext(ctx, "SELECT id, run_at, concurrency_keys FROM jobs WHERE state = 'available' AND run_at <= $1 AND kind IN ("+
-		strings.Join(in, ", ")+")"+cond+" ORDER BY run_at, id LIMIT $"+strconv.Itoa(len(args))+q.db.Dialect.SkipLocked(), args...)
+	rows, err := tx.QueryContext(ctx, "SELECT id, run_at, concurrency_keys FROM jobs WHERE state = 'available' AND run_at <= $1 AND "+kindCond+
+		cond+" ORDER BY run_at, id LIMIT $"+strconv.Itoa(len(args))+q.db.Dialect.SkipLocked(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
 	}
@@ -481,8 +487,12 @@ func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimR
 	}
 	// Dialect placeholders, because the id list can be long (SQLite looks
 	// $n names up in a list); they appear in the order of args.
+	// The picked rows are this transaction's (locked by the pick on
+	// PostgreSQL, SQLite's one writer otherwise): no need to check their
+	// state again, and a plain primary-key match keeps the planner on the
+	// primary key whatever its statistics say.
 	sqlText := "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = " + q.db.Dialect.Placeholder(1) + ", locked_until = " +
-		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE WHERE state = 'available' AND id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
+		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE WHERE id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
 	rows, err := tx.QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)

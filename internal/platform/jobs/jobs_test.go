@@ -610,3 +610,78 @@ func TestWakeUps(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkClaimComplete measures the bare queue: workers claim jobs in
+// batches and complete them in batches (bench/README.md). Jobs are queued
+// beforehand; the figure is claimed-and-completed jobs per second.
+//
+//	go test -run XXX -bench ClaimComplete -benchtime 50000x ./internal/platform/jobs
+func BenchmarkClaimComplete(b *testing.B) {
+	for _, e := range []db.Engine{db.SQLite, db.Postgres} {
+		b.Run(string(e), func(b *testing.B) {
+			if e == db.Postgres {
+				dbtest.RequirePostgres(b)
+			}
+			d := dbtest.New(b, e)
+			bus := pubsub.New(d, slog.New(slog.DiscardHandler))
+			b.Cleanup(bus.Close)
+			q := jobs.New(d, bus, clock.System{}, nil)
+			ctx := context.Background()
+			batch := make([]jobs.NewJob, 0, 1000)
+			for i := 0; i < b.N; i++ {
+				batch = append(batch, jobs.NewJob{Kind: "bench", Payload: map[string]int{"n": i}})
+				if len(batch) == cap(batch) || i == b.N-1 {
+					if err := q.EnqueueMany(ctx, batch); err != nil {
+						b.Fatal(err)
+					}
+					batch = batch[:0]
+				}
+			}
+			workers := 2
+			if e == db.SQLite {
+				workers = 1 // one writer
+			}
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			done := 0
+			for w := 0; w < workers; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					owner := fmt.Sprintf("bench-%d", w)
+					for {
+						js, err := q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{"bench"}, Owner: owner, Max: 200, Lease: time.Minute}, nil)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if len(js) == 0 {
+							return
+						}
+						ls := make([]jobs.Lease, len(js))
+						for i, j := range js {
+							ls[i] = j.Lease()
+						}
+						n, err := q.CompleteMany(ctx, ls)
+						if err != nil || n != len(ls) {
+							b.Errorf("completed %d of %d: %v", n, len(ls), err)
+							return
+						}
+						mu.Lock()
+						done += n
+						mu.Unlock()
+					}
+				}(w)
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if done != b.N {
+				b.Fatalf("%d of %d jobs done", done, b.N)
+			}
+			b.ReportMetric(float64(done)/elapsed.Seconds(), "jobs/s")
+		})
+	}
+}
