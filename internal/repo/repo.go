@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Remote is where a project's repository lives and how to reach it.
@@ -31,6 +32,11 @@ type Remote struct {
 type Git struct {
 	root  string // <data dir>/git
 	locks sync.Map
+	// fetched is when the last successful fetch of a project (and remote
+	// URL) began.
+	fetched sync.Map
+	// urls is the remote URL each mirror was last set to by this process.
+	urls sync.Map
 }
 
 // New returns a Git rooted at dataDir/git.
@@ -175,8 +181,26 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // branches live under refs/heads/: fetching with --prune only ever prunes
 // the former, so a task branch not pushed yet is never deleted under a
 // running agent.
+//
+// Concurrent syncs of one project share fetches: a fetch that began after
+// a sync was asked for saw everything that sync would have, so a sync
+// waiting behind it has nothing left to do (twenty tasks queued on one
+// project fetch once or twice, not twenty times).
 func (g *Git) Sync(ctx context.Context, projectID string, r Remote) error {
+	asked := time.Now()
 	defer g.lock(projectID)()
+	if began, ok := g.fetched.Load(projectID + "\x00" + r.URL); ok && began.(time.Time).After(asked) {
+		return nil
+	}
+	began := time.Now()
+	if err := g.sync(ctx, projectID, r); err != nil {
+		return err
+	}
+	g.fetched.Store(projectID+"\x00"+r.URL, began)
+	return nil
+}
+
+func (g *Git) sync(ctx context.Context, projectID string, r Remote) error {
 	a, err := g.auth(r)
 	if err != nil {
 		return err
@@ -199,9 +223,13 @@ func (g *Git) Sync(ctx context.Context, projectID string, r Remote) error {
 		}
 		return os.Rename(tmp, mirror)
 	}
-	// The URL may have changed since the mirror was made.
-	if _, err := g.run(ctx, "remote set-url", mirror, nil, "remote", "set-url", "origin", "--", r.URL); err != nil {
-		return err
+	// The URL may have changed since the mirror was made (or since this
+	// process last set it).
+	if url, ok := g.urls.Load(projectID); !ok || url.(string) != r.URL {
+		if _, err := g.run(ctx, "remote set-url", mirror, nil, "remote", "set-url", "origin", "--", r.URL); err != nil {
+			return err
+		}
+		g.urls.Store(projectID, r.URL)
 	}
 	return g.fetch(ctx, mirror, a)
 }
@@ -220,8 +248,17 @@ var ErrNoBranch = errors.New("branch not found")
 func (g *Git) AddWorktree(ctx context.Context, projectID, taskID, branch, base string) (string, error) {
 	defer g.lock(projectID)()
 	mirror := g.MirrorPath(projectID)
-	baseRef := "refs/remotes/origin/" + base
-	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", baseRef); err != nil {
+	baseRef, branchRef := "refs/remotes/origin/"+base, "refs/heads/"+branch
+	// One look at both refs: the base must exist; the branch may.
+	refs, err := g.run(ctx, "for-each-ref", mirror, nil, "for-each-ref", "--format=%(refname)", "--", baseRef, branchRef)
+	if err != nil {
+		return "", err
+	}
+	have := map[string]bool{}
+	for _, ref := range strings.Fields(refs) {
+		have[ref] = true
+	}
+	if !have[baseRef] {
 		return "", fmt.Errorf("%w: the repository has no branch %q", ErrNoBranch, base)
 	}
 	path := g.WorktreePath(taskID)
@@ -231,7 +268,7 @@ func (g *Git) AddWorktree(ctx context.Context, projectID, taskID, branch, base s
 		}
 	}
 	args := []string{"worktree", "add", "-b", branch, "--", path, baseRef}
-	if _, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+	if have[branchRef] {
 		// The branch exists from an earlier attempt: continue its work.
 		args = []string{"worktree", "add", "--", path, branch}
 	}
@@ -253,11 +290,20 @@ func (g *Git) Commit(ctx context.Context, projectID, taskID, message, authorName
 	wt := []string{"--git-dir=" + g.gitDir(projectID, taskID), "--work-tree=" + g.WorktreePath(taskID)}
 	dir := g.WorktreePath(taskID)
 	// Whatever the agent left at .git is not ours to commit or trust.
-	if _, err := g.run(ctx, "add", dir, nil, append(wt, "add", "--all", "--", ".", ":(exclude).git")...); err != nil {
+	notGit := []string{"--", ".", ":(exclude).git"}
+	// A clean worktree (the common case of a task that changed nothing)
+	// costs one git call.
+	status, err := g.run(ctx, "status", dir, nil, append(append(wt, "status", "--porcelain", "--untracked-files=all"), notGit...)...)
+	if err != nil {
 		return "", false, err
 	}
-	status, err := g.run(ctx, "status", dir, nil, append(wt, "status", "--porcelain")...)
-	if err != nil {
+	if strings.TrimSpace(status) == "" {
+		return "", false, nil
+	}
+	if _, err := g.run(ctx, "add", dir, nil, append(append(wt, "add", "--all"), notGit...)...); err != nil {
+		return "", false, err
+	}
+	if status, err = g.run(ctx, "status", dir, nil, append(wt, "status", "--porcelain", "--untracked-files=no")...); err != nil {
 		return "", false, err
 	}
 	if strings.TrimSpace(status) == "" {
@@ -328,8 +374,10 @@ func (g *Git) removeWorktreeLocked(ctx context.Context, mirror, path string) err
 		return os.RemoveAll(path) // no mirror, no bookkeeping to keep straight
 	}
 	// git refuses to remove a worktree it does not know (gone already, or
-	// never registered); removing the directory and pruning covers both.
-	_, _ = g.run(ctx, "worktree remove", mirror, nil, "worktree", "remove", "--force", "--", path)
+	// never registered); then removing the directory and pruning covers it.
+	if _, err := g.run(ctx, "worktree remove", mirror, nil, "worktree", "remove", "--force", "--", path); err == nil {
+		return nil
+	}
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("removing worktree %s: %w", path, err)
 	}

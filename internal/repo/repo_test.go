@@ -134,3 +134,40 @@ func TestFetchKeepsUnpushedTaskBranches(t *testing.T) {
 		t.Fatalf("diffstat = %d, %v", files, err)
 	}
 }
+
+// TestConcurrentSyncsStayFresh: syncs of one project share fetches, yet a
+// sync asked for after a push always sees the pushed commit.
+func TestConcurrentSyncsStayFresh(t *testing.T) {
+	ctx := context.Background()
+	bare := agenttest.BareRepo(t, nil)
+	g, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Remote{URL: bare}
+	seed := t.TempDir()
+	agenttest.Git(t, seed, "clone", "-q", bare, ".")
+	for i := 0; i < 5; i++ {
+		// A new commit lands on the remote's main...
+		if err := os.WriteFile(filepath.Join(seed, "n.txt"), []byte(strings.Repeat("x", i+1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		agenttest.Git(t, seed, "add", ".")
+		agenttest.Git(t, seed, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+		agenttest.Git(t, seed, "push", "-q", "origin", "HEAD:main")
+		want := agenttest.Git(t, seed, "rev-parse", "HEAD")
+		// ...and every sync asked for after it sees it, however they share.
+		errs := make(chan error, 8)
+		for j := 0; j < 8; j++ {
+			go func() { errs <- g.Sync(ctx, "p1", r) }()
+		}
+		for j := 0; j < 8; j++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := agenttest.Git(t, g.MirrorPath("p1"), "rev-parse", "refs/remotes/origin/main"); got != want {
+			t.Fatalf("round %d: the mirror's main is %s, want %s", i, got, want)
+		}
+	}
+}

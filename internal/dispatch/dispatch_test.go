@@ -1,0 +1,152 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"slipway/internal/dispatch"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/platform/redact"
+	"slipway/internal/runs"
+	"slipway/internal/worker"
+)
+
+// stamp is a handler whose jobs carry the time they were queued: Start
+// reports how long the job waited.
+type stamp struct{ waited chan time.Duration }
+
+func (s stamp) Start(_ context.Context, _ *db.Tx, j *jobs.Job, _ dispatch.WorkerInfo) (*worker.Assignment, error) {
+	var p struct{ At int64 }
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return nil, err
+	}
+	s.waited <- time.Since(time.Unix(0, p.At))
+	return &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt}, Work: worker.WorkAgent}, nil
+}
+func (stamp) Resume(context.Context, *jobs.Job) (*worker.Assignment, error) {
+	return nil, errors.New("unused")
+}
+func (stamp) Finish(context.Context, *db.Tx, *jobs.Job, string, worker.Result) error {
+	return nil
+}
+func (stamp) Interrupted(context.Context, *db.Tx, *jobs.Job, bool, string) error { return nil }
+
+type replica struct {
+	q *jobs.Queue
+	d *dispatch.Dispatcher
+}
+
+func newReplica(t testing.TB, d *db.DB, h dispatch.Handler) replica {
+	log := slog.New(slog.DiscardHandler)
+	bus := pubsub.New(d, log)
+	t.Cleanup(bus.Close)
+	if err := bus.Listening(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q := jobs.New(d, bus, clock.System{}, nil)
+	disp := dispatch.New(d, q, runs.NewService(d, clock.System{}, redact.New()), bus, dispatch.Config{Lease: time.Minute, Poll: time.Second}, log)
+	disp.Handle("stamp", worker.WorkAgent, h)
+	return replica{q: q, d: disp}
+}
+
+// pickup enqueues jobs on one replica, one at a time, while the other waits
+// in a claim, and returns how long each waited between its enqueue and its
+// claim.
+func pickup(t testing.TB, from, to replica, waited chan time.Duration, n int) []time.Duration {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	claimed := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			_, err := to.d.Claim(ctx, worker.ClaimRequest{Worker: "hub@b", Backend: "none", Max: 1, Wait: time.Minute})
+			if err != nil && ctx.Err() == nil {
+				claimed <- err
+				return
+			}
+		}
+	}()
+	var out []time.Duration
+	for i := 0; i < n; i++ {
+		time.Sleep(time.Duration(3+i%7) * time.Millisecond) // not in step with anything
+		if err := from.q.EnqueueMany(context.Background(), []jobs.NewJob{{Kind: "stamp", Payload: map[string]int64{"at": time.Now().UnixNano()}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case d := <-waited:
+			out = append(out, d)
+		case err := <-claimed:
+			t.Fatal(err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a job was not claimed within 10s")
+		}
+	}
+	return out
+}
+
+// TestPickupAcrossReplicas: a job queued through one replica is claimed by
+// a waiting claimer of another within moments, well before the poll would
+// have found it.
+func TestPickupAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	first := dbtest.New(t, db.Postgres)
+	second, err := db.Open(context.Background(), first.Target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	waited := make(chan time.Duration, 1)
+	a, b := newReplica(t, first, stamp{waited}), newReplica(t, second, stamp{waited})
+	lat := pickup(t, a, b, waited, 20)
+	slices.Sort(lat)
+	// The poll is a second; a notification is milliseconds. The median is
+	// far from the poll on any machine, loaded or not.
+	if median := lat[len(lat)/2]; median > 500*time.Millisecond {
+		t.Fatalf("median pickup %s: the claimer was not woken by the notification", median)
+	}
+}
+
+// BenchmarkPickup measures the time from a job's enqueue on one replica to
+// its claim on another (PostgreSQL: two pools, two listening connections,
+// as two processes have), and in one process on SQLite (bench/README.md):
+//
+//	go test -run XXX -bench Pickup -benchtime 200x ./internal/dispatch
+func BenchmarkPickup(b *testing.B) {
+	for _, e := range []db.Engine{db.SQLite, db.Postgres} {
+		b.Run(string(e), func(b *testing.B) {
+			if e == db.Postgres {
+				dbtest.RequirePostgres(b)
+			}
+			first := dbtest.New(b, e)
+			second := first
+			if e == db.Postgres {
+				var err error
+				if second, err = db.Open(context.Background(), first.Target); err != nil {
+					b.Fatal(err)
+				}
+				defer second.Close()
+			}
+			waited := make(chan time.Duration, 1)
+			h := stamp{waited}
+			from := newReplica(b, first, h)
+			to := from
+			if e == db.Postgres {
+				to = newReplica(b, second, h)
+			}
+			b.ResetTimer()
+			lat := pickup(b, from, to, waited, b.N)
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms-median")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "ms-p90")
+		})
+	}
+}
