@@ -37,3 +37,20 @@ func Reply[T any](v T, err error) (*Out[T], error) {
 	}
 	return &Out[T]{Body: v}, nil
 }
+
+// SessionSecurity marks an operation that needs a signed-in user (OpenAPI).
+var SessionSecurity = []map[string][]string{{"session": {}}}
+
+// DeletedOutput is the spec's delete acknowledgement: {deleted: boolean}.
+type DeletedOutput struct {
+	Body struct {
+		Deleted bool `json:"deleted" doc:"False only when the row was already gone"`
+	}
+}
+
+// Deleted acknowledges a delete that removed the row.
+func Deleted() *DeletedOutput {
+	o := &DeletedOutput{}
+	o.Body.Deleted = true
+	return o
+}
