@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"slipway/internal/platform/apperr"
@@ -19,6 +21,13 @@ import (
 const taskColumns = `id, workspace_id, project_id, title, prompt, agent_profile, config, notes, status, held, branch, error, pr,
 	created_by, created_at, updated_at, started_at, finished_at`
 
+// listColumns is taskColumns for the list queries, with the timestamps as
+// the dialect reads them fastest.
+func listColumns(d db.Dialect) string {
+	return strings.NewReplacer("created_at,", d.TimeColumn("created_at")+",", "updated_at,", d.TimeColumn("updated_at")+",",
+		"started_at,", d.TimeColumn("started_at")+",", "finished_at", d.TimeColumn("finished_at")).Replace(taskColumns)
+}
+
 func scanTask(row interface{ Scan(...any) error }) (*Task, error) {
 	var t Task
 	var config string
@@ -29,8 +38,10 @@ func scanTask(row interface{ Scan(...any) error }) (*Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := json.Unmarshal([]byte(config), &t.Config); err != nil {
-		return nil, fmt.Errorf("tasks: config of %s: %w", t.ID, err)
+	if config != "{}" { // most tasks take the defaults
+		if err := json.Unmarshal([]byte(config), &t.Config); err != nil {
+			return nil, fmt.Errorf("tasks: config of %s: %w", t.ID, err)
+		}
 	}
 	if pr != nil {
 		t.PR = &PullRequest{}
@@ -175,30 +186,49 @@ type ListFilter struct {
 	Offset    int    `query:"offset" minimum:"0" default:"0"`
 }
 
-// listTasks reads a page and the total. Both statements are prepared once
-// per text and reused: list endpoints are hot, and SQLite would otherwise
-// parse and plan them on every request.
+// listTasks reads a page and the total. The page is read first, one row
+// longer than asked: when that row is not there, the total follows from
+// the page and the COUNT is skipped (every last page, and every list that
+// fits in one). Both statements are prepared once per text and reused: list
+// endpoints are hot, and SQLite would otherwise parse and plan them on every
+// request.
 func listTasks(ctx context.Context, d *db.DB, w db.Where, orderBy string, limit, offset int) ([]Task, int, error) {
-	var total int
-	if err := d.QueryRowPrepared(ctx, "SELECT COUNT(*) FROM tasks WHERE "+w.SQL, w.Args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("tasks: count: %w", err)
-	}
-	if total <= offset {
-		return []Task{}, total, nil
-	}
-	args := append(append([]any{}, w.Args...), limit, offset)
-	rows, err := d.QueryPrepared(ctx, "SELECT "+taskColumns+" FROM tasks WHERE "+w.SQL+" ORDER BY "+orderBy+" LIMIT "+w.Next(1)+" OFFSET "+w.Next(2), args...)
+	// The limit is written into the text, not bound: SQLite plans with a
+	// bound LIMIT's value and so prepares such a statement again on every
+	// execution (a tenth of a list request's time). Limits are bounded
+	// (1-500), so the texts stay few.
+	args := append(append([]any{}, w.Args...), offset)
+	rows, err := d.QueryPrepared(ctx, "SELECT "+listColumns(d.Dialect)+" FROM tasks WHERE "+w.SQL+" ORDER BY "+orderBy+
+		" LIMIT "+strconv.Itoa(limit+1)+" OFFSET "+w.Next(1), args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("tasks: list: %w", err)
 	}
 	defer rows.Close()
-	out := make([]Task, 0, min(limit, total-offset))
+	out := make([]Task, 0, min(limit, 64))
+	more := false
 	for rows.Next() {
+		if len(out) == limit {
+			more = true
+			break
+		}
 		t, err := scanTask(rows)
 		if err != nil {
 			return nil, 0, fmt.Errorf("tasks: list: %w", err)
 		}
 		out = append(out, *t)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("tasks: list: %w", err)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, 0, fmt.Errorf("tasks: list: %w", err)
+	}
+	if !more && (len(out) > 0 || offset == 0) {
+		return out, offset + len(out), nil
+	}
+	var total int
+	if err := d.QueryRowPrepared(ctx, "SELECT COUNT(*) FROM tasks WHERE "+w.SQL, w.Args...).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("tasks: count: %w", err)
+	}
+	return out, total, nil
 }

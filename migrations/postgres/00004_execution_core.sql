@@ -26,6 +26,8 @@ ALTER TABLE runs ADD COLUMN event_seq INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE runs ADD COLUMN batch_seq INTEGER NOT NULL DEFAULT 0;
 UPDATE runs r SET event_seq = (SELECT COUNT(*) FROM task_events e WHERE e.run_id = r.id);
 CREATE INDEX runs_log ON runs (log_id);
+DROP INDEX runs_workspace_created;
+CREATE INDEX runs_workspace_created ON runs (workspace_id, created_at, id);
 CREATE INDEX runs_parent ON runs (parent_run_id);
 
 CREATE TABLE run_events (
@@ -83,6 +85,10 @@ INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, sta
     FROM tasks t WHERE (t.status = 'queued' AND NOT t.held) OR t.status IN ('running', 'needs_input');
 
 DROP INDEX tasks_queue;
+-- Lists are newest first with the id breaking ties: the index serves the
+-- whole ORDER BY, so a page reads only its rows.
+DROP INDEX tasks_workspace_created;
+CREATE INDEX tasks_workspace_created ON tasks (workspace_id, created_at, id);
 ALTER TABLE tasks DROP COLUMN event_seq;
 ALTER TABLE tasks DROP COLUMN lease_owner;
 ALTER TABLE tasks DROP COLUMN lease_until;

@@ -62,7 +62,7 @@ CREATE UNIQUE INDEX run_events_run ON run_events (run_id, run_seq);
 DROP TABLE task_events;
 DROP TABLE runs;
 ALTER TABLE runs_new RENAME TO runs;
-CREATE INDEX runs_workspace_created ON runs (workspace_id, created_at);
+CREATE INDEX runs_workspace_created ON runs (workspace_id, created_at, id);
 CREATE INDEX runs_task ON runs (task_id);
 CREATE INDEX runs_log ON runs (log_id);
 CREATE INDEX runs_parent ON runs (parent_run_id);
@@ -102,6 +102,10 @@ INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, sta
     FROM tasks t WHERE (t.status = 'queued' AND NOT t.held) OR t.status IN ('running', 'needs_input');
 
 DROP INDEX tasks_queue;
+-- Lists are newest first with the id breaking ties: the index serves the
+-- whole ORDER BY, so a page reads only its rows.
+DROP INDEX tasks_workspace_created;
+CREATE INDEX tasks_workspace_created ON tasks (workspace_id, created_at, id);
 ALTER TABLE tasks DROP COLUMN event_seq;
 ALTER TABLE tasks DROP COLUMN lease_owner;
 ALTER TABLE tasks DROP COLUMN lease_until;

@@ -36,6 +36,11 @@ type Dialect interface {
 	// rows it returns and skips rows other transactions locked; SQLite's one
 	// writer needs nothing.
 	SkipLocked() string
+	// TimeColumn selects a timestamp column for scanning with UTC/NullUTC.
+	// On SQLite the column comes back as its text (which UTC parses fast)
+	// instead of being parsed by the driver's general-purpose time parser,
+	// a measurable share of a list request.
+	TimeColumn(col string) string
 	// Placeholder is the n-th (1-based) bind parameter. Shared SQL uses $n
 	// everywhere; statements with hundreds of parameters (batched inserts)
 	// use this instead, because SQLite looks $n names up in a list, which
@@ -73,6 +78,10 @@ func (sqliteDialect) XactLock(context.Context, *sql.Tx, string) error { return n
 
 func (sqliteDialect) SkipLocked() string { return "" }
 
+// A unary plus is a no-op on text, but the result has no declared type, so
+// the driver hands the text over as it is.
+func (sqliteDialect) TimeColumn(col string) string { return "+" + col }
+
 func (sqliteDialect) Placeholder(int) string { return "?" }
 
 func (postgresDialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
@@ -87,6 +96,8 @@ func (postgresDialect) XactLock(ctx context.Context, tx *sql.Tx, name string) er
 }
 
 func (postgresDialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+func (postgresDialect) TimeColumn(col string) string { return col }
 
 func (postgresDialect) ILike(expr, param string) string {
 	return expr + " ILIKE " + param + ` ESCAPE '\'`
