@@ -37,7 +37,7 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 		}
 		s, err := auth.NewService(d, clock.System{}, auth.Config{Secret: []byte(strings.Repeat("k", 32)), SessionCacheTTL: time.Hour,
 			HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}},
-			tenancy.NewService(d, clock.System{}), bus, log)
+			tenancy.NewService(d, clock.System{}, 0, nil, log), bus, log)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,9 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
+	"slipway/internal/platform/ttlcache"
+
+	"golang.org/x/sync/singleflight"
 )
 
 // Tenancy is what auth needs from organizations and workspaces, inside the
@@ -25,9 +28,9 @@ import (
 type Tenancy interface {
 	// ProvisionPersonal creates the user's own organization with one default
 	// workspace, both owned by the user, and returns the workspace id.
-	ProvisionPersonal(ctx context.Context, q db.Queryer, userID, displayName string, now time.Time) (string, error)
+	ProvisionPersonal(ctx context.Context, tx *db.Tx, userID, displayName string, now time.Time) (string, error)
 	// RemovePersonal deletes the organizations whose only member is the user.
-	RemovePersonal(ctx context.Context, q db.Queryer, userID string) error
+	RemovePersonal(ctx context.Context, tx *db.Tx, userID string) error
 }
 
 // Config holds the auth settings taken from the instance configuration.
@@ -63,7 +66,13 @@ type Service struct {
 	// dummyHash is verified against when the email is unknown, so a wrong
 	// email costs the same work as a wrong password.
 	dummyHash string
-	cache     *sessionCache
+	// cache keeps recently authenticated sessions (by token hash) for a
+	// short time, so the hot path skips the database. Every change that
+	// affects a cached answer drops it here and, through the bus, on every
+	// other replica (logout, password change, approval, rejection, profile
+	// edits); a gap in the bus empties it (see Run).
+	cache  *ttlcache.Cache[actor.User]
+	flight singleflight.Group
 	// bus carries invalidations to the other replicas' caches (nil: none).
 	bus Bus
 }
@@ -92,18 +101,18 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *
 		cfg.HashParams = DefaultHashParams
 	}
 	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams),
-		cache: newSessionCache(cfg.SessionCacheTTL, 10000), bus: bus}, nil
+		cache: ttlcache.New[actor.User](cfg.SessionCacheTTL, 10000), bus: bus}, nil
 }
 
 // forgetUser drops a user's cached sessions here and on every replica.
 func (s *Service) forgetUser(userID string) {
-	s.cache.dropUser(userID)
+	s.cache.Drop(func(u *actor.User) bool { return u.ID == userID })
 	s.announce("user " + userID)
 }
 
 // forgetSession drops one cached session here and on every replica.
 func (s *Service) forgetSession(sessionID string) {
-	s.cache.dropSession(sessionID)
+	s.cache.Drop(func(u *actor.User) bool { return u.SessionID == sessionID })
 	s.announce("session " + sessionID)
 }
 
@@ -135,11 +144,11 @@ func (s *Service) Run(ctx context.Context) {
 			what, id, _ := strings.Cut(m.Payload, " ")
 			switch {
 			case m.Reset:
-				s.cache.drop(func(*actor.User) bool { return true })
+				s.cache.Clear()
 			case what == "user":
-				s.cache.dropUser(id)
+				s.cache.Drop(func(u *actor.User) bool { return u.ID == id })
 			case what == "session":
-				s.cache.dropSession(id)
+				s.cache.Drop(func(u *actor.User) bool { return u.SessionID == id })
 			}
 		}
 	}
@@ -345,10 +354,35 @@ func truncate(s string, n int) string {
 func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, error) {
 	h := hashToken(token)
 	now := s.clock.Now()
-	if u, ok := s.cache.get(h, now); ok {
-		return u, nil
+	if s.cache == nil {
+		return s.lookup(ctx, h, now)
 	}
-	epoch := s.cache.currentEpoch()
+	if u, ok := s.cache.Get(h, now); ok {
+		return &u, nil
+	}
+	// One lookup per session at a time: when a busy session's entry
+	// expires, the requests that miss it together share one database read
+	// instead of all going to the database at once (which, on PostgreSQL
+	// under load, made a pause every TTL).
+	v, err, _ := s.flight.Do(h, func() (any, error) {
+		if u, ok := s.cache.Get(h, now); ok {
+			return &u, nil // stored by the flight we queued behind
+		}
+		// Not the first caller's context: the others wait on this read too.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return s.lookup(lctx, h, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	u := *v.(*actor.User) // every caller gets its own copy
+	return &u, nil
+}
+
+// lookup reads a session and its user, and caches them.
+func (s *Service) lookup(ctx context.Context, h string, now time.Time) (*actor.User, error) {
+	epoch := s.cache.Epoch()
 	u, stored, expires, err := sessionUser(ctx, s.db, h, now)
 	if err != nil {
 		return nil, err
@@ -358,7 +392,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, 
 	if subtle.ConstantTimeCompare([]byte(h), []byte(stored)) != 1 {
 		return nil, apperr.ErrUnauthorized
 	}
-	s.cache.put(h, u, expires, now, epoch)
+	s.cache.Put(h, *u, now, expires, epoch)
 	return u, nil
 }
 

@@ -31,7 +31,7 @@ var ServerVars = []Var{
 	{"SERVICE_JWT_SECRET", "generated in dev", "session-signing secret, at least 32 bytes; required in production; dev mode generates one and keeps it in the data dir (mode 0600)"},
 	{"SERVICE_INITIAL_ADMIN_EMAILS", "", "comma-separated initial owner emails; required in production for `builtin` or `oidc`"},
 	{"AUTH_COOKIE_SECURE", "true in prod, false in dev", "mark session cookies Secure"},
-	{"SERVICE_SESSION_CACHE_SECS", "10", "ours: keep authenticated sessions in memory this long; sign-outs and other changes apply at once on every replica (PostgreSQL notifications carry them); 0 disables"},
+	{"SERVICE_SESSION_CACHE_SECS", "10", "ours: keep authenticated sessions and resolved workspaces in memory this long; sign-outs, deleted workspaces and other changes apply at once on every replica (PostgreSQL notifications carry them); 0 disables"},
 	{"SERVICE_ARGON2_MEMORY_KIB", "32768", "ours: argon2id memory per password hash in KiB (production: at least 19456)"},
 	{"SERVICE_ARGON2_TIME", "2", "ours: argon2id passes per password hash (production: at least 2)"},
 	{"SECRET_BACKEND", "auto", "`auto`, `env` or `openbao`"},

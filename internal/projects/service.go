@@ -333,9 +333,9 @@ func (s *Service) Repository(ctx context.Context, workspaceID, id string) (*Repo
 
 // Profiles.
 
-// SeedProfiles gives a new workspace the default profiles, inside the
-// transaction that creates it (a tenancy workspace hook).
-func (s *Service) SeedProfiles(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error {
+// WorkspaceCreated gives a new workspace the default profiles, inside the
+// transaction that creates it (tenancy.WorkspaceHook).
+func (s *Service) WorkspaceCreated(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error {
 	for _, d := range DefaultProfiles {
 		p := &profileRow{AgentProfile: d}
 		p.ID, p.WorkspaceID, p.CreatedAt, p.UpdatedAt = ids.New(), workspaceID, now, now

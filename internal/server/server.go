@@ -60,7 +60,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	}
 	clk := clock.System{}
 	bus := pubsub.New(d, log)
-	ten := tenancy.NewService(d, clk)
+	ten := tenancy.NewService(d, clk, cfg.SessionCacheTTL, bus, log)
 	authSvc, err := auth.NewService(d, clk, auth.Config{
 		InitialAdminEmails: cfg.InitialAdminEmails,
 		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
@@ -78,7 +78,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		return nil, err
 	}
 	proj := projects.NewService(d, clk, sealer)
-	ten.OnWorkspaceCreated(proj.SeedProfiles)
+	ten.OnWorkspaceCreated(proj)
 
 	// The execution core: runs and event logs, the queue, the dispatcher
 	// (the hub's side of the worker port) and this server's own worker.
@@ -206,6 +206,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		close(dispatched)
 	}()
 	go s.Services.Auth.Run(coreCtx)
+	go s.Services.Tenancy.Run(coreCtx)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
 		s.Worker.Run(workCtx)

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"time"
 
+	"log/slog"
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
+	"slipway/internal/platform/ttlcache"
 )
 
 // Service implements organizations and workspaces.
@@ -19,14 +22,33 @@ type Service struct {
 	db    *db.DB
 	clock clock.Clock
 	hooks []WorkspaceHook
+	log   *slog.Logger
+	// resolved keeps recent answers of ResolveWorkspace (every
+	// workspace-scoped request asks it) for a short time. Every write to
+	// workspaces, organizations or their members drops all of it, here and,
+	// through the bus, on every other replica; a gap in the bus empties it
+	// (see Run).
+	resolved *ttlcache.Cache[actor.Workspace]
+	bus      Bus // nil: a single replica
 }
 
-// WorkspaceHook runs inside the transaction that creates a workspace, so
-// other domains can give it what every workspace starts with (e.g. default
-// agent profiles) without tenancy knowing them.
-type WorkspaceHook func(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error
+// Bus is how replicas tell each other to forget resolved workspaces.
+type Bus interface {
+	Publish(ctx context.Context, topic, payload string) error
+	Subscribe(topic string) *pubsub.Subscription
+}
 
-// OnWorkspaceCreated adds a hook (wiring time only).
+// topicMemberships carries "changed": forget every resolved workspace.
+const topicMemberships = "memberships"
+
+// WorkspaceHook is told, inside the transaction that creates a workspace,
+// that it exists, so other domains can give it what every workspace starts
+// with (e.g. default agent profiles) without tenancy knowing them.
+type WorkspaceHook interface {
+	WorkspaceCreated(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error
+}
+
+// OnWorkspaceCreated adds a hook (at wiring time, before the service serves).
 func (s *Service) OnWorkspaceCreated(h WorkspaceHook) { s.hooks = append(s.hooks, h) }
 
 func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, name, userID string, now time.Time) error {
@@ -37,30 +59,73 @@ func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, nam
 		return err
 	}
 	for _, h := range s.hooks {
-		if err := h(ctx, q, id, now); err != nil {
+		if err := h.WorkspaceCreated(ctx, q, id, now); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// NewService builds the tenancy service.
-func NewService(d *db.DB, clk clock.Clock) *Service { return &Service{db: d, clock: clk} }
+// NewService builds the tenancy service. cacheTTL bounds how long a
+// resolved workspace is kept (0: not at all); bus (optional) carries the
+// invalidations between replicas.
+func NewService(d *db.DB, clk clock.Clock, cacheTTL time.Duration, bus Bus, log *slog.Logger) *Service {
+	return &Service{db: d, clock: clk, log: log, bus: bus, resolved: ttlcache.New[actor.Workspace](cacheTTL, 10000)}
+}
+
+// changed drops every resolved workspace once tx commits, here and on every
+// replica. Every write that could change an answer of ResolveWorkspace (a
+// membership, a workspace or an organization removed, or a role changed)
+// calls it.
+func (s *Service) changed(tx *db.Tx) {
+	tx.AfterCommit(func() {
+		s.resolved.Clear()
+		if s.bus == nil || s.resolved == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := s.bus.Publish(ctx, topicMemberships, "changed"); err != nil {
+			// The other replicas' entries expire within the cache's TTL anyway.
+			s.log.Error("telling the other replicas to forget resolved workspaces failed", "err", err)
+		}
+	})
+}
+
+// Run applies the other replicas' invalidations to this one's cache until
+// ctx ends.
+func (s *Service) Run(ctx context.Context) {
+	if s.bus == nil || s.resolved == nil {
+		return
+	}
+	sub := s.bus.Subscribe(topicMemberships)
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.C: // a change or a gap: either way, forget everything
+			s.resolved.Clear()
+		}
+	}
+}
 
 // DefaultWorkspaceName names the workspace every new account starts with.
 const DefaultWorkspaceName = "Default"
 
 // ProvisionPersonal creates the user's own organization with one default
 // workspace, owned by the user, in the caller's transaction (auth.Tenancy).
-func (s *Service) ProvisionPersonal(ctx context.Context, q db.Queryer, userID, displayName string, now time.Time) (string, error) {
+func (s *Service) ProvisionPersonal(ctx context.Context, tx *db.Tx, userID, displayName string, now time.Time) (string, error) {
+	// No changed(tx): a new user has no resolved workspaces, and no one
+	// else's answer depends on the new organization.
 	orgID, wsID := ids.New(), ids.New()
-	if err := insertOrganization(ctx, q, orgID, displayName+"'s organization", now); err != nil {
+	if err := insertOrganization(ctx, tx, orgID, displayName+"'s organization", now); err != nil {
 		return "", err
 	}
-	if err := insertOrgMember(ctx, q, orgID, userID, RoleOwner, now); err != nil {
+	if err := insertOrgMember(ctx, tx, orgID, userID, RoleOwner, now); err != nil {
 		return "", err
 	}
-	if err := s.newWorkspace(ctx, q, wsID, orgID, DefaultWorkspaceName, userID, now); err != nil {
+	if err := s.newWorkspace(ctx, tx, wsID, orgID, DefaultWorkspaceName, userID, now); err != nil {
 		return "", err
 	}
 	return wsID, nil
@@ -68,13 +133,14 @@ func (s *Service) ProvisionPersonal(ctx context.Context, q db.Queryer, userID, d
 
 // RemovePersonal deletes the organizations whose only member is the user
 // (and so their workspaces), in the caller's transaction (auth.Tenancy).
-func (s *Service) RemovePersonal(ctx context.Context, q db.Queryer, userID string) error {
-	orgs, err := soleMemberOrgs(ctx, q, userID)
+func (s *Service) RemovePersonal(ctx context.Context, tx *db.Tx, userID string) error {
+	s.changed(tx)
+	orgs, err := soleMemberOrgs(ctx, tx, userID)
 	if err != nil {
 		return err
 	}
 	for _, id := range orgs {
-		if err := deleteOrganization(ctx, q, id); err != nil {
+		if err := deleteOrganization(ctx, tx, id); err != nil {
 			return err
 		}
 	}
@@ -90,6 +156,13 @@ var ErrNoWorkspace = apperr.New(apperr.CodeForbidden, "you have not joined any w
 // an unknown id), otherwise the caller's default joined workspace, otherwise
 // their earliest joined one.
 func (s *Service) ResolveWorkspace(ctx context.Context, u *actor.User, header string) (*actor.Workspace, error) {
+	// The answer depends on the user, the header and the user's default.
+	key := u.ID + " " + header + " " + u.DefaultWorkspaceID
+	now := s.clock.Now()
+	if w, ok := s.resolved.Get(key, now); ok {
+		return &w, nil
+	}
+	epoch := s.resolved.Epoch()
 	var w *Workspace
 	var err error
 	switch {
@@ -97,12 +170,12 @@ func (s *Service) ResolveWorkspace(ctx context.Context, u *actor.User, header st
 		if !ids.Valid(header) {
 			return nil, apperr.BadRequest("X-Workspace-Id must be a workspace id (a UUID)")
 		}
-		w, err = membership(ctx, s.db.R, header, u.ID)
+		w, err = membershipPrepared(ctx, s.db, header, u.ID)
 		if errors.Is(err, apperr.ErrNotFound) {
 			return nil, apperr.New(apperr.CodeForbidden, "you have not joined the workspace named by X-Workspace-Id")
 		}
 	case u.DefaultWorkspaceID != "":
-		w, err = membership(ctx, s.db.R, u.DefaultWorkspaceID, u.ID)
+		w, err = membershipPrepared(ctx, s.db, u.DefaultWorkspaceID, u.ID)
 		if errors.Is(err, apperr.ErrNotFound) {
 			// Left or deleted since the session was read: use the fallback.
 			w, err = s.earliestJoined(ctx, u.ID)
@@ -113,7 +186,9 @@ func (s *Service) ResolveWorkspace(ctx context.Context, u *actor.User, header st
 	if err != nil {
 		return nil, err
 	}
-	return &actor.Workspace{ID: w.ID, OrganizationID: w.OrganizationID, Role: w.Role}, nil
+	aw := actor.Workspace{ID: w.ID, OrganizationID: w.OrganizationID, Role: w.Role}
+	s.resolved.Put(key, aw, now, time.Time{}, epoch)
+	return &aw, nil
 }
 
 func (s *Service) earliestJoined(ctx context.Context, userID string) (*Workspace, error) {
@@ -213,6 +288,7 @@ func (s *Service) DeleteOrganization(ctx context.Context, u *actor.User, sel Sel
 		if err := deleteOrganization(ctx, tx, o.ID); err != nil {
 			return err
 		}
+		s.changed(tx)
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "organization.delete", "organization", o.ID, o, nil)
 	})
 }
@@ -297,6 +373,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Select
 		if err := s.newWorkspace(ctx, tx, w.ID, o.ID, name, u.ID, now); err != nil {
 			return err
 		}
+		s.changed(tx)
 		out = w
 		return audit.Record(ctx, tx, now, u.ID, "workspace.create", "workspace", w.ID, nil, w)
 	})
@@ -321,6 +398,7 @@ func (s *Service) DeleteWorkspace(ctx context.Context, u *actor.User, id string)
 		if err := deleteWorkspace(ctx, tx, id); err != nil {
 			return err
 		}
+		s.changed(tx)
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.delete", "workspace", id, w, nil)
 	})
 }

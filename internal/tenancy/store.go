@@ -106,14 +106,25 @@ func members(ctx context.Context, q db.Queryer, orgID string) ([]Member, error) 
 }
 
 // membership returns the caller's workspace membership, or not_found.
+const membershipSQL = `SELECT w.id, w.name, w.organization_id, o.name, wm.role, w.created_at
+	FROM workspace_members wm
+	JOIN workspaces w ON w.id = wm.workspace_id
+	JOIN organizations o ON o.id = w.organization_id
+	WHERE wm.workspace_id = $1 AND wm.user_id = $2`
+
 func membership(ctx context.Context, q db.Queryer, wsID, userID string) (*Workspace, error) {
+	return scanMembership(q.QueryRowContext(ctx, membershipSQL, wsID, userID))
+}
+
+// membershipPrepared is membership on the reader pool through a prepared
+// statement: every workspace-scoped request resolves its workspace.
+func membershipPrepared(ctx context.Context, d *db.DB, wsID, userID string) (*Workspace, error) {
+	return scanMembership(d.QueryRowPrepared(ctx, membershipSQL, wsID, userID))
+}
+
+func scanMembership(row *sql.Row) (*Workspace, error) {
 	var w Workspace
-	err := q.QueryRowContext(ctx, `SELECT w.id, w.name, w.organization_id, o.name, wm.role, w.created_at
-		FROM workspace_members wm
-		JOIN workspaces w ON w.id = wm.workspace_id
-		JOIN organizations o ON o.id = w.organization_id
-		WHERE wm.workspace_id = $1 AND wm.user_id = $2`, wsID, userID).
-		Scan(&w.ID, &w.Name, &w.OrganizationID, &w.OrganizationName, &w.Role, db.UTC(&w.CreatedAt))
+	err := row.Scan(&w.ID, &w.Name, &w.OrganizationID, &w.OrganizationName, &w.Role, db.UTC(&w.CreatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("workspace")
 	}

@@ -104,7 +104,7 @@ func drain(b *testing.B, e db.Engine) {
 				ws.ID, ws.OrganizationID, fmt.Sprintf("w%d", w), time.Now().UTC()); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.Projects.SeedProfiles(ctx, s.DB.W, ws.ID, time.Now().UTC()); err != nil {
+			if err := s.Projects.WorkspaceCreated(ctx, s.DB.W, ws.ID, time.Now().UTC()); err != nil {
 				b.Fatal(err)
 			}
 		}
