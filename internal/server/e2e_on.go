@@ -11,9 +11,11 @@ import (
 
 // mountE2E adds routes that only binaries built with -tags e2e carry: the
 // shutdown test needs a request that stays in flight for a known time, and
-// benchmarks profile the server under load (/e2e/pprof/profile?seconds=N).
+// benchmarks profile the server under load (/e2e/pprof/profile?seconds=N,
+// /e2e/pprof/allocs).
 func mountE2E(mux *http.ServeMux) {
 	mux.HandleFunc("GET /e2e/pprof/profile", pprof.Profile)
+	mux.Handle("GET /e2e/pprof/allocs", pprof.Handler("allocs"))
 	mux.HandleFunc("GET /e2e/slow", func(w http.ResponseWriter, r *http.Request) {
 		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
 		w.Header().Set("Content-Type", "text/plain")

@@ -135,6 +135,32 @@ func TestTaskCreate(t *testing.T) {
 						t.Fatalf("stored config = %+v", g.Config)
 					}
 				}},
+			{Name: "a list shows each task as GET does (config and pr row by row)", Client: owner, Method: "GET", Path: "/api/tasks",
+				WantStatus: http.StatusOK,
+				Check: func(t *testing.T, r *apitest.Response) {
+					var l struct{ Tasks []json.RawMessage }
+					r.JSON(t, &l)
+					if len(l.Tasks) < 5 {
+						t.Fatalf("listed %d tasks", len(l.Tasks))
+					}
+					withConfig := 0
+					for _, raw := range l.Tasks {
+						var one tasks.Task
+						if err := json.Unmarshal(raw, &one); err != nil {
+							t.Fatal(err)
+						}
+						if one.Config.Model != "" {
+							withConfig++
+						}
+						g := owner.Do("GET", "/api/tasks/"+one.ID, nil)
+						if g.Status != 200 || !bytes.Equal(bytes.TrimSpace(g.Body), raw) {
+							t.Fatalf("listed task differs from GET:\n%s\n%s", raw, g.Body)
+						}
+					}
+					if withConfig != 1 {
+						t.Fatalf("%d listed tasks have a model, want 1", withConfig)
+					}
+				}},
 		})
 
 		// The creation is a status event "to queued".
