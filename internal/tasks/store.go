@@ -60,7 +60,8 @@ func (r *taskRow) scan(row interface{ Scan(...any) error }, into *Task) error {
 	if err := row.Scan(r.dest...); err != nil {
 		return err
 	}
-	t := r.t // r.t.Config and r.t.PR stay zero: they are decoded into the copy
+	// r.t's Config and PR stay zero: they are decoded into the copy.
+	t := r.t
 	if r.config != "{}" { // most tasks take the defaults
 		if err := json.Unmarshal([]byte(r.config), &t.Config); err != nil {
 			return fmt.Errorf("tasks: config of %s: %w", t.ID, err)
