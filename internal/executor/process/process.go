@@ -247,7 +247,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		os.RemoveAll(home)
 		return nil, fmt.Errorf("%w: starting %s: %v", executor.ErrUnavailable, argv[0], err)
 	}
-	h := &handle{cmd: cmd, stdin: stdin, stdout: stdout, stderr: stderr, home: home, done: make(chan struct{})}
+	h := &handle{cmd: cmd, stdin: stdinPipe{stdin}, stdout: stdout, stderr: stderr, home: home, done: make(chan struct{})}
 	sid := cmd.Process.Pid
 	if err := b.record(sid, true); err != nil {
 		// Untracked, it could outlive a crash of the hub unnoticed.
@@ -283,6 +283,17 @@ func (h *handle) ID() string            { return fmt.Sprintf("pid:%d", h.cmd.Pro
 func (h *handle) Stdout() io.Reader     { return h.stdout }
 func (h *handle) Stderr() io.Reader     { return h.stderr }
 func (h *handle) Stdin() io.WriteCloser { return h.stdin }
+
+// stdinPipe is an agent's stdin. cmd.Wait closes it once the agent has
+// exited, so closing it after a quick agent ended is no error.
+type stdinPipe struct{ io.WriteCloser }
+
+func (p stdinPipe) Close() error {
+	if err := p.WriteCloser.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
 
 func (h *handle) Wait(ctx context.Context) (int, error) {
 	select {
