@@ -178,6 +178,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	} else {
 		c.Database = target
 	}
+	c.Database.PoolSize = int(r.integer("SERVICE_DB_POOL_SIZE", 0, 1, 1000))
 
 	switch lvl := r.oneOf("SERVICE_LOG_LEVEL", "info", "debug", "info", "warn", "error"); lvl {
 	case "debug":

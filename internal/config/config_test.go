@@ -121,6 +121,9 @@ func TestLoadValid(t *testing.T) {
 		{"postgres URL", map[string]string{"DATABASE_URL": "postgres://u:p@db:5432/slipway"}, func(t *testing.T, c *Config) {
 			eq(t, c.Database, db.Target{Engine: db.Postgres, URL: "postgres://u:p@db:5432/slipway"})
 		}},
+		{"postgres pool size", map[string]string{"DATABASE_URL": "postgres://db/slipway", "SERVICE_DB_POOL_SIZE": "12"}, func(t *testing.T, c *Config) {
+			eq(t, c.Database, db.Target{Engine: db.Postgres, URL: "postgres://db/slipway", PoolSize: 12})
+		}},
 		{"postgresql URL", map[string]string{"DATABASE_URL": "postgresql://db/slipway"}, func(t *testing.T, c *Config) {
 			eq(t, c.Database.Engine, db.Postgres)
 		}},
@@ -221,6 +224,7 @@ func TestLoadInvalid(t *testing.T) {
 		{"no worker slots", map[string]string{"SERVICE_WORKER_SLOTS": "0"}, []string{"SERVICE_WORKER_SLOTS"}},
 		{"instance id with a space", map[string]string{"SERVICE_INSTANCE_ID": "my host"}, []string{"SERVICE_INSTANCE_ID"}},
 		{"port out of range", map[string]string{"SERVER_PORT": "70000"}, []string{"SERVER_PORT"}},
+		{"pool size zero", map[string]string{"SERVICE_DB_POOL_SIZE": "0"}, []string{"SERVICE_DB_POOL_SIZE"}},
 		{"negative delay", map[string]string{"SERVICE_SHUTDOWN_LB_DELAY_SECS": "-1"}, []string{"SERVICE_SHUTDOWN_LB_DELAY_SECS"}},
 		{"unparsable grace", map[string]string{"SERVICE_SHUTDOWN_GRACE_SECS": "20s"}, []string{"SERVICE_SHUTDOWN_GRACE_SECS"}},
 		{"unparsable boolean", map[string]string{"SERVICE_SKIP_BOOT_MIGRATIONS": "maybe"}, []string{"SERVICE_SKIP_BOOT_MIGRATIONS"}},

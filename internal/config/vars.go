@@ -21,6 +21,7 @@ var ServerVars = []Var{
 	{"PUBLIC_URL", "", "public base URL (absolute http or https); required in production"},
 	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to call the API from a browser"},
 	{"DATABASE_URL", "SQLite at `$SERVICE_DATA_DIR/slipway.db`", "`postgres://…` or `postgresql://…` for PostgreSQL; `sqlite:<path>` or `file:<path>` for SQLite"},
+	{"SERVICE_DB_POOL_SIZE", "twice the CPUs, at least 4", "ours: PostgreSQL connections one server opens (1-1000); raise it for a database on its own, larger machine"},
 	{"SERVICE_DATA_DIR", "./data", "ours: directory for the SQLite database and the dev signing secret; created if missing"},
 	{"SERVICE_LOG_LEVEL", "info", "ours: `debug`, `info`, `warn` or `error`"},
 	{"SERVER_PORT", "8080", "listen port (0 picks a free port, logged at start)"},

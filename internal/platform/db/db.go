@@ -107,10 +107,15 @@ func openSQLite(ctx context.Context, t Target) (*DB, error) {
 	return &DB{Target: t, W: w, R: r, Dialect: sqliteDialect{}}, nil
 }
 
-// PostgresPoolSize bounds the connections one process opens to PostgreSQL.
-// Requests beyond it wait in the pool instead of piling onto the server, whose
-// throughput falls once backends outnumber its cores by far.
-const PostgresPoolSize = 24
+// DefaultPoolSize is how many connections one process opens to
+// PostgreSQL unless told otherwise (Target.PoolSize): twice its CPUs, at
+// least 4, as for SQLite's readers. A hub cannot drive more queries at once
+// than its CPUs can answer, and more connections only add backends that
+// compete for the database's cores: with 24 on a two-core machine running
+// server and database, 1 % of list requests waited 50-130 ms for the
+// scheduler (p99); with 4, p99 was 6 ms at a higher rate. Requests beyond
+// the pool wait in it, in Go, which is cheap.
+func DefaultPoolSize() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 func openPostgres(ctx context.Context, t Target) (*DB, error) {
 	p, err := sql.Open("pgx", t.URL)
@@ -120,8 +125,12 @@ func openPostgres(ctx context.Context, t Target) (*DB, error) {
 	// As many idle connections as open ones: with fewer, every burst above
 	// the idle count closes sessions on release and opens new ones on the
 	// next burst (a PostgreSQL backend costs milliseconds to start).
-	p.SetMaxOpenConns(PostgresPoolSize)
-	p.SetMaxIdleConns(PostgresPoolSize)
+	n := t.PoolSize
+	if n <= 0 {
+		n = DefaultPoolSize()
+	}
+	p.SetMaxOpenConns(n)
+	p.SetMaxIdleConns(n)
 	p.SetConnMaxIdleTime(5 * time.Minute)
 	p.SetConnMaxLifetime(time.Hour)
 	if err := p.PingContext(ctx); err != nil {

@@ -417,3 +417,21 @@ func TestTimeTextForms(t *testing.T) {
 		}
 	}
 }
+
+func TestPostgresPoolSize(t *testing.T) {
+	target := dbtest.EmptyTarget(t, db.Postgres)
+	for _, c := range []struct{ set, want int }{{0, db.DefaultPoolSize()}, {3, 3}} {
+		target.PoolSize = c.set
+		d, err := db.Open(context.Background(), target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.W.Stats().MaxOpenConnections; got != c.want {
+			t.Errorf("PoolSize %d: %d connections allowed, want %d", c.set, got, c.want)
+		}
+		d.Close()
+	}
+	if db.DefaultPoolSize() < 4 {
+		t.Fatalf("default pool of %d", db.DefaultPoolSize())
+	}
+}

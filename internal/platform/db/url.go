@@ -21,6 +21,9 @@ type Target struct {
 	Path string
 	// URL is the PostgreSQL connection string.
 	URL string
+	// PoolSize bounds the PostgreSQL connections of this process (0:
+	// DefaultPoolSize).
+	PoolSize int
 }
 
 // String describes the target without credentials, for logs.
