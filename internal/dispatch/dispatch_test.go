@@ -98,11 +98,7 @@ func pickup(t testing.TB, from, to replica, waited chan time.Duration, n int) []
 func TestPickupAcrossReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	first := dbtest.New(t, db.Postgres)
-	second, err := db.Open(context.Background(), first.Target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	second := dbtest.Replica(t, first)
 	waited := make(chan time.Duration, 1)
 	a, b := newReplica(t, first, stamp{waited}), newReplica(t, second, stamp{waited})
 	lat := pickup(t, a, b, waited, 20)
@@ -128,11 +124,7 @@ func BenchmarkPickup(b *testing.B) {
 			first := dbtest.New(b, e)
 			second := first
 			if e == db.Postgres {
-				var err error
-				if second, err = db.Open(context.Background(), first.Target); err != nil {
-					b.Fatal(err)
-				}
-				defer second.Close()
+				second = dbtest.Replica(b, first)
 			}
 			waited := make(chan time.Duration, 1)
 			h := stamp{waited}

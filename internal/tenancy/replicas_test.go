@@ -25,11 +25,7 @@ func TestResolvedWorkspacesAcrossReplicas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	first := dbtest.New(t, db.Postgres)
-	second, err := db.Open(ctx, first.Target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer second.Close()
+	second := dbtest.Replica(t, first)
 	log := slog.New(slog.DiscardHandler)
 	replica := func(d *db.DB) *tenancy.Service {
 		bus := pubsub.New(d, log)

@@ -100,6 +100,13 @@ func MigratedTarget(t testing.TB, engine db.Engine) db.Target {
 	return target
 }
 
+// Replica opens a second pool on d's database, as another server process
+// on the same database has (closed when the test ends).
+func Replica(t testing.TB, d *db.DB) *db.DB {
+	t.Helper()
+	return open(t, d.Target)
+}
+
 func open(t testing.TB, target db.Target) *db.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
