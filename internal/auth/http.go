@@ -26,11 +26,6 @@ func ok() *OK {
 	return o
 }
 
-// ProfileOutput returns a profile.
-type ProfileOutput struct {
-	Body Profile
-}
-
 type registerInput struct {
 	Body struct {
 		Email       string `json:"email" maxLength:"254" doc:"Login email"`
@@ -104,27 +99,28 @@ func (s *Service) clearedCookies() []http.Cookie {
 
 // Register mounts the account and session operations.
 func Register(api huma.API, s *Service) {
-	huma.Register(api, huma.Operation{
-		OperationID: "post_api_auth_register", Method: http.MethodPost, Path: "/api/auth/register",
-		Summary: "Create an account", Tags: []string{"Auth"}, DefaultStatus: http.StatusAccepted,
-		Description: "Always answers 202 {ok: true} after the same work, whether or not the email already has an " +
-			"account, so registration does not reveal which emails exist; an existing account is left unchanged. " +
-			"A new account waits for approval unless its email is in SERVICE_INITIAL_ADMIN_EMAILS. Weak passwords are 400.",
-	}, func(ctx context.Context, in *registerInput) (*OK, error) {
+	public := httpx.Operations{Tags: []string{"Auth"}}
+	session := httpx.Operations{Tags: []string{"Auth"}, Security: httpx.SessionSecurity}
+	account := httpx.Operations{Tags: []string{"Account"}, Security: httpx.SessionSecurity}
+
+	register := public.Op("post_api_auth_register", http.MethodPost, "/api/auth/register", "Create an account")
+	register.DefaultStatus = http.StatusAccepted
+	register.Description = "Always answers 202 {ok: true} after the same work, whether or not the email already has an " +
+		"account, so registration does not reveal which emails exist; an existing account is left unchanged. " +
+		"A new account waits for approval unless its email is in SERVICE_INITIAL_ADMIN_EMAILS. Weak passwords are 400."
+	huma.Register(api, register, func(ctx context.Context, in *registerInput) (*OK, error) {
 		if err := s.Register(ctx, RegisterInput{Email: in.Body.Email, Password: in.Body.Password, DisplayName: in.Body.DisplayName}); err != nil {
 			return nil, err
 		}
 		return ok(), nil
 	})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "post_api_auth_login", Method: http.MethodPost, Path: "/api/auth/login",
-		Summary: "Sign in with email and password", Tags: []string{"Auth"},
-		Description: "Sets the service_session cookie (HttpOnly) and the service_csrf cookie, whose value must be sent " +
-			"as X-CSRF-Token on unsafe requests. Wrong email and wrong password are the same 401; repeated failures " +
-			"for an account or an address answer 429 with Retry-After for a while.",
-		Errors: []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests},
-	}, func(ctx context.Context, in *loginInput) (*loginOutput, error) {
+	login := public.Op("post_api_auth_login", http.MethodPost, "/api/auth/login", "Sign in with email and password")
+	login.Description = "Sets the service_session cookie (HttpOnly) and the service_csrf cookie, whose value must be sent " +
+		"as X-CSRF-Token on unsafe requests. Wrong email and wrong password are the same 401; repeated failures " +
+		"for an account or an address answer 429 with Retry-After for a while."
+	login.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests}
+	huma.Register(api, login, func(ctx context.Context, in *loginInput) (*loginOutput, error) {
 		res, until, err := s.Login(ctx, LoginInput{Email: in.Body.Email, Password: in.Body.Password,
 			IP: httpx.ClientIP(ctx), UserAgent: httpx.UserAgent(ctx)})
 		if err == ErrLocked {
@@ -139,54 +135,42 @@ func Register(api huma.API, s *Service) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "post_api_auth_logout", Method: http.MethodPost, Path: "/api/auth/logout",
-		Summary: "Sign out: revoke this session and clear its cookies", Tags: []string{"Auth"}, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, _ *struct{}) (*logoutOutput, error) {
+	huma.Register(api, session.Op("post_api_auth_logout", http.MethodPost, "/api/auth/logout", "Sign out: revoke this session and clear its cookies"),
+		func(ctx context.Context, _ *struct{}) (*logoutOutput, error) {
+			u, err := actor.RequireUser(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.Logout(ctx, u); err != nil {
+				return nil, err
+			}
+			out := &logoutOutput{SetCookie: s.clearedCookies()}
+			out.Body.OK = true
+			return out, nil
+		})
+
+	me := account.Op("get_api_me", http.MethodGet, "/api/me", "My profile")
+	me.Description = "Also answers for an account waiting for approval (approved: false)."
+	huma.Register(api, me, func(ctx context.Context, _ *struct{}) (*httpx.Out[Profile], error) {
 		u, err := actor.RequireUser(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if err := s.Logout(ctx, u); err != nil {
-			return nil, err
-		}
-		out := &logoutOutput{SetCookie: s.clearedCookies()}
-		out.Body.OK = true
-		return out, nil
+		return &httpx.Out[Profile]{Body: ProfileOf(u)}, nil
 	})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "get_api_me", Method: http.MethodGet, Path: "/api/me",
-		Summary: "My profile", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
-		Description: "Also answers for an account waiting for approval (approved: false).",
-	}, func(ctx context.Context, _ *struct{}) (*ProfileOutput, error) {
-		u, err := actor.RequireUser(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &ProfileOutput{Body: ProfileOf(u)}, nil
-	})
+	huma.Register(api, account.Op("put_api_me", http.MethodPut, "/api/me", "Update my profile"),
+		func(ctx context.Context, in *updateMeInput) (*httpx.Out[Profile], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.UpdateProfile(ctx, u, in.Body.DisplayName))
+		})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "put_api_me", Method: http.MethodPut, Path: "/api/me",
-		Summary: "Update my profile", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *updateMeInput) (*ProfileOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p, err := s.UpdateProfile(ctx, u, in.Body.DisplayName)
-		if err != nil {
-			return nil, err
-		}
-		return &ProfileOutput{Body: p}, nil
-	})
-
-	huma.Register(api, huma.Operation{
-		OperationID: "put_api_me_password", Method: http.MethodPut, Path: "/api/me/password",
-		Summary: "Change my password", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
-		Description: "Needs the current password. Every other session of the account is revoked; this one stays.",
-	}, func(ctx context.Context, in *passwordInput) (*OK, error) {
+	password := account.Op("put_api_me_password", http.MethodPut, "/api/me/password", "Change my password")
+	password.Description = "Needs the current password. Every other session of the account is revoked; this one stays."
+	huma.Register(api, password, func(ctx context.Context, in *passwordInput) (*OK, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -200,18 +184,12 @@ func Register(api huma.API, s *Service) {
 		return ok(), nil
 	})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "patch_api_me_verbosity", Method: http.MethodPatch, Path: "/api/me/verbosity",
-		Summary: "Set or clear my default live-feed verbosity", Tags: []string{"Account"}, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *verbosityInput) (*ProfileOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		p, err := s.SetVerbosity(ctx, u, in.Body.Verbosity)
-		if err != nil {
-			return nil, err
-		}
-		return &ProfileOutput{Body: p}, nil
-	})
+	huma.Register(api, account.Op("patch_api_me_verbosity", http.MethodPatch, "/api/me/verbosity", "Set or clear my default live-feed verbosity"),
+		func(ctx context.Context, in *verbosityInput) (*httpx.Out[Profile], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SetVerbosity(ctx, u, in.Body.Verbosity))
+		})
 }

@@ -47,20 +47,12 @@ func (in SelectorHeaders) selector() Selector {
 	return Selector(in)
 }
 
-type orgOutput struct{ Body *Organization }
-
 type renameInput struct {
 	SelectorHeaders
 	Body struct {
 		Name string `json:"name" maxLength:"100"`
 	}
 }
-
-type membersOutput struct{ Body []Member }
-
-type summaryOutput struct{ Body *Summary }
-
-type workspacesOutput struct{ Body []Workspace }
 
 type createWorkspaceInput struct {
 	SelectorHeaders
@@ -70,51 +62,34 @@ type createWorkspaceInput struct {
 	}
 }
 
-type workspaceOutput struct{ Body *Workspace }
-
 type workspaceIDInput struct {
 	ID string `path:"id" doc:"Workspace id"`
 }
 
 // Register mounts the organization and workspace operations.
 func Register(api huma.API, s *Service) {
-	tags := []string{"Organization"}
-	huma.Register(api, huma.Operation{
-		OperationID: "get_organization", Method: http.MethodGet, Path: "/organization",
-		Summary: "The active organization", Tags: tags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *SelectorHeaders) (*orgOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		o, err := s.Organization(ctx, u, in.selector())
-		if err != nil {
-			return nil, err
-		}
-		return &orgOutput{Body: o}, nil
-	})
+	org := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity}
+	huma.Register(api, org.Op("get_organization", http.MethodGet, "/organization", "The active organization"),
+		func(ctx context.Context, in *SelectorHeaders) (*httpx.Out[*Organization], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Organization(ctx, u, in.selector()))
+		})
+	huma.Register(api, org.Op("put_organization", http.MethodPut, "/organization", "Rename the organization (owner or admin)"),
+		func(ctx context.Context, in *renameInput) (*httpx.Out[*Organization], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.RenameOrganization(ctx, u, in.selector(), in.Body.Name))
+		})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "put_organization", Method: http.MethodPut, Path: "/organization",
-		Summary: "Rename the organization (owner or admin)", Tags: tags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *renameInput) (*orgOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		o, err := s.RenameOrganization(ctx, u, in.selector(), in.Body.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &orgOutput{Body: o}, nil
-	})
-
-	huma.Register(api, huma.Operation{
-		OperationID: "delete_organization", Method: http.MethodDelete, Path: "/organization",
-		Summary: "Delete the organization (owner only)", Tags: tags, Security: httpx.SessionSecurity,
-		Description: "412 while the organization still owns workspaces or has an active subscription.",
-		Errors:      []int{http.StatusForbidden, http.StatusPreconditionFailed},
-	}, func(ctx context.Context, in *SelectorHeaders) (*httpx.DeletedOutput, error) {
+	del := org.Op("delete_organization", http.MethodDelete, "/organization", "Delete the organization (owner only)")
+	del.Description = "412 while the organization still owns workspaces or has an active subscription."
+	del.Errors = []int{http.StatusForbidden, http.StatusPreconditionFailed}
+	huma.Register(api, del, func(ctx context.Context, in *SelectorHeaders) (*httpx.DeletedOutput, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
 			return nil, err
@@ -125,79 +100,49 @@ func Register(api huma.API, s *Service) {
 		return httpx.Deleted(), nil
 	})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "get_organization_members", Method: http.MethodGet, Path: "/organization/members",
-		Summary: "Members of the organization", Tags: tags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *SelectorHeaders) (*membersOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ms, err := s.Members(ctx, u, in.selector())
-		if err != nil {
-			return nil, err
-		}
-		return &membersOutput{Body: ms}, nil
-	})
+	huma.Register(api, org.Op("get_organization_members", http.MethodGet, "/organization/members", "Members of the organization"),
+		func(ctx context.Context, in *SelectorHeaders) (*httpx.Out[[]Member], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Members(ctx, u, in.selector()))
+		})
+	huma.Register(api, org.Op("get_organization_summary", http.MethodGet, "/organization/summary", "Counts of members and workspaces"),
+		func(ctx context.Context, in *SelectorHeaders) (*httpx.Out[*Summary], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Summary(ctx, u, in.selector()))
+		})
 
-	huma.Register(api, huma.Operation{
-		OperationID: "get_organization_summary", Method: http.MethodGet, Path: "/organization/summary",
-		Summary: "Counts of members and workspaces", Tags: tags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *SelectorHeaders) (*summaryOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		sum, err := s.Summary(ctx, u, in.selector())
-		if err != nil {
-			return nil, err
-		}
-		return &summaryOutput{Body: sum}, nil
-	})
-
-	wsTags := []string{"Workspaces"}
-	huma.Register(api, huma.Operation{
-		OperationID: "get_api_workspaces", Method: http.MethodGet, Path: "/api/workspaces",
-		Summary: "Workspaces I have joined", Tags: wsTags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, _ *struct{}) (*workspacesOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ws, err := s.Workspaces(ctx, u)
-		if err != nil {
-			return nil, err
-		}
-		return &workspacesOutput{Body: ws}, nil
-	})
-
-	huma.Register(api, huma.Operation{
-		OperationID: "post_api_workspaces", Method: http.MethodPost, Path: "/api/workspaces",
-		Summary: "Create a workspace in an organization where I am owner or admin", Tags: wsTags, Security: httpx.SessionSecurity,
-		DefaultStatus: http.StatusCreated,
-	}, func(ctx context.Context, in *createWorkspaceInput) (*workspaceOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		w, err := s.CreateWorkspace(ctx, u, in.selector(), in.Body.OrganizationID, in.Body.Name)
-		if err != nil {
-			return nil, err
-		}
-		return &workspaceOutput{Body: w}, nil
-	})
-
-	huma.Register(api, huma.Operation{
-		OperationID: "delete_api_workspaces_id", Method: http.MethodDelete, Path: "/api/workspaces/{id}",
-		Summary: "Delete a workspace (its organization's owner or admin)", Tags: wsTags, Security: httpx.SessionSecurity,
-	}, func(ctx context.Context, in *workspaceIDInput) (*httpx.DeletedOutput, error) {
-		u, err := actor.RequireApproved(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.DeleteWorkspace(ctx, u, in.ID); err != nil {
-			return nil, err
-		}
-		return httpx.Deleted(), nil
-	})
+	wsOps := httpx.Operations{Tags: []string{"Workspaces"}, Security: httpx.SessionSecurity}
+	huma.Register(api, wsOps.Op("get_api_workspaces", http.MethodGet, "/api/workspaces", "Workspaces I have joined"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]Workspace], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Workspaces(ctx, u))
+		})
+	huma.Register(api, httpx.Created(wsOps.Op("post_api_workspaces", http.MethodPost, "/api/workspaces", "Create a workspace in an organization where I am owner or admin")),
+		func(ctx context.Context, in *createWorkspaceInput) (*httpx.Out[*Workspace], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.CreateWorkspace(ctx, u, in.selector(), in.Body.OrganizationID, in.Body.Name))
+		})
+	huma.Register(api, wsOps.Op("delete_api_workspaces_id", http.MethodDelete, "/api/workspaces/{id}", "Delete a workspace (its organization's owner or admin)"),
+		func(ctx context.Context, in *workspaceIDInput) (*httpx.DeletedOutput, error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.DeleteWorkspace(ctx, u, in.ID); err != nil {
+				return nil, err
+			}
+			return httpx.Deleted(), nil
+		})
 }
