@@ -169,7 +169,10 @@ type Client struct {
 
 // Anonymous returns a client without a session.
 func (a *App) Anonymous() *Client {
-	jar, _ := cookiejar.New(nil)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		a.t.Fatal(err)
+	}
 	return &Client{app: a, http: &http.Client{Jar: jar, Timeout: 30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -259,7 +262,10 @@ func (c *Client) Do(method, path string, body any, header ...string) *Response {
 }
 
 func (c *Client) cookie(name string) string {
-	u, _ := url.Parse(c.app.URL)
+	u, err := url.Parse(c.app.URL)
+	if err != nil {
+		c.app.t.Fatal(err)
+	}
 	for _, ck := range c.http.Jar.Cookies(u) {
 		if ck.Name == name {
 			return ck.Value

@@ -97,7 +97,7 @@ func (c *Config) ResolveInstanceID() (generated bool, err error) {
 	case !errors.Is(err, fs.ErrNotExist):
 		return false, fmt.Errorf("SERVICE_INSTANCE_ID: reading %s: %w", path, err)
 	}
-	host, _ := os.Hostname()
+	host, _ := os.Hostname() // "" on error, and then "slipway" below
 	host = strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
 			return r

@@ -358,6 +358,7 @@ func (g *Git) DiffStat(ctx context.Context, projectID, base, branch string) (fil
 	if m == nil {
 		return 0, 0, 0, nil
 	}
+	// An absent group is "" and counts 0; \d+ fails only past int's range.
 	atoi := func(s string) int { n, _ := strconv.Atoi(s); return n }
 	return atoi(m[1]), atoi(m[2]), atoi(m[3]), nil
 }

@@ -17,7 +17,11 @@ func mountE2E(mux *http.ServeMux) {
 	mux.HandleFunc("GET /e2e/pprof/profile", pprof.Profile)
 	mux.Handle("GET /e2e/pprof/allocs", pprof.Handler("allocs"))
 	mux.HandleFunc("GET /e2e/slow", func(w http.ResponseWriter, r *http.Request) {
-		ms, _ := strconv.Atoi(r.URL.Query().Get("ms"))
+		ms, err := strconv.Atoi(r.URL.Query().Get("ms"))
+		if err != nil {
+			http.Error(w, "ms: want a whole number of milliseconds", http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain")
 		w.WriteHeader(http.StatusOK)
 		w.Write([]byte("started\n"))

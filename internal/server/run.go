@@ -176,10 +176,14 @@ func lockDataDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("SERVICE_DATA_DIR: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
+		holder, err := os.ReadFile(path) // only for the message
+		pid := strings.TrimSpace(string(holder))
+		if err != nil || pid == "" {
+			pid = "unknown"
+		}
 		f.Close()
 		return nil, fmt.Errorf("SERVICE_DATA_DIR: %s is in use by another slipway process (pid %s); give each server its own data directory",
-			dir, strings.TrimSpace(string(holder)))
+			dir, pid)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // only for the message above

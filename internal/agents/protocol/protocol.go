@@ -146,7 +146,7 @@ func ParseLine(line []byte) Event {
 	if len(line) > 0 && line[0] == '{' && json.Unmarshal(line, &head) == nil && knownOut[head.Type] {
 		return Event{Type: head.Type, Payload: append(json.RawMessage(nil), line...)}
 	}
-	b, _ := json.Marshal(map[string]string{"line": string(line)})
+	b, _ := json.Marshal(map[string]string{"line": string(line)}) // strings only: cannot fail (invalid UTF-8 becomes U+FFFD)
 	return Event{Type: OutLog, Payload: b}
 }
 

@@ -81,6 +81,8 @@ func (p process) run(ctx context.Context) (*os.ProcessState, error) {
 		readers.Add(1)
 		go func() {
 			defer readers.Done()
+			// The sinks never fail; a read error only comes from closing f
+			// after drainTimeout, and what was read before went to the sink.
 			_ = protocol.Lines(f, func(b []byte) error { sinks[i](b); return nil })
 		}()
 	}

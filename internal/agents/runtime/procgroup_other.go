@@ -13,6 +13,6 @@ func setProcessGroup(*exec.Cmd) {}
 
 func killProcessGroup(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {
-		_ = p.Kill()
+		_ = p.Kill() // an error means it is gone already; nothing else to try
 	}
 }

@@ -17,6 +17,6 @@ func setProcessGroup(cmd *exec.Cmd) {
 // already gone is not an error.
 func killProcessGroup(pid int) {
 	if pid > 0 {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // only ESRCH (gone already) can fail for our own child's group
 	}
 }

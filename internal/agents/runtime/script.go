@@ -43,8 +43,12 @@ func (a *scriptAgent) run(ctx context.Context) (string, error) {
 		env:    a.env,
 		stdout: func(b []byte) {
 			if protocol.ParseLine(b).Type == protocol.OutResult {
+				// ParseLine saw a JSON object; a field of the wrong type is
+				// skipped and the rest still counts.
 				var r protocol.Result
-				_ = json.Unmarshal(b, &r)
+				if err := json.Unmarshal(b, &r); err != nil {
+					a.log.Warn("the "+a.what+"'s result line does not parse in full", "err", err)
+				}
 				mu.Lock()
 				child = &r
 				mu.Unlock()

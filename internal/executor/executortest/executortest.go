@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -40,15 +41,37 @@ type Factory struct {
 // timeout bounds each step; nothing here is a timing assertion.
 const timeout = 2 * time.Minute
 
-type output struct{ stdout, stderr string }
+type output struct {
+	stdout, stderr string
+	err            error // reading either stream failed
+}
 
 func collect(h executor.Handle) <-chan output {
 	ch := make(chan output, 1)
 	go func() {
-		errc := make(chan string, 1)
-		go func() { b, _ := io.ReadAll(h.Stderr()); errc <- string(b) }()
-		b, _ := io.ReadAll(h.Stdout())
-		ch <- output{stdout: string(b), stderr: <-errc}
+		stderr := readAll("stderr", h.Stderr())
+		out := <-readAll("stdout", h.Stdout())
+		e := <-stderr
+		ch <- output{stdout: out.s, stderr: e.s, err: errors.Join(out.err, e.err)}
+	}()
+	return ch
+}
+
+// text is what a stream carried, and the error that ended it early.
+type text struct {
+	s   string
+	err error
+}
+
+// readAll reads r, the agent's stream name, to its end in the background.
+func readAll(name string, r io.Reader) <-chan text {
+	ch := make(chan text, 1)
+	go func() {
+		b, err := io.ReadAll(r)
+		if err != nil {
+			err = fmt.Errorf("reading %s: %w", name, err)
+		}
+		ch <- text{string(b), err}
 	}()
 	return ch
 }
@@ -91,6 +114,9 @@ func run(t *testing.T, b executor.Backend, spec executor.Spec, stdin string) (ou
 	}
 	select {
 	case o := <-out:
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
 		return o, code
 	case <-time.After(timeout):
 		t.Fatal("output did not end after the agent exited")
@@ -124,8 +150,7 @@ func Run(t *testing.T, f Factory) {
 		t.Parallel()
 		b := f.New(t)
 		h := start(t, b, f.Spec(t, `while read -r line; do echo "got $line"; done; echo "eof"`))
-		errOut := make(chan string, 1)
-		go func() { b, _ := io.ReadAll(h.Stderr()); errOut <- string(b) }()
+		errOut := readAll("stderr", h.Stderr())
 		lines := bufio.NewScanner(h.Stdout())
 		for _, word := range []string{"alpha", "beta"} {
 			// One line in, one line out: stdin is streamed, not buffered to EOF
@@ -154,8 +179,8 @@ func Run(t *testing.T, f Factory) {
 		if code, err := h.Wait(ctx); err != nil || code != 0 {
 			t.Fatalf("wait: %d, %v", code, err)
 		}
-		if e := <-errOut; e != "" {
-			t.Errorf("stderr %q", e)
+		if e := <-errOut; e.s != "" || e.err != nil {
+			t.Errorf("stderr %q, %v", e.s, e.err)
 		}
 		// Waiting again and killing after the end are harmless.
 		if code, err := h.Wait(ctx); code != 0 || err != nil {
@@ -256,17 +281,19 @@ func startedAgent(t *testing.T, b executor.Backend, spec executor.Spec) executor
 	t.Helper()
 	h := start(t, b, spec)
 	r := bufio.NewReader(h.Stdout())
-	first := make(chan string, 1)
+	first := make(chan text, 1)
 	go func() {
-		line, _ := r.ReadString('\n')
-		first <- line
+		line, err := r.ReadString('\n')
+		first <- text{line, err}
+		// Draining only, so the agent never blocks on a full pipe: the test
+		// kills it, and how the stream then ends does not matter.
 		_, _ = io.Copy(io.Discard, r)
 	}()
-	go func() { _, _ = io.Copy(io.Discard, h.Stderr()) }()
+	go func() { _, _ = io.Copy(io.Discard, h.Stderr()) }() // draining only, as above
 	select {
 	case line := <-first:
-		if line != "started\n" {
-			t.Fatalf("first line %q, want started", line)
+		if line.s != "started\n" {
+			t.Fatalf("first line %q (%v), want started", line.s, line.err)
 		}
 	case <-time.After(timeout):
 		t.Fatal("the agent did not start")

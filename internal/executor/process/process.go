@@ -36,7 +36,12 @@ type Backend struct {
 // New returns the process backend; it uses bubblewrap when found on PATH.
 // stateDir keeps the record of running agents across a crash ("" for none).
 func New(stateDir string) *Backend {
-	path, _ := exec.LookPath("bwrap")
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		// Absent; or found only through a relative PATH entry (ErrDot),
+		// which exec.Command would refuse to run.
+		path = ""
+	}
 	b := &Backend{bwrap: path, live: map[int]bool{}}
 	if stateDir != "" {
 		b.sessions = filepath.Join(stateDir, "process-agents")
@@ -118,7 +123,9 @@ func (l *leftover) Output(context.Context) (io.ReadCloser, error) {
 
 // Remove kills every process left in the session and forgets it.
 func (l *leftover) Remove(context.Context) error {
-	killSession(l.sid)
+	if err := killSession(l.sid); err != nil {
+		return err // still recorded: the next start tries again
+	}
 	return l.b.record(l.sid, false)
 }
 
@@ -148,7 +155,7 @@ func (b *Backend) record(sid int, add bool) error {
 	if add {
 		// With the leader's start time, so that a later process that gets
 		// the same number is not mistaken for it.
-		start, _ := startTime(sid)
+		start, _ := startTime(sid) // "" if it has exited already: no later holder of the number matches
 		keep = append(keep, strconv.Itoa(sid)+":"+start)
 	}
 	if err := os.WriteFile(b.sessions, []byte(strings.Join(keep, "\n")+"\n"), 0o600); err != nil {
@@ -159,9 +166,14 @@ func (b *Backend) record(sid int, add bool) error {
 
 // killSession SIGKILLs every process in session sid. Linux does not hand out
 // a pid that is still some process's session id, so while members remain the
-// id cannot belong to anyone else.
-func killSession(sid int) {
-	entries, _ := os.ReadDir("/proc")
+// id cannot belong to anyone else. When /proc cannot be listed, only the
+// leader's process group is killed, and the error says members may be left.
+func killSession(sid int) error {
+	entries, err := os.ReadDir("/proc") // on error, still what was read before it
+	if err != nil {
+		syscall.Kill(-sid, syscall.SIGKILL)
+		err = fmt.Errorf("process: listing /proc to end session %d: %w", sid, err)
+	}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -178,6 +190,7 @@ func killSession(sid int) {
 			syscall.Kill(pid, syscall.SIGKILL)
 		}
 	}
+	return err
 }
 
 // hostPath maps a container path to the host through the spec's mounts.
@@ -251,17 +264,19 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	sid := cmd.Process.Pid
 	if err := b.record(sid, true); err != nil {
 		// Untracked, it could outlive a crash of the hub unnoticed.
-		killSession(sid)
+		kerr := killSession(sid)
 		_ = cmd.Wait() // reaps it; its status does not matter any more
 		os.RemoveAll(home)
-		return nil, err
+		return nil, errors.Join(err, kerr)
 	}
 	go func() {
 		h.waitErr = cmd.Wait()
-		killSession(sid) // what the agent left running dies with it
-		// A session that stays recorded only costs a kill of an empty
-		// session at the next start; the agent's result matters more.
-		_ = b.record(sid, false)
+		// What the agent left running dies with it. A session that stays
+		// recorded (the kill or the record failed) only costs a kill at the
+		// next start; the agent's result matters more.
+		if killSession(sid) == nil {
+			_ = b.record(sid, false)
+		}
 		os.RemoveAll(home)
 		close(h.done)
 	}()
@@ -321,6 +336,7 @@ const killGrace = 3 * time.Second
 // Kill asks the agent to stop (SIGTERM: it interrupts and kills the
 // process groups of its scripts), then kills its whole group.
 func (h *handle) Kill(context.Context) error {
+	var err error
 	h.once.Do(func() {
 		select {
 		case <-h.done:
@@ -332,9 +348,9 @@ func (h *handle) Kill(context.Context) error {
 		case <-h.done:
 		case <-time.After(killGrace):
 		}
-		killSession(h.cmd.Process.Pid)
+		err = killSession(h.cmd.Process.Pid)
 	})
-	return nil
+	return err
 }
 
 // AgentPath implements executor.PathMapper: agents see host paths.

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -126,9 +127,12 @@ func (postgresDialect) TryLock(ctx context.Context, d *DB, name string) (func(),
 		return nil, false, nil
 	}
 	return func() {
-		// A failed unlock still ends with the connection closed, which ends
-		// the session and so releases the lock.
-		_, _ = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", key)
+		// Close returns the connection to the pool with its session, so after
+		// a failed unlock discard it instead: ending the session releases
+		// the lock. Raw reports back the ErrBadConn it is given.
+		if _, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", key); err != nil {
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
 		conn.Close()
 	}, true, nil
 }

@@ -120,14 +120,19 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func writeJSONError(w http.ResponseWriter, e *Error) int64 {
-	b, _ := json.Marshal(e)
+	b, err := json.Marshal(e)
+	if err != nil {
+		// Only Details can fail to encode (a value JSON has no form for);
+		// the code and message still go out.
+		b, _ = json.Marshal(&Error{Code: e.Code, Message: e.Message}) // strings only: cannot fail
+	}
 	b = append(b, '\n')
 	h := w.Header()
 	h.Del("Content-Length")
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(e.status)
-	n, _ := w.Write(b)
+	n, _ := w.Write(b) // a write error means the client went away; n is what it got
 	return int64(n)
 }
 

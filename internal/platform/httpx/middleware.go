@@ -298,7 +298,7 @@ func (w *responseWriter) finish() {
 	if w.held != nil && h.Get("Content-Length") == "" && h.Get("Transfer-Encoding") == "" {
 		h.Set("Content-Length", strconv.Itoa(len(*w.held)))
 	}
-	_ = w.send()
+	_ = w.send() // a write error means the client went away (see above)
 }
 
 // discard forgets a response that has not gone out yet (Recover replaces
