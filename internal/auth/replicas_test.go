@@ -25,13 +25,13 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 	first := dbtest.New(t, db.Postgres)
 	second := dbtest.Replica(t, first)
 	log := slog.New(slog.DiscardHandler)
-	replica := func(d *db.DB) *auth.Service {
+	replica := func(d *db.DB, ttl time.Duration) *auth.Service {
 		bus := pubsub.New(d, log)
 		t.Cleanup(bus.Close)
 		if err := bus.Listening(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s, err := auth.NewService(d, clock.System{}, auth.Config{Secret: []byte(strings.Repeat("k", 32)), SessionCacheTTL: time.Hour,
+		s, err := auth.NewService(d, clock.System{}, auth.Config{Secret: []byte(strings.Repeat("k", 32)), SessionCacheTTL: ttl,
 			HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}},
 			tenancy.NewService(d, clock.System{}, 0, nil, log), bus, log)
 		if err != nil {
@@ -40,11 +40,17 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 		go s.Run(ctx)
 		return s
 	}
-	a, b := replica(first), replica(second)
+	a, b, uncached := replica(first, time.Hour), replica(second, time.Hour), replica(second, 0)
 	if err := a.Register(ctx, auth.RegisterInput{Email: "ann@example.test", Password: "correct-horse-battery", DisplayName: "Ann"}); err != nil {
 		t.Fatal(err)
 	}
 	res, _, err := a.Login(ctx, auth.LoginInput{Email: "ann@example.test", Password: "correct-horse-battery", IP: "10.0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A second session, signed out later through a replica that caches
+	// nothing: it must still tell the others.
+	res2, _, err := a.Login(ctx, auth.LoginInput{Email: "ann@example.test", Password: "correct-horse-battery", IP: "10.0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,18 +65,31 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 	if err := a.Logout(ctx, u); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		_, err := b.Authenticate(ctx, token)
-		if err != nil {
-			break
+	refused := func(token string) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			_, err := b.Authenticate(ctx, token)
+			if err != nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the other replica still accepts the signed-out session")
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the other replica still accepts the signed-out session")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
+	refused(token)
 	if _, err := a.Authenticate(ctx, token); err == nil {
 		t.Fatal("the replica that signed out still accepts the session")
 	}
+
+	u2, err := b.Authenticate(ctx, res2.Session.Token) // cached on b
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := uncached.Logout(ctx, u2); err != nil {
+		t.Fatal(err)
+	}
+	refused(res2.Session.Token)
 }

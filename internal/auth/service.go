@@ -117,7 +117,8 @@ func (s *Service) forgetSession(sessionID string) {
 }
 
 func (s *Service) announce(what string) {
-	if s.bus == nil || s.cache == nil {
+	// Sent even when this replica caches nothing: the others may.
+	if s.bus == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -3,9 +3,9 @@ package tenancy
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
-	"log/slog"
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -80,7 +80,7 @@ func NewService(d *db.DB, clk clock.Clock, cacheTTL time.Duration, bus Bus, log 
 func (s *Service) changed(tx *db.Tx) {
 	tx.AfterCommit(func() {
 		s.resolved.Clear()
-		if s.bus == nil || s.resolved == nil {
+		if s.bus == nil { // sent even when this replica caches nothing: the others may
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
