@@ -289,7 +289,7 @@ func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worke
 
 // Held implements worker.Port.
 func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]worker.Assignment, error) {
-	held, err := d.queue.Held(ctx, workerID)
+	held, err := d.queue.Held(ctx, workerID, d.cfg.Lease)
 	if err != nil {
 		return nil, err
 	}

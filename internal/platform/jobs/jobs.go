@@ -690,10 +690,35 @@ func (q *Queue) Cancel(ctx context.Context, tx *db.Tx, workspaceID, kind, ref st
 	return state, nil
 }
 
-// Held lists the running jobs an owner holds (a restarted worker looks for
-// what its previous process left).
-func (q *Queue) Held(ctx context.Context, owner string) ([]*Job, error) {
-	return q.list(ctx, "SELECT "+columns+" FROM jobs WHERE state = 'running' AND locked_by = $1 ORDER BY run_at, id", owner)
+// Held takes back the running jobs an owner holds, for a restarted worker
+// resuming what its previous process left: their leases are renewed for d
+// from now, so that the rescuer does not take them from under the worker
+// while it finishes them (their old leases may well have expired).
+func (q *Queue) Held(ctx context.Context, owner string, d time.Duration) ([]*Job, error) {
+	rows, err := q.db.W.QueryContext(ctx, "UPDATE jobs SET locked_until = $2 WHERE state = 'running' AND locked_by = $1 RETURNING "+columns,
+		owner, q.clock.Now().Add(d))
+	if err != nil {
+		return nil, fmt.Errorf("jobs: held by %s: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []*Job
+	for rows.Next() {
+		j, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("jobs: held by %s: %w", owner, err)
+		}
+		out = append(out, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("jobs: held by %s: %w", owner, err)
+	}
+	slices.SortFunc(out, func(a, b *Job) int {
+		if c := a.RunAt.Compare(b.RunAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
 
 // Holder returns the lease a running job is held under, or nil when the

@@ -292,6 +292,23 @@ func TestLeases(t *testing.T) {
 		if got := h.state(live.ID); got.State != jobs.Running {
 			t.Fatalf("live job = %s", got.State)
 		}
+
+		// A restarted holder takes back what it held, expired or not, and
+		// the rescuer then leaves it alone; another owner's jobs stay put.
+		h.clock.Advance(5 * time.Minute) // w3's lease on live expired
+		other := h.enqueue(jobs.NewJob{Kind: "k"})
+		h.claim("w4", 1)
+		held, err := h.q.Held(ctx, "w3", time.Minute)
+		if err != nil || len(held) != 1 || held[0].ID != live.ID || !held[0].LockedUntil.Equal(h.clock.Now().Add(time.Minute)) {
+			t.Fatalf("held = %+v, %v", held, err)
+		}
+		h.clock.Advance(30 * time.Second)
+		if n, err := h.q.Rescue(ctx, "x", nil); err != nil || n != 0 {
+			t.Fatalf("rescued work its restarted holder took back: %d %v", n, err)
+		}
+		if got := h.state(other.ID); got.LockedBy != "w4" {
+			t.Fatalf("another owner's job = %+v", got)
+		}
 	})
 }
 
@@ -604,7 +621,7 @@ func TestWakeUps(t *testing.T) {
 			t.Fatal(err)
 		}
 		next("a slot freed")
-		held, err := h.q.Held(ctx, "w")
+		held, err := h.q.Held(ctx, "w", time.Minute)
 		if err != nil || len(held) != 0 {
 			t.Fatalf("held = %v, %v", held, err)
 		}
