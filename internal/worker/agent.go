@@ -206,13 +206,17 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 
 // publish commits what the agent changed, pushes the branch and measures
 // the change. resumed: an earlier process of this worker may have
-// committed the work already and died before pushing it; a branch ahead of
-// its base is then pushed (pushing what the remote has is a no-op).
+// committed the work already and died before pushing it, or even removed
+// the worktree after publishing; a branch ahead of its base is then pushed
+// (pushing what the remote has is a no-op).
 func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor, resumed bool) Result {
 	w, a := e.w, e.a.Agent
-	sha, changed, err := w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, AuthorName, AuthorEmail)
-	if err != nil {
-		return failed(red, "%s", gitMessage("committing the agent's work", err))
+	var sha string
+	var changed bool
+	if _, err := os.Stat(w.git.WorktreePath(a.TaskID)); err == nil || !resumed {
+		if sha, changed, err = w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, AuthorName, AuthorEmail); err != nil {
+			return failed(red, "%s", gitMessage("committing the agent's work", err))
+		}
 	}
 	if !changed && resumed {
 		head, ahead, err := w.git.Ahead(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
@@ -263,10 +267,12 @@ func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Red
 		return Result{Outcome: Failed, ExitCode: res.ExitCode, Error: red.Text(msg)}
 	}
 	if _, err := os.Stat(e.w.git.WorktreePath(a.TaskID)); err != nil {
-		return Result{Outcome: Failed, ExitCode: res.ExitCode,
-			Error: "the agent finished, but the server holding its work stopped before publishing it and the work is gone; restart the task to run it again"}
+		// The worktree goes only after publishing: the server stopped
+		// between that and reporting. What was committed is on the branch.
+		ev.AddValue(EventLog, map[string]string{"line": "the server restarted after publishing the agent's work; reporting it"})
+	} else {
+		ev.AddValue(EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
 	}
-	ev.AddValue(EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
 	r := e.publish(ctx, ev, red, true)
 	r.ExitCode = res.ExitCode
 	return r

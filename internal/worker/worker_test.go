@@ -450,6 +450,26 @@ func TestRecovery(t *testing.T) {
 		if err != nil || !changed {
 			t.Fatalf("commit: %v %v", changed, err)
 		}
+		// The fifth's work was committed and pushed and its worktree removed;
+		// only the report was missing.
+		published := s.Task(p.ID, "echo must-not-run-again-either >> README.md", tasks.TaskConfig{})
+		holdAsCrashed(t, s, published.ID, 1, `{"type":"result","status":"success"}`)
+		if _, err := s.Git.AddWorktree(ctx, p.ID, published.ID, published.Branch, "main"); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(s.Git.WorktreePath(published.ID), "PUBLISHED.md"), []byte("published before the crash\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		psha, changed, err := s.Git.Commit(ctx, p.ID, published.ID, "work", worker.AuthorName, worker.AuthorEmail)
+		if err != nil || !changed {
+			t.Fatalf("commit: %v %v", changed, err)
+		}
+		if err := s.Git.Push(ctx, p.ID, repo.Remote{URL: p.RepoURL}, published.Branch); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Git.RemoveWorktree(ctx, p.ID, published.ID); err != nil {
+			t.Fatal(err)
+		}
 		// A worktree of work that is no longer here is removed at start.
 		stray := filepath.Join(filepath.Dir(wt), ids.New())
 		if err := os.MkdirAll(stray, 0o755); err != nil {
@@ -498,6 +518,14 @@ func TestRecovery(t *testing.T) {
 		}
 		if agenttest.Git(t, bare, "rev-parse", "refs/heads/"+committed.Branch) != sha {
 			t.Fatal("the committed work was not pushed after the restart")
+		}
+
+		got = s.Wait(published.ID, tasks.StatusDonePR, tasks.StatusFailed, tasks.StatusDone)
+		if got.Status != tasks.StatusDonePR || got.PR == nil || got.PR.Commit != psha || got.PR.FilesChanged != 1 {
+			t.Fatalf("published-but-not-reported = %s %+v %q\n%s", got.Status, got.PR, got.Error, fixture.DumpEvents(s.Events(published.ID)))
+		}
+		if rs := s.TaskRuns(published.ID); len(rs) != 1 || rs[0].Status != runs.Succeeded {
+			t.Fatalf("published task's runs = %+v (it must not run again)", rs)
 		}
 
 		// Graceful stop while an agent runs: back to the queue, not charged as
