@@ -209,29 +209,21 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tas
 // machine, and records the status event; before (optional) runs in the same
 // transaction first.
 func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, action, reason string, before func(tx *db.Tx, t *Task) error) (*Task, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("task")
-	}
-	var out *Task
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		t, err := getTask(ctx, tx, ws.ID, id)
-		if err != nil {
-			return err
-		}
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if err := checkTransition(t.Status, to, action); err != nil {
-			return err
+			return nil, err
 		}
 		if before != nil {
 			if err := before(tx, t); err != nil {
-				return err
+				return nil, err
 			}
 		}
-		if out, err = setStatus(ctx, tx, ws.ID, t.ID, t.Status, to, "", s.clock.Now()); err != nil {
-			return err
+		out, err := setStatus(ctx, tx, ws.ID, t.ID, t.Status, to, "", s.clock.Now())
+		if err != nil {
+			return nil, err
 		}
-		return s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, to, reason)))
+		return out, s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, to, reason)))
 	})
-	return out, err
 }
 
 // Cancel stops a task: a queued one never starts, a running one's agent is
@@ -243,70 +235,54 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string, u 
 	if u != nil {
 		reason = "cancelled by user " + u.ID // an id, not an email: every member reads the log
 	}
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("task")
-	}
-	var out *Task
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		t, err := getTask(ctx, tx, ws.ID, id)
-		if err != nil {
-			return err
-		}
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if err := checkTransition(t.Status, StatusCancelled, "cancel"); err != nil {
-			return err
+			return nil, err
 		}
-		if out, err = setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "", s.clock.Now()); err != nil {
-			return err
+		out, err := setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "", s.clock.Now())
+		if err != nil {
+			return nil, err
 		}
 		running, err := s.runs.Running(ctx, tx, ws.ID, t.ID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		runID := ""
 		if len(running) > 0 {
 			runID = running[0].ID
 		}
 		if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, StatusCancelled, reason))); err != nil {
-			return err
+			return nil, err
 		}
 		for _, r := range running {
 			if _, err := s.runs.Finish(ctx, tx, ws.ID, r.ID, runs.Cancelled, nil, ""); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		_, err = s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID)
-		return err
+		return out, err
 	})
-	return out, err
 }
 
 // Launch releases a held task into the queue.
 func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("task")
-	}
-	var out *Task
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		t, err := getTask(ctx, tx, ws.ID, id)
-		if err != nil {
-			return err
-		}
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if t.Status != StatusQueued || !t.Held {
 			held := ""
 			if t.Held {
 				held = ", held"
 			}
-			return apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, held)
+			return nil, apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, held)
 		}
-		if out, err = setHeld(ctx, tx, ws.ID, id, false, s.clock.Now()); err != nil {
-			return err
+		out, err := setHeld(ctx, tx, ws.ID, id, false, s.clock.Now())
+		if err != nil {
+			return nil, err
 		}
 		if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"from": StatusQueued, "to": StatusQueued, "reason": "launched"})); err != nil {
-			return err
+			return nil, err
 		}
-		return s.enqueue(ctx, tx, out)
+		return out, s.enqueue(ctx, tx, out)
 	})
-	return out, err
 }
 
 // Restart queues a finished task again; the new run continues on its branch.
@@ -356,25 +332,19 @@ func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*
 
 // Delete removes a task that is not running, with its runs and events.
 func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) error {
-	if !ids.Valid(id) {
-		return apperr.NotFound("task")
-	}
-	return s.db.Tx(ctx, func(tx *db.Tx) error {
-		t, err := getTask(ctx, tx, ws.ID, id)
-		if err != nil {
-			return err
-		}
+	_, err := s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if Active(t.Status) {
-			return apperr.New(apperr.CodeConflict, "the task is %s; cancel it first", t.Status)
+			return nil, apperr.New(apperr.CodeConflict, "the task is %s; cancel it first", t.Status)
 		}
 		if _, err := s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID); err != nil {
-			return err
+			return nil, err
 		}
 		if err := s.runs.DeleteLog(ctx, tx, ws.ID, t.ID); err != nil {
-			return err
+			return nil, err
 		}
-		return deleteTask(ctx, tx, ws.ID, id)
+		return nil, deleteTask(ctx, tx, ws.ID, id)
 	})
+	return err
 }
 
 // ProjectDeleting implements projects.DeleteHook: the project's tasks go
@@ -434,6 +404,8 @@ func (s *Service) Rename(ctx context.Context, ws *actor.Workspace, id, title str
 	return t.Title, nil
 }
 
+// update runs fn on the workspace's task in one transaction and returns
+// what fn returns; an invalid id, or another workspace's task, is not found.
 func (s *Service) update(ctx context.Context, ws *actor.Workspace, id string, fn func(tx *db.Tx, t *Task) (*Task, error)) (*Task, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("task")
