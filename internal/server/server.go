@@ -16,18 +16,17 @@ import (
 
 	"slipway/internal/auth"
 	"slipway/internal/config"
+	"slipway/internal/core"
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
-	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/redact"
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
-	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 	"slipway/internal/worker"
@@ -82,14 +81,11 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 
 	// The execution core: runs and event logs, the queue, the dispatcher
 	// (the hub's side of the worker port) and this server's own worker.
-	runSvc := runs.NewService(d, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()))
 	taskCfg := tasks.Config{HubMode: cfg.HubMode, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
 		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
-	queue := jobs.New(d, bus, clk, tasks.Limits(taskCfg, proj))
-	taskSvc := tasks.NewService(d, clk, proj, runSvc, queue, taskCfg)
-	proj.OnDelete(taskSvc)
-	disp := dispatch.New(d, queue, runSvc, bus, dispatch.Config{Lease: cfg.WorkerLease}, log)
-	disp.Handle(tasks.JobKind, worker.WorkAgent, taskSvc)
+	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
+		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, log)
+	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
 
 	backend, binary, err := agentBackend(cfg, log)
 	if err != nil {
