@@ -74,6 +74,7 @@ type Config struct {
 	WorkerSlots                  int
 	WorkerLease                  time.Duration
 	HubEventRelay                bool
+	WorkflowHTTPAllowPrivate     bool
 	RunnerStale                  time.Duration
 
 	TLS           TLS
@@ -274,6 +275,7 @@ func load(lookup Lookup) (*Config, *reader) {
 		r.failf("SERVICE_WORKER_LEASE_SECS", "must be between 5 and 3600 seconds")
 	}
 	c.HubEventRelay = r.boolean("SERVICE_HUB_EVENT_RELAY", false)
+	c.WorkflowHTTPAllowPrivate = r.boolean("SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", false)
 
 	c.RunnerStale = r.seconds("SERVICE_RUNNER_STALE_SECS", 90)
 	if c.RunnerStale < RunnerStaleFloor {

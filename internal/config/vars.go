@@ -66,6 +66,7 @@ var ServerVars = []Var{
 	{"SERVICE_WORKER_SLOTS", "32", "ours: agents this server runs at once (the workspace and project caps apply as well)"},
 	{"SERVICE_WORKER_LEASE_SECS", "60", "ours: how long a server holds running work without renewing it; work of a server that died is taken over this long after (5-3600)"},
 	{"SERVICE_HUB_EVENT_RELAY", "false", "relay hub events across replicas"},
+	{"SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "false", "ours: let http_request and notify_webhook nodes call loopback, private and link-local addresses and this server's own (off: refused)"},
 	{"SERVICE_RUNNER_STALE_SECS", "90", "heartbeat staleness before a runner goes offline; values below 45 are raised to 45"},
 	{"SERVICE_TLS_CERT_PATH", "", "PEM certificate; with the key, serves HTTPS"},
 	{"SERVICE_TLS_KEY_PATH", "", "PEM private key; both or neither"},

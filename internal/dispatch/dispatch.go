@@ -69,7 +69,12 @@ type Dispatcher struct {
 
 	mu       sync.RWMutex
 	handlers map[string]registered // by job kind
+	local    map[string]InterruptFunc
 }
+
+// InterruptFunc brings a job's subject in line after its holder died: the
+// job is back in the queue, or failed when final.
+type InterruptFunc func(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error
 
 type registered struct {
 	work    string
@@ -89,7 +94,7 @@ func New(d *db.DB, q *jobs.Queue, r *runs.Service, bus *pubsub.Bus, cfg Config, 
 	if cfg.Retention <= 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
-	return &Dispatcher{db: d, queue: q, runs: r, bus: bus, cfg: cfg, log: log, handlers: map[string]registered{}}
+	return &Dispatcher{db: d, queue: q, runs: r, bus: bus, cfg: cfg, log: log, handlers: map[string]registered{}, local: map[string]InterruptFunc{}}
 }
 
 // Handle registers the handler of a job kind whose jobs are work of the
@@ -98,6 +103,15 @@ func (d *Dispatcher) Handle(kind, work string, h Handler) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.handlers[kind] = registered{work: work, handler: h}
+}
+
+// HandleLocal registers a job kind the hub works itself (not through the
+// worker port; the workflow engine's): the rescuer only needs to know what
+// an interruption means for it.
+func (d *Dispatcher) HandleLocal(kind string, interrupted InterruptFunc) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.local[kind] = interrupted
 }
 
 func (d *Dispatcher) handler(kind string) (Handler, error) {
@@ -316,6 +330,13 @@ const reasonDied = "the server running this task stopped"
 // and reports how many jobs it rescued.
 func (d *Dispatcher) Rescue(ctx context.Context) (int, error) {
 	return d.queue.Rescue(ctx, reasonDied, func(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool) error {
+		d.mu.RLock()
+		local, ok := d.local[j.Kind]
+		d.mu.RUnlock()
+		if ok {
+			d.logInterrupted(tx, j, reasonDied)
+			return local(ctx, tx, j, final, reasonDied)
+		}
 		h, err := d.handler(j.Kind)
 		if err != nil {
 			return err

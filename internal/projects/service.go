@@ -2,8 +2,10 @@ package projects
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -463,4 +465,21 @@ func (s *Service) ProfileByName(ctx context.Context, workspaceID, name string) (
 		r.APIKey = key
 	}
 	return r, nil
+}
+
+// Exists reports whether the workspace has the project (q: a pool or a
+// transaction).
+func (s *Service) Exists(ctx context.Context, q db.Queryer, workspaceID, id string) (bool, error) {
+	if q == nil {
+		q = s.db.R
+	}
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM projects WHERE workspace_id = $1 AND id = $2", workspaceID, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("projects: exists: %w", err)
+	}
+	return true, nil
 }

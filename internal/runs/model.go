@@ -14,11 +14,12 @@ import (
 
 // Run kinds. The API lists the kinds that exist so far.
 const (
-	KindTask = "task"
+	KindTask     = "task"
+	KindWorkflow = "workflow"
 )
 
 // Kinds are the run kinds in use (filters accept only these).
-var Kinds = []string{KindTask}
+var Kinds = []string{KindTask, KindWorkflow}
 
 // Run statuses.
 const (
@@ -37,7 +38,7 @@ func Terminal(status string) bool { return status != Running }
 // Run as the API shows it.
 type Run struct {
 	ID          string     `json:"id" format:"uuid"`
-	Kind        string     `json:"kind" enum:"task"`
+	Kind        string     `json:"kind" enum:"task,workflow"`
 	Status      string     `json:"status" enum:"running,succeeded,failed,cancelled"`
 	WorkspaceID string     `json:"workspace_id" format:"uuid"`
 	ProjectID   *string    `json:"project_id" nullable:"true"`

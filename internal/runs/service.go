@@ -2,7 +2,10 @@ package runs
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"slipway/internal/platform/actor"
@@ -203,7 +206,7 @@ func (s *Service) Running(ctx context.Context, q db.Queryer, workspaceID, logID 
 // Filter narrows GET /api/runs.
 type Filter struct {
 	Status          string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind            string `query:"kind" enum:"task"`
+	Kind            string `query:"kind" enum:"task,workflow"`
 	ProjectID       string `query:"project_id" format:"uuid"`
 	TaskID          string `query:"task_id" format:"uuid"`
 	IncludeChildren bool   `query:"include_children"`
@@ -240,11 +243,11 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, f Filter) ([]Ru
 type BoardInput struct {
 	board.Query
 	Status    string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind      string `query:"kind" enum:"task"`
+	Kind      string `query:"kind" enum:"task,workflow"`
 	ProjectID string `query:"project_id" format:"uuid"`
 }
 
-var kindLabels = map[string]string{KindTask: "Task"}
+var kindLabels = map[string]string{KindTask: "Task", KindWorkflow: "Workflow"}
 
 // Board returns a page of top-level runs with status and kind facets.
 func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Run], error) {
@@ -331,4 +334,19 @@ func (s *Service) Events(ctx context.Context, ws *actor.Workspace, id string, af
 		return nil, err
 	}
 	return runEvents(ctx, s.db.R, r, after, limit)
+}
+
+// LastResult is the result line of the newest run on a log that recorded
+// one (nil when none did).
+func (s *Service) LastResult(ctx context.Context, q db.Queryer, workspaceID, logID string) (json.RawMessage, error) {
+	var res []byte
+	err := q.QueryRowContext(ctx, `SELECT result FROM runs WHERE workspace_id = $1 AND log_id = $2 AND result IS NOT NULL
+		ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, logID).Scan(&res)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: last result: %w", err)
+	}
+	return res, nil
 }

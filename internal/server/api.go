@@ -16,6 +16,7 @@ import (
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
+	"slipway/internal/workflows"
 )
 
 // API versions, shown in the OpenAPI documents. They change with the API, not
@@ -36,11 +37,12 @@ type APIs struct {
 // are built only to export their OpenAPI documents: handlers reach services
 // only when a request arrives.
 type Services struct {
-	Auth     *auth.Service
-	Tenancy  *tenancy.Service
-	Projects *projects.Service
-	Runs     *runs.Service
-	Tasks    *tasks.Service
+	Auth      *auth.Service
+	Tenancy   *tenancy.Service
+	Projects  *projects.Service
+	Workflows *workflows.Service
+	Runs      *runs.Service
+	Tasks     *tasks.Service
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -69,7 +71,7 @@ func humaConfig(title, version, openAPIPath string) huma.Config {
 }
 
 // NewAPIs registers both APIs and all their operations on mux.
-func NewAPIs(mux *http.ServeMux, svc Services) APIs {
+func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	pub := humago.New(mux, humaConfig("Slipway API", PublicAPIVersion, "/api/openapi"))
 	pub.OpenAPI().Info.Description = "The public API of Slipway: projects, tasks, runs, workflows and everything around them."
 	pub.OpenAPI().Components.SecuritySchemes["session"] = &huma.SecurityScheme{
@@ -94,6 +96,7 @@ func NewAPIs(mux *http.ServeMux, svc Services) APIs {
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
+	workflows.Register(pub, svc.Workflows, svc.Tenancy.WorkspaceScoped(pub))
 	return APIs{Public: pub, Management: mgmt}
 }
 

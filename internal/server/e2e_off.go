@@ -2,7 +2,7 @@
 
 package server
 
-import "net/http"
+import "slipway/internal/platform/httpx"
 
 // mountE2E is empty in real builds; see e2e_on.go.
-func mountE2E(*http.ServeMux) {}
+func mountE2E(*httpx.Mux) {}

@@ -5,6 +5,7 @@ package server
 import (
 	"net/http"
 	"net/http/pprof"
+	"slipway/internal/platform/httpx"
 	"strconv"
 	"time"
 )
@@ -13,7 +14,7 @@ import (
 // shutdown test needs a request that stays in flight for a known time, and
 // benchmarks profile the server under load (/e2e/pprof/profile?seconds=N,
 // /e2e/pprof/allocs).
-func mountE2E(mux *http.ServeMux) {
+func mountE2E(mux *httpx.Mux) {
 	mux.HandleFunc("GET /e2e/pprof/profile", pprof.Profile)
 	mux.Handle("GET /e2e/pprof/allocs", pprof.Handler("allocs"))
 	mux.HandleFunc("GET /e2e/slow", func(w http.ResponseWriter, r *http.Request) {

@@ -3,9 +3,9 @@ package server
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
+	"slipway/internal/platform/httpx"
 )
 
 // SpecFiles maps each exported OpenAPI file to the API it documents.
@@ -13,7 +13,7 @@ var SpecFiles = []string{"public.json", "management.json"}
 
 // Specs renders both OpenAPI documents without a database or a listener.
 func Specs() (map[string][]byte, error) {
-	apis := NewAPIs(http.NewServeMux(), Services{})
+	apis := NewAPIs(httpx.NewMux(), Services{})
 	out := map[string][]byte{}
 	for name, api := range map[string]any{"public.json": apis.Public.OpenAPI(), "management.json": apis.Management.OpenAPI()} {
 		b, err := json.MarshalIndent(api, "", "  ")

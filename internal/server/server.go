@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/platform/outbound"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/redact"
 	"slipway/internal/platform/vault"
@@ -30,6 +33,7 @@ import (
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 	"slipway/internal/worker"
+	"slipway/internal/workflows"
 )
 
 // ReadyTimeout bounds the readiness database ping (spec: two seconds).
@@ -42,12 +46,13 @@ type Server struct {
 	log        *slog.Logger
 	db         *db.DB
 	bus        *pubsub.Bus
-	mux        *http.ServeMux
+	mux        *httpx.Mux
 	handler    http.Handler
 	APIs       APIs
 	Services   Services
 	Dispatcher *dispatch.Dispatcher
 	Worker     *worker.Worker
+	Engine     *workflows.Engine
 	backend    executor.Backend
 	draining   atomic.Bool
 }
@@ -84,7 +89,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	taskCfg := tasks.Config{HubMode: cfg.HubMode, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
 		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
 	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
-		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, log)
+		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
+			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg)}, log)
 	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
 
 	backend, binary, err := agentBackend(cfg, log)
@@ -105,8 +111,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
 	}, log)
 
-	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: http.NewServeMux(), Dispatcher: disp, Worker: wk, backend: backend}
-	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc}
+	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
+	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -123,7 +129,7 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Mux exposes the router so tests can mount extra routes behind the same
 // middleware.
-func (s *Server) Mux() *http.ServeMux { return s.mux }
+func (s *Server) Mux() *httpx.Mux { return s.mux }
 
 // StartDraining turns readiness to 503; requests keep being served.
 func (s *Server) StartDraining() { s.draining.Store(true) }
@@ -202,6 +208,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		close(dispatched)
 	}()
 	go s.Services.Auth.Run(coreCtx)
+	go s.Engine.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
@@ -259,4 +266,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	}
 	s.log.Info("shutdown complete")
 	return nil
+}
+
+// ownAddresses are this server's: its port on every local address and the
+// public URL's host. Workflow nodes may not call them unless allowed.
+func ownAddresses(cfg *config.Config) []string {
+	own := []string{":" + strconv.Itoa(cfg.Port)}
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
+		own = append(own, u.Host)
+	}
+	return own
 }

@@ -126,7 +126,7 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.
 	if err != nil {
 		return nil, err
 	}
-	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, StatusQueued, StatusRunning, "", s.clock.Now()); err != nil {
+	if _, err := s.setStatus(ctx, tx, t.WorkspaceID, t.ID, StatusQueued, StatusRunning, ""); err != nil {
 		return nil, err
 	}
 	run, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindTask, WorkspaceID: t.WorkspaceID, LogID: t.ID, ProjectID: t.ProjectID,
@@ -253,7 +253,7 @@ func (s *Service) end(ctx context.Context, tx *db.Tx, t *Task, runID, to, runSta
 			return err
 		}
 	}
-	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText, s.clock.Now()); err != nil {
+	if _, err := s.setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText); err != nil {
 		return err
 	}
 	if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, to, errText))); err != nil {
@@ -317,7 +317,7 @@ func (s *Service) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final
 			return err
 		}
 	}
-	if _, err := setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText, s.clock.Now()); err != nil {
+	if _, err := s.setStatus(ctx, tx, t.WorkspaceID, t.ID, t.Status, to, errText); err != nil {
 		return err
 	}
 	return s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, to, why)))

@@ -60,6 +60,7 @@ type Service struct {
 	runs     *runs.Service
 	queue    Queue
 	cfg      Config
+	endHooks []EndHook
 }
 
 // NewService builds the tasks service.
@@ -133,6 +134,32 @@ func (s *Service) value(typ string, v any) runs.NewEvent { return runs.Value(typ
 
 // Create queues a task on a project of the active workspace.
 func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in TaskCreate) (*Task, error) {
+	var createdBy *string
+	if u != nil {
+		createdBy = &u.ID
+	}
+	t, err := s.newTask(ctx, ws, createdBy, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.db.Tx(ctx, func(tx *db.Tx) error { return s.insert(ctx, tx, t) }); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// CreateTx queues a task in the caller's transaction (a workflow's agent
+// node starts its task with the node's transition).
+func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, in TaskCreate) (*Task, error) {
+	t, err := s.newTask(ctx, &actor.Workspace{ID: workspaceID}, createdBy, in)
+	if err != nil {
+		return nil, err
+	}
+	return t, s.insert(ctx, tx, t)
+}
+
+// newTask validates a new task.
+func (s *Service) newTask(ctx context.Context, ws *actor.Workspace, createdBy *string, in TaskCreate) (*Task, error) {
 	if strings.TrimSpace(in.Prompt) == "" {
 		return nil, apperr.BadRequest("prompt must not be empty")
 	}
@@ -169,30 +196,48 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	}
 	now := s.clock.Now()
 	id := ids.New()
-	var createdBy *string
-	if u != nil {
-		createdBy = &u.ID
-	}
-	t := &Task{ID: id, WorkspaceID: ws.ID, ProjectID: p.ID, Title: title, Prompt: in.Prompt, AgentProfile: profile,
+	return &Task{ID: id, WorkspaceID: ws.ID, ProjectID: p.ID, Title: title, Prompt: in.Prompt, AgentProfile: profile,
 		Config: in.Config, Status: StatusQueued, Held: in.Hold, Branch: BranchFor(id), CreatedBy: createdBy,
-		CreatedAt: now, UpdatedAt: now}
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if err := insertTask(ctx, tx, t); err != nil {
-			return err
+		CreatedAt: now, UpdatedAt: now}, nil
+}
+
+// insert stores a new task with its log and, unless held, its job.
+func (s *Service) insert(ctx context.Context, tx *db.Tx, t *Task) error {
+	if err := insertTask(ctx, tx, t); err != nil {
+		return err
+	}
+	if err := s.runs.CreateLog(ctx, tx, t.WorkspaceID, t.ID); err != nil {
+		return err
+	}
+	if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"to": StatusQueued, "reason": "created", "held": t.Held})); err != nil {
+		return err
+	}
+	if t.Held {
+		return nil
+	}
+	return s.enqueue(ctx, tx, t)
+}
+
+// EndHook is told, in the transaction where a task reaches a final status,
+// that it ended (a workflow's agent node waits for its task).
+type EndHook interface {
+	TaskEnded(ctx context.Context, tx *db.Tx, t *Task) error
+}
+
+// OnEnd adds a hook (at wiring time, before the service serves).
+func (s *Service) OnEnd(h EndHook) { s.endHooks = append(s.endHooks, h) }
+
+// setStatus moves a task from one status to another in tx and tells the end
+// hooks when the move ends it.
+func (s *Service) setStatus(ctx context.Context, tx *db.Tx, workspaceID, id, from, to, errText string) (*Task, error) {
+	t, err := setStatus(ctx, tx, workspaceID, id, from, to, errText, s.clock.Now())
+	if err != nil || !Terminal(to) {
+		return t, err
+	}
+	for _, h := range s.endHooks {
+		if err := h.TaskEnded(ctx, tx, t); err != nil {
+			return nil, err
 		}
-		if err := s.runs.CreateLog(ctx, tx, ws.ID, t.ID); err != nil {
-			return err
-		}
-		if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"to": StatusQueued, "reason": "created", "held": in.Hold})); err != nil {
-			return err
-		}
-		if in.Hold {
-			return nil
-		}
-		return s.enqueue(ctx, tx, t)
-	})
-	if err != nil {
-		return nil, err
 	}
 	return t, nil
 }
@@ -218,7 +263,7 @@ func (s *Service) transition(ctx context.Context, ws *actor.Workspace, id, to, a
 				return nil, err
 			}
 		}
-		out, err := setStatus(ctx, tx, ws.ID, t.ID, t.Status, to, "", s.clock.Now())
+		out, err := s.setStatus(ctx, tx, ws.ID, t.ID, t.Status, to, "")
 		if err != nil {
 			return nil, err
 		}
@@ -239,7 +284,7 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string, u 
 		if err := checkTransition(t.Status, StatusCancelled, "cancel"); err != nil {
 			return nil, err
 		}
-		out, err := setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "", s.clock.Now())
+		out, err := s.setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "")
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,577 @@
+package workflows
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/outbound"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/runs"
+)
+
+// Job kinds of the engine: a run's job advances it (one per run at a time,
+// its holder alone runs the run's ready nodes); a timer's job fires a
+// wait_event node's timeout.
+const (
+	RunJob   = "workflow_run"
+	TimerJob = "workflow_timer"
+)
+
+// Agents starts and stops the tasks of agent nodes (the tasks service, at
+// wiring time), inside the engine's transactions.
+type Agents interface {
+	StartAgent(ctx context.Context, tx *db.Tx, a AgentRequest) (taskID string, err error)
+	StopAgent(ctx context.Context, workspaceID, taskID string) error
+}
+
+// AgentRequest is the task an agent node asks for.
+type AgentRequest struct {
+	WorkspaceID, ProjectID string
+	CreatedBy              *string
+	Title, Prompt          string
+	Config                 AgentConfig
+}
+
+// EngineConfig tunes the engine.
+type EngineConfig struct {
+	Owner string        // the lease holder name of this process's engine
+	Lease time.Duration // how long a run job is held without extending
+	Poll  time.Duration // fallback when no wake-up arrives
+	Slots int           // runs advanced at once by this process
+	HTTP  outbound.Policy
+	Own   []string // the server's own addresses (refused unless HTTP.AllowPrivate)
+}
+
+// Engine runs workflow runs.
+type Engine struct {
+	db     *db.DB
+	runs   *runs.Service
+	queue  *jobs.Queue
+	bus    *pubsub.Bus
+	clock  clock.Clock
+	log    *slog.Logger
+	cfg    EngineConfig
+	http   outbound.Policy
+	own    []string
+	agents Agents
+	exprs  exprCache
+
+	graphs sync.Map // run id -> *Graph (a run's graph never changes)
+}
+
+// NewEngine returns an engine; Run starts it.
+func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk clock.Clock, log *slog.Logger, cfg EngineConfig) *Engine {
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Slots <= 0 {
+		cfg.Slots = 32
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "engine"
+	}
+	if cfg.HTTP.Timeout <= 0 {
+		allow := cfg.HTTP.AllowPrivate
+		cfg.HTTP = outbound.DefaultPolicy()
+		cfg.HTTP.AllowPrivate = allow
+	}
+	return &Engine{db: d, runs: r, queue: q, bus: bus, clock: clk, log: log, cfg: cfg, http: cfg.HTTP, own: cfg.Own}
+}
+
+// SetAgents wires the tasks machinery for agent nodes.
+func (e *Engine) SetAgents(a Agents) { e.agents = a }
+
+func (e *Engine) graph(r *runRow) (*Graph, error) {
+	if g, ok := e.graphs.Load(r.ID); ok {
+		return g.(*Graph), nil
+	}
+	var g Graph
+	if err := json.Unmarshal(r.Graph, &g); err != nil {
+		return nil, fmt.Errorf("workflows: graph of run %s: %w", r.ID, err)
+	}
+	e.graphs.Store(r.ID, &g)
+	return &g, nil
+}
+
+// holder marks a transition made by the run job's holder (its job runs, so
+// it needs no new one).
+type holder struct{ lease *jobs.Lease }
+
+// transition is the one way a run changes: in one transaction it locks the
+// run, reads its node runs, lets fn change the state, settles it, and
+// writes nodes, run, events, timers, cancels and the run's job together.
+func (e *Engine) transition(ctx context.Context, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
+	var st *runState
+	err := e.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		st, err = e.transitionTx(ctx, tx, runID, h, fn)
+		return err
+	})
+	return st, err
+}
+
+// transitionTx is transition inside the caller's transaction.
+func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
+	now := e.clock.Now()
+	run, err := lockRun(ctx, tx, runID, now)
+	if err != nil {
+		return nil, err
+	}
+	g, err := e.graph(run)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := listNodeRuns(ctx, tx, runID)
+	if err != nil {
+		return nil, err
+	}
+	st := newRunState(run, g, nodes, now)
+	if err := fn(tx, st); err != nil {
+		return nil, err
+	}
+	st.settle()
+	return st, e.commit(ctx, tx, st, h)
+}
+
+// commit writes what a transition changed, in its transaction.
+func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder) error {
+	if err := saveNodeRuns(ctx, tx, st.changed()); err != nil {
+		return err
+	}
+	ws := st.run.WorkspaceID
+	for _, t := range st.timers {
+		if _, err := e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: TimerJob, WorkspaceID: ws, Ref: t.node.ID, RunAt: t.at, MaxAttempts: 10,
+			Payload: map[string]string{"run_id": st.run.ID}}); err != nil && !errors.Is(err, jobs.ErrDuplicate) {
+			return err
+		}
+	}
+	for _, nr := range st.stopped {
+		if _, err := e.queue.Cancel(ctx, tx, ws, TimerJob, nr.ID); err != nil {
+			return err
+		}
+		if nr.TaskID != nil && e.agents != nil {
+			// After the commit, in a transaction of its own: a task's end
+			// locks the task and then its run, so a run's transition never
+			// waits on a task row.
+			taskID := *nr.TaskID
+			tx.AfterCommit(func() { e.stopAgent(ws, taskID) })
+		}
+	}
+	if st.runDirty {
+		if err := saveRunRow(ctx, tx, st.run); err != nil {
+			return err
+		}
+	}
+	if len(st.events) > 0 {
+		if err := e.runs.Append(ctx, tx, ws, st.run.LogID, st.run.ID, st.events...); err != nil && !errors.Is(err, runs.ErrRunOver) {
+			return err
+		}
+	}
+	if st.ended {
+		status := map[string]string{RunSucceeded: runs.Succeeded, RunFailed: runs.Failed, RunCancelled: runs.Cancelled}[st.run.Status]
+		if _, err := e.runs.Finish(ctx, tx, ws, st.run.ID, status, nil, st.run.Error); err != nil {
+			return err
+		}
+		if h == nil {
+			if _, err := e.queue.Cancel(ctx, tx, ws, RunJob, st.run.ID); err != nil {
+				return err
+			}
+		}
+		runID := st.run.ID
+		tx.AfterCommit(func() { e.graphs.Delete(runID) })
+		return e.admit(ctx, tx, ws, st.run.ProjectID)
+	}
+	if h == nil && len(st.ready()) > 0 {
+		return e.ensureJob(ctx, tx, st.run)
+	}
+	return nil
+}
+
+// ensureJob queues the run's job unless one is queued or held (the holder
+// reads the run again before it lets go, under the same lock).
+func (e *Engine) ensureJob(ctx context.Context, tx *db.Tx, r *runRow) error {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE kind = $1 AND ref_id = $2 AND state IN ('available', 'running')", RunJob, r.ID).Scan(&one)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("workflows: run job: %w", err)
+	}
+	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: RunJob, WorkspaceID: r.WorkspaceID, Ref: r.ID, MaxAttempts: 5})
+	return err
+}
+
+// admit starts the queued runs of a project that its caps and their
+// workflows' caps let through, oldest first. Transactions that admit in one
+// project take its lock, so the counts they read hold.
+func (e *Engine) admit(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	if err := e.db.Dialect.XactLock(ctx, tx.Tx, "workflow-admission:"+projectID); err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT r.id, r.workflow_id, w.max_concurrent_runs FROM workflow_runs r JOIN workflows w ON w.id = r.workflow_id
+		WHERE r.project_id = $1 AND r.status = 'queued' ORDER BY r.created_at, r.id LIMIT 200`, projectID)
+	if err != nil {
+		return fmt.Errorf("workflows: admission: %w", err)
+	}
+	type queued struct {
+		id, workflow string
+		max          sql.NullInt64
+	}
+	var waiting []queued
+	for rows.Next() {
+		var q queued
+		if err := rows.Scan(&q.id, &q.workflow, &q.max); err != nil {
+			rows.Close()
+			return fmt.Errorf("workflows: admission: %w", err)
+		}
+		waiting = append(waiting, q)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(waiting) == 0 {
+		return err
+	}
+	var projectMax sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT max_concurrent_runs FROM projects WHERE id = $1", projectID).Scan(&projectMax); err != nil {
+		return fmt.Errorf("workflows: admission: %w", err)
+	}
+	active := map[string]int64{}
+	var total int64
+	rows, err = tx.QueryContext(ctx, "SELECT workflow_id, COUNT(*) FROM workflow_runs WHERE project_id = $1 AND status = 'running' GROUP BY workflow_id", projectID)
+	if err != nil {
+		return fmt.Errorf("workflows: admission: %w", err)
+	}
+	for rows.Next() {
+		var wf string
+		var n int64
+		if err := rows.Scan(&wf, &n); err != nil {
+			rows.Close()
+			return fmt.Errorf("workflows: admission: %w", err)
+		}
+		active[wf] = n
+		total += n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, q := range waiting {
+		if projectMax.Valid && total >= projectMax.Int64 {
+			break
+		}
+		if q.max.Valid && active[q.workflow] >= q.max.Int64 {
+			continue // this workflow is full; a later run of another may start
+		}
+		if err := e.start(ctx, tx, q.id); err != nil {
+			return err
+		}
+		active[q.workflow]++
+		total++
+	}
+	return nil
+}
+
+// start moves an admitted run to running with its entry nodes ready.
+func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string) error {
+	now := e.clock.Now()
+	run, err := lockRun(ctx, tx, runID, now)
+	if err != nil {
+		return err
+	}
+	g, err := e.graph(run)
+	if err != nil {
+		return err
+	}
+	st := newRunState(run, g, nil, now)
+	st.run.Status, st.run.StartedAt, st.runDirty = RunRunning, &now, true
+	st.event("run", map[string]any{"status": RunRunning})
+	st.settle()
+	return e.commit(ctx, tx, st, nil)
+}
+
+// errKeep asks the holder to keep its job: there is more to do.
+var errKeep = errors.New("keep")
+
+// advance is the run job's holder: it runs the run's ready nodes, one
+// transition each, inline kinds inside their transition and the others
+// (I/O) beside it, until nothing is ready; then, in the transaction that
+// finds nothing ready, it completes its job.
+func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
+	lease := j.Lease()
+	h := &holder{lease: &lease}
+	inflight := map[string]bool{}
+	done := make(chan string, 64)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for ctx.Err() == nil {
+		var spawn []step
+		var finished, progressed bool
+		_, err := e.transition(ctx, j.Ref, h, func(tx *db.Tx, st *runState) error {
+			spawn, finished, progressed = nil, false, false
+			if st.run.Status != RunRunning {
+				finished = true
+				return e.complete(ctx, tx, lease)
+			}
+			for _, nr := range st.ready() {
+				if inflight[nr.ID] {
+					continue
+				}
+				s := e.stepOf(st, nr)
+				if inline(nr.Kind) {
+					progressed = true
+					return e.runInline(ctx, tx, st, s)
+				}
+				nr.Attempt++
+				nr.StartedAt = &st.now
+				st.set(nr, NodeRunning)
+				spawn = append(spawn, s)
+			}
+			if len(spawn) > 0 || len(inflight) > 0 {
+				return nil
+			}
+			finished = true
+			return e.complete(ctx, tx, lease)
+		})
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, jobs.ErrLeaseLost) && !errors.Is(err, apperr.ErrNotFound) {
+				e.log.Error("advancing a workflow run failed", "run_id", j.Ref, "err", err)
+				e.retry(ctx, lease, err)
+			}
+			if errors.Is(err, apperr.ErrNotFound) {
+				e.drop(ctx, lease)
+			}
+			return
+		}
+		if finished {
+			return
+		}
+		for _, s := range spawn {
+			inflight[s.nr.ID] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				e.runAsync(ctx, h, s)
+				done <- s.nr.ID
+			}()
+		}
+		if len(spawn) > 0 || progressed {
+			continue
+		}
+		select {
+		case id := <-done:
+			delete(inflight, id)
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (e *Engine) stepOf(st *runState, nr *nodeRun) step {
+	n := st.graph.Node(nr.Key)
+	return step{node: n, nr: nr, env: st.env(nr.Frame), run: st.run}
+}
+
+// runInline runs an inline node inside the transition.
+func (e *Engine) runInline(ctx context.Context, tx *db.Tx, st *runState, s step) error {
+	o := e.execute(ctx, s)
+	if o.status == NodeWaiting && s.node.Kind == "agent" {
+		if err := e.startAgent(ctx, tx, st, s, &o); err != nil {
+			return err
+		}
+	}
+	return st.apply(s.nr, o)
+}
+
+// runAsync runs an I/O node outside any transaction and records its
+// outcome in a transition of its own, unless the run moved on meanwhile
+// (cancelled, or the node was taken over).
+func (e *Engine) runAsync(ctx context.Context, h *holder, s step) {
+	o := e.execute(ctx, s)
+	if ctx.Err() != nil {
+		return // cancelled or the lease was lost: whoever holds the run now decides
+	}
+	_, err := e.transition(ctx, s.run.ID, h, func(tx *db.Tx, st *runState) error {
+		nr := st.node(s.nr.Frame, s.nr.Key)
+		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeRunning || nr.Attempt != s.nr.Attempt {
+			return nil
+		}
+		return st.apply(nr, o)
+	})
+	if err != nil && ctx.Err() == nil {
+		e.log.Error("recording a workflow node failed", "run_id", s.run.ID, "node", s.nr.Key, "err", err)
+	}
+}
+
+func (e *Engine) complete(ctx context.Context, tx *db.Tx, l jobs.Lease) error {
+	_, err := e.queue.Complete(ctx, tx, l)
+	return err
+}
+
+// retry gives the run's job back after an error, to be tried again later.
+func (e *Engine) retry(ctx context.Context, l jobs.Lease, cause error) {
+	err := e.db.Tx(ctx, func(tx *db.Tx) error {
+		_, err := e.queue.Retry(ctx, tx, l, cause.Error(), jobs.Backoff(l.Attempt), true)
+		return err
+	})
+	if err != nil && !errors.Is(err, jobs.ErrLeaseLost) {
+		e.log.Error("giving a workflow run back failed", "job_id", l.JobID, "err", err)
+	}
+}
+
+// drop completes a job whose run is gone (its workflow was deleted).
+func (e *Engine) drop(ctx context.Context, l jobs.Lease) {
+	err := e.db.Tx(ctx, func(tx *db.Tx) error { return e.complete(ctx, tx, l) })
+	if err != nil && !errors.Is(err, jobs.ErrLeaseLost) {
+		e.log.Error("dropping a job of a deleted run failed", "job_id", l.JobID, "err", err)
+	}
+}
+
+// fireTimer resumes a wait_event node whose timeout came first.
+func (e *Engine) fireTimer(ctx context.Context, j *jobs.Job) {
+	var p struct {
+		RunID string `json:"run_id"`
+	}
+	_ = json.Unmarshal(j.Payload, &p) // written by commit; a bad one finds no run
+	lease := j.Lease()
+	_, err := e.transition(ctx, p.RunID, nil, func(tx *db.Tx, st *runState) error {
+		if err := e.complete(ctx, tx, lease); err != nil {
+			return err
+		}
+		for _, nr := range st.nodes {
+			if nr.ID == j.Ref && nr.Status == NodeWaiting && st.run.Status == RunRunning {
+				return st.apply(nr, succeed(HandleTimeout, map[string]any{"timed_out": true}))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		e.drop(ctx, lease)
+		return
+	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, jobs.ErrLeaseLost) {
+		e.log.Error("firing a workflow timer failed", "node_run_id", j.Ref, "err", err)
+		e.retry(ctx, lease, err)
+	}
+}
+
+// Run claims and works the engine's jobs until ctx ends: first the ones
+// this process held before a restart, then whatever is queued, woken by
+// the queue's notifications.
+func (e *Engine) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, e.cfg.Slots)
+	work := func(j *jobs.Job) {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			e.work(ctx, j)
+		}()
+	}
+	if held, err := e.queue.Held(ctx, e.cfg.Owner, e.cfg.Lease); err != nil {
+		if ctx.Err() == nil {
+			e.log.Error("taking back held workflow jobs failed", "err", err)
+		}
+	} else {
+		for _, j := range held {
+			work(j)
+		}
+	}
+	sub := e.bus.Subscribe(jobs.TopicQueued)
+	defer sub.Close()
+	poll := time.NewTicker(e.cfg.Poll)
+	defer poll.Stop()
+	for ctx.Err() == nil {
+		free := e.cfg.Slots - len(slots)
+		if free > 0 {
+			claimed, err := e.queue.Claim(ctx, jobs.ClaimRequest{Kinds: []string{RunJob, TimerJob}, Owner: e.cfg.Owner, Max: free, Lease: e.cfg.Lease}, nil)
+			if err != nil && ctx.Err() == nil {
+				e.log.Error("claiming workflow jobs failed", "err", err)
+			}
+			for _, j := range claimed {
+				work(j)
+			}
+			if len(claimed) == free {
+				continue
+			}
+		}
+		select {
+		case <-sub.C:
+		case <-poll.C:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// work runs one job while keeping its lease; a cancel of the job (the run
+// was cancelled) or a lost lease stops it.
+func (e *Engine) work(ctx context.Context, j *jobs.Job) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	control := e.bus.Subscribe(jobs.TopicControl)
+	defer control.Close()
+	go func() {
+		t := time.NewTicker(e.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m := <-control.C:
+				if m.Payload == "cancel "+j.ID {
+					cancel()
+					return
+				}
+			case <-t.C:
+				stop, err := e.queue.Extend(ctx, j.Lease(), e.cfg.Lease)
+				if errors.Is(err, jobs.ErrLeaseLost) || stop {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	if j.Kind == TimerJob {
+		e.fireTimer(ctx, j)
+		return
+	}
+	e.advance(ctx, j)
+}
+
+func (e *Engine) stopAgent(workspaceID, taskID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.agents.StopAgent(ctx, workspaceID, taskID); err != nil {
+		e.log.Error("cancelling the task of a stopped agent node failed", "task_id", taskID, "err", err)
+	}
+}
+
+// Interrupted is told by the rescuer that a holder of an engine job died:
+// the job is back in the queue (another holder resumes the run where its
+// rows say it is), or, out of attempts, the run fails.
+func (e *Engine) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error {
+	if !final || j.Kind != RunJob {
+		return nil
+	}
+	_, err := e.transitionTx(ctx, tx, j.Ref, nil, func(_ *db.Tx, st *runState) error {
+		st.finish(RunFailed, nil, "the servers advancing this run stopped too often: "+reason)
+		return nil
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,319 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// Output handles of the node kinds. Most kinds fire out when they succeed
+// and error when they fail (an unwired error fails the run).
+const (
+	HandleOut      = "out"
+	HandleError    = "error"
+	HandleTrue     = "true"
+	HandleFalse    = "false"
+	HandleApproved = "approved"
+	HandleRejected = "rejected"
+	HandleEvent    = "event"
+	HandleTimeout  = "timeout"
+)
+
+// The configuration of each kind. Their JSON Schemas (generated from these
+// types, so the published schema is the one enforced) are what
+// GET /api/workflow-node-types shows; strings marked template may hold
+// {{ expression }} placeholders and fields marked expression are
+// expressions over {input, trigger, nodes.<key>.output, run, env}.
+
+// AgentConfig runs a task through the tasks machinery.
+type AgentConfig struct {
+	Prompt    string `json:"prompt" minLength:"1" maxLength:"65536" doc:"Template: the task's prompt (for shell agents, the script)"`
+	Title     string `json:"title,omitempty" maxLength:"200" doc:"Template: the task's title (default: the node key)"`
+	AgentType string `json:"agent_type,omitempty" maxLength:"100" doc:"The agent profile (by name) that runs the task; default shell"`
+	OnFailure string `json:"on_failure,omitempty" enum:"fail,continue" doc:"continue: a failed task fires out with its result instead of failing the node"`
+}
+
+// GateConfig branches on a condition.
+type GateConfig struct {
+	Condition string `json:"condition" minLength:"1" maxLength:"4096" doc:"Expression: true fires the true handle, false the false handle"`
+}
+
+// HumanConfig waits for a person's decision.
+type HumanConfig struct {
+	Message string `json:"message,omitempty" maxLength:"8192" doc:"Template: what the approver is asked"`
+}
+
+// EndConfig ends a branch; a failed end fails the run at once.
+type EndConfig struct {
+	Status  string `json:"status,omitempty" enum:"succeeded,failed" doc:"Default succeeded"`
+	Output  string `json:"output,omitempty" maxLength:"4096" doc:"Expression: the run's output"`
+	Message string `json:"message,omitempty" maxLength:"2000" doc:"Template: the run's error when status is failed"`
+}
+
+// CodeConfig runs a script in a container through the worker port.
+type CodeConfig struct {
+	Language       string `json:"language,omitempty" enum:"sh,bash,python,node" doc:"Default sh"`
+	Source         string `json:"source,omitempty" maxLength:"262144" doc:"The script (or script_id)"`
+	ScriptID       string `json:"script_id,omitempty" format:"uuid" doc:"A saved script instead of source"`
+	Image          string `json:"image,omitempty" maxLength:"500" doc:"Container image; default the instance's agent image"`
+	TimeoutSeconds int64  `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400"`
+}
+
+// DBConfig queries or changes a database resource.
+type DBConfig struct {
+	ResourceID string `json:"resource_id" format:"uuid"`
+	SQL        string `json:"sql" minLength:"1" maxLength:"65536"`
+	Params     []any  `json:"params,omitempty" maxItems:"100" doc:"Positional parameters; strings are templates"`
+}
+
+// HTTPRequestConfig calls a URL.
+type HTTPRequestConfig struct {
+	Method           string            `json:"method,omitempty" enum:"GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS" doc:"Default GET"`
+	URL              string            `json:"url" minLength:"1" maxLength:"4096" doc:"Template"`
+	Headers          map[string]string `json:"headers,omitempty" doc:"Values are templates"`
+	Body             string            `json:"body,omitempty" maxLength:"1048576" doc:"Template: the request body"`
+	TimeoutSeconds   int64             `json:"timeout_seconds,omitempty" minimum:"1" maximum:"300" doc:"Default 30"`
+	MaxResponseBytes int64             `json:"max_response_bytes,omitempty" minimum:"1" maximum:"10485760" doc:"Default 1 MiB"`
+	FailOnStatus     *bool             `json:"fail_on_status,omitempty" doc:"Default true: a 4xx or 5xx response fails the node"`
+}
+
+// TransformConfig computes an output from expressions.
+type TransformConfig struct {
+	Expression string            `json:"expression,omitempty" maxLength:"4096" doc:"Expression: the output (or mapping)"`
+	Mapping    map[string]string `json:"mapping,omitempty" doc:"Expressions: the output is an object of their values"`
+}
+
+// NotifyTelegramConfig sends a Telegram message.
+type NotifyTelegramConfig struct {
+	ResourceID string `json:"resource_id" format:"uuid"`
+	ChatID     string `json:"chat_id" minLength:"1" maxLength:"100"`
+	Text       string `json:"text" minLength:"1" maxLength:"4096" doc:"Template"`
+}
+
+// NotifyEmailConfig sends an email.
+type NotifyEmailConfig struct {
+	To      []string `json:"to" minItems:"1" maxItems:"50"`
+	Subject string   `json:"subject" maxLength:"500" doc:"Template"`
+	Body    string   `json:"body" maxLength:"65536" doc:"Template"`
+}
+
+// NotifyWebhookConfig posts a JSON payload to a URL.
+type NotifyWebhookConfig struct {
+	URL            string            `json:"url" minLength:"1" maxLength:"4096" doc:"Template"`
+	Headers        map[string]string `json:"headers,omitempty" doc:"Values are templates"`
+	Payload        string            `json:"payload,omitempty" maxLength:"4096" doc:"Expression: the JSON body (default: the run's id, workflow and input)"`
+	TimeoutSeconds int64             `json:"timeout_seconds,omitempty" minimum:"1" maximum:"60" doc:"Default 10"`
+}
+
+// NotifyDiscordConfig posts to a Discord channel.
+type NotifyDiscordConfig struct {
+	ResourceID string `json:"resource_id" format:"uuid"`
+	Content    string `json:"content" minLength:"1" maxLength:"2000" doc:"Template"`
+}
+
+// LoopConfig runs its frame (the nodes whose parent_node_key names the
+// loop) once per item.
+type LoopConfig struct {
+	Items       string `json:"items" minLength:"1" maxLength:"4096" doc:"Expression: the list; the body sees item and index"`
+	Mode        string `json:"mode,omitempty" enum:"sequential,parallel" doc:"Default sequential"`
+	Parallelism int64  `json:"parallelism,omitempty" minimum:"1" maximum:"100" doc:"Iterations at once in parallel mode; default 10"`
+}
+
+// WaitEventConfig waits for a named event or a timeout.
+type WaitEventConfig struct {
+	Event          string `json:"event" minLength:"1" maxLength:"200" doc:"Template: the event's name"`
+	TimeoutSeconds int64  `json:"timeout_seconds,omitempty" minimum:"1" maximum:"31536000" doc:"Fire timeout after this long; default never"`
+}
+
+// LLMClassifyConfig asks a model to pick a category; each category is a
+// handle.
+type LLMClassifyConfig struct {
+	Prompt     string   `json:"prompt" minLength:"1" maxLength:"65536" doc:"Template"`
+	Categories []string `json:"categories" minItems:"2" maxItems:"50"`
+	ProfileID  string   `json:"profile_id,omitempty" format:"uuid"`
+}
+
+// ImapAckConfig acknowledges the message that triggered the run.
+type ImapAckConfig struct {
+	ResourceID string `json:"resource_id" format:"uuid"`
+}
+
+// AppConfig calls an app's action.
+type AppConfig struct {
+	AppID  string         `json:"app_id" format:"uuid"`
+	Action string         `json:"action" minLength:"1" maxLength:"200"`
+	Params map[string]any `json:"params,omitempty"`
+}
+
+// ConnectorConfig calls a connector's action.
+type ConnectorConfig struct {
+	Connector string         `json:"connector" minLength:"1" maxLength:"200"`
+	Action    string         `json:"action" minLength:"1" maxLength:"200"`
+	Params    map[string]any `json:"params,omitempty"`
+}
+
+// Kind describes a node kind.
+type Kind struct {
+	Slug        string
+	Name        string
+	Category    string
+	Description string
+	// Handles are the output handles; llm_classify's come from its config.
+	Handles []string
+	// Runs reports whether this build can run the kind; the others
+	// validate and fail at run time with "not available yet".
+	Runs   bool
+	config reflect.Type
+	schema *huma.Schema
+}
+
+var outError = []string{HandleOut, HandleError}
+
+var kindList = []*Kind{
+	{Slug: "agent", Name: "Agent", Category: "agents", Description: "Runs a task with an AI coding agent and waits for its result.", Handles: outError, Runs: true, config: reflect.TypeFor[AgentConfig]()},
+	{Slug: "gate", Name: "Gate", Category: "flow", Description: "Branches on a condition.", Handles: []string{HandleTrue, HandleFalse}, Runs: true, config: reflect.TypeFor[GateConfig]()},
+	{Slug: "human", Name: "Human approval", Category: "flow", Description: "Waits for the run's owner to approve or reject.", Handles: []string{HandleApproved, HandleRejected}, Runs: true, config: reflect.TypeFor[HumanConfig]()},
+	{Slug: "end", Name: "End", Category: "flow", Description: "Ends a branch with the run's output, or fails the run.", Runs: true, config: reflect.TypeFor[EndConfig]()},
+	{Slug: "code", Name: "Code", Category: "code", Description: "Runs a script in a container.", Handles: outError, Runs: false, config: reflect.TypeFor[CodeConfig]()},
+	{Slug: "db_query", Name: "Database query", Category: "data", Description: "Reads rows from a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
+	{Slug: "db_execute", Name: "Database statement", Category: "data", Description: "Changes a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
+	{Slug: "http_request", Name: "HTTP request", Category: "data", Description: "Calls a URL and returns status, headers and body.", Handles: outError, Runs: true, config: reflect.TypeFor[HTTPRequestConfig]()},
+	{Slug: "transform", Name: "Transform", Category: "data", Description: "Computes an output from expressions.", Handles: outError, Runs: true, config: reflect.TypeFor[TransformConfig]()},
+	{Slug: "notify_telegram", Name: "Telegram message", Category: "notify", Description: "Sends a Telegram message.", Handles: outError, config: reflect.TypeFor[NotifyTelegramConfig]()},
+	{Slug: "notify_email", Name: "Email", Category: "notify", Description: "Sends an email.", Handles: outError, config: reflect.TypeFor[NotifyEmailConfig]()},
+	{Slug: "notify_webhook", Name: "Webhook", Category: "notify", Description: "Posts a JSON payload to a URL.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyWebhookConfig]()},
+	{Slug: "notify_discord", Name: "Discord message", Category: "notify", Description: "Posts to a Discord channel.", Handles: outError, config: reflect.TypeFor[NotifyDiscordConfig]()},
+	{Slug: "loop", Name: "Loop", Category: "flow", Description: "Runs its frame once per item, in sequence or in parallel.", Handles: outError, Runs: true, config: reflect.TypeFor[LoopConfig]()},
+	{Slug: "wait_event", Name: "Wait for event", Category: "flow", Description: "Waits for a named event, or a timeout.", Handles: []string{HandleEvent, HandleTimeout}, Runs: true, config: reflect.TypeFor[WaitEventConfig]()},
+	{Slug: "llm_classify", Name: "Classify", Category: "agents", Description: "Asks a model to pick one of the categories; each category is a handle.", config: reflect.TypeFor[LLMClassifyConfig]()},
+	{Slug: "imap_ack", Name: "Acknowledge email", Category: "notify", Description: "Acknowledges the email that triggered the run.", Handles: outError, config: reflect.TypeFor[ImapAckConfig]()},
+	{Slug: "app", Name: "App action", Category: "apps", Description: "Calls an action of a hosted app.", Handles: outError, config: reflect.TypeFor[AppConfig]()},
+	{Slug: "connector", Name: "Connector", Category: "apps", Description: "Calls a connector's action.", Handles: outError, config: reflect.TypeFor[ConnectorConfig]()},
+}
+
+var (
+	kindsOnce sync.Once
+	kinds     map[string]*Kind
+	registry  huma.Registry
+)
+
+func kindTable() map[string]*Kind {
+	kindsOnce.Do(func() {
+		registry = huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
+		kinds = make(map[string]*Kind, len(kindList))
+		for _, k := range kindList {
+			k.schema = registry.Schema(k.config, false, "")
+			kinds[k.Slug] = k
+		}
+	})
+	return kinds
+}
+
+// KindOf returns the kind of a slug, or nil.
+func KindOf(slug string) *Kind { return kindTable()[slug] }
+
+// HandlesFor lists the handles a node of the kind has with this config.
+func (k *Kind) HandlesFor(config map[string]any) []string {
+	if k.Slug != "llm_classify" {
+		return k.Handles
+	}
+	var out []string
+	if cats, ok := config["categories"].([]any); ok {
+		for _, c := range cats {
+			if s, ok := c.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return append(out, HandleError)
+}
+
+// DefaultHandle is the handle an edge gets when it names none: out, for
+// the kinds that have it.
+func (k *Kind) DefaultHandle() string {
+	if slices.Contains(k.Handles, HandleOut) {
+		return HandleOut
+	}
+	return ""
+}
+
+// checkConfig validates a node's config against its kind's schema.
+func (k *Kind) checkConfig(config map[string]any) error {
+	// Validate works on the JSON shapes (float64 numbers, []any): round
+	// trip what a YAML or Go caller built.
+	raw, err := json.Marshal(config)
+	if err != nil {
+		return fmt.Errorf("config is not JSON: %v", err)
+	}
+	if len(raw) > maxConfigBytes {
+		return fmt.Errorf("config is larger than %d bytes", maxConfigBytes)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("config is not JSON: %v", err)
+	}
+	kindTable()
+	res := &huma.ValidateResult{}
+	huma.Validate(registry, k.schema, huma.NewPathBuffer(make([]byte, 0, 64), 0), huma.ModeWriteToServer, v, res)
+	if len(res.Errors) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(res.Errors))
+	for _, e := range res.Errors {
+		if d, ok := e.(*huma.ErrorDetail); ok {
+			loc := strings.TrimPrefix(d.Location, ".")
+			if loc == "" {
+				msgs = append(msgs, d.Message)
+			} else {
+				msgs = append(msgs, d.Message+" (config."+loc+")")
+			}
+			continue
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// decodeConfig reads a node's config into its kind's type.
+func decodeConfig[T any](config map[string]any) (T, error) {
+	var out T
+	raw, err := json.Marshal(config)
+	if err == nil {
+		err = json.Unmarshal(raw, &out)
+	}
+	return out, err
+}
+
+const maxConfigBytes = 512 << 10
+
+// NodeType is a node kind as GET /api/workflow-node-types shows it.
+type NodeType struct {
+	Slug         string          `json:"slug"`
+	Name         string          `json:"name"`
+	Category     string          `json:"category"`
+	Description  string          `json:"description"`
+	Builtin      bool            `json:"builtin"`
+	Available    bool            `json:"available" doc:"false: the kind validates but fails at run time (not available yet)"`
+	Handles      []string        `json:"handles" doc:"Output handles; llm_classify's are its categories plus error"`
+	ConfigSchema json.RawMessage `json:"config_schema" doc:"JSON Schema of the node's config"`
+}
+
+// NodeTypes lists the built-in kinds in the spec's order.
+func NodeTypes() []NodeType {
+	kindTable()
+	out := make([]NodeType, 0, len(kindList))
+	for _, k := range kindList {
+		schema, err := json.Marshal(k.schema)
+		if err != nil {
+			panic(err) // generated from our own types: cannot fail
+		}
+		out = append(out, NodeType{Slug: k.Slug, Name: k.Name, Category: k.Category, Description: k.Description, Builtin: true,
+			Available: k.Runs, Handles: append([]string{}, k.Handles...), ConfigSchema: schema})
+	}
+	return out
+}

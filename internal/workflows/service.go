@@ -1,0 +1,667 @@
+package workflows
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/board"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/text"
+	"slipway/internal/runs"
+)
+
+// Projects is what workflows need of projects.
+type Projects interface {
+	Exists(ctx context.Context, q db.Queryer, workspaceID, id string) (bool, error)
+}
+
+// Service implements workflows and their runs.
+type Service struct {
+	db       *db.DB
+	clock    clock.Clock
+	runs     *runs.Service
+	queue    *jobs.Queue
+	engine   *Engine
+	projects Projects
+}
+
+// NewService builds the workflows service over an engine.
+func NewService(d *db.DB, clk clock.Clock, r *runs.Service, q *jobs.Queue, e *Engine, p Projects) *Service {
+	return &Service{db: d, clock: clk, runs: r, queue: q, engine: e, projects: p}
+}
+
+// Engine is the engine that runs the workflows.
+func (s *Service) Engine() *Engine { return s.engine }
+
+func cleanName(raw string) (string, error) { return text.Name("name", raw, 200) }
+
+func (s *Service) checkProject(ctx context.Context, q db.Queryer, workspaceID, id string) error {
+	if !ids.Valid(id) {
+		return apperr.BadRequest("project_id must be a project id")
+	}
+	ok, err := s.projects.Exists(ctx, q, workspaceID, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apperr.BadRequest("project_id: no such project in this workspace")
+	}
+	return nil
+}
+
+// Create validates and stores a workflow.
+func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in Input) (*Workflow, error) {
+	name, err := cleanName(in.Name)
+	if err != nil {
+		return nil, err
+	}
+	g, err := buildGraph(in, nil, ids.New)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	w := &Workflow{ID: ids.New(), ProjectID: in.ProjectID, Name: name, CreatedAt: now, MaxConcurrentRuns: in.MaxConcurrentRuns, workspaceID: ws.ID}
+	w.setGraph(g)
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		if err := s.checkProject(ctx, tx, ws.ID, in.ProjectID); err != nil {
+			return err
+		}
+		return insertWorkflow(ctx, tx, w, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Get reads a workflow of the workspace.
+func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Workflow, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow")
+	}
+	return getWorkflow(ctx, s.db.R, ws.ID, id)
+}
+
+// List lists a project's workflows (all the workspace's without one),
+// newest first.
+func (s *Service) List(ctx context.Context, ws *actor.Workspace, projectID string) ([]Workflow, error) {
+	if projectID == "" {
+		return listWorkflows(ctx, s.db.R, "workspace_id = $1 ORDER BY created_at DESC, id DESC", ws.ID)
+	}
+	if !ids.Valid(projectID) {
+		return nil, apperr.BadRequest("project_id must be a project id")
+	}
+	return listWorkflows(ctx, s.db.R, "workspace_id = $1 AND project_id = $2 ORDER BY created_at DESC, id DESC", ws.ID, projectID)
+}
+
+// Replace replaces a workflow's graph (and name and cap when given). Runs in
+// flight keep the graph they started with.
+func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, in Input) (*Workflow, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow")
+	}
+	if in.ProjectID != "" {
+		return nil, apperr.BadRequest("project_id cannot change; import the workflow into the other project instead")
+	}
+	var out *Workflow
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		w, err := getWorkflow(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if in.Name != "" {
+			if w.Name, err = cleanName(in.Name); err != nil {
+				return err
+			}
+		}
+		if in.MaxConcurrentRuns != nil {
+			w.MaxConcurrentRuns = in.MaxConcurrentRuns
+		}
+		g, err := buildGraph(in, w.graph(), ids.New)
+		if err != nil {
+			return err
+		}
+		w.setGraph(g)
+		out = w
+		return updateWorkflow(ctx, tx, w, s.clock.Now())
+	})
+	return out, err
+}
+
+// SetConcurrency sets or clears a workflow's cap; queued runs it now lets
+// through start.
+func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id string, max *int64) (*Workflow, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow")
+	}
+	var out *Workflow
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		w, err := getWorkflow(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		w.MaxConcurrentRuns = max
+		if err := updateWorkflow(ctx, tx, w, s.clock.Now()); err != nil {
+			return err
+		}
+		out = w
+		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+	})
+	return out, err
+}
+
+// Delete removes a workflow with its runs: runs in flight are stopped
+// (their tasks cancelled) first.
+func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (bool, error) {
+	if !ids.Valid(id) {
+		return false, nil
+	}
+	deleted := false
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		w, err := getWorkflow(ctx, tx, ws.ID, id)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.dropRuns(ctx, tx, ws.ID, "workflow_id = $2", w.ID); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM workflows WHERE workspace_id = $1 AND id = $2", ws.ID, w.ID); err != nil {
+			return fmt.Errorf("workflows: delete: %w", err)
+		}
+		deleted = true
+		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+	})
+	return deleted, err
+}
+
+// dropRuns cancels the runs matching cond (over $1 = workspace, $2) and
+// deletes them with their event logs, in tx.
+func (s *Service) dropRuns(ctx context.Context, tx *db.Tx, workspaceID, cond string, arg string) error {
+	rows, err := tx.QueryContext(ctx, "SELECT id, log_id, status FROM workflow_runs WHERE workspace_id = $1 AND "+cond, workspaceID, arg)
+	if err != nil {
+		return fmt.Errorf("workflows: runs to drop: %w", err)
+	}
+	type doomed struct{ id, log, status string }
+	var all []doomed
+	for rows.Next() {
+		var d doomed
+		if err := rows.Scan(&d.id, &d.log, &d.status); err != nil {
+			rows.Close()
+			return err
+		}
+		all = append(all, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, d := range all {
+		if d.status == RunRunning || d.status == RunQueued {
+			if _, err := s.engine.transitionTx(ctx, tx, d.id, nil, func(_ *db.Tx, st *runState) error {
+				st.finish(RunCancelled, nil, "the workflow was deleted")
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if err := s.runs.DeleteLog(ctx, tx, workspaceID, d.log); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ProjectDeleting stops and removes the project's workflow runs (the rows
+// go with the project; their logs and tasks need telling).
+func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	return s.dropRuns(ctx, tx, workspaceID, "project_id = $2", projectID)
+}
+
+// BoardInput filters the workflows board.
+type BoardInput struct {
+	board.Query
+	ProjectID string `query:"project_id" doc:"Only this project's workflows"`
+}
+
+var boardSort = map[string]string{"name": "name", "created_at": "created_at"}
+
+// Board is a page of workflows with a project facet.
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Workflow], error) {
+	orderBy, err := in.OrderBy(boardSort, "created_at", "desc", "id")
+	if err != nil {
+		return nil, err
+	}
+	f := db.NewWhere("workspace_id = ?", ws.ID)
+	if in.Q != "" {
+		if err := text.CheckName("q", in.Q); err != nil {
+			return nil, err
+		}
+		f = f.And(s.db.Dialect.ILike("name", "?"), "%"+db.EscapeLike(in.Q)+"%")
+	}
+	projects, err := db.CountBy(ctx, s.db.R, "workflows", "project_id", f)
+	if err != nil {
+		return nil, err
+	}
+	if in.ProjectID != "" {
+		if !ids.Valid(in.ProjectID) {
+			return nil, apperr.BadRequest("project_id must be a project id")
+		}
+		f = f.And("project_id = ?", in.ProjectID)
+	}
+	var total int
+	if err := s.db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE "+f.SQL, f.Args...).Scan(&total); err != nil {
+		return nil, fmt.Errorf("workflows: board: %w", err)
+	}
+	args := append(append([]any{}, f.Args...), in.PageSize, in.Offset())
+	rows, err := listWorkflows(ctx, s.db.R, f.SQL+" ORDER BY "+orderBy+" LIMIT "+f.Next(1)+" OFFSET "+f.Next(2), args...)
+	if err != nil {
+		return nil, err
+	}
+	facet := make([]board.Facet, 0, len(projects))
+	for id, n := range projects {
+		facet = append(facet, board.Facet{Value: id, Label: id, Count: n})
+	}
+	return board.New(in.Query, rows, total, map[string][]board.Facet{"project_id": facet}), nil
+}
+
+// Stats sums up a workspace's (or a project's) workflows.
+type Stats struct {
+	ActiveRuns         int      `json:"active_runs" doc:"Runs queued or running"`
+	Workflows          int      `json:"workflows"`
+	SuccessRate24h     *float64 `json:"success_rate_24h" nullable:"true" doc:"Percent of the runs finished in the last 24 hours that succeeded; null when none finished"`
+	Failed24h          int      `json:"failed_24h"`
+	AvgDurationSeconds *float64 `json:"avg_duration_seconds" nullable:"true" doc:"Mean duration of the runs finished in the last 24 hours"`
+}
+
+// Stats computes the board's header figures.
+func (s *Service) Stats(ctx context.Context, ws *actor.Workspace, projectID string) (*Stats, error) {
+	scope, args := "workspace_id = $1", []any{ws.ID}
+	if projectID != "" {
+		if !ids.Valid(projectID) {
+			return nil, apperr.BadRequest("project_id must be a project id")
+		}
+		scope, args = scope+" AND project_id = $2", append(args, projectID)
+	}
+	var st Stats
+	if err := s.db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE "+scope, args...).Scan(&st.Workflows); err != nil {
+		return nil, fmt.Errorf("workflows: stats: %w", err)
+	}
+	since := s.clock.Now().Add(-24 * time.Hour)
+	rows, err := s.db.R.QueryContext(ctx, "SELECT status, "+s.db.Dialect.TimeColumn("started_at")+", "+s.db.Dialect.TimeColumn("finished_at")+
+		" FROM workflow_runs WHERE "+scope+" AND (status IN ('queued', 'running') OR finished_at >= "+fmt.Sprintf("$%d", len(args)+1)+")",
+		append(args, since)...)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: stats: %w", err)
+	}
+	defer rows.Close()
+	var succeeded, finished int
+	var total time.Duration
+	for rows.Next() {
+		var status string
+		var started, ended *time.Time
+		if err := rows.Scan(&status, db.NullUTC(&started), db.NullUTC(&ended)); err != nil {
+			return nil, fmt.Errorf("workflows: stats: %w", err)
+		}
+		switch status {
+		case RunQueued, RunRunning:
+			st.ActiveRuns++
+			continue
+		case RunSucceeded:
+			succeeded++
+		case RunFailed:
+			st.Failed24h++
+		}
+		if status != RunCancelled && started != nil && ended != nil {
+			finished++
+			total += ended.Sub(*started)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if n := succeeded + st.Failed24h; n > 0 {
+		rate := float64(succeeded) * 100 / float64(n)
+		st.SuccessRate24h = &rate
+	}
+	if finished > 0 {
+		avg := total.Seconds() / float64(finished)
+		st.AvgDurationSeconds = &avg
+	}
+	return &st, nil
+}
+
+// maxInputBytes caps a run's input.
+const maxInputBytes = 1 << 20
+
+// StartRun queues a run of a workflow with an input (any JSON; null when
+// absent); caps decide when it starts.
+func (s *Service) StartRun(ctx context.Context, ws *actor.Workspace, u *actor.User, id string, input, trigger json.RawMessage) (string, error) {
+	if !ids.Valid(id) {
+		return "", apperr.NotFound("workflow")
+	}
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if len(trigger) == 0 {
+		trigger = json.RawMessage("null")
+	}
+	if len(input) > maxInputBytes {
+		return "", apperr.BadRequest("input is larger than %d bytes", maxInputBytes)
+	}
+	if !json.Valid(input) || !json.Valid(trigger) {
+		return "", apperr.BadRequest("input must be JSON")
+	}
+	var runID string
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		w, err := getWorkflow(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		graph, err := json.Marshal(w.graph())
+		if err != nil {
+			return err
+		}
+		logID := ids.New()
+		if err := s.runs.CreateLog(ctx, tx, ws.ID, logID); err != nil {
+			return err
+		}
+		r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: ws.ID, LogID: logID, ProjectID: w.ProjectID})
+		if err != nil {
+			return err
+		}
+		now := s.clock.Now()
+		row := &runRow{ID: r.ID, WorkspaceID: ws.ID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, Graph: graph,
+			Input: input, Trigger: trigger, CreatedAt: now}
+		if u != nil {
+			row.CreatedBy = &u.ID
+		}
+		if err := insertRunRow(ctx, tx, row, now); err != nil {
+			return err
+		}
+		if err := s.runs.Append(ctx, tx, ws.ID, logID, r.ID, runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": w.ID}, now)); err != nil {
+			return err
+		}
+		runID = r.ID
+		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+	})
+	return runID, err
+}
+
+// GetRun reads a run with its nodes' states.
+func (s *Service) GetRun(ctx context.Context, ws *actor.Workspace, id string) (*RunView, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow run")
+	}
+	r, err := getRunRow(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, r)
+}
+
+func (s *Service) view(ctx context.Context, r *runRow) (*RunView, error) {
+	g, err := s.engine.graph(r)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := listNodeRuns(ctx, s.db.R, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := &RunView{ID: r.ID, RunID: r.ID, WorkflowID: r.WorkflowID, ProjectID: r.ProjectID, Status: r.Status, Input: r.Input, Output: r.Output,
+		Error: r.Error, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, CreatedBy: r.CreatedBy, WorkspaceID: r.WorkspaceID,
+		Nodes: []NodeRunView{}, WaitingOn: []string{}}
+	seen := map[string]bool{}
+	for _, n := range nodes {
+		v.Nodes = append(v.Nodes, NodeRunView{Key: n.Key, Kind: n.Kind, Frame: n.Frame, Status: n.Status, Handle: n.Handle, Output: n.Output,
+			Error: n.Error, Attempt: n.Attempt, TaskID: n.TaskID, StartedAt: n.StartedAt, FinishedAt: n.FinishedAt})
+		if n.Frame == "" {
+			seen[n.Key] = true
+		}
+		if n.Status == NodeWaiting && (n.Kind == "human" || n.Kind == "wait_event") {
+			v.WaitingOn = append(v.WaitingOn, n.Key)
+		}
+	}
+	for _, n := range g.FrameNodes("") {
+		if !seen[n.Key] {
+			v.Nodes = append(v.Nodes, NodeRunView{Key: n.Key, Kind: n.Kind, Status: "pending"})
+		}
+	}
+	return v, nil
+}
+
+// CancelRun cancels a run and everything it started; a finished run stays
+// as it is. An id of another kind of run is refused.
+func (s *Service) CancelRun(ctx context.Context, ws *actor.Workspace, u *actor.User, id string) (*RunView, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow run")
+	}
+	if _, err := getRunRow(ctx, s.db.R, ws.ID, id); errors.Is(err, apperr.ErrNotFound) {
+		if r, err := s.runs.Get(ctx, nil, ws.ID, id); err == nil && r.Kind != runs.KindWorkflow {
+			return nil, apperr.BadRequest("run %s is a %s run, not a workflow run", id, r.Kind)
+		}
+		return nil, err
+	} else if err != nil {
+		return nil, err
+	}
+	reason := "cancelled"
+	if u != nil {
+		reason = "cancelled by user " + u.ID
+	}
+	st, err := s.engine.transition(ctx, id, nil, func(_ *db.Tx, st *runState) error {
+		st.finish(RunCancelled, nil, reason)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, st.run)
+}
+
+// Approval is a human gate waiting on the caller.
+type Approval struct {
+	RunID        string    `json:"run_id" format:"uuid"`
+	NodeKey      string    `json:"node_key"`
+	Message      string    `json:"message"`
+	WorkflowID   string    `json:"workflow_id" format:"uuid"`
+	WorkflowName string    `json:"workflow_name"`
+	ProjectID    string    `json:"project_id" format:"uuid"`
+	WorkspaceID  string    `json:"workspace_id" format:"uuid"`
+	WaitingSince time.Time `json:"waiting_since"`
+}
+
+// PendingApprovals lists the human gates of the caller's runs across the
+// workspaces they belong to, oldest first.
+func (s *Service) PendingApprovals(ctx context.Context, u *actor.User) ([]Approval, error) {
+	rows, err := s.db.R.QueryContext(ctx, `SELECT n.run_id, n.node_key, n.state, r.workflow_id, w.name, r.project_id, r.workspace_id, `+
+		s.db.Dialect.TimeColumn("n.started_at")+`
+		FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id JOIN workflows w ON w.id = r.workflow_id
+		JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $1
+		WHERE n.status = 'waiting' AND n.kind = 'human' AND r.created_by = $1 AND r.status = 'running'
+		ORDER BY n.started_at, n.id LIMIT 500`, u.ID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: approvals: %w", err)
+	}
+	defer rows.Close()
+	out := []Approval{}
+	for rows.Next() {
+		var a Approval
+		var state []byte
+		var since *time.Time
+		if err := rows.Scan(&a.RunID, &a.NodeKey, &state, &a.WorkflowID, &a.WorkflowName, &a.ProjectID, &a.WorkspaceID, db.NullUTC(&since)); err != nil {
+			return nil, fmt.Errorf("workflows: approvals: %w", err)
+		}
+		if since != nil {
+			a.WaitingSince = *since
+		}
+		var hs humanState
+		if json.Unmarshal(state, &hs) == nil {
+			a.Message = hs.Message
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+type humanState struct {
+	Message string `json:"message"`
+}
+
+// Decision is a person's answer to a human gate.
+type Decision struct {
+	Decision string `json:"decision" doc:"approve or reject"`
+	Comment  string `json:"comment,omitempty" maxLength:"2000"`
+}
+
+// Decide answers a human gate of a run the caller owns: by node key, or
+// (nodeKey "") the run's waiting gate, the oldest when several wait.
+func (s *Service) Decide(ctx context.Context, u *actor.User, runID, nodeKey string, d Decision) (*RunView, error) {
+	var handle string
+	switch d.Decision {
+	case "approve":
+		handle = HandleApproved
+	case "reject":
+		handle = HandleRejected
+	default:
+		return nil, apperr.BadRequest("decision must be approve or reject")
+	}
+	if err := text.CheckName("comment", d.Comment); err != nil && d.Comment != "" {
+		return nil, err
+	}
+	if !ids.Valid(runID) {
+		return nil, apperr.NotFound("workflow run")
+	}
+	var member int
+	err := s.db.R.QueryRowContext(ctx, `SELECT 1 FROM workflow_runs r JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $2
+		WHERE r.id = $1 AND r.created_by = $2`, runID, u.ID).Scan(&member)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("workflow run")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflows: decide: %w", err)
+	}
+	st, err := s.engine.transition(ctx, runID, nil, func(_ *db.Tx, st *runState) error {
+		if st.run.Status != RunRunning {
+			return apperr.BadRequest("the run is %s, not waiting for a decision", st.run.Status)
+		}
+		var gate *nodeRun
+		for _, nr := range st.nodes {
+			if nr.Kind != "human" || (nodeKey != "" && nr.Key != nodeKey) {
+				continue
+			}
+			if nr.Status == NodeWaiting && (gate == nil || nr.StartedAt.Before(*gate.StartedAt)) {
+				gate = nr
+			}
+		}
+		if gate == nil {
+			if nodeKey != "" {
+				if n := st.graph.Node(nodeKey); n == nil || n.Kind != "human" {
+					return apperr.NotFound("human node")
+				}
+				return apperr.BadRequest("node %q is not waiting for a decision", nodeKey)
+			}
+			return apperr.BadRequest("the run is not waiting for a decision")
+		}
+		out := map[string]any{"decision": d.Decision, "decided_by": u.ID, "decided_at": st.now.Format(time.RFC3339)}
+		if d.Comment != "" {
+			out["comment"] = d.Comment
+		}
+		return st.apply(gate, succeed(handle, out))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.view(ctx, st.run)
+}
+
+// Emit resumes the wait_event nodes of a workspace waiting for the named
+// event, with the payload as their output, and reports how many it resumed.
+func (s *Service) Emit(ctx context.Context, workspaceID, name string, payload json.RawMessage) (int, error) {
+	if name == "" || len(name) > 200 || strings.ContainsRune(name, 0) {
+		return 0, apperr.BadRequest("event name must be 1 to 200 characters")
+	}
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	if !json.Valid(payload) {
+		return 0, apperr.BadRequest("event payload must be JSON")
+	}
+	rows, err := s.db.R.QueryContext(ctx, `SELECT DISTINCT n.run_id FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id
+		WHERE n.status = 'waiting' AND n.wait_event = $1 AND r.workspace_id = $2`, name, workspaceID)
+	if err != nil {
+		return 0, fmt.Errorf("workflows: emit: %w", err)
+	}
+	var runIDs []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		runIDs = append(runIDs, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	var ev any
+	_ = json.Unmarshal(payload, &ev) // checked valid above
+	n := 0
+	for _, runID := range runIDs {
+		_, err := s.engine.transition(ctx, runID, nil, func(_ *db.Tx, st *runState) error {
+			if st.run.Status != RunRunning {
+				return nil
+			}
+			for _, nr := range st.nodes {
+				if nr.Kind == "wait_event" && nr.Status == NodeWaiting && nr.WaitEvent != nil && *nr.WaitEvent == name {
+					if err := st.apply(nr, succeed(HandleEvent, map[string]any{"event": name, "payload": ev})); err != nil {
+						return err
+					}
+					st.stopped = append(st.stopped, nr) // its timer goes
+					n++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Export renders a workflow as YAML.
+func (s *Service) Export(ctx context.Context, ws *actor.Workspace, id string) ([]byte, error) {
+	w, err := s.Get(ctx, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	return ExportYAML(w)
+}
+
+// Import creates a workflow in a project from its YAML document.
+func (s *Service) Import(ctx context.Context, ws *actor.Workspace, projectID string, doc []byte) (*Workflow, error) {
+	in, err := ParseYAML(doc)
+	if err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) {
+			return nil, err
+		}
+		return nil, apperr.BadRequest("%s", err.Error())
+	}
+	in.ProjectID = projectID
+	return s.Create(ctx, ws, in)
+}
