@@ -52,6 +52,7 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, red *redact.Redactor, proj 
 	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)
 	// A deleted project stops its workflow runs before its tasks go.
 	proj.OnDelete(wf)
+	proj.OnCapChange(wf)
 	proj.OnDelete(ts)
 	return &Core{Runs: rs, Queue: q, Tasks: ts, Dispatcher: disp, Workflows: wf, Engine: eng}
 }

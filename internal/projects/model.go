@@ -29,7 +29,7 @@ type Project struct {
 	HasCredentials    bool       `json:"has_credentials"`
 	AgentImage        string     `json:"agent_image" doc:"Container image for this project's agents; empty: the profile's or the instance default"`
 	Autodev           bool       `json:"autodev" doc:"Open the pull request automatically when a task succeeds"`
-	MaxConcurrentRuns *int       `json:"max_concurrent_runs" nullable:"true" doc:"Per-project cap on running tasks; null means unlimited"`
+	MaxConcurrentRuns *int       `json:"max_concurrent_runs" nullable:"true" doc:"Per-project cap on running tasks, and separately on workflow runs in flight; null means unlimited"`
 	ArchivedAt        *time.Time `json:"archived_at" nullable:"true"`
 	CreatedAt         time.Time  `json:"created_at"`
 	UpdatedAt         time.Time  `json:"updated_at"`

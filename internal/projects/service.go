@@ -25,6 +25,7 @@ type Service struct {
 	clock       clock.Clock
 	sealer      *vault.Sealer
 	deleteHooks []DeleteHook
+	capHooks    []CapHook
 }
 
 // DeleteHook is told, inside the transaction that deletes a project, that
@@ -35,6 +36,15 @@ type DeleteHook interface {
 
 // OnDelete adds a hook (at wiring time, before the service serves).
 func (s *Service) OnDelete(h DeleteHook) { s.deleteHooks = append(s.deleteHooks, h) }
+
+// CapHook is told, inside the transaction that changes a project's
+// max_concurrent_runs, that it changed (work held back by it may start).
+type CapHook interface {
+	CapChanged(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error
+}
+
+// OnCapChange adds a hook (at wiring time).
+func (s *Service) OnCapChange(h CapHook) { s.capHooks = append(s.capHooks, h) }
 
 // NewService builds the projects service.
 func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer) *Service {
@@ -145,6 +155,7 @@ func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn
 		if err != nil {
 			return err
 		}
+		capBefore := p.MaxConcurrentRuns
 		if err := fn(p); err != nil {
 			return err
 		}
@@ -153,6 +164,13 @@ func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn
 			return err
 		}
 		out = &p.Project
+		if (capBefore == nil) != (p.MaxConcurrentRuns == nil) || (capBefore != nil && *capBefore != *p.MaxConcurrentRuns) {
+			for _, h := range s.capHooks {
+				if err := h.CapChanged(ctx, tx, ws.ID, id); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
 	return out, err

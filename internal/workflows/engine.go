@@ -124,6 +124,12 @@ func (e *Engine) transition(ctx context.Context, runID string, h *holder, fn fun
 
 // transitionTx is transition inside the caller's transaction.
 func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
+	// A transition that a database host crash loses is one the engine runs
+	// again (the job and the rows are lost together), like SQLite's WAL at
+	// synchronous NORMAL: no fsync wait per node.
+	if err := e.db.Dialect.AsyncCommit(ctx, tx.Tx); err != nil {
+		return nil, err
+	}
 	now := e.clock.Now()
 	run, err := lockRun(ctx, tx, runID, now)
 	if err != nil {

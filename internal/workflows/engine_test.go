@@ -27,7 +27,7 @@ type engine struct {
 	user    *actor.User
 }
 
-func newEngine(t *testing.T, e db.Engine) *engine {
+func newEngine(t testing.TB, e db.Engine) *engine {
 	s := fixture.NewStack(t, fixture.StackConfig{Engine: e, Backend: "process", Lease: 2 * time.Second})
 	p, _ := s.Project(false, nil)
 	u := &actor.User{ID: ids.New(), Approved: true}
@@ -56,7 +56,7 @@ func node(key, kind string, config map[string]any, parent ...string) n {
 
 func edge(src, handle, dst string) e { return e{Source: src, SourceHandle: handle, Target: dst} }
 
-func (g *engine) workflow(t *testing.T, nodes []n, edges []e, tune ...func(*workflows.Input)) *workflows.Workflow {
+func (g *engine) workflow(t testing.TB, nodes []n, edges []e, tune ...func(*workflows.Input)) *workflows.Workflow {
 	t.Helper()
 	in := workflows.Input{ProjectID: g.project, Name: "wf " + t.Name(), Nodes: nodes, Edges: edges}
 	for _, f := range tune {
@@ -69,7 +69,7 @@ func (g *engine) workflow(t *testing.T, nodes []n, edges []e, tune ...func(*work
 	return w
 }
 
-func (g *engine) run(t *testing.T, w *workflows.Workflow, input string) string {
+func (g *engine) run(t testing.TB, w *workflows.Workflow, input string) string {
 	t.Helper()
 	id, err := g.Workflows.StartRun(context.Background(), g.WS, g.user, w.ID, json.RawMessage(input), nil)
 	if err != nil {
@@ -282,9 +282,10 @@ func TestEngineHumanGate(t *testing.T) {
 			node("stop", "end", map[string]any{"status": "failed", "message": "rejected by {{ nodes.ask.output.decided_by }}"}),
 		}, []e{edge("ask", "approved", "ship"), edge("ask", "rejected", "stop")})
 		ctx := context.Background()
+		// Oldest gate first: the second run starts once the first waits.
 		approve := g.run(t, w, `{"version": "1.2"}`)
-		reject := g.run(t, w, `{"version": "1.3"}`)
 		g.wait(t, approve, "waiting at ask", waitingAt("ask"))
+		reject := g.run(t, w, `{"version": "1.3"}`)
 		g.wait(t, reject, "waiting at ask", waitingAt("ask"))
 		pending, err := g.Workflows.PendingApprovals(ctx, g.user)
 		if err != nil {

@@ -59,10 +59,24 @@ func (s *Service) checkProject(ctx context.Context, q db.Queryer, workspaceID, i
 	return nil
 }
 
+// maxSafeInteger is the largest integer the Workflow object carries
+// (JavaScript's safe integers).
+const maxSafeInteger = 1<<53 - 1
+
+func checkCap(max *int64) error {
+	if max != nil && (*max < 1 || *max > maxSafeInteger) {
+		return apperr.BadRequest("max_concurrent_runs must be between 1 and %d, or null for unlimited", int64(maxSafeInteger))
+	}
+	return nil
+}
+
 // Create validates and stores a workflow.
 func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in Input) (*Workflow, error) {
 	name, err := cleanName(in.Name)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCap(in.MaxConcurrentRuns); err != nil {
 		return nil, err
 	}
 	g, err := buildGraph(in, nil, ids.New)
@@ -113,6 +127,9 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 	if in.ProjectID != "" {
 		return nil, apperr.BadRequest("project_id cannot change; import the workflow into the other project instead")
 	}
+	if err := checkCap(in.MaxConcurrentRuns); err != nil {
+		return nil, err
+	}
 	var out *Workflow
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		w, err := getWorkflow(ctx, tx, ws.ID, id)
@@ -133,7 +150,10 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 		}
 		w.setGraph(g)
 		out = w
-		return updateWorkflow(ctx, tx, w, s.clock.Now())
+		if err := updateWorkflow(ctx, tx, w, s.clock.Now()); err != nil {
+			return err
+		}
+		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
 	})
 	return out, err
 }
@@ -143,6 +163,9 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id string, max *int64) (*Workflow, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("workflow")
+	}
+	if err := checkCap(max); err != nil {
+		return nil, err
 	}
 	var out *Workflow
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
@@ -228,6 +251,11 @@ func (s *Service) dropRuns(ctx context.Context, tx *db.Tx, workspaceID, cond str
 // go with the project; their logs and tasks need telling).
 func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
 	return s.dropRuns(ctx, tx, workspaceID, "project_id = $2", projectID)
+}
+
+// CapChanged starts the project's queued runs its new cap lets through.
+func (s *Service) CapChanged(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	return s.engine.admit(ctx, tx, workspaceID, projectID)
 }
 
 // BoardInput filters the workflows board.

@@ -33,6 +33,12 @@ type Dialect interface {
 	// (count-based caps checked inside them hold). SQLite needs nothing: its
 	// write transactions already run one at a time.
 	XactLock(ctx context.Context, tx *sql.Tx, name string) error
+	// AsyncCommit lets the transaction commit without waiting for its WAL
+	// to reach the disk (PostgreSQL's synchronous_commit off for this
+	// transaction): what it wrote survives the process, only a crash of
+	// the database host may lose the last fraction of a second of such
+	// commits. SQLite's WAL at synchronous NORMAL already commits so.
+	AsyncCommit(ctx context.Context, tx *sql.Tx) error
 	// SkipLocked ends a SELECT that picks rows to claim: PostgreSQL locks the
 	// rows it returns and skips rows other transactions locked; SQLite's one
 	// writer needs nothing.
@@ -76,6 +82,13 @@ func (sqliteDialect) TryLock(_ context.Context, _ *DB, name string) (func(), boo
 }
 
 func (sqliteDialect) XactLock(context.Context, *sql.Tx, string) error { return nil }
+
+func (sqliteDialect) AsyncCommit(context.Context, *sql.Tx) error { return nil }
+
+func (postgresDialect) AsyncCommit(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off")
+	return err
+}
 
 func (sqliteDialect) SkipLocked() string { return "" }
 
