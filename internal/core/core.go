@@ -46,7 +46,7 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, red *redact.Redactor, proj 
 
 	eng := workflows.NewEngine(d, rs, q, bus, clk, log, engCfg)
 	eng.SetAgents(agents{ts, rs, eng})
-	wf := workflows.NewService(d, clk, rs, q, eng, proj)
+	wf := workflows.NewService(d, clk, rs, eng, proj)
 	ts.OnEnd(agents{ts, rs, eng})
 	disp.HandleLocal(workflows.RunJob, eng.Interrupted)
 	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)

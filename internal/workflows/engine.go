@@ -61,8 +61,6 @@ type Engine struct {
 	clock  clock.Clock
 	log    *slog.Logger
 	cfg    EngineConfig
-	http   outbound.Policy
-	own    []string
 	agents Agents
 	exprs  exprCache
 
@@ -88,7 +86,7 @@ func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk cl
 		cfg.HTTP = outbound.DefaultPolicy()
 		cfg.HTTP.AllowPrivate = allow
 	}
-	return &Engine{db: d, runs: r, queue: q, bus: bus, clock: clk, log: log, cfg: cfg, http: cfg.HTTP, own: cfg.Own}
+	return &Engine{db: d, runs: r, queue: q, bus: bus, clock: clk, log: log, cfg: cfg}
 }
 
 // SetAgents wires the tasks machinery for agent nodes.
@@ -107,8 +105,8 @@ func (e *Engine) graph(r *runRow) (*Graph, error) {
 }
 
 // holder marks a transition made by the run job's holder (its job runs, so
-// it needs no new one).
-type holder struct{ lease *jobs.Lease }
+// it needs no new one, and it completes its job itself when the run ends).
+type holder struct{}
 
 // transition is the one way a run changes: in one transaction it locks the
 // run, reads its node runs, lets fn change the state, settles it, and
@@ -307,16 +305,13 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string) error {
 	return e.commit(ctx, tx, st, nil)
 }
 
-// errKeep asks the holder to keep its job: there is more to do.
-var errKeep = errors.New("keep")
-
 // advance is the run job's holder: it runs the run's ready nodes, one
 // transition each, inline kinds inside their transition and the others
 // (I/O) beside it, until nothing is ready; then, in the transaction that
 // finds nothing ready, it completes its job.
 func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 	lease := j.Lease()
-	h := &holder{lease: &lease}
+	h := &holder{}
 	inflight := map[string]bool{}
 	done := make(chan string, 64)
 	var wg sync.WaitGroup

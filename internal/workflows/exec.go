@@ -3,7 +3,6 @@ package workflows
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -290,14 +289,14 @@ func (e *Engine) httpRequest(ctx context.Context, s step) outcome {
 	if err != nil {
 		return failed("%v", err)
 	}
-	p := e.http
+	p := e.cfg.HTTP
 	if c.TimeoutSeconds > 0 {
 		p.Timeout = time.Duration(c.TimeoutSeconds) * time.Second
 	}
 	if c.MaxResponseBytes > 0 {
 		p.MaxResponseBytes = c.MaxResponseBytes
 	}
-	resp, err := outbound.New(p, e.own...).Do(ctx, req)
+	resp, err := outbound.New(p, e.cfg.Own...).Do(ctx, req)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -338,12 +337,12 @@ func (e *Engine) notifyWebhook(ctx context.Context, s step) outcome {
 		return failed("%v", err)
 	}
 	req.Body = body
-	p := e.http
+	p := e.cfg.HTTP
 	p.Timeout = 10 * time.Second
 	if c.TimeoutSeconds > 0 {
 		p.Timeout = time.Duration(c.TimeoutSeconds) * time.Second
 	}
-	resp, err := outbound.New(p, e.own...).Do(ctx, req)
+	resp, err := outbound.New(p, e.cfg.Own...).Do(ctx, req)
 	if err != nil {
 		return failed("%v", err)
 	}
@@ -494,5 +493,3 @@ func (st *runState) apply(nr *nodeRun, o outcome) error {
 	}
 	return nil
 }
-
-var errStopped = errors.New("workflows: the run is not running")

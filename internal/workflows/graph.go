@@ -614,15 +614,6 @@ func (n *Node) frame() string {
 	return *n.ParentNodeKey
 }
 
-// frameOf returns the key of the loop frame a node lives in ("" at the top
-// level, and for an unknown key).
-func (g *Graph) frameOf(key string) string {
-	if n := g.Node(key); n != nil {
-		return n.frame()
-	}
-	return ""
-}
-
 // Node returns the node of a key, or nil.
 func (g *Graph) Node(key string) *Node {
 	for i := range g.Nodes {
@@ -665,23 +656,6 @@ func (g *Graph) FrameNodes(frame string) []Node {
 		}
 	}
 	graphSortNodes(out)
-	return out
-}
-
-// Entries lists the entry nodes of a frame ("" = the top level): its nodes
-// without incoming edges, which start when the run (or the loop's
-// iteration) starts, in ordinal then key order.
-func (g *Graph) Entries(frame string) []Node {
-	targets := map[string]bool{}
-	for _, e := range g.Edges {
-		targets[e.Target] = true
-	}
-	var out []Node
-	for _, n := range g.FrameNodes(frame) {
-		if !targets[n.Key] {
-			out = append(out, n)
-		}
-	}
 	return out
 }
 

@@ -287,9 +287,6 @@ func TestGraphDiamond(t *testing.T) {
 	if got := g.Incoming("a"); len(got) != 0 {
 		t.Fatalf("Incoming(a) = %v", got)
 	}
-	if got := keysOf(g.Entries("")); !reflect.DeepEqual(got, []string{"a"}) {
-		t.Fatalf("Entries = %v", got)
-	}
 	steps := g.Steps()
 	if len(steps) != 4 || steps[3].StepKey != "d" || !reflect.DeepEqual(steps[3].DependsOn, []string{"b", "c"}) {
 		t.Fatalf("Steps = %+v", steps)
@@ -319,10 +316,6 @@ func TestGraphGateBranches(t *testing.T) {
 	if got := edgeStrings(g.Outgoing("g")); !reflect.DeepEqual(got, []string{"g.true->yes", "g.false->no"}) {
 		t.Fatalf("Outgoing(g) = %v", got)
 	}
-	// Multiple top-level entries are allowed.
-	if got := keysOf(g.Entries("")); !reflect.DeepEqual(got, []string{"start", "other"}) {
-		t.Fatalf("Entries = %v", got)
-	}
 	// Steps lists only the agent nodes.
 	if got := g.Steps(); len(got) != 3 || got[0].StepKey != "start" || got[1].StepKey != "yes" || got[2].StepKey != "other" ||
 		!reflect.DeepEqual(got[1].DependsOn, []string{"g"}) {
@@ -349,14 +342,8 @@ func TestGraphLoopFrame(t *testing.T) {
 	if got := keysOf(g.FrameNodes("")); !reflect.DeepEqual(got, []string{"before", "each", "after"}) {
 		t.Fatalf("FrameNodes() = %v", got)
 	}
-	if got := keysOf(g.Entries("each")); !reflect.DeepEqual(got, []string{"first"}) {
-		t.Fatalf("Entries(each) = %v", got)
-	}
-	if got := keysOf(g.Entries("")); !reflect.DeepEqual(got, []string{"before"}) {
-		t.Fatalf("Entries() = %v", got)
-	}
-	if g.frameOf("second") != "each" || g.frameOf("each") != "" || g.frameOf("zz") != "" {
-		t.Fatalf("frameOf: %q %q", g.frameOf("second"), g.frameOf("each"))
+	if frameOf(g, "second") != "each" || frameOf(g, "each") != "" || frameOf(g, "zz") != "" {
+		t.Fatalf("frameOf: %q %q", frameOf(g, "second"), frameOf(g, "each"))
 	}
 	// A loop with an empty body is fine.
 	mustBuild(t, Input{Nodes: []NodeInput{loopNode("l")}}, nil, seqIDs())
@@ -377,14 +364,11 @@ func TestGraphNestedLoops(t *testing.T) {
 		Edges: []EdgeInput{edge("prep", "", "inner"), edge("leaf", "", "leaf2"), edge("outer", "", "done")},
 	}
 	g := mustBuild(t, in, nil, seqIDs())
-	if g.frameOf("leaf") != "inner" || g.frameOf("inner") != "outer" || g.frameOf("outer") != "" {
+	if frameOf(g, "leaf") != "inner" || frameOf(g, "inner") != "outer" || frameOf(g, "outer") != "" {
 		t.Fatal("frames of nested loops are wrong")
 	}
 	if got := keysOf(g.FrameNodes("outer")); !reflect.DeepEqual(got, []string{"inner", "prep"}) {
 		t.Fatalf("FrameNodes(outer) = %v", got)
-	}
-	if got := keysOf(g.Entries("inner")); !reflect.DeepEqual(got, []string{"leaf"}) {
-		t.Fatalf("Entries(inner) = %v", got)
 	}
 	// An edge from the outer frame into the inner one crosses a boundary.
 	in.Edges = append(in.Edges, edge("prep", "", "leaf"))
@@ -603,4 +587,11 @@ func TestGraphValidateStored(t *testing.T) {
 	if err := (&Graph{}).validate(); err == nil || !errors.Is(err, apperr.ErrBadRequest) {
 		t.Fatalf("an empty graph: %v", err)
 	}
+}
+
+func frameOf(g *Graph, key string) string {
+	if n := g.Node(key); n != nil {
+		return n.frame()
+	}
+	return ""
 }

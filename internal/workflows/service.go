@@ -15,7 +15,6 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
-	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
 	"slipway/internal/runs"
 )
@@ -30,18 +29,14 @@ type Service struct {
 	db       *db.DB
 	clock    clock.Clock
 	runs     *runs.Service
-	queue    *jobs.Queue
 	engine   *Engine
 	projects Projects
 }
 
 // NewService builds the workflows service over an engine.
-func NewService(d *db.DB, clk clock.Clock, r *runs.Service, q *jobs.Queue, e *Engine, p Projects) *Service {
-	return &Service{db: d, clock: clk, runs: r, queue: q, engine: e, projects: p}
+func NewService(d *db.DB, clk clock.Clock, r *runs.Service, e *Engine, p Projects) *Service {
+	return &Service{db: d, clock: clk, runs: r, engine: e, projects: p}
 }
-
-// Engine is the engine that runs the workflows.
-func (s *Service) Engine() *Engine { return s.engine }
 
 func cleanName(raw string) (string, error) { return text.Name("name", raw, 200) }
 
