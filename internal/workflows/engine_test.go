@@ -372,8 +372,10 @@ func TestEngineCancelRunningSubtree(t *testing.T) {
 			node("after", "transform", map[string]any{"expression": "1"}),
 		}, []e{edge("slow", "", "after"), edge("ask", "approved", "after")})
 		runID := g.run(t, w, `{}`)
-		g.wait(t, runID, "slow running and ask waiting", func(v *workflows.RunView) bool {
-			return states(v)["slow"] == "running" && states(v)["ask"] == "waiting"
+		// The request must be in flight (received), not merely marked running:
+		// a cancel before it is sent would stop it before it starts.
+		g.wait(t, runID, "slow requested and ask waiting", func(v *workflows.RunView) bool {
+			return states(v)["slow"] == "running" && states(v)["ask"] == "waiting" && hits.Load() == 1
 		})
 		v, err := g.Workflows.CancelRun(context.Background(), g.WS, g.user, runID)
 		if err != nil {
