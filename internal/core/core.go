@@ -50,6 +50,7 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, red *redact.Redactor, proj 
 	ts.OnEnd(agents{ts, rs, eng})
 	disp.HandleLocal(workflows.RunJob, eng.Interrupted)
 	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)
+	disp.Handle(workflows.CodeJob, worker.WorkScript, eng.Code())
 	// A deleted project stops its workflow runs before its tasks go.
 	proj.OnDelete(wf)
 	proj.OnCapChange(wf)

@@ -148,7 +148,7 @@ func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]work
 	if req.Max <= 0 {
 		return nil, nil
 	}
-	kinds := d.kinds([]string{worker.WorkAgent})
+	kinds := d.kinds([]string{worker.WorkAgent, worker.WorkScript})
 	if len(kinds) == 0 {
 		return nil, errors.New("dispatch: no job kind is registered")
 	}

@@ -16,10 +16,11 @@ import (
 const (
 	KindTask     = "task"
 	KindWorkflow = "workflow"
+	KindScript   = "script" // a script run: a code node's (a child of its workflow run)
 )
 
 // Kinds are the run kinds in use (filters accept only these).
-var Kinds = []string{KindTask, KindWorkflow}
+var Kinds = []string{KindTask, KindWorkflow, KindScript}
 
 // Run statuses.
 const (
@@ -38,7 +39,7 @@ func Terminal(status string) bool { return status != Running }
 // Run as the API shows it.
 type Run struct {
 	ID          string     `json:"id" format:"uuid"`
-	Kind        string     `json:"kind" enum:"task,workflow"`
+	Kind        string     `json:"kind" enum:"task,workflow,script"`
 	Status      string     `json:"status" enum:"running,succeeded,failed,cancelled"`
 	WorkspaceID string     `json:"workspace_id" format:"uuid"`
 	ProjectID   *string    `json:"project_id" nullable:"true"`

@@ -51,8 +51,9 @@ func TestRuns(t *testing.T) {
 					var b runBoard
 					r.JSON(t, &b)
 					if b.Rows == nil || len(b.Rows) != 0 || b.Total != 0 || b.Page != 1 || b.PageSize != 50 || len(b.Facets["status"]) != 4 ||
-						len(b.Facets["kind"]) != 2 || b.Facets["kind"][0] != (board.Facet{Value: "task", Label: "Task", Count: 0}) ||
-						b.Facets["kind"][1] != (board.Facet{Value: "workflow", Label: "Workflow", Count: 0}) {
+						len(b.Facets["kind"]) != 3 || b.Facets["kind"][0] != (board.Facet{Value: "task", Label: "Task", Count: 0}) ||
+						b.Facets["kind"][1] != (board.Facet{Value: "workflow", Label: "Workflow", Count: 0}) ||
+						b.Facets["kind"][2] != (board.Facet{Value: "script", Label: "Script", Count: 0}) {
 						t.Fatalf("board = %s", r.Body)
 					}
 				}},
@@ -128,7 +129,7 @@ func TestRuns(t *testing.T) {
 			list("?kind=task", []string{r3, r2, r1}, 3),
 			list("?limit=1&offset=1", []string{r2}, 3),
 			bad("unknown status", "/api/runs?status=paused"),
-			bad("unknown kind", "/api/runs?kind=script"),
+			bad("unknown kind", "/api/runs?kind=app_build"),
 			bad("malformed task_id", "/api/runs?task_id=x"),
 			bad("limit 0", "/api/runs?limit=0"),
 			bad("include_children not a boolean", "/api/runs?include_children=maybe"),
@@ -231,8 +232,9 @@ func TestRuns(t *testing.T) {
 					if !slices.Equal(values, []string{"running", "succeeded", "failed", "cancelled"}) {
 						t.Fatalf("status facet = %v", values)
 					}
-					if len(b.Facets["kind"]) != 2 || b.Facets["kind"][0] != (board.Facet{Value: "task", Label: "Task", Count: kind}) ||
-						b.Facets["kind"][1] != (board.Facet{Value: "workflow", Label: "Workflow", Count: 0}) || len(b.Facets) != 2 {
+					if len(b.Facets["kind"]) != 3 || b.Facets["kind"][0] != (board.Facet{Value: "task", Label: "Task", Count: kind}) ||
+						b.Facets["kind"][1] != (board.Facet{Value: "workflow", Label: "Workflow", Count: 0}) ||
+						b.Facets["kind"][2] != (board.Facet{Value: "script", Label: "Script", Count: 0}) || len(b.Facets) != 2 {
 						t.Fatalf("facets = %v", b.Facets)
 					}
 				}}

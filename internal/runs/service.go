@@ -206,7 +206,7 @@ func (s *Service) Running(ctx context.Context, q db.Queryer, workspaceID, logID 
 // Filter narrows GET /api/runs.
 type Filter struct {
 	Status          string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind            string `query:"kind" enum:"task,workflow"`
+	Kind            string `query:"kind" enum:"task,workflow,script"`
 	ProjectID       string `query:"project_id" format:"uuid"`
 	TaskID          string `query:"task_id" format:"uuid"`
 	IncludeChildren bool   `query:"include_children"`
@@ -243,11 +243,11 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, f Filter) ([]Ru
 type BoardInput struct {
 	board.Query
 	Status    string `query:"status" enum:"running,succeeded,failed,cancelled"`
-	Kind      string `query:"kind" enum:"task,workflow"`
+	Kind      string `query:"kind" enum:"task,workflow,script"`
 	ProjectID string `query:"project_id" format:"uuid"`
 }
 
-var kindLabels = map[string]string{KindTask: "Task", KindWorkflow: "Workflow"}
+var kindLabels = map[string]string{KindTask: "Task", KindWorkflow: "Workflow", KindScript: "Script"}
 
 // Board returns a page of top-level runs with status and kind facets.
 func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput) (*board.Board[Run], error) {

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
 	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
 		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
-			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg)}, log)
+			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg), ScriptImage: cfg.AgentImage}, log)
 	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
 
 	backend, binary, err := agentBackend(cfg, log)
@@ -109,6 +110,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
 			ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
 			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
+		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
 	}, log)
 
 	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}

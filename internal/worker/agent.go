@@ -55,12 +55,28 @@ type execution struct {
 func (e *execution) run(ctx context.Context) {
 	a, w := e.a, e.w
 	log := w.log.With("job_id", a.Lease.JobID, "run_id", a.Lease.RunID)
-	if a.Work != WorkAgent || a.Agent == nil {
+	var secrets []string
+	var cleanup func(context.Context) error
+	var do func(context.Context, *eventWriter, *redact.Redactor) Result
+	switch {
+	case a.Work == WorkAgent && a.Agent != nil:
+		secrets, do = a.Agent.Secrets, e.agent
+		if a.Resume != nil {
+			do = e.resume
+		}
+		// The worktree goes before the lease is given back: once it is, the
+		// work may be claimed again (here too) and get a worktree at the
+		// same path.
+		cleanup = func(ctx context.Context) error { return w.git.RemoveWorktree(ctx, a.Agent.ProjectID, a.Agent.TaskID) }
+	case a.Work == WorkScript && a.Script != nil:
+		secrets, do = a.Script.Secrets, e.script
+		cleanup = func(context.Context) error { return os.RemoveAll(e.scratch()) }
+	default:
 		log.Error("assignment of an unknown kind of work", "work", a.Work)
 		w.finish(a.Lease, Result{Outcome: Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})
 		return
 	}
-	red := redact.New(a.Agent.Secrets...)
+	red := redact.New(secrets...)
 	var after int64
 	if a.Resume != nil {
 		after = a.Resume.BatchSeq
@@ -71,28 +87,20 @@ func (e *execution) run(ctx context.Context) {
 	go e.keepLease(keepCtx)
 
 	started := time.Now()
-	var r Result
-	if a.Resume != nil {
-		r = e.resume(ctx, events, red)
-	} else {
-		r = e.agent(ctx, events, red)
-	}
+	r := do(ctx, events, red)
 	stopKeeping()
 	if err := events.Close(); err != nil {
 		log.Error("some events could not be stored", "err", err)
 	}
-	// The worktree goes before the lease is given back: once it is, the
-	// work may be claimed again (here too) and get a worktree at the same
-	// path.
-	if err := w.git.RemoveWorktree(context.WithoutCancel(ctx), a.Agent.ProjectID, a.Agent.TaskID); err != nil {
-		log.Warn("removing the worktree failed", "err", err)
+	if err := cleanup(context.WithoutCancel(ctx)); err != nil {
+		log.Warn("cleaning up after the work failed", "err", err)
 	}
 	if events.Lost() || errors.Is(context.Cause(ctx), causeLeaseLost) {
 		log.Warn("the work's lease was lost (rescued or closed elsewhere); its result is not reported")
 		return
 	}
 	w.finish(a.Lease, r)
-	log.Info("work ended", "task_id", a.Agent.TaskID, "outcome", r.Outcome, "backend", w.backend.Name(),
+	log.Info("work ended", "work", a.Work, "outcome", r.Outcome, "backend", w.backend.Name(),
 		"duration", time.Since(started).Round(time.Millisecond))
 }
 
@@ -177,20 +185,34 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 		start.WorkDir = pm.AgentPath(spec, WorkspacePath)
 	}
 
+	feed, err := json.Marshal(start)
+	if err != nil {
+		return failed(red, "encoding the start line: %v", err)
+	}
 	runCtx, stop := context.WithTimeoutCause(ctx, a.Timeout, errTimeout)
 	defer stop()
-	code, result, runErr := e.runProcess(runCtx, spec, start, ev)
+	var result *protocol.Result
+	code, runErr := e.runProcess(runCtx, spec, append(feed, '\n'), ev, func(line []byte, stopping bool) {
+		pe := protocol.ParseLine(line)
+		if pe.Type == protocol.OutResult {
+			if stopping {
+				// A result printed while the worker stops the agent is no
+				// result of the work (it would mark the run as finished
+				// work, never to run again): a log line.
+				ev.AddValue(EventLog, map[string]string{"line": string(line)})
+				return
+			}
+			var res protocol.Result
+			if json.Unmarshal(pe.Payload, &res) == nil {
+				result = &res
+			}
+		}
+		ev.Add(pe.Type, pe.Payload)
+	})
+	if r, ok := stopped(ctx, runCtx, ev, code, a.Timeout, "agent"); ok {
+		return r
+	}
 	switch {
-	case errors.Is(context.Cause(runCtx), errTimeout):
-		ev.AddValue(EventTimeout, map[string]any{"timeout_seconds": int(a.Timeout / time.Second)})
-		return Result{Outcome: TimedOut, ExitCode: code, TimeoutSeconds: int(a.Timeout / time.Second),
-			Error: fmt.Sprintf("timed out after %s; the agent was stopped", a.Timeout)}
-	case errors.Is(context.Cause(ctx), causeCancelled):
-		return Result{Outcome: Cancelled, ExitCode: code}
-	case errors.Is(context.Cause(ctx), causeShutdown):
-		return Result{Outcome: ShutDown, ExitCode: code, Error: "the server shut down while the agent ran; it runs again"}
-	case errors.Is(context.Cause(ctx), causeLeaseLost):
-		return Result{Outcome: Interrupted, ExitCode: code, Error: "the lease was lost"}
 	case runErr != nil:
 		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(runErr.Error())}
 	case result == nil:
@@ -278,58 +300,60 @@ func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Red
 	return r
 }
 
-// runProcess starts the agent, feeds it the start line, turns its output
-// into events and waits for it; it stops the agent when ctx ends.
-func (e *execution) runProcess(ctx context.Context, spec executor.Spec, start protocol.Start, ev *eventWriter) (*int, *protocol.Result, error) {
+// stopped is the result of work whose process the worker stopped: at its
+// time limit (runCtx's), or because the work was cancelled, the worker is
+// shutting down or the lease was lost (ctx's cause).
+func stopped(ctx, runCtx context.Context, ev *eventWriter, code *int, timeout time.Duration, what string) (Result, bool) {
+	switch {
+	case errors.Is(context.Cause(runCtx), errTimeout):
+		ev.AddValue(EventTimeout, map[string]any{"timeout_seconds": int(timeout / time.Second)})
+		return Result{Outcome: TimedOut, ExitCode: code, TimeoutSeconds: int(timeout / time.Second),
+			Error: fmt.Sprintf("timed out after %s; the %s was stopped", timeout, what)}, true
+	case errors.Is(context.Cause(ctx), causeCancelled):
+		return Result{Outcome: Cancelled, ExitCode: code}, true
+	case errors.Is(context.Cause(ctx), causeShutdown):
+		return Result{Outcome: ShutDown, ExitCode: code, Error: "the server shut down while the " + what + " ran; it runs again"}, true
+	case errors.Is(context.Cause(ctx), causeLeaseLost):
+		return Result{Outcome: Interrupted, ExitCode: code, Error: "the lease was lost"}, true
+	}
+	return Result{}, false
+}
+
+// runProcess starts spec, writes feed to its stdin (which stays open until
+// it exits: an agent reads control lines from it), hands every stdout line
+// to out (stopping: the worker is stopping it) and logs its stderr lines,
+// and waits for it; it stops the process when ctx ends. out is called from
+// one goroutine.
+func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []byte, ev *eventWriter, out func(line []byte, stopping bool)) (*int, error) {
 	h, err := e.w.backend.Start(ctx, spec)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer func() {
 		if err := h.Kill(context.Background()); err != nil {
 			e.w.log.Warn("removing an agent failed", "agent", h.ID(), "err", err)
 		}
 	}()
-	b, err := json.Marshal(start)
-	if err != nil {
-		return nil, nil, err
-	}
 	fed := make(chan error, 1)
 	go func() {
-		// The agent reads further control lines from stdin; it stays open
-		// until the agent exits (approvals and interventions come later).
-		_, err := h.Stdin().Write(append(b, '\n'))
+		var err error
+		if len(feed) > 0 {
+			_, err = h.Stdin().Write(feed)
+		}
 		fed <- err
 	}()
 
 	var (
-		mu     sync.Mutex
-		result *protocol.Result
-		wg     sync.WaitGroup
-		errs   [2]error
-		// stopping is set once the worker stops the agent: a result line it
-		// prints then is no result of the work (it would mark the run as
-		// finished work, never to run again) and is kept as a log line.
+		wg   sync.WaitGroup
+		errs [2]error
+		// stopping is set once the worker stops the process.
 		stopping atomic.Bool
 	)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		errs[0] = protocol.Lines(h.Stdout(), func(line []byte) error {
-			pe := protocol.ParseLine(line)
-			if pe.Type == protocol.OutResult {
-				if stopping.Load() {
-					ev.AddValue(EventLog, map[string]string{"line": string(line)})
-					return nil
-				}
-				var res protocol.Result
-				if json.Unmarshal(pe.Payload, &res) == nil {
-					mu.Lock()
-					result = &res
-					mu.Unlock()
-				}
-			}
-			ev.Add(pe.Type, pe.Payload)
+			out(line, stopping.Load())
 			return nil
 		})
 	}()
@@ -366,19 +390,17 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, start pr
 			e.w.log.Warn("reading the agent's output", "agent", h.ID(), "err", err)
 		}
 	}
+	if waitErr != nil {
+		return nil, fmt.Errorf("waiting for the agent: %w", waitErr)
+	}
 	select {
 	case err := <-fed:
-		if err != nil && waitErr == nil && result == nil {
-			return &code, nil, fmt.Errorf("sending the start line to the agent: %w", err)
+		if err != nil && code != 0 {
+			return &code, fmt.Errorf("sending the start line to the agent: %w", err)
 		}
 	default:
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if waitErr != nil {
-		return nil, result, fmt.Errorf("waiting for the agent: %w", waitErr)
-	}
-	return &code, result, nil
+	return &code, nil
 }
 
 func deref(p *int) int {

@@ -77,16 +77,21 @@ type Control struct {
 const ActionCancel = "cancel"
 
 // Work types a worker can do.
-const WorkAgent = "agent"
+const (
+	WorkAgent  = "agent"  // an agent on a repository (AgentWork)
+	WorkScript = "script" // a script with its files (ScriptWork)
+)
 
 // Assignment is one piece of work for a worker.
 type Assignment struct {
 	Lease Lease
 	// TTL is how long the lease lasts without an Extend.
 	TTL  time.Duration
-	Work string // WorkAgent
+	Work string // WorkAgent or WorkScript
 	// Agent is the work when Work is WorkAgent.
 	Agent *AgentWork
+	// Script is the work when Work is WorkScript.
+	Script *ScriptWork
 	// Resume is set by Held for work whose agent had already ended: its
 	// recorded result stands, the agent is not run again.
 	Resume *Resume
@@ -106,6 +111,26 @@ type AgentWork struct {
 	CommitMessage string
 	// Secrets must never reach events or errors (credentials, keys).
 	Secrets []string
+}
+
+// ScriptWork is a script run: no repository, its source and files mounted
+// read-only, its input as a JSON file, its output the last line it prints.
+type ScriptWork struct {
+	Language string // sh, bash, python or node
+	Source   string
+	Files    []File // mounted read-only under FilesPath
+	Input    json.RawMessage
+	Env      map[string]string
+	Image    string // "" lets a backend without images run it (process)
+	Timeout  time.Duration
+	// Secrets must never reach events or errors.
+	Secrets []string
+}
+
+// File is one file of a script's files.
+type File struct {
+	Path    string `json:"path"` // relative, slash-separated, normalised by the hub
+	Content []byte `json:"content"`
 }
 
 // Repo is where the agent works and what it may push.
@@ -164,6 +189,10 @@ type Result struct {
 	Error          string  `json:"error,omitempty"`
 	TimeoutSeconds int     `json:"timeout_seconds,omitempty"`
 	Change         *Change `json:"change,omitempty"`
+	// Output is a script's output: the last line it printed, as JSON when
+	// it is JSON and as a JSON string otherwise (absent when it printed
+	// nothing).
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // Change is a published change.

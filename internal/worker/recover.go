@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 
 	"slipway/internal/agents/protocol"
 	"slipway/internal/executor"
@@ -64,6 +66,17 @@ func (w *Worker) recover(ctx context.Context) {
 		w.log.Error("removing worktrees of finished work failed", "err", err)
 	} else if len(stray) > 0 {
 		w.log.Info("removed worktrees of work that is no longer here", "worktrees", stray)
+	}
+	// Script runs start from scratch: what the previous process wrote for
+	// them goes.
+	if w.cfg.ScratchDir != "" {
+		if entries, err := os.ReadDir(w.cfg.ScratchDir); err == nil {
+			for _, e := range entries {
+				if err := os.RemoveAll(filepath.Join(w.cfg.ScratchDir, e.Name())); err != nil {
+					w.log.Warn("removing a script directory a previous process left failed", "dir", e.Name(), "err", err)
+				}
+			}
+		}
 	}
 	for _, a := range held {
 		w.start(a)

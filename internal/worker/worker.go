@@ -28,6 +28,10 @@ type Config struct {
 	Labels map[string]string
 	// ClaimWait is how long one claim waits for work (a long poll).
 	ClaimWait time.Duration
+	// ScratchDir holds the directories of script runs (their source, input
+	// and files), one per run, removed when it ends. It must be a path the
+	// execution backend can mount (the hub's data dir).
+	ScratchDir string
 }
 
 // Worker claims work through a Port and runs it.

@@ -50,6 +50,8 @@ type EngineConfig struct {
 	Slots int           // runs advanced at once by this process
 	HTTP  outbound.Policy
 	Own   []string // the server's own addresses (refused unless HTTP.AllowPrivate)
+	// ScriptImage runs code nodes that name no image (the agent image).
+	ScriptImage string
 }
 
 // Engine runs workflow runs.
@@ -164,6 +166,10 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 	for _, nr := range st.stopped {
 		if _, err := e.queue.Cancel(ctx, tx, ws, TimerJob, nr.ID); err != nil {
 			return err
+		}
+		if nr.Kind == "code" {
+			id := nr.ID
+			tx.AfterCommit(func() { e.cancelCode(ws, id) })
 		}
 		if nr.TaskID != nil && e.agents != nil {
 			// After the commit, in a transaction of its own: a task's end
@@ -386,8 +392,15 @@ func (e *Engine) stepOf(st *runState, nr *nodeRun) step {
 // runInline runs an inline node inside the transition.
 func (e *Engine) runInline(ctx context.Context, tx *db.Tx, st *runState, s step) error {
 	o := e.execute(ctx, s)
-	if o.status == NodeWaiting && s.node.Kind == "agent" {
-		if err := e.startAgent(ctx, tx, st, s, &o); err != nil {
+	if o.status == NodeWaiting {
+		var err error
+		switch s.node.Kind {
+		case "agent":
+			err = e.startAgent(ctx, tx, st, s, &o)
+		case "code":
+			err = e.startCode(ctx, tx, st, s, &o)
+		}
+		if err != nil {
 			return err
 		}
 	}

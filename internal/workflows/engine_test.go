@@ -27,8 +27,11 @@ type engine struct {
 	user    *actor.User
 }
 
-func newEngine(t testing.TB, e db.Engine) *engine {
-	s := fixture.NewStack(t, fixture.StackConfig{Engine: e, Backend: "process", Lease: 2 * time.Second})
+func newEngine(t testing.TB, e db.Engine) *engine { return newEngineOn(t, e, "process") }
+
+// newEngineOn is newEngine with agents and scripts run by the backend.
+func newEngineOn(t testing.TB, e db.Engine, backend string) *engine {
+	s := fixture.NewStack(t, fixture.StackConfig{Engine: e, Backend: backend, Lease: 2 * time.Second})
 	p, _ := s.Project(false, nil)
 	u := &actor.User{ID: ids.New(), Approved: true}
 	now := time.Now().UTC()

@@ -158,6 +158,8 @@ func (e *Engine) execute(ctx context.Context, s step) outcome {
 		if e.agents != nil {
 			return outcome{status: NodeWaiting} // the transition creates the task
 		}
+	case "code":
+		return outcome{status: NodeWaiting} // the transition queues the script
 	}
 	return failed("node kind %q is not available yet", s.node.Kind)
 }

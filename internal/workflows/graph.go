@@ -315,6 +315,9 @@ func (g *Graph) checkNode(i int, byKey map[string]int, ids map[string]int) error
 	if graphHasNUL(n.Config) {
 		return bad("config must not contain NUL characters")
 	}
+	if err := kind.checkExpressions(n.Config, func(key string) bool { _, ok := byKey[key]; return ok }); err != nil {
+		return bad("%s", err.Error())
+	}
 	// Output handles come from the kind, or from the config for
 	// llm_classify: they must be usable as an edge's source_handle.
 	handles := kind.HandlesFor(n.Config)

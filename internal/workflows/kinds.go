@@ -3,8 +3,10 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"slipway/internal/platform/expression"
 	"strings"
 	"sync"
 
@@ -26,33 +28,35 @@ const (
 
 // The configuration of each kind. Their JSON Schemas (generated from these
 // types, so the published schema is the one enforced) are what
-// GET /api/workflow-node-types shows; strings marked template may hold
-// {{ expression }} placeholders and fields marked expression are
-// expressions over {input, trigger, nodes.<key>.output, run, env}.
+// GET /api/workflow-node-types shows. Strings tagged expr:"template" (and
+// the string values of such maps and lists) may hold {{ expression }}
+// placeholders; those tagged expr:"expression" are expressions over
+// {input, trigger, nodes.<key>.output, run, env}. Both are compiled when
+// the workflow is saved (checkExpressions).
 
 // AgentConfig runs a task through the tasks machinery.
 type AgentConfig struct {
-	Prompt    string `json:"prompt" minLength:"1" maxLength:"65536" doc:"Template: the task's prompt (for shell agents, the script)"`
-	Title     string `json:"title,omitempty" maxLength:"200" doc:"Template: the task's title (default: the node key)"`
+	Prompt    string `json:"prompt" expr:"template" minLength:"1" maxLength:"65536" doc:"Template: the task's prompt (for shell agents, the script)"`
+	Title     string `json:"title,omitempty" expr:"template" maxLength:"200" doc:"Template: the task's title (default: the node key)"`
 	AgentType string `json:"agent_type,omitempty" maxLength:"100" doc:"The agent profile (by name) that runs the task; default shell"`
 	OnFailure string `json:"on_failure,omitempty" enum:"fail,continue" doc:"continue: a failed task fires out with its result instead of failing the node"`
 }
 
 // GateConfig branches on a condition.
 type GateConfig struct {
-	Condition string `json:"condition" minLength:"1" maxLength:"4096" doc:"Expression: true fires the true handle, false the false handle"`
+	Condition string `json:"condition" expr:"expression" minLength:"1" maxLength:"4096" doc:"Expression: true fires the true handle, false the false handle"`
 }
 
 // HumanConfig waits for a person's decision.
 type HumanConfig struct {
-	Message string `json:"message,omitempty" maxLength:"8192" doc:"Template: what the approver is asked"`
+	Message string `json:"message,omitempty" expr:"template" maxLength:"8192" doc:"Template: what the approver is asked"`
 }
 
 // EndConfig ends a branch; a failed end fails the run at once.
 type EndConfig struct {
 	Status  string `json:"status,omitempty" enum:"succeeded,failed" doc:"Default succeeded"`
-	Output  string `json:"output,omitempty" maxLength:"4096" doc:"Expression: the run's output"`
-	Message string `json:"message,omitempty" maxLength:"2000" doc:"Template: the run's error when status is failed"`
+	Output  string `json:"output,omitempty" expr:"expression" maxLength:"4096" doc:"Expression: the run's output"`
+	Message string `json:"message,omitempty" expr:"template" maxLength:"2000" doc:"Template: the run's error when status is failed"`
 }
 
 // CodeConfig runs a script in a container through the worker port.
@@ -68,15 +72,15 @@ type CodeConfig struct {
 type DBConfig struct {
 	ResourceID string `json:"resource_id" format:"uuid"`
 	SQL        string `json:"sql" minLength:"1" maxLength:"65536"`
-	Params     []any  `json:"params,omitempty" maxItems:"100" doc:"Positional parameters; strings are templates"`
+	Params     []any  `json:"params,omitempty" expr:"template" maxItems:"100" doc:"Positional parameters; strings are templates"`
 }
 
 // HTTPRequestConfig calls a URL.
 type HTTPRequestConfig struct {
 	Method           string            `json:"method,omitempty" enum:"GET,POST,PUT,PATCH,DELETE,HEAD,OPTIONS" doc:"Default GET"`
-	URL              string            `json:"url" minLength:"1" maxLength:"4096" doc:"Template"`
-	Headers          map[string]string `json:"headers,omitempty" doc:"Values are templates"`
-	Body             string            `json:"body,omitempty" maxLength:"1048576" doc:"Template: the request body"`
+	URL              string            `json:"url" expr:"template" minLength:"1" maxLength:"4096" doc:"Template"`
+	Headers          map[string]string `json:"headers,omitempty" expr:"template" doc:"Values are templates"`
+	Body             string            `json:"body,omitempty" expr:"template" maxLength:"1048576" doc:"Template: the request body"`
 	TimeoutSeconds   int64             `json:"timeout_seconds,omitempty" minimum:"1" maximum:"300" doc:"Default 30"`
 	MaxResponseBytes int64             `json:"max_response_bytes,omitempty" minimum:"1" maximum:"10485760" doc:"Default 1 MiB"`
 	FailOnStatus     *bool             `json:"fail_on_status,omitempty" doc:"Default true: a 4xx or 5xx response fails the node"`
@@ -84,56 +88,56 @@ type HTTPRequestConfig struct {
 
 // TransformConfig computes an output from expressions.
 type TransformConfig struct {
-	Expression string            `json:"expression,omitempty" maxLength:"4096" doc:"Expression: the output (or mapping)"`
-	Mapping    map[string]string `json:"mapping,omitempty" doc:"Expressions: the output is an object of their values"`
+	Expression string            `json:"expression,omitempty" expr:"expression" maxLength:"4096" doc:"Expression: the output (or mapping)"`
+	Mapping    map[string]string `json:"mapping,omitempty" expr:"expression" doc:"Expressions: the output is an object of their values"`
 }
 
 // NotifyTelegramConfig sends a Telegram message.
 type NotifyTelegramConfig struct {
 	ResourceID string `json:"resource_id" format:"uuid"`
 	ChatID     string `json:"chat_id" minLength:"1" maxLength:"100"`
-	Text       string `json:"text" minLength:"1" maxLength:"4096" doc:"Template"`
+	Text       string `json:"text" expr:"template" minLength:"1" maxLength:"4096" doc:"Template"`
 }
 
 // NotifyEmailConfig sends an email.
 type NotifyEmailConfig struct {
 	To      []string `json:"to" minItems:"1" maxItems:"50"`
-	Subject string   `json:"subject" maxLength:"500" doc:"Template"`
-	Body    string   `json:"body" maxLength:"65536" doc:"Template"`
+	Subject string   `json:"subject" expr:"template" maxLength:"500" doc:"Template"`
+	Body    string   `json:"body" expr:"template" maxLength:"65536" doc:"Template"`
 }
 
 // NotifyWebhookConfig posts a JSON payload to a URL.
 type NotifyWebhookConfig struct {
-	URL            string            `json:"url" minLength:"1" maxLength:"4096" doc:"Template"`
-	Headers        map[string]string `json:"headers,omitempty" doc:"Values are templates"`
-	Payload        string            `json:"payload,omitempty" maxLength:"4096" doc:"Expression: the JSON body (default: the run's id, workflow and input)"`
+	URL            string            `json:"url" expr:"template" minLength:"1" maxLength:"4096" doc:"Template"`
+	Headers        map[string]string `json:"headers,omitempty" expr:"template" doc:"Values are templates"`
+	Payload        string            `json:"payload,omitempty" expr:"expression" maxLength:"4096" doc:"Expression: the JSON body (default: the run's id, workflow and input)"`
 	TimeoutSeconds int64             `json:"timeout_seconds,omitempty" minimum:"1" maximum:"60" doc:"Default 10"`
 }
 
 // NotifyDiscordConfig posts to a Discord channel.
 type NotifyDiscordConfig struct {
 	ResourceID string `json:"resource_id" format:"uuid"`
-	Content    string `json:"content" minLength:"1" maxLength:"2000" doc:"Template"`
+	Content    string `json:"content" expr:"template" minLength:"1" maxLength:"2000" doc:"Template"`
 }
 
 // LoopConfig runs its frame (the nodes whose parent_node_key names the
 // loop) once per item.
 type LoopConfig struct {
-	Items       string `json:"items" minLength:"1" maxLength:"4096" doc:"Expression: the list; the body sees item and index"`
+	Items       string `json:"items" expr:"expression" minLength:"1" maxLength:"4096" doc:"Expression: the list; the body sees item and index"`
 	Mode        string `json:"mode,omitempty" enum:"sequential,parallel" doc:"Default sequential"`
 	Parallelism int64  `json:"parallelism,omitempty" minimum:"1" maximum:"100" doc:"Iterations at once in parallel mode; default 10"`
 }
 
 // WaitEventConfig waits for a named event or a timeout.
 type WaitEventConfig struct {
-	Event          string `json:"event" minLength:"1" maxLength:"200" doc:"Template: the event's name"`
+	Event          string `json:"event" expr:"template" minLength:"1" maxLength:"200" doc:"Template: the event's name"`
 	TimeoutSeconds int64  `json:"timeout_seconds,omitempty" minimum:"1" maximum:"31536000" doc:"Fire timeout after this long; default never"`
 }
 
 // LLMClassifyConfig asks a model to pick a category; each category is a
 // handle.
 type LLMClassifyConfig struct {
-	Prompt     string   `json:"prompt" minLength:"1" maxLength:"65536" doc:"Template"`
+	Prompt     string   `json:"prompt" expr:"template" minLength:"1" maxLength:"65536" doc:"Template"`
 	Categories []string `json:"categories" minItems:"2" maxItems:"50"`
 	ProfileID  string   `json:"profile_id,omitempty" format:"uuid"`
 }
@@ -179,7 +183,7 @@ var kindList = []*Kind{
 	{Slug: "gate", Name: "Gate", Category: "flow", Description: "Branches on a condition.", Handles: []string{HandleTrue, HandleFalse}, Runs: true, config: reflect.TypeFor[GateConfig]()},
 	{Slug: "human", Name: "Human approval", Category: "flow", Description: "Waits for the run's owner to approve or reject.", Handles: []string{HandleApproved, HandleRejected}, Runs: true, config: reflect.TypeFor[HumanConfig]()},
 	{Slug: "end", Name: "End", Category: "flow", Description: "Ends a branch with the run's output, or fails the run.", Runs: true, config: reflect.TypeFor[EndConfig]()},
-	{Slug: "code", Name: "Code", Category: "code", Description: "Runs a script in a container.", Handles: outError, Runs: false, config: reflect.TypeFor[CodeConfig]()},
+	{Slug: "code", Name: "Code", Category: "code", Description: "Runs a script in a container.", Handles: outError, Runs: true, config: reflect.TypeFor[CodeConfig]()},
 	{Slug: "db_query", Name: "Database query", Category: "data", Description: "Reads rows from a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
 	{Slug: "db_execute", Name: "Database statement", Category: "data", Description: "Changes a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
 	{Slug: "http_request", Name: "HTTP request", Category: "data", Description: "Calls a URL and returns status, headers and body.", Handles: outError, Runs: true, config: reflect.TypeFor[HTTPRequestConfig]()},
@@ -277,6 +281,69 @@ func (k *Kind) checkConfig(config map[string]any) error {
 		msgs = append(msgs, e.Error())
 	}
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// checkExpressions compiles a (schema-valid) config's expressions and
+// templates, so a typo fails the save rather than the run, and checks that
+// every nodes.<key> they read names a node of the workflow (known).
+func (k *Kind) checkExpressions(config map[string]any, known func(key string) bool) error {
+	for i := 0; i < k.config.NumField(); i++ {
+		f := k.config.Field(i)
+		mode := f.Tag.Get("expr")
+		if mode == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		var err error
+		switch v := config[name].(type) {
+		case string:
+			err = checkSource(mode, "config."+name, v, known)
+		case map[string]any:
+			for _, key := range slices.Sorted(maps.Keys(v)) {
+				if s, ok := v[key].(string); ok && err == nil {
+					err = checkSource(mode, fmt.Sprintf("config.%s.%s", name, key), s, known)
+				}
+			}
+		case []any:
+			for j, x := range v {
+				if s, ok := x.(string); ok && err == nil {
+					err = checkSource(mode, fmt.Sprintf("config.%s[%d]", name, j), s, known)
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSource compiles one expression or template (empty ones are unset
+// fields) and checks the nodes it reads.
+func checkSource(mode, field, src string, known func(string) bool) error {
+	if src == "" {
+		return nil
+	}
+	var refs []string
+	if mode == "template" {
+		t, err := expression.Template(src)
+		if err != nil {
+			return fmt.Errorf("%s: %v", field, err)
+		}
+		refs = t.Fields("nodes")
+	} else {
+		p, err := expression.Compile(src)
+		if err != nil {
+			return fmt.Errorf("%s: %v", field, err)
+		}
+		refs = p.Fields("nodes")
+	}
+	for _, key := range refs {
+		if !known(key) {
+			return fmt.Errorf("%s reads nodes.%s, and the workflow has no node %s", field, key, graphQuote(key))
+		}
+	}
+	return nil
 }
 
 // decodeConfig reads a node's config into its kind's type.

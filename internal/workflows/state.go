@@ -45,6 +45,16 @@ func newRunState(run *runRow, g *Graph, nodes []*nodeRun, now time.Time) *runSta
 
 func (st *runState) node(frame, key string) *nodeRun { return st.index[frame+"\x00"+key] }
 
+// nodeByID returns the node run of an id, or nil.
+func (st *runState) nodeByID(id string) *nodeRun {
+	for _, nr := range st.nodes {
+		if nr.ID == id {
+			return nr
+		}
+	}
+	return nil
+}
+
 func (st *runState) event(typ string, v any) {
 	st.events = append(st.events, runs.Value(typ, v, st.now))
 }

@@ -707,6 +707,8 @@ func TestWorkflowsValidation(t *testing.T) {
 			{"config: unknown field", apiWfBody(p, "w", []apiObj{apiNode("h", "human", apiObj{"mesage": "typo"})}, nil), []string{`node "h"`, "mesage"}},
 			{"config: enum", apiWfBody(p, "w", []apiObj{apiNode("l", "loop", apiObj{"items": "[1]", "mode": "sometimes"})}, nil), []string{`node "l"`, "mode"}},
 			{"config: maximum", apiWfBody(p, "w", []apiObj{apiNode("l", "loop", apiObj{"items": "[1]", "parallelism": 101})}, nil), []string{`node "l"`, "parallelism"}},
+			{"config: expression", apiWfBody(p, "w", []apiObj{apiNode("g", "gate", apiObj{"condition": "nodes.nope.output =="})}, nil), []string{`node "g"`, "config.condition"}},
+			{"config: unknown node", apiWfBody(p, "w", []apiObj{apiNode("g", "gate", apiObj{"condition": "nodes.nope.output == 1"})}, nil), []string{`node "g"`, `no node "nope"`}},
 			{"bad key", apiWfBody(p, "w", []apiObj{tf("1st")}, nil), []string{`node "1st"`, "key"}},
 			{"no nodes", apiWfBody(p, "w", []apiObj{}, nil), []string{"node"}},
 			{"nodes and steps", apiObj{"project_id": p, "name": "w", "nodes": []apiObj{tf("a")}, "steps": []apiObj{{"step_key": "s", "prompt_template": "x"}}},
@@ -913,7 +915,7 @@ func TestWorkflowsNodeTypes(t *testing.T) {
 		if !slices.Equal(slugs, apiNodeKinds) {
 			t.Fatalf("slugs = %v, want the 19 NodeKind values %v", slugs, apiNodeKinds)
 		}
-		available := []string{"agent", "gate", "human", "end", "transform", "http_request", "loop", "wait_event", "notify_webhook"}
+		available := []string{"agent", "gate", "human", "end", "code", "transform", "http_request", "loop", "wait_event", "notify_webhook"}
 		wantHandles := map[string][]string{
 			"agent": {"out", "error"}, "gate": {"true", "false"}, "human": {"approved", "rejected"}, "end": {},
 			"transform": {"out", "error"}, "loop": {"out", "error"}, "wait_event": {"event", "timeout"}, "http_request": {"out", "error"},

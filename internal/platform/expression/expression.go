@@ -18,6 +18,7 @@ import (
 	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -595,4 +596,57 @@ func text(v any) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// Fields lists the names the expression reads from the variable root, as
+// root.name or root["name"], in order of first use; a workflow checks with
+// it that nodes.<key> names one of its nodes. Names computed at run time
+// (root[x]) are not listed, and neither is anything when the expression
+// binds root itself with let.
+func (p *Program) Fields(root string) []string {
+	var f fields
+	f.root = root
+	node := p.prog.Node()
+	ast.Walk(&node, &f)
+	if f.shadowed {
+		return nil
+	}
+	return f.names
+}
+
+// Fields lists the names the template's placeholders read from root (see
+// Program.Fields).
+func (t *Tmpl) Fields(root string) []string {
+	var out []string
+	for _, p := range t.parts {
+		if p.prog != nil {
+			for _, name := range p.prog.Fields(root) {
+				if !slices.Contains(out, name) {
+					out = append(out, name)
+				}
+			}
+		}
+	}
+	return out
+}
+
+type fields struct {
+	root     string
+	names    []string
+	shadowed bool
+}
+
+func (f *fields) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.VariableDeclaratorNode:
+		f.shadowed = f.shadowed || n.Name == f.root
+	case *ast.MemberNode:
+		id, ok := n.Node.(*ast.IdentifierNode)
+		if !ok || id.Value != f.root {
+			return
+		}
+		if s, ok := n.Property.(*ast.StringNode); ok && !slices.Contains(f.names, s.Value) {
+			f.names = append(f.names, s.Value)
+		}
+	}
 }

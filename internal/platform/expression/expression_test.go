@@ -401,3 +401,33 @@ func TestConcurrentUse(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+func TestFields(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		want []string
+	}{
+		{`nodes.fetch.output.items`, []string{"fetch"}},
+		{`nodes["my-key"].output + nodes.a.output + nodes.fetch.x`, []string{"my-key", "a", "fetch"}},
+		{`nodes?.b?.output ?? nodes.c`, []string{"b", "c"}},
+		{`map(input.items, nodes.d.output[#])`, []string{"d"}},
+		{`nodes[input.key]`, nil},     // computed at run time
+		{`input.nodes.e`, nil},        // not the root variable
+		{`let nodes = 1; nodes`, nil}, // shadowed
+	} {
+		p, err := Compile(c.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Fields("nodes"); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Fields(%q) = %q, want %q", c.src, got, c.want)
+		}
+	}
+	tm, err := Template(`{{ nodes.a.output }} and {{ nodes.b.output }} and {{ nodes.a.x }}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tm.Fields("nodes"); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("template fields %q", got)
+	}
+}

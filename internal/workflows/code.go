@@ -1,0 +1,268 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"slipway/internal/dispatch"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/runs"
+	"slipway/internal/worker"
+)
+
+// CodeJob runs a code node's script through the worker port: the node
+// waits on the job, a worker claims it as script work, and its finish
+// records the node's outcome.
+const CodeJob = "workflow_code"
+
+// Code node defaults.
+const (
+	codeTimeout     = 5 * time.Minute
+	codeMaxAttempts = 3 // a script whose worker died runs again, at most this often
+)
+
+type codePayload struct {
+	RunID string `json:"run_id"`
+}
+
+// startCode parks a code node on a job of its own, in the node's
+// transition: the node waits on a job that exists, or on none.
+func (e *Engine) startCode(ctx context.Context, tx *db.Tx, st *runState, s step, o *outcome) error {
+	c, err := decodeConfig[CodeConfig](s.node.Config)
+	if err != nil {
+		*o = failed("config: %v", err)
+		return nil
+	}
+	if c.Source == "" {
+		*o = failed("saved scripts (script_id) are not available yet: give the node its source")
+		return nil
+	}
+	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: CodeJob, WorkspaceID: st.run.WorkspaceID, Ref: s.nr.ID, MaxAttempts: codeMaxAttempts,
+		Payload: codePayload{RunID: st.run.ID}})
+	if errors.Is(err, jobs.ErrDuplicate) {
+		return nil // the node's job is there already
+	}
+	return err
+}
+
+// cancelCode stops the script of a stopped code node, in a transaction of
+// its own after the run's (a script's finish locks its job and then the
+// run, so a run's transition never waits on a job row). A cancel lost to a
+// crash here costs only the script's time: its result finds the node
+// stopped and is dropped.
+func (e *Engine) cancelCode(workspaceID, nodeRunID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := e.db.Tx(ctx, func(tx *db.Tx) error {
+		_, err := e.queue.Cancel(ctx, tx, workspaceID, CodeJob, nodeRunID)
+		return err
+	})
+	if err != nil {
+		e.log.Error("cancelling the script of a stopped code node failed", "node_run_id", nodeRunID, "err", err)
+	}
+}
+
+// Code returns the dispatch handler of code jobs.
+func (e *Engine) Code() dispatch.Handler { return codeHandler{e} }
+
+type codeHandler struct{ e *Engine }
+
+// codeNode reads a code job's node run and its run's state, without
+// locking the run (a claim must not wait on a run's transition).
+func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*runState, *nodeRun, error) {
+	var p codePayload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return nil, nil, fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
+	}
+	run, err := getRunRow(ctx, q, j.WorkspaceID, p.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := h.e.graph(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes, err := listNodeRuns(ctx, q, run.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := newRunState(run, g, nodes, h.e.clock.Now())
+	for _, nr := range st.nodes {
+		if nr.ID == j.Ref {
+			return st, nr, nil
+		}
+	}
+	return st, nil, nil
+}
+
+// Start implements dispatch.Handler: a script run (a child of the workflow
+// run, on its log) and the script's work, with the node's input: what its
+// expressions would see ({input, trigger, nodes, run, env} and, in a loop,
+// item and index). A node no longer waiting drops its job.
+func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*worker.Assignment, error) {
+	st, nr, err := h.codeNode(ctx, tx, j)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.run.Status != RunRunning || nr == nil || nr.Status != NodeWaiting {
+		return nil, nil
+	}
+	c, err := decodeConfig[CodeConfig](st.graph.Node(nr.Key).Config)
+	if err != nil {
+		return nil, err // validated when saved
+	}
+	input, err := json.Marshal(st.env(nr.Frame))
+	if err != nil {
+		return nil, fmt.Errorf("workflows: input of code node %s: %w", nr.Key, err)
+	}
+	run, err := h.e.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindScript, WorkspaceID: j.WorkspaceID, LogID: st.run.LogID,
+		ProjectID: st.run.ProjectID, ParentRunID: st.run.ID, JobID: j.ID, Backend: w.Backend})
+	if err != nil {
+		return nil, err
+	}
+	lang := c.Language
+	if lang == "" {
+		lang = "sh"
+	}
+	image := c.Image
+	if image == "" {
+		image = h.e.cfg.ScriptImage
+	}
+	timeout := codeTimeout
+	if c.TimeoutSeconds > 0 {
+		timeout = time.Duration(c.TimeoutSeconds) * time.Second
+	}
+	ev := map[string]any{"node": nr.Key, "script_run_id": run.ID, "attempt": j.Attempt, "language": lang, "backend": w.Backend}
+	if nr.Frame != "" {
+		ev["frame"] = nr.Frame
+	}
+	if err := h.e.runs.Append(ctx, tx, j.WorkspaceID, st.run.LogID, st.run.ID, runs.Value("script", ev, st.now)); err != nil {
+		return nil, err
+	}
+	return &worker.Assignment{
+		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
+		Work:  worker.WorkScript,
+		Script: &worker.ScriptWork{Language: lang, Source: c.Source, Input: input, Image: image, Timeout: timeout,
+			Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
+	}, nil
+}
+
+// Resume implements dispatch.Handler: a script is not resumed; the worker
+// reports it interrupted and it runs again (Interrupted).
+func (h codeHandler) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error) {
+	a := &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: worker.WorkScript, Script: &worker.ScriptWork{}, Resume: &worker.Resume{}}
+	r, err := h.scriptRun(ctx, h.e.db.R, j)
+	if err != nil {
+		return nil, err
+	}
+	if r != nil {
+		a.Lease.RunID, a.Resume.BatchSeq = r.ID, r.BatchSeq
+	}
+	return a, nil
+}
+
+// scriptRun is the running script run of a code job, or nil.
+func (h codeHandler) scriptRun(ctx context.Context, q db.Queryer, j *jobs.Job) (*runs.Run, error) {
+	var p codePayload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return nil, fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
+	}
+	run, err := getRunRow(ctx, q, j.WorkspaceID, p.RunID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	running, err := h.e.runs.Running(ctx, q, j.WorkspaceID, run.LogID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range running {
+		if running[i].JobID == j.ID {
+			return &running[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// Finish implements dispatch.Handler: the script run ends, and the node,
+// if it still waits on this job, succeeds with {exit_code, result,
+// script_run_id} or fails with the script's error (the same output on its
+// error handle).
+func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
+	status := map[string]string{worker.Succeeded: runs.Succeeded, worker.Failed: runs.Failed, worker.TimedOut: runs.Failed,
+		worker.Cancelled: runs.Cancelled}[r.Outcome]
+	if status == "" {
+		return fmt.Errorf("workflows: unknown outcome %q", r.Outcome)
+	}
+	if _, err := h.e.runs.Finish(ctx, tx, j.WorkspaceID, runID, status, r.ExitCode, r.Error); err != nil {
+		return err
+	}
+	var p codePayload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
+	}
+	_, err := h.e.transitionTx(ctx, tx, p.RunID, nil, func(_ *db.Tx, st *runState) error {
+		nr := st.nodeByID(j.Ref)
+		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeWaiting {
+			return nil
+		}
+		out := map[string]any{"exit_code": r.ExitCode, "result": decode(r.Output), "script_run_id": runID}
+		switch r.Outcome {
+		case worker.Succeeded:
+			return st.apply(nr, succeed(HandleOut, out))
+		case worker.Cancelled:
+			return st.apply(nr, failed("the script was cancelled"))
+		}
+		o := failed("%s", r.Error)
+		o.output = out
+		return st.apply(nr, o)
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil // the workflow (and its runs) went meanwhile
+	}
+	return err
+}
+
+// Interrupted implements dispatch.Handler: the script run ends failed with
+// the reason; the job is back in the queue (the node keeps waiting), or,
+// out of attempts, the node fails.
+func (h codeHandler) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error {
+	r, err := h.scriptRun(ctx, tx, j)
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		if _, err := h.e.runs.Finish(ctx, tx, j.WorkspaceID, r.ID, runs.Failed, nil, reason); err != nil {
+			return err
+		}
+	}
+	if !final {
+		return nil
+	}
+	var p codePayload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
+	}
+	_, err = h.e.transitionTx(ctx, tx, p.RunID, nil, func(_ *db.Tx, st *runState) error {
+		nr := st.nodeByID(j.Ref)
+		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeWaiting {
+			return nil
+		}
+		return st.apply(nr, failed("the script was interrupted too often: %s", reason))
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil
+	}
+	return err
+}
