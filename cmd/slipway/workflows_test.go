@@ -92,6 +92,7 @@ func TestCrashWithWorkflowsRunning(t *testing.T) {
 				dbtest.RequirePostgres(t)
 			}
 			crashWithWorkflowsRunning(t, engine)
+			crashWithScriptsRunning(t, engine)
 		})
 	}
 }
@@ -113,7 +114,7 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 	c := signIn(t, p, true)
 	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
 
-	// fetch → each item (parallel, 2 at a time): call → count → notify → done.
+	// fetch → each item (parallel, 2 at a time): call → count → notify → script → done.
 	call := func(key, path, parent string) map[string]any {
 		n := map[string]any{"key": key, "kind": "http_request", "config": map[string]any{"method": "POST", "url": srv.URL + path,
 			"body": `{"run":"{{ run.id }}"}`}}
@@ -130,10 +131,11 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 		{"key": "count", "kind": "transform", "config": map[string]any{"expression": "len(nodes.each.output)"}},
 		{"key": "notify", "kind": "notify_webhook", "config": map[string]any{"url": srv.URL + "/notify/{{ input.n }}",
 			"payload": "{'count': nodes.count.output}"}},
-		{"key": "done", "kind": "end", "config": map[string]any{"output": "nodes.count.output"}},
+		{"key": "script", "kind": "code", "config": map[string]any{"source": "sleep 0.2; echo '{\"ok\": true}'"}},
+		{"key": "done", "kind": "end", "config": map[string]any{"output": "nodes.script.output.result.ok ? nodes.count.output : -1"}},
 	}
 	edges := []map[string]string{{"source": "start", "target": "fetch"}, {"source": "fetch", "target": "each"},
-		{"source": "each", "target": "count"}, {"source": "count", "target": "notify"}, {"source": "notify", "target": "done"}}
+		{"source": "each", "target": "count"}, {"source": "count", "target": "notify"}, {"source": "notify", "target": "script"}, {"source": "script", "target": "done"}}
 	body, _ := json.Marshal(map[string]any{"project_id": project, "name": "crash", "nodes": nodes, "edges": edges})
 	workflow := c.id(c.post("/api/workflows", string(body), 201))
 
@@ -181,8 +183,8 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 		if r.Status != "succeeded" || string(r.Output) != fmt.Sprint(items) {
 			t.Fatalf("run %d: %s %q output %s", i, r.Status, r.Error, r.Output)
 		}
-		if len(r.Nodes) != 6+items {
-			t.Fatalf("run %d has %d node runs, want %d", i, len(r.Nodes), 6+items)
+		if len(r.Nodes) != 7+items {
+			t.Fatalf("run %d has %d node runs, want %d", i, len(r.Nodes), 7+items)
 		}
 		// One succeeded event per node run, none for anything else.
 		var evs []apiEvent
@@ -226,5 +228,111 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 	t.Logf("%d of %d calls made before the kill; %d in flight then and delivered again under their key", len(before), runs*perRun, repeated)
 	if strings.Contains(p.logs(), "level=ERROR") {
 		t.Fatalf("errors after the restart:\n%s", p.logs())
+	}
+}
+
+// crashWithScriptsRunning: the server is killed while code nodes' scripts
+// run. After the restart each script runs again (scripts are at least
+// once: the same idempotency key, a second script run after a failed
+// one), and each node still settles once.
+func crashWithScriptsRunning(t *testing.T, engine db.Engine) {
+	dir := t.TempDir()
+	bare := bareRepo(t, dir)
+	marks := filepath.Join(dir, "marks")
+	if err := os.MkdirAll(marks, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	env := append(databaseEnv(t, engine), "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test", "SERVICE_ARGON2_MEMORY_KIB=64",
+		"SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_AGENT_BACKEND=process")
+	serverDir := filepath.Join(dir, "server")
+	if err := os.MkdirAll(serverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, serverDir, env...)
+	p.waitReady(t)
+	c := signIn(t, p, true)
+	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
+	script := "echo \"$SLIPWAY_IDEMPOTENCY_KEY\" >> " + marks + "/started\nsleep 1.5\necho '{\"n\": 7}'"
+	body, _ := json.Marshal(map[string]any{"project_id": project, "name": "scripts", "nodes": []map[string]any{
+		{"key": "work", "kind": "code", "config": map[string]any{"source": script}},
+		{"key": "done", "kind": "end", "config": map[string]any{"output": "nodes.work.output.result.n"}},
+	}, "edges": []map[string]string{{"source": "work", "target": "done"}}})
+	workflow := c.id(c.post("/api/workflows", string(body), 201))
+	const runs = 3
+	var runIDs []string
+	for i := 0; i < runs; i++ {
+		var r struct {
+			RunID string `json:"run_id"`
+		}
+		if err := json.Unmarshal([]byte(c.post("/api/workflows/"+workflow+"/runs", `{}`, 201)), &r); err != nil {
+			t.Fatal(err)
+		}
+		runIDs = append(runIDs, r.RunID)
+	}
+	started := func() []string {
+		b, _ := os.ReadFile(filepath.Join(marks, "started"))
+		return strings.Fields(string(b))
+	}
+	eventually(t, time.Minute, "every script starts", func() bool { return len(started()) == runs })
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(t)
+
+	p = start(t, serverDir, env...)
+	p.waitReady(t)
+	c.base = p.url("")
+	eventually(t, time.Minute, "every run finishes", func() bool {
+		for _, id := range runIDs {
+			if s := c.workflowRun(id).Status; s == "queued" || s == "running" {
+				return false
+			}
+		}
+		return true
+	})
+	times := map[string]int{}
+	for _, key := range started() {
+		times[key]++
+	}
+	if len(times) != runs {
+		t.Fatalf("scripts ran under %d keys, want %d: %v", len(times), runs, started())
+	}
+	for key, n := range times {
+		if n != 2 {
+			t.Fatalf("the script of node run %s started %d times, want 2 (once before the kill, once after)", key, n)
+		}
+	}
+	for i, id := range runIDs {
+		r := c.workflowRun(id)
+		if r.Status != "succeeded" || string(r.Output) != "7" {
+			t.Fatalf("run %d: %s %q output %s", i, r.Status, r.Error, r.Output)
+		}
+		var tree struct {
+			Children []struct{ Kind, Status, Error string } `json:"children"`
+		}
+		if err := json.Unmarshal([]byte(c.get("/api/runs/"+id)), &tree); err != nil {
+			t.Fatal(err)
+		}
+		var statuses []string
+		for _, ch := range tree.Children {
+			statuses = append(statuses, ch.Kind+":"+ch.Status)
+		}
+		if fmt.Sprint(statuses) != "[script:failed script:succeeded]" {
+			t.Fatalf("run %d's script runs: %v %+v", i, statuses, tree.Children)
+		}
+		var evs []apiEvent
+		if err := json.Unmarshal([]byte(c.get("/api/runs/"+id+"/events?limit=1000")), &evs); err != nil {
+			t.Fatal(err)
+		}
+		settled := 0
+		for _, e := range evs {
+			var p struct{ Node, Status string }
+			if e.Type == "node" && json.Unmarshal(e.Payload, &p) == nil && p.Node == "work" && (p.Status == "succeeded" || p.Status == "failed") {
+				settled++
+			}
+		}
+		if settled != 1 {
+			t.Fatalf("run %d: the code node settled %d times\n%s", i, settled, eventsText(evs))
+		}
 	}
 }

@@ -192,7 +192,7 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	runCtx, stop := context.WithTimeoutCause(ctx, a.Timeout, errTimeout)
 	defer stop()
 	var result *protocol.Result
-	code, runErr := e.runProcess(runCtx, spec, append(feed, '\n'), ev, func(line []byte, stopping bool) {
+	code, _, runErr := e.runProcess(runCtx, spec, append(feed, '\n'), ev, func(line []byte, stopping bool) {
 		pe := protocol.ParseLine(line)
 		if pe.Type == protocol.OutResult {
 			if stopping {
@@ -323,11 +323,11 @@ func stopped(ctx, runCtx context.Context, ev *eventWriter, code *int, timeout ti
 // it exits: an agent reads control lines from it), hands every stdout line
 // to out (stopping: the worker is stopping it) and logs its stderr lines,
 // and waits for it; it stops the process when ctx ends. out is called from
-// one goroutine.
-func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []byte, ev *eventWriter, out func(line []byte, stopping bool)) (*int, error) {
+// one goroutine. stderr is the last line the process wrote there.
+func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []byte, ev *eventWriter, out func(line []byte, stopping bool)) (code *int, stderr string, err error) {
 	h, err := e.w.backend.Start(ctx, spec)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer func() {
 		if err := h.Kill(context.Background()); err != nil {
@@ -361,15 +361,18 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []b
 		defer wg.Done()
 		errs[1] = protocol.Lines(h.Stderr(), func(line []byte) error {
 			ev.AddValue(protocol.OutLog, map[string]string{"stream": "stderr", "line": string(line)})
+			if t := strings.TrimSpace(string(line)); t != "" {
+				stderr = t
+			}
 			return nil
 		})
 	}()
 
 	exited := make(chan struct{})
-	var code int
+	var exit int
 	var waitErr error
 	go func() {
-		code, waitErr = h.Wait(context.Background())
+		exit, waitErr = h.Wait(context.Background())
 		close(exited)
 	}()
 	select {
@@ -391,16 +394,16 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []b
 		}
 	}
 	if waitErr != nil {
-		return nil, fmt.Errorf("waiting for the agent: %w", waitErr)
+		return nil, stderr, fmt.Errorf("waiting for the agent: %w", waitErr)
 	}
 	select {
 	case err := <-fed:
-		if err != nil && code != 0 {
-			return &code, fmt.Errorf("sending the start line to the agent: %w", err)
+		if err != nil && exit != 0 {
+			return &exit, stderr, fmt.Errorf("sending the start line to the agent: %w", err)
 		}
 	default:
 	}
-	return &code, nil
+	return &exit, stderr, nil
 }
 
 func deref(p *int) int {

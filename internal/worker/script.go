@@ -45,11 +45,7 @@ var interpreters = map[string]struct{ command, ext string }{
 
 // scratch is the directory of this script run on the worker's machine.
 func (e *execution) scratch() string {
-	dir := e.w.cfg.ScratchDir
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "slipway-scripts")
-	}
-	return filepath.Join(dir, e.a.Lease.RunID)
+	return filepath.Join(e.w.cfg.ScratchDir, e.a.Lease.RunID)
 }
 
 // script runs a script: its source, input and files written to a scratch
@@ -100,7 +96,7 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	runCtx, stop := context.WithTimeoutCause(ctx, timeout, errTimeout)
 	defer stop()
 	var last []byte
-	code, runErr := e.runProcess(runCtx, spec, nil, ev, func(line []byte, _ bool) {
+	code, stderr, runErr := e.runProcess(runCtx, spec, nil, ev, func(line []byte, _ bool) {
 		ev.AddValue(EventLog, map[string]string{"stream": "stdout", "line": string(line)})
 		if t := strings.TrimSpace(string(line)); t != "" {
 			last = append(last[:0], t...)
@@ -114,7 +110,11 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	case runErr != nil:
 		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(runErr.Error()), Output: output}
 	case deref(code) != 0:
-		return Result{Outcome: Failed, ExitCode: code, Error: fmt.Sprintf("the script exited with code %d", deref(code)), Output: output}
+		msg := fmt.Sprintf("the script exited with code %d", deref(code))
+		if stderr != "" {
+			msg += ": " + stderr
+		}
+		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(msg), Output: output}
 	}
 	return Result{Outcome: Succeeded, ExitCode: code, Output: output}
 }

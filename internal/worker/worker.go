@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,8 +32,10 @@ type Config struct {
 	// ClaimWait is how long one claim waits for work (a long poll).
 	ClaimWait time.Duration
 	// ScratchDir holds the directories of script runs (their source, input
-	// and files), one per run, removed when it ends. It must be a path the
-	// execution backend can mount (the hub's data dir).
+	// and files), one per run, removed when it ends; the worker's recovery
+	// empties it, so it is this worker's alone. It must be a path the
+	// execution backend can mount (the hub's data dir; default a directory
+	// named after the worker in the system's temporary directory).
 	ScratchDir string
 }
 
@@ -55,6 +60,14 @@ func New(port Port, backend executor.Backend, git *repo.Git, cfg Config, log *sl
 	}
 	if cfg.ClaimWait <= 0 {
 		cfg.ClaimWait = 30 * time.Second
+	}
+	if cfg.ScratchDir == "" {
+		// Its own: a worker's recovery empties it.
+		cfg.ScratchDir = filepath.Join(os.TempDir(), "slipway-scripts-"+strings.NewReplacer("/", "_", "\\", "_").Replace(cfg.ID))
+	}
+	// Mounted and run from other directories: it must not be relative.
+	if abs, err := filepath.Abs(cfg.ScratchDir); err == nil {
+		cfg.ScratchDir = abs
 	}
 	return &Worker{port: port, backend: backend, git: git, cfg: cfg, log: log.With("worker", cfg.ID),
 		running: map[string]*execution{}, freed: make(chan struct{}, 1)}
