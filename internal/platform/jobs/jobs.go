@@ -664,30 +664,31 @@ func Backoff(n int) time.Duration {
 // holder reports. It returns the job's state before the cancel ("" when
 // there was no unfinished job).
 func (q *Queue) Cancel(ctx context.Context, tx *db.Tx, workspaceID, kind, ref string) (string, error) {
+	// One statement decides on the state it finds under the row's lock: a
+	// job claimed while this waited for the lock is asked to stop, where a
+	// read-then-update would find it "available", update nothing and lose
+	// the cancel. An available job comes back 'cancelled', a running one
+	// 'running'.
 	var id, state string
-	err := tx.QueryRowContext(ctx, `SELECT id, state FROM jobs WHERE workspace_id = $1 AND kind = $2 AND ref_id = $3 AND state IN ('available', 'running')`,
-		workspaceID, kind, ref).Scan(&id, &state)
+	err := tx.QueryRowContext(ctx, `UPDATE jobs SET
+		state = CASE WHEN state = 'available' THEN 'cancelled' ELSE state END,
+		finished_at = CASE WHEN state = 'available' THEN $4 ELSE finished_at END,
+		cancel_requested = CASE WHEN state = 'running' THEN TRUE ELSE cancel_requested END
+		WHERE workspace_id = $1 AND kind = $2 AND ref_id = $3 AND state IN ('available', 'running')
+		RETURNING id, state`, workspaceID, kind, ref, q.clock.Now()).Scan(&id, &state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("jobs: cancel: %w", err)
 	}
-	now := q.clock.Now()
-	switch state {
-	case Available:
-		_, err = tx.ExecContext(ctx, "UPDATE jobs SET state = 'cancelled', finished_at = $3 WHERE id = $1 AND workspace_id = $2 AND state = 'available'",
-			id, workspaceID, now)
-	case Running:
-		_, err = tx.ExecContext(ctx, "UPDATE jobs SET cancel_requested = TRUE WHERE id = $1 AND workspace_id = $2 AND state = 'running'", id, workspaceID)
-		if err == nil {
-			err = q.bus.PublishTx(ctx, tx, TopicControl, "cancel "+id)
-		}
+	if state == Cancelled {
+		return Available, nil
 	}
-	if err != nil {
+	if err := q.bus.PublishTx(ctx, tx, TopicControl, "cancel "+id); err != nil {
 		return "", fmt.Errorf("jobs: cancel %s: %w", id, err)
 	}
-	return state, nil
+	return Running, nil
 }
 
 // Held takes back the running jobs an owner holds, for a restarted worker

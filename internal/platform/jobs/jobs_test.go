@@ -702,3 +702,50 @@ func BenchmarkClaimComplete(b *testing.B) {
 		})
 	}
 }
+
+// A cancel that waits on a claim in progress (the claim's transaction
+// holds the job's row) asks the now running job to stop: it is not lost
+// to the job having been available when the cancel began.
+func TestCancelDuringClaim(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		h := newHarness(t, e)
+		ctx := context.Background()
+		j := h.enqueue(jobs.NewJob{Kind: "k", Ref: "r"})
+		inClaim, release := make(chan struct{}), make(chan struct{})
+		claimed := make(chan error, 1)
+		go func() {
+			_, err := h.q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{"k"}, Owner: "w", Max: 1, Lease: time.Minute},
+				func(context.Context, *db.Tx, *jobs.Job) (bool, error) {
+					close(inClaim)
+					<-release
+					return true, nil
+				})
+			claimed <- err
+		}()
+		<-inClaim
+		cancelled := make(chan string, 1)
+		go func() {
+			var st string
+			err := h.tx(func(tx *db.Tx) (err error) {
+				st, err = h.q.Cancel(ctx, tx, h.ws, "k", "r")
+				return err
+			})
+			if err != nil {
+				t.Error(err)
+			}
+			cancelled <- st
+		}()
+		time.Sleep(100 * time.Millisecond) // the cancel is waiting on the claim (or, on SQLite, on the write lock)
+		close(release)
+		if err := <-claimed; err != nil {
+			t.Fatal(err)
+		}
+		if st := <-cancelled; st != jobs.Running {
+			t.Fatalf("cancel during a claim saw %q", st)
+		}
+		stop, err := h.q.Extend(ctx, h.state(j.ID).Lease(), time.Minute)
+		if err != nil || !stop {
+			t.Fatalf("the claimed job was not asked to stop: %v %v", stop, err)
+		}
+	})
+}
