@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/workflows"
@@ -41,49 +42,74 @@ func (g *engine) statusOf(b testing.TB, runID string) string {
 	return s
 }
 
-// BenchmarkEngineChain runs a 10-node transform chain again and again and
-// reports the engine's time per node: from the first node's transition to
-// the last one's, over the nine steps between them (the rows' own
-// timestamps, so polling for the end does not count), as a median over the
-// runs; and the whole run from the request to the end, seen by polling.
+// runChain starts a run and waits (polling) until it succeeded; it
+// returns the time from the request to the end.
+func (g *engine) runChain(b *testing.B, w *workflows.Workflow) (time.Duration, string) {
+	start := time.Now()
+	id := g.run(b, w, `{"x": 0}`)
+	for g.statusOf(b, id) != workflows.RunSucceeded {
+		time.Sleep(200 * time.Microsecond)
+	}
+	return time.Since(start), id
+}
+
+// BenchmarkEngineChain measures the engine's time per node on a chain of
+// transform nodes, as the difference between a 10-node and a 1-node run
+// (median of each, from the request to the end) over the 9 nodes between:
+// batched (the default: consecutive inline nodes run in one transaction)
+// and with every node committed on its own (inline_batch=1), where the
+// node rows' own timestamps give the same figure a second way
+// (ms/transition, first node's end to the last one's, so polling does not
+// count).
 func BenchmarkEngineChain(b *testing.B) {
 	benchEngines(b, func(b *testing.B, eng db.Engine) {
-		g := newEngine(b, eng)
-		nodes, edges := chain(10)
-		w := g.workflow(b, nodes, edges)
-		var perNode, whole []float64
-		b.ResetTimer()
-		for range b.N {
-			start := time.Now()
-			id := g.run(b, w, `{"x": 0}`)
-			for g.statusOf(b, id) != workflows.RunSucceeded {
-				time.Sleep(200 * time.Microsecond)
+		for _, batch := range []int{0, 1} {
+			name := "batched"
+			if batch == 1 {
+				name = "inline_batch=1"
 			}
-			whole = append(whole, float64(time.Since(start).Microseconds())/1000)
-			var first, last time.Time
-			rows, err := g.DB.R.Query("SELECT node_key, "+g.DB.Dialect.TimeColumn("finished_at")+" FROM node_runs WHERE run_id = $1", id)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for rows.Next() {
-				var key string
-				var at time.Time
-				if err := rows.Scan(&key, db.UTC(&at)); err != nil {
-					b.Fatal(err)
+			b.Run(name, func(b *testing.B) {
+				g := newEngineWith(b, fixture.StackConfig{Engine: eng, Backend: "process", InlineBatch: batch})
+				nodes, edges := chain(10)
+				ten := g.workflow(b, nodes, edges)
+				nodes, edges = chain(1)
+				one := g.workflow(b, nodes, edges)
+				var whole10, whole1, perTransition []float64
+				b.ResetTimer()
+				for range b.N {
+					d1, _ := g.runChain(b, one)
+					d10, id := g.runChain(b, ten)
+					whole1 = append(whole1, float64(d1.Microseconds())/1000)
+					whole10 = append(whole10, float64(d10.Microseconds())/1000)
+					var first, last time.Time
+					rows, err := g.DB.R.Query("SELECT node_key, "+g.DB.Dialect.TimeColumn("finished_at")+" FROM node_runs WHERE run_id = $1", id)
+					if err != nil {
+						b.Fatal(err)
+					}
+					for rows.Next() {
+						var key string
+						var at time.Time
+						if err := rows.Scan(&key, db.UTC(&at)); err != nil {
+							b.Fatal(err)
+						}
+						switch key {
+						case "n1":
+							first = at
+						case "n10":
+							last = at
+						}
+					}
+					rows.Close()
+					perTransition = append(perTransition, float64(last.Sub(first).Microseconds())/1000/9)
 				}
-				switch key {
-				case "n1":
-					first = at
-				case "n10":
-					last = at
+				b.StopTimer()
+				b.ReportMetric((median(whole10)-median(whole1))/9, "ms/node")
+				if batch == 1 {
+					b.ReportMetric(median(perTransition), "ms/transition")
 				}
-			}
-			rows.Close()
-			perNode = append(perNode, float64(last.Sub(first).Microseconds())/1000/9)
+				b.ReportMetric(median(whole10), "ms/run")
+			})
 		}
-		b.StopTimer()
-		b.ReportMetric(median(perNode), "ms/node")
-		b.ReportMetric(median(whole), "ms/run")
 	})
 }
 

@@ -52,7 +52,15 @@ type EngineConfig struct {
 	Own   []string // the server's own addresses (refused unless HTTP.AllowPrivate)
 	// ScriptImage runs code nodes that name no image (the agent image).
 	ScriptImage string
+	// InlineBatch bounds the inline nodes (transform, gate, end, …) one
+	// transaction runs one after another; default 64, 1 commits each
+	// node on its own.
+	InlineBatch int
 }
+
+// inlineBatchTime bounds the time one transaction spends running inline
+// nodes (the run's lock is held meanwhile).
+const inlineBatchTime = 20 * time.Millisecond
 
 // Engine runs workflow runs.
 type Engine struct {
@@ -82,6 +90,9 @@ func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk cl
 	}
 	if cfg.Owner == "" {
 		cfg.Owner = "engine"
+	}
+	if cfg.InlineBatch <= 0 {
+		cfg.InlineBatch = 64
 	}
 	if cfg.HTTP.Timeout <= 0 {
 		allow := cfg.HTTP.AllowPrivate
@@ -311,10 +322,12 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string) error {
 	return e.commit(ctx, tx, st, nil)
 }
 
-// advance is the run job's holder: it runs the run's ready nodes, one
-// transition each, inline kinds inside their transition and the others
-// (I/O) beside it, until nothing is ready; then, in the transaction that
-// finds nothing ready, it completes its job.
+// advance is the run job's holder: it runs the run's ready nodes until
+// nothing is ready; then, in the transaction that finds nothing ready, it
+// completes its job. Inline kinds run inside transitions, several in one
+// (they only change rows, so a transaction that is lost loses them all and
+// they run again); I/O kinds run beside them, each recording its outcome in
+// a transition of its own.
 func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 	lease := j.Lease()
 	h := &holder{}
@@ -327,25 +340,44 @@ func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 		var finished, progressed bool
 		_, err := e.transition(ctx, j.Ref, h, func(tx *db.Tx, st *runState) error {
 			spawn, finished, progressed = nil, false, false
-			if st.run.Status != RunRunning {
-				finished = true
-				return e.complete(ctx, tx, lease)
-			}
-			for _, nr := range st.ready() {
-				if inflight[nr.ID] {
-					continue
+			spawned := map[string]bool{}
+			began := time.Now()
+			// Inline nodes run one after another in this transaction (each
+			// one's successors settle before the next is picked), up to a
+			// batch; I/O nodes that become ready are marked running and
+			// start after the commit.
+			for ran := 0; st.run.Status == RunRunning; ran++ {
+				var next *nodeRun
+				for _, nr := range st.ready() {
+					switch {
+					case inflight[nr.ID] || spawned[nr.ID]:
+					case inline(nr.Kind):
+						if next == nil {
+							next = nr
+						}
+					default:
+						nr.Attempt++
+						nr.StartedAt = &st.now
+						st.set(nr, NodeRunning)
+						spawn = append(spawn, e.stepOf(st, nr))
+						spawned[nr.ID] = true
+					}
 				}
-				s := e.stepOf(st, nr)
-				if inline(nr.Kind) {
-					progressed = true
-					return e.runInline(ctx, tx, st, s)
+				if next == nil {
+					break
 				}
-				nr.Attempt++
-				nr.StartedAt = &st.now
-				st.set(nr, NodeRunning)
-				spawn = append(spawn, s)
+				if ran == e.cfg.InlineBatch || (ran > 0 && time.Since(began) > inlineBatchTime) {
+					progressed = true // the rest in the next transaction
+					return nil
+				}
+				st.now = e.clock.Now()
+				if err := e.runInline(ctx, tx, st, e.stepOf(st, next)); err != nil {
+					return err
+				}
+				st.settle()
+				progressed = true
 			}
-			if len(spawn) > 0 || len(inflight) > 0 {
+			if st.run.Status == RunRunning && (len(spawn) > 0 || len(inflight) > 0) {
 				return nil
 			}
 			finished = true

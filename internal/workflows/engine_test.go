@@ -27,11 +27,18 @@ type engine struct {
 	user    *actor.User
 }
 
-func newEngine(t testing.TB, e db.Engine) *engine { return newEngineOn(t, e, "process") }
+func newEngine(t testing.TB, e db.Engine) *engine {
+	return newEngineWith(t, fixture.StackConfig{Engine: e, Backend: "process"})
+}
 
 // newEngineOn is newEngine with agents and scripts run by the backend.
 func newEngineOn(t testing.TB, e db.Engine, backend string) *engine {
-	s := fixture.NewStack(t, fixture.StackConfig{Engine: e, Backend: backend, Lease: 2 * time.Second})
+	return newEngineWith(t, fixture.StackConfig{Engine: e, Backend: backend})
+}
+
+func newEngineWith(t testing.TB, cfg fixture.StackConfig) *engine {
+	cfg.Lease = 2 * time.Second
+	s := fixture.NewStack(t, cfg)
 	p, _ := s.Project(false, nil)
 	u := &actor.User{ID: ids.New(), Approved: true}
 	now := time.Now().UTC()
@@ -465,5 +472,40 @@ func TestEngineAgentNode(t *testing.T) {
 			t.Errorf("task %q %q", tk.Title, tk.Prompt)
 		}
 		jsonEq(t, v.Output, `"`+tk.Status+`"`)
+	})
+}
+
+// A chain longer than one transaction's batch of inline nodes runs over
+// several transactions, each node once, and so does one committed node by
+// node (InlineBatch 1).
+func TestEngineLongChain(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, eng db.Engine) {
+		for _, batch := range []int{0, 1} {
+			g := newEngineWith(t, fixture.StackConfig{Engine: eng, Backend: "process", InlineBatch: batch})
+			nodes, edges := chain(150)
+			w := g.workflow(t, nodes, edges)
+			runID := g.run(t, w, `{"x": 0}`)
+			v := g.finished(t, runID)
+			if v.Status != workflows.RunSucceeded || len(v.Nodes) != 150 {
+				t.Fatalf("batch %d: run %s %q with %d nodes", batch, v.Status, v.Error, len(v.Nodes))
+			}
+			jsonEq(t, v.Output, `150`)
+			evs, err := g.Runs.Events(context.Background(), g.WS, runID, 0, 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			succeeded := map[string]int{}
+			for _, e := range evs {
+				var p struct{ Node, Status string }
+				if e.EventType == "node" && json.Unmarshal(e.Payload, &p) == nil && p.Status == "succeeded" {
+					succeeded[p.Node]++
+				}
+			}
+			for _, nr := range v.Nodes {
+				if succeeded[nr.Key] != 1 {
+					t.Fatalf("batch %d: node %s succeeded %d times", batch, nr.Key, succeeded[nr.Key])
+				}
+			}
+		}
 	})
 }
