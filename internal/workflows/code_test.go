@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
+	"slipway/internal/agenttest"
+	"slipway/internal/executor"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/runs"
@@ -237,4 +241,62 @@ func TestEngineCodeNodeDocker(t *testing.T) {
 		t.Fatalf("the script's directory is writable:\n%s", log)
 	}
 	jsonEq(t, v.Output, `{"exit_code": 0, "result": {"ok": true, "pwd": "/work", "wrote": "hi"}, "script_run_id": "`+s[0].ID+`"}`)
+}
+
+// Cancelling a run stops its running containers: an agent node's task and
+// a code node's script, each in its own container.
+func TestEngineCancelContainers(t *testing.T) {
+	g := newEngineOn(t, db.SQLite, "docker")
+	ctx := context.Background()
+	docker, err := client.New(client.WithHost(agenttest.DockerHost(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docker.Close()
+	running := func() int {
+		list, err := docker.ContainerList(ctx, client.ContainerListOptions{
+			Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+g.Cfg.Worker.ID)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	w := g.workflow(t, []n{
+		node("agent", "agent", map[string]any{"prompt": "echo started; sleep 60"}),
+		node("script", "code", map[string]any{"source": "echo started; sleep 60"}),
+	}, nil)
+	runID := g.run(t, w, `{}`)
+	var task string
+	g.wait(t, runID, "both containers running", func(v *workflows.RunView) bool {
+		for _, nr := range v.Nodes {
+			if nr.Key == "agent" && nr.TaskID != nil {
+				task = *nr.TaskID
+			}
+		}
+		s := g.scriptRuns(t, runID)
+		return task != "" && len(s) == 1 && strings.Contains(g.runLog(t, s[0].ID), "started") && running() == 2
+	})
+	if _, err := g.Workflows.CancelRun(ctx, g.WS, g.user, runID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for running() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d container(s) still running after the cancel", running())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	g.wait(t, runID, "the task and the script cancelled", func(*workflows.RunView) bool {
+		tk, err := g.Tasks.Get(ctx, g.WS, task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := g.scriptRuns(t, runID)
+		return tk.Status == "cancelled" && len(s) == 1 && s[0].Status == runs.Cancelled
+	})
+	v, err := g.Workflows.GetRun(ctx, g.WS, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStates(t, v, map[string]string{"agent": "cancelled", "script": "cancelled"})
 }
