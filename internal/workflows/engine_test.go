@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -508,4 +509,40 @@ func TestEngineLongChain(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Every saved workflow exports to a YAML document an import takes: one
+// whose YAML form would be over the import's limit is refused when saved.
+func TestWorkflowExportable(t *testing.T) {
+	g := newEngine(t, db.SQLite)
+	ctx := context.Background()
+	big := func(k int) []n {
+		var out []n
+		for i := range k {
+			out = append(out, node(fmt.Sprintf("h%d", i), "http_request", map[string]any{"url": "https://example.test/", "body": strings.Repeat("x", 400_000)}))
+		}
+		return out
+	}
+	_, err := g.Workflows.Create(ctx, g.WS, workflows.Input{ProjectID: g.project, Name: "too big", Nodes: big(3)})
+	if err == nil || !strings.Contains(err.Error(), "more than the 1048576 an import takes") {
+		t.Fatalf("a workflow too big to import: %v", err)
+	}
+	w, err := g.Workflows.Create(ctx, g.WS, workflows.Input{ProjectID: g.project, Name: "big", Nodes: big(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Workflows.Replace(ctx, g.WS, w.ID, workflows.Input{Nodes: big(3)}); err == nil {
+		t.Fatal("a replace too big to import was taken")
+	}
+	doc, err := g.Workflows.Export(ctx, g.WS, w.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := g.Workflows.Import(ctx, g.WS, g.project, doc)
+	if err != nil {
+		t.Fatalf("importing the export of a saved workflow (%d bytes): %v", len(doc), err)
+	}
+	if len(again.Nodes) != 2 {
+		t.Fatalf("imported %d nodes", len(again.Nodes))
+	}
 }

@@ -81,6 +81,9 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in Input) (*W
 	now := s.clock.Now()
 	w := &Workflow{ID: ids.New(), ProjectID: in.ProjectID, Name: name, CreatedAt: now, MaxConcurrentRuns: in.MaxConcurrentRuns, workspaceID: ws.ID}
 	w.setGraph(g)
+	if err := checkExportable(w); err != nil {
+		return nil, err
+	}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := s.checkProject(ctx, tx, ws.ID, in.ProjectID); err != nil {
 			return err
@@ -144,6 +147,9 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 			return err
 		}
 		w.setGraph(g)
+		if err := checkExportable(w); err != nil {
+			return err
+		}
 		out = w
 		if err := updateWorkflow(ctx, tx, w, s.clock.Now()); err != nil {
 			return err
@@ -664,6 +670,19 @@ func (s *Service) Emit(ctx context.Context, workspaceID, name string, payload js
 		}
 	}
 	return n, nil
+}
+
+// checkExportable refuses a workflow whose YAML form an import would
+// refuse as too large, so that every saved workflow exports and imports.
+func checkExportable(w *Workflow) error {
+	doc, err := ExportYAML(w)
+	if err != nil {
+		return err
+	}
+	if len(doc) > yamlMaxBytes {
+		return apperr.BadRequest("the workflow's YAML form would be %d bytes, more than the %d an import takes: make it smaller", len(doc), yamlMaxBytes)
+	}
+	return nil
 }
 
 // Export renders a workflow as YAML.
