@@ -1,0 +1,45 @@
+package worker
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeScratch lays out a script run: the source and input side by side,
+// the files under their relative paths, an empty working directory; a path
+// that leaves the files directory is refused.
+func TestWriteScratch(t *testing.T) {
+	root := t.TempDir()
+	src, files, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "work")
+	a := &ScriptWork{Source: "echo hi", Input: []byte(`{"a":1}`), Files: []File{{Path: "lib/util.sh", Content: []byte("x=1")}, {Path: "data.json", Content: []byte("{}")}}}
+	if err := writeScratch(src, files, work, "main.sh", a); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"script/main.sh": "echo hi", "script/input.json": `{"a":1}`, "files/lib/util.sh": "x=1", "files/data.json": "{}"} {
+		got, err := os.ReadFile(filepath.Join(root, path))
+		if err != nil || string(got) != want {
+			t.Fatalf("%s = %q, %v", path, got, err)
+		}
+	}
+	if entries, err := os.ReadDir(work); err != nil || len(entries) != 0 {
+		t.Fatalf("work dir: %v %v", entries, err)
+	}
+	for _, bad := range []string{"../escape", "/etc/passwd", "a/../../b"} {
+		err := writeScratch(src, files, work, "main.sh", &ScriptWork{Files: []File{{Path: bad}}})
+		if err == nil || !strings.Contains(err.Error(), "leaves the files directory") {
+			t.Fatalf("path %q: %v", bad, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "escape")); !os.IsNotExist(err) {
+		t.Fatalf("a file was written outside: %v", err)
+	}
+	// No input is JSON null, not an empty file.
+	if err := writeScratch(src, files, work, "main.sh", &ScriptWork{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(src, "input.json")); string(got) != "null" {
+		t.Fatalf("empty input = %q", got)
+	}
+}
