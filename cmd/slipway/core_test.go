@@ -152,23 +152,6 @@ func successfulResults(evs []apiEvent) int {
 	return n
 }
 
-// processesWith lists live (not zombie) processes whose command line holds s.
-func processesWith(s string) []string {
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), s) {
-			continue
-		}
-		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
-			continue
-		}
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 func eventually(t *testing.T, within time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -248,12 +231,12 @@ func TestTwoReplicas(t *testing.T) {
 	if runner == "hub@replica-b" {
 		other, otherName = ca, "replica-a"
 	}
-	if len(processesWith(marker)) == 0 {
+	if len(agenttest.Processes(marker)) == 0 {
 		t.Fatal("the agent's process is not there: the check proves nothing")
 	}
 	sent := time.Now()
 	other.post("/api/tasks/"+long+"/cancel", "", 200)
-	eventually(t, 30*time.Second, "the agent stops after a cancel sent to "+otherName, func() bool { return len(processesWith(marker)) == 0 })
+	eventually(t, 30*time.Second, "the agent stops after a cancel sent to "+otherName, func() bool { return len(agenttest.Processes(marker)) == 0 })
 	t.Logf("cancel through %s stopped the agent on %s in %s", otherName, runner, time.Since(sent).Round(time.Millisecond))
 	if tk := ca.task(long); tk.Status != "cancelled" {
 		t.Fatalf("cancelled task = %+v", tk)
@@ -284,7 +267,7 @@ func TestTwoReplicas(t *testing.T) {
 	// take their work over, after the 10 s lease).
 	eventually(t, 3*time.Second, "the killed replica's agents die with it", func() bool {
 		for _, i := range onA {
-			if len(processesWith(fmt.Sprintf("slow-%d-%s", i, marker))) > 0 {
+			if len(agenttest.Processes(fmt.Sprintf("slow-%d-%s", i, marker))) > 0 {
 				return false
 			}
 		}
@@ -424,7 +407,7 @@ func crashWithTasksRunning(t *testing.T, backend string, engine db.Engine) {
 	// agent stops when its stdin (the server's attach) goes.
 	eventually(t, 15*time.Second, "the killed server's agents die", func() bool {
 		if backend == "process" {
-			return len(processesWith(marker)) == 0
+			return len(agenttest.Processes(marker)) == 0
 		}
 		list, err := docker.ContainerList(context.Background(), client.ContainerListOptions{
 			Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+instance)})
@@ -467,7 +450,7 @@ func crashWithTasksRunning(t *testing.T, backend string, engine db.Engine) {
 		if tk := neighbour.task(neighbourTask); tk.Status != "done_pr" {
 			t.Fatalf("the neighbour's task = %+v\n%s", tk, eventsText(neighbour.events(neighbourTask)))
 		}
-	} else if left := processesWith(marker); len(left) > 0 {
+	} else if left := agenttest.Processes(marker); len(left) > 0 {
 		t.Fatalf("agent processes outlived their run: %v", left)
 	}
 }

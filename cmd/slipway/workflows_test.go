@@ -58,6 +58,40 @@ func (rc *receiver) snapshot() (map[string]int, map[string]string, int) {
 	return d, p, rc.total
 }
 
+// testServer is a slipway serve process with the admin signed in and a project.
+type testServer struct {
+	p       *proc
+	c       *apiClient
+	dir     string
+	env     []string
+	project string
+}
+
+// startServer starts a server on engine in dir/server with extra settings.
+func startServer(t *testing.T, engine db.Engine, dir string, extra ...string) *testServer {
+	t.Helper()
+	s := &testServer{dir: filepath.Join(dir, "server"), env: append(append(databaseEnv(t, engine), "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
+		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0"), extra...)}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s.p = start(t, s.dir, s.env...)
+	s.p.waitReady(t)
+	s.c = signIn(t, s.p, true)
+	s.project = s.c.id(s.c.post("/api/projects", `{"name":"demo","repo_url":"`+bareRepo(t, dir)+`"}`, 201))
+	return s
+}
+
+// restart starts the server again on its data dir and database (after a
+// kill) and points the client at it.
+func (s *testServer) restart(t *testing.T) *proc {
+	t.Helper()
+	s.p = start(t, s.dir, s.env...)
+	s.p.waitReady(t)
+	s.c.base = s.p.url("")
+	return s.p
+}
+
 type apiRun struct {
 	Status string `json:"status"`
 	Error  string `json:"error"`
@@ -99,20 +133,11 @@ func TestCrashWithWorkflowsRunning(t *testing.T) {
 
 func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 	dir := t.TempDir()
-	bare := bareRepo(t, dir)
 	rc := &receiver{deliveries: map[string]int{}, path: map[string]string{}}
 	srv := httptest.NewServer(rc)
 	defer srv.Close()
-	env := append(databaseEnv(t, engine), "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test", "SERVICE_ARGON2_MEMORY_KIB=64",
-		"SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE=true")
-	serverDir := filepath.Join(dir, "server")
-	if err := os.MkdirAll(serverDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, serverDir, env...)
-	p.waitReady(t)
-	c := signIn(t, p, true)
-	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
+	s := startServer(t, engine, dir, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE=true")
+	p, c, project := s.p, s.c, s.project
 
 	// fetch → each item (parallel, 2 at a time): call → count → notify → script → done.
 	call := func(key, path, parent string) map[string]any {
@@ -166,9 +191,7 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 		t.Fatalf("every call was made before the kill (%d): the test does not crash mid-run", len(before))
 	}
 
-	p = start(t, serverDir, env...)
-	p.waitReady(t)
-	c.base = p.url("")
+	p = s.restart(t)
 	eventually(t, 2*time.Minute, "every run finishes", func() bool {
 		for _, id := range runIDs {
 			if s := c.workflowRun(id).Status; s == "queued" || s == "running" {
@@ -237,21 +260,12 @@ func crashWithWorkflowsRunning(t *testing.T, engine db.Engine) {
 // one), and each node still settles once.
 func crashWithScriptsRunning(t *testing.T, engine db.Engine) {
 	dir := t.TempDir()
-	bare := bareRepo(t, dir)
 	marks := filepath.Join(dir, "marks")
 	if err := os.MkdirAll(marks, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	env := append(databaseEnv(t, engine), "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test", "SERVICE_ARGON2_MEMORY_KIB=64",
-		"SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_AGENT_BACKEND=process")
-	serverDir := filepath.Join(dir, "server")
-	if err := os.MkdirAll(serverDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, serverDir, env...)
-	p.waitReady(t)
-	c := signIn(t, p, true)
-	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
+	s := startServer(t, engine, dir, "SERVICE_AGENT_BACKEND=process")
+	p, c, project := s.p, s.c, s.project
 	script := "echo \"$SLIPWAY_IDEMPOTENCY_KEY\" >> " + marks + "/started\nsleep 1.5\necho '{\"n\": 7}'"
 	body, _ := json.Marshal(map[string]any{"project_id": project, "name": "scripts", "nodes": []map[string]any{
 		{"key": "work", "kind": "code", "config": map[string]any{"source": script}},
@@ -279,9 +293,7 @@ func crashWithScriptsRunning(t *testing.T, engine db.Engine) {
 	}
 	p.wait(t)
 
-	p = start(t, serverDir, env...)
-	p.waitReady(t)
-	c.base = p.url("")
+	p = s.restart(t)
 	eventually(t, time.Minute, "every run finishes", func() bool {
 		for _, id := range runIDs {
 			if s := c.workflowRun(id).Status; s == "queued" || s == "running" {

@@ -107,3 +107,21 @@ func DockerHost(t testing.TB) string {
 	}
 	return h
 }
+
+// Processes lists the live (not zombie) processes whose command line holds
+// s: what a test sees of agents and scripts run by the process backend.
+func Processes(s string) []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), s) {
+			continue
+		}
+		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
+			continue
+		}
+		out = append(out, e.Name())
+	}
+	return out
+}

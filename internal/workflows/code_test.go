@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -158,23 +156,6 @@ func TestEngineCodeNode(t *testing.T) {
 	})
 }
 
-// liveProcesses lists live processes whose command line holds s.
-func liveProcesses(s string) []string {
-	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !strings.Contains(strings.ReplaceAll(string(cmdline), "\x00", " "), s) {
-			continue
-		}
-		if stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(stat), ") Z ") {
-			continue
-		}
-		out = append(out, e.Name())
-	}
-	return out
-}
-
 // Cancelling a run stops its running script.
 func TestEngineCancelCodeNode(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, eng db.Engine) {
@@ -192,11 +173,11 @@ func TestEngineCancelCodeNode(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			s := g.scriptRuns(t, runID)
-			if len(s) == 1 && s[0].Status == runs.Cancelled && len(liveProcesses("sleep 60 && echo "+marker)) == 0 {
+			if len(s) == 1 && s[0].Status == runs.Cancelled && len(agenttest.Processes("sleep 60 && echo "+marker)) == 0 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("the script was not stopped: %+v, processes %v", s, liveProcesses(marker))
+				t.Fatalf("the script was not stopped: %+v, processes %v", s, agenttest.Processes(marker))
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
