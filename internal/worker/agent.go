@@ -70,7 +70,12 @@ func (e *execution) run(ctx context.Context) {
 		cleanup = func(ctx context.Context) error { return w.git.RemoveWorktree(ctx, a.Agent.ProjectID, a.Agent.TaskID) }
 	case a.Work == WorkScript && a.Script != nil:
 		secrets, do = a.Script.Secrets, e.script
-		cleanup = func(context.Context) error { return os.RemoveAll(e.scratch()) }
+		cleanup = func(context.Context) error {
+			if e.a.Lease.RunID == "" {
+				return nil // held work without a run: nothing was written
+			}
+			return os.RemoveAll(e.scratch())
+		}
 	default:
 		log.Error("assignment of an unknown kind of work", "work", a.Work)
 		w.finish(a.Lease, Result{Outcome: Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})

@@ -145,6 +145,11 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 		ev["frame"] = nr.Frame
 	}
 	if err := h.e.runs.Append(ctx, tx, j.WorkspaceID, st.run.LogID, st.run.ID, runs.Value("script", ev, st.now)); err != nil {
+		if errors.Is(err, runs.ErrRunOver) {
+			// The workflow run ended since it was read: nothing to run.
+			_, err = h.e.runs.Finish(ctx, tx, j.WorkspaceID, run.ID, runs.Cancelled, nil, "the workflow run ended")
+			return nil, err
+		}
 		return nil, err
 	}
 	return &worker.Assignment{
