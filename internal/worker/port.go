@@ -116,7 +116,7 @@ type AgentWork struct {
 // ScriptWork is a script run: no repository, its source and files mounted
 // read-only, its input as a JSON file, its output the last line it prints.
 type ScriptWork struct {
-	Language string // sh, bash, python or node
+	Language string // sh, bash, python or javascript (node)
 	Source   string
 	Files    []File // mounted read-only under FilesPath
 	Input    json.RawMessage

@@ -37,10 +37,11 @@ const MaxScriptOutput = 1 << 20
 
 // interpreters run a script file by language.
 var interpreters = map[string]struct{ command, ext string }{
-	"sh":     {"sh", ".sh"},
-	"bash":   {"bash", ".sh"},
-	"python": {"python3", ".py"},
-	"node":   {"node", ".js"},
+	"sh":         {"sh", ".sh"},
+	"bash":       {"bash", ".sh"},
+	"python":     {"python3", ".py"},
+	"javascript": {"node", ".js"},
+	"node":       {"node", ".js"}, // another name for javascript
 }
 
 // scratch is the directory of this script run on the worker's machine.

@@ -146,6 +146,15 @@ func TestEngineCodeNode(t *testing.T) {
 			t.Fatalf("loop results %v", results)
 		}
 
+		// javascript (node) reads the same input.
+		w = g.workflow(t, []n{node("js", "code", map[string]any{"language": "javascript",
+			"source": "const env = JSON.parse(require('fs').readFileSync(process.env.SLIPWAY_INPUT))\nconsole.log(JSON.stringify({sum: env.input.a + env.input.b}))"})}, nil)
+		v = g.finished(t, g.run(t, w, `{"a": 2, "b": 3}`))
+		if v.Status != workflows.RunSucceeded {
+			t.Fatalf("javascript: %s %s", v.Status, v.Error)
+		}
+		jsonEq(t, v.Output, `{"exit_code": 0, "result": {"sum": 5}, "script_run_id": `+string(mustJSON(t, v.Nodes[0].Output, "script_run_id"))+`}`)
+
 		// Saved scripts come later: a clear failure, never a fake success.
 		w = g.workflow(t, []n{node("saved", "code", map[string]any{"script_id": "01930000-0000-7000-8000-000000000001"})}, nil)
 		v = g.finished(t, g.run(t, w, `{}`))
@@ -280,4 +289,14 @@ func TestEngineCancelContainers(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantStates(t, v, map[string]string{"agent": "cancelled", "script": "cancelled"})
+}
+
+// mustJSON returns one field of a JSON object.
+func mustJSON(t *testing.T, raw json.RawMessage, field string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m[field]
 }

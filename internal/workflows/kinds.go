@@ -61,7 +61,7 @@ type EndConfig struct {
 
 // CodeConfig runs a script in a container through the worker port.
 type CodeConfig struct {
-	Language       string `json:"language,omitempty" enum:"sh,bash,python,node" doc:"Default sh"`
+	Language       string `json:"language,omitempty" enum:"sh,bash,python,javascript,node" doc:"Default sh; node is another name for javascript"`
 	Source         string `json:"source,omitempty" maxLength:"262144" doc:"The script (or script_id)"`
 	ScriptID       string `json:"script_id,omitempty" format:"uuid" doc:"A saved script instead of source"`
 	Image          string `json:"image,omitempty" maxLength:"500" doc:"Container image; default the instance's agent image"`
