@@ -65,6 +65,10 @@ type App struct {
 	secrets []string // passwords and tokens clients used
 }
 
+// Remember adds secrets a test handed out (tokens, signing secrets) to
+// what the server's logs must never hold.
+func (a *App) Remember(secrets ...string) { a.remember(secrets...) }
+
 func (a *App) remember(secrets ...string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

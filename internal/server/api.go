@@ -14,8 +14,10 @@ import (
 	"slipway/internal/platform/httpx"
 	"slipway/internal/projects"
 	"slipway/internal/runs"
+	"slipway/internal/scripts"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
+	"slipway/internal/triggers"
 	"slipway/internal/workflows"
 )
 
@@ -43,6 +45,8 @@ type Services struct {
 	Workflows *workflows.Service
 	Runs      *runs.Service
 	Tasks     *tasks.Service
+	Scripts   *scripts.Service
+	Triggers  *triggers.Service
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -97,6 +101,8 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	workflows.Register(pub, svc.Workflows, svc.Tenancy.WorkspaceScoped(pub))
+	triggers.Register(pub, svc.Triggers, svc.Tenancy.WorkspaceScoped(pub))
+	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))
 	return APIs{Public: pub, Management: mgmt}
 }
 

@@ -31,8 +31,10 @@ import (
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
+	"slipway/internal/scripts"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
+	"slipway/internal/triggers"
 	"slipway/internal/worker"
 	"slipway/internal/workflows"
 )
@@ -114,7 +116,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	}, log)
 
 	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
-	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows}
+	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
+		Scripts: scripts.NewService(d, clk), Triggers: triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -211,6 +214,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	}()
 	go s.Services.Auth.Run(coreCtx)
 	go s.Engine.Run(workCtx)
+	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {

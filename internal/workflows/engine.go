@@ -27,6 +27,10 @@ const (
 	TimerJob = "workflow_timer"
 )
 
+// TopicRunEnded carries the id of each workflow run that ended, on every
+// replica (a synchronous webhook waits on it).
+const TopicRunEnded = "workflow_run_ended"
+
 // Agents starts and stops the tasks of agent nodes (the tasks service, at
 // wiring time), inside the engine's transactions.
 type Agents interface {
@@ -212,6 +216,9 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		}
 		runID := st.run.ID
 		tx.AfterCommit(func() { e.graphs.Delete(runID) })
+		if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, runID); err != nil {
+			return err
+		}
 		return e.admit(ctx, tx, ws, st.run.ProjectID)
 	}
 	if h == nil && len(st.ready()) > 0 {

@@ -378,6 +378,22 @@ const maxInputBytes = 1 << 20
 // StartRun queues a run of a workflow with an input (any JSON; null when
 // absent); caps decide when it starts.
 func (s *Service) StartRun(ctx context.Context, ws *actor.Workspace, u *actor.User, id string, input, trigger json.RawMessage) (string, error) {
+	var createdBy *string
+	if u != nil {
+		createdBy = &u.ID
+	}
+	var runID string
+	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		runID, err = s.StartRunTx(ctx, tx, ws.ID, createdBy, id, input, trigger)
+		return err
+	})
+	return runID, err
+}
+
+// StartRunTx starts a run in tx (a trigger's, with what fired it): it is
+// queued, and admitted at once when the caps let it through. createdBy is
+// who may decide its human gates.
+func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, id string, input, trigger json.RawMessage) (string, error) {
 	if !ids.Valid(id) {
 		return "", apperr.NotFound("workflow")
 	}
@@ -387,46 +403,79 @@ func (s *Service) StartRun(ctx context.Context, ws *actor.Workspace, u *actor.Us
 	if len(trigger) == 0 {
 		trigger = json.RawMessage("null")
 	}
-	if len(input) > maxInputBytes {
+	if len(input) > maxInputBytes || len(trigger) > 2*maxInputBytes {
 		return "", apperr.BadRequest("input is larger than %d bytes", maxInputBytes)
 	}
 	if !json.Valid(input) || !json.Valid(trigger) {
 		return "", apperr.BadRequest("input must be JSON")
 	}
-	var runID string
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		w, err := getWorkflow(ctx, tx, ws.ID, id)
-		if err != nil {
-			return err
+	w, err := getWorkflow(ctx, tx, workspaceID, id)
+	if err != nil {
+		return "", err
+	}
+	graph, err := json.Marshal(w.graph())
+	if err != nil {
+		return "", err
+	}
+	logID := ids.New()
+	if err := s.runs.CreateLog(ctx, tx, workspaceID, logID); err != nil {
+		return "", err
+	}
+	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.ProjectID})
+	if err != nil {
+		return "", err
+	}
+	now := s.clock.Now()
+	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, Graph: graph,
+		Input: input, Trigger: trigger, CreatedAt: now, CreatedBy: createdBy}
+	if err := insertRunRow(ctx, tx, row, now); err != nil {
+		return "", err
+	}
+	if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": w.ID}, now)); err != nil {
+		return "", err
+	}
+	return r.ID, s.engine.admit(ctx, tx, workspaceID, w.ProjectID)
+}
+
+// WaitRun waits until a run of the workspace has ended or d has passed,
+// and returns it as it is then (ended or not).
+func (s *Service) WaitRun(ctx context.Context, workspaceID, id string, d time.Duration) (*RunView, error) {
+	ws := &actor.Workspace{ID: workspaceID}
+	// Subscribed before the first look, so an end between the two is heard.
+	sub := s.engine.bus.Subscribe(TopicRunEnded)
+	defer sub.Close()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	poll := time.NewTicker(runWaitPoll)
+	defer poll.Stop()
+	for {
+		v, err := s.GetRun(ctx, ws, id)
+		if err != nil || runEnded(v.Status) {
+			return v, err
 		}
-		graph, err := json.Marshal(w.graph())
-		if err != nil {
-			return err
+	wait:
+		for {
+			select {
+			case m := <-sub.C:
+				if m.Reset || m.Payload == id {
+					break wait
+				}
+			case <-poll.C:
+				break wait
+			case <-deadline.C:
+				return s.GetRun(ctx, ws, id)
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
-		logID := ids.New()
-		if err := s.runs.CreateLog(ctx, tx, ws.ID, logID); err != nil {
-			return err
-		}
-		r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: ws.ID, LogID: logID, ProjectID: w.ProjectID})
-		if err != nil {
-			return err
-		}
-		now := s.clock.Now()
-		row := &runRow{ID: r.ID, WorkspaceID: ws.ID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, Graph: graph,
-			Input: input, Trigger: trigger, CreatedAt: now}
-		if u != nil {
-			row.CreatedBy = &u.ID
-		}
-		if err := insertRunRow(ctx, tx, row, now); err != nil {
-			return err
-		}
-		if err := s.runs.Append(ctx, tx, ws.ID, logID, r.ID, runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": w.ID}, now)); err != nil {
-			return err
-		}
-		runID = r.ID
-		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
-	})
-	return runID, err
+	}
+}
+
+// runWaitPoll is WaitRun's fallback when no notification arrives.
+const runWaitPoll = time.Second
+
+func runEnded(status string) bool {
+	return status == RunSucceeded || status == RunFailed || status == RunCancelled
 }
 
 // GetRun reads a run with its nodes' states.

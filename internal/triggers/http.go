@@ -1,0 +1,120 @@
+package triggers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/httpx"
+	"slipway/internal/workflows"
+)
+
+type workflowIDInput struct {
+	ID string `path:"id" doc:"Workflow id"`
+}
+
+type createInput struct {
+	ID   string `path:"id" doc:"Workflow id"`
+	Body CreateInput
+}
+
+type triggerIDInput struct {
+	TriggerID string `path:"trigger_id" doc:"Trigger id"`
+}
+
+type updateInput struct {
+	TriggerID string `path:"trigger_id" doc:"Trigger id"`
+	Body      UpdateInput
+}
+
+type deliveryInput struct {
+	Token     string `path:"token" maxLength:"200" doc:"The trigger's receiver token"`
+	Signature string `header:"X-Hub-Signature-256" doc:"sha256=<hex HMAC-SHA256 of the body>, when the trigger has a secret"`
+	RawBody   []byte `contentType:"application/json"`
+	header    http.Header
+	query     url.Values
+}
+
+// Resolve keeps the request's headers and query (huma hands over only
+// declared ones) for the run's trigger.
+func (in *deliveryInput) Resolve(ctx huma.Context) []error {
+	in.header = http.Header{}
+	ctx.EachHeader(func(name, value string) { in.header.Add(name, value) })
+	u := ctx.URL()
+	in.query = u.Query()
+	return nil
+}
+
+// DeliveryOutput answers a delivery: 202 with the run id, or for a sync
+// webhook whose run ended, 200 with its output (422 when it failed).
+type DeliveryOutput struct {
+	Status int
+	Body   json.RawMessage
+}
+
+// Register mounts the trigger operations; the receiver needs no session
+// (its token and signature authenticate it).
+func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
+	ops := httpx.Operations{Tags: []string{"Workflow triggers"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
+	ws := func(ctx context.Context) *actor.Workspace {
+		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
+		return w
+	}
+
+	huma.Register(api, ops.Op("get_api_workflows_id_triggers", http.MethodGet, "/api/workflows/{id}/triggers", "A workflow's triggers, oldest first"),
+		func(ctx context.Context, in *workflowIDInput) (*httpx.Out[[]Trigger], error) {
+			return httpx.Reply(s.List(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_workflows_id_triggers", http.MethodPost, "/api/workflows/{id}/triggers",
+		"Add a trigger (a webhook's answer shows its token and receiver URL once)")),
+		func(ctx context.Context, in *createInput) (*httpx.Out[*Trigger], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.Create(ctx, ws(ctx), u, in.ID, in.Body))
+		})
+	huma.Register(api, ops.Op("patch_api_workflows_triggers_trigger_id", http.MethodPatch, "/api/workflows/triggers/{trigger_id}",
+		"Enable, disable or reconfigure a trigger"),
+		func(ctx context.Context, in *updateInput) (*httpx.Out[*Trigger], error) {
+			return httpx.Reply(s.Update(ctx, ws(ctx), in.TriggerID, in.Body))
+		})
+	huma.Register(api, ops.Op("delete_api_workflows_triggers_trigger_id", http.MethodDelete, "/api/workflows/triggers/{trigger_id}", "Delete a trigger"),
+		func(ctx context.Context, in *triggerIDInput) (*httpx.DeletedOutput, error) {
+			if _, err := s.Delete(ctx, ws(ctx), in.TriggerID); err != nil {
+				return nil, err
+			}
+			return httpx.Deleted(), nil
+		})
+	huma.Register(api, ops.Op("post_api_workflows_triggers_trigger_id_rotate_token", http.MethodPost, "/api/workflows/triggers/{trigger_id}/rotate-token",
+		"A new receiver token, shown once; the old one stops working at once"),
+		func(ctx context.Context, in *triggerIDInput) (*httpx.Out[*Trigger], error) {
+			return httpx.Reply(s.RotateToken(ctx, ws(ctx), in.TriggerID))
+		})
+
+	receive := httpx.Operations{Tags: []string{"Workflow triggers"}}.Op("post_api_workflows_triggers_webhook_token", http.MethodPost,
+		"/api/workflows/triggers/webhook/{token}", "Deliver to a webhook trigger: its JSON body starts a run")
+	receive.MaxBodyBytes = MaxBodyBytes
+	receive.SkipValidateBody = true // the raw body is the run's, checked by Deliver after the signature
+	receive.DefaultStatus = http.StatusAccepted
+	huma.Register(api, receive, func(ctx context.Context, in *deliveryInput) (*DeliveryOutput, error) {
+		d, err := s.Deliver(ctx, in.Token, in.header, in.query, in.RawBody)
+		if err != nil {
+			return nil, err
+		}
+		switch d.Status {
+		case workflows.RunSucceeded:
+			out := d.Output
+			if len(out) == 0 {
+				out = json.RawMessage("null")
+			}
+			return &DeliveryOutput{Status: http.StatusOK, Body: out}, nil
+		case workflows.RunFailed, workflows.RunCancelled:
+			return nil, apperr.New(apperr.CodeUnprocessable, "run %s %s: %s", d.RunID, d.Status, d.Error)
+		}
+		body, _ := json.Marshal(map[string]string{"run_id": d.RunID, "status": d.Status})
+		return &DeliveryOutput{Status: http.StatusAccepted, Body: body}, nil
+	})
+}
