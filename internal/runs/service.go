@@ -148,6 +148,9 @@ type NewRun struct {
 	ParentRunID string
 	JobID       string
 	Backend     string
+	// NewLog says the log was created in this transaction: the run is its
+	// first (no count needed for its attempt).
+	NewLog bool
 }
 
 func optional(s string) *string {
@@ -161,7 +164,7 @@ func optional(s string) *string {
 // top-level runs of its kind on the log so far.
 func (s *Service) Start(ctx context.Context, tx *db.Tx, n NewRun) (*Run, error) {
 	attempt := 1
-	if n.ParentRunID == "" {
+	if n.ParentRunID == "" && !n.NewLog {
 		done, err := countRuns(ctx, tx, n.WorkspaceID, n.LogID, n.Kind)
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"slipway/internal/platform/apperr"
@@ -197,38 +198,38 @@ type row struct {
 // eventChunk rows go in one INSERT (8 parameters each).
 const eventChunk = 64
 
-// insertEvents inserts rows with multi-row statements, each size prepared
-// once per call (a batch of 500 events is one prepare and eight executions).
+// insertEvents inserts rows with multi-row statements (the transaction
+// keeps each size prepared: a batch of 500 events is eight executions of
+// one statement).
 func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row) error {
-	stmts := map[int]*sql.Stmt{}
-	defer func() {
-		for _, st := range stmts {
-			st.Close()
-		}
-	}()
 	for start := 0; start < len(rows); {
 		n := min(eventChunk, len(rows)-start)
 		if n < eventChunk && len(rows) > eventChunk {
 			n = 1 // the tail of a big batch goes row by row: one more statement, not one per size
 		}
-		st, ok := stmts[n]
-		if !ok {
-			var err error
-			if st, err = tx.PrepareContext(ctx, insertEventsSQL(dialect, n)); err != nil {
-				return fmt.Errorf("runs: append: %w", err)
-			}
-			stmts[n] = st
-		}
 		args := make([]any, 0, n*8)
 		for _, r := range rows[start : start+n] {
 			args = append(args, ids.New(), r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
 		}
-		if _, err := st.ExecContext(ctx, args...); err != nil {
+		if _, err := tx.ExecContext(ctx, insertEventsQuery(dialect, n), args...); err != nil {
 			return fmt.Errorf("runs: append: %w", err)
 		}
 		start += n
 	}
 	return nil
+}
+
+// insertEventsQueries memoises insertEventsSQL by dialect and size.
+var insertEventsQueries sync.Map
+
+func insertEventsQuery(dialect db.Dialect, rows int) string {
+	key := fmt.Sprintf("%T/%d", dialect, rows)
+	if q, ok := insertEventsQueries.Load(key); ok {
+		return q.(string)
+	}
+	q := insertEventsSQL(dialect, rows)
+	insertEventsQueries.Store(key, q)
+	return q
 }
 
 func insertEventsSQL(dialect db.Dialect, rows int) string {

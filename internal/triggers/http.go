@@ -104,14 +104,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		if err != nil {
 			return nil, err
 		}
-		switch d.Status {
-		case workflows.RunSucceeded:
+		switch {
+		case !d.Sync:
+		case d.Status == workflows.RunSucceeded:
 			out := d.Output
 			if len(out) == 0 {
 				out = json.RawMessage("null")
 			}
 			return &DeliveryOutput{Status: http.StatusOK, Body: out}, nil
-		case workflows.RunFailed, workflows.RunCancelled:
+		case d.Status == workflows.RunFailed || d.Status == workflows.RunCancelled:
 			return nil, apperr.New(apperr.CodeUnprocessable, "run %s %s: %s", d.RunID, d.Status, d.Error)
 		}
 		body, _ := json.Marshal(map[string]string{"run_id": d.RunID, "status": d.Status})

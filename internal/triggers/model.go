@@ -76,6 +76,7 @@ type UpdateInput struct {
 // Delivery answers a webhook delivery: the run it started and, for a sync
 // webhook whose run ended in time, the run.
 type Delivery struct {
+	Sync   bool // the trigger answers with the run
 	RunID  string
 	Status string          // the run's status when answered
 	Output json.RawMessage // a succeeded run's output

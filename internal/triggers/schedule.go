@@ -113,7 +113,10 @@ func (s *Service) Fire(ctx context.Context) (int, error) {
 			if err != nil || !ok {
 				return err
 			}
-			runID, err = s.workflows.StartRunTx(ctx, tx, t.workspaceID, t.createdBy, t.WorkflowID, t.Config.Input, trigger)
+			started, err := s.workflows.StartRunTx(ctx, tx, t.workspaceID, t.createdBy, t.WorkflowID, t.Config.Input, trigger)
+			if err == nil {
+				runID = started.ID
+			}
 			return err
 		})
 		var ae *apperr.Error

@@ -277,7 +277,7 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 100 {
 		return nil, apperr.NotFound("trigger")
 	}
-	t, err := byTokenHash(ctx, s.db.R, hashToken(token))
+	t, err := byTokenHash(ctx, s.db, hashToken(token))
 	if err != nil {
 		return nil, err
 	}
@@ -300,24 +300,29 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 	if err != nil {
 		return nil, err
 	}
-	var runID string
-	err = s.db.Tx(ctx, func(tx *db.Tx) (err error) {
-		runID, err = s.workflows.StartRunTx(ctx, tx, t.workspaceID, t.createdBy, t.WorkflowID, input, trigger)
+	var started *workflows.Started
+	// Concurrent deliveries share commits (each in its own savepoint).
+	err = s.db.Batch(ctx, func(tx *db.Tx) (err error) {
+		started, err = s.workflows.StartRunTx(ctx, tx, t.workspaceID, t.createdBy, t.WorkflowID, input, trigger)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	d := &Delivery{RunID: runID, Status: workflows.RunQueued}
-	if t.Config.ResponseMode != ModeSync {
-		return d, nil
+	d := &Delivery{RunID: started.ID, Status: started.Status, Output: started.Output, Error: started.Error, Sync: t.Config.ResponseMode == ModeSync}
+	if t.Config.ResponseMode != ModeSync || runEnded(d.Status) {
+		return d, nil // a run of inline nodes only has ended already
 	}
-	v, err := s.workflows.WaitRun(ctx, t.workspaceID, runID, time.Duration(t.Config.SyncTimeoutSeconds)*time.Second)
+	v, err := s.workflows.WaitRun(ctx, t.workspaceID, d.RunID, time.Duration(t.Config.SyncTimeoutSeconds)*time.Second)
 	if err != nil {
 		return nil, err
 	}
 	d.Status, d.Output, d.Error = v.Status, v.Output, v.Error
 	return d, nil
+}
+
+func runEnded(status string) bool {
+	return status == workflows.RunSucceeded || status == workflows.RunFailed || status == workflows.RunCancelled
 }
 
 // verify checks a delivery's signature in constant time.

@@ -44,8 +44,17 @@ func getTrigger(ctx context.Context, q db.Queryer, workspaceID, id string) (*Tri
 	return get(ctx, q, "workspace_id = $1 AND id = $2", workspaceID, id)
 }
 
-func byTokenHash(ctx context.Context, q db.Queryer, hash string) (*Trigger, error) {
-	return get(ctx, q, "token_hash = $1", hash)
+// byTokenHash finds a webhook by its token's hash, through a statement
+// kept prepared (every delivery looks one up).
+func byTokenHash(ctx context.Context, d *db.DB, hash string) (*Trigger, error) {
+	t, err := scan(d.QueryRowPrepared(ctx, "SELECT "+columns+" FROM workflow_triggers WHERE token_hash = $1", hash))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("trigger")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("triggers: get: %w", err)
+	}
+	return t, nil
 }
 
 func list(ctx context.Context, q db.Queryer, where string, args ...any) ([]Trigger, error) {

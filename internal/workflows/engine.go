@@ -209,7 +209,7 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		if _, err := e.runs.Finish(ctx, tx, ws, st.run.ID, status, nil, st.run.Error); err != nil {
 			return err
 		}
-		if h == nil {
+		if h == nil && !st.fresh {
 			if _, err := e.queue.Cancel(ctx, tx, ws, RunJob, st.run.ID); err != nil {
 				return err
 			}
@@ -219,9 +219,20 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, runID); err != nil {
 			return err
 		}
+		// The end frees a slot only under a cap: without one on its
+		// workflow or its project, nothing waits on this run (and the
+		// admission lock, which every start and end in the project would
+		// queue on, is not taken).
+		capped, err := e.capped(ctx, tx, st.run.WorkflowID)
+		if err != nil || !capped {
+			return err
+		}
 		return e.admit(ctx, tx, ws, st.run.ProjectID)
 	}
 	if h == nil && len(st.ready()) > 0 {
+		if st.fresh {
+			return e.enqueueRun(ctx, tx, st.run)
+		}
 		return e.ensureJob(ctx, tx, st.run)
 	}
 	return nil
@@ -238,7 +249,12 @@ func (e *Engine) ensureJob(ctx context.Context, tx *db.Tx, r *runRow) error {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("workflows: run job: %w", err)
 	}
-	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: RunJob, WorkspaceID: r.WorkspaceID, Ref: r.ID, MaxAttempts: 5})
+	return e.enqueueRun(ctx, tx, r)
+}
+
+// enqueueRun queues the run's job (none is queued or held).
+func (e *Engine) enqueueRun(ctx context.Context, tx *db.Tx, r *runRow) error {
+	_, err := e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: RunJob, WorkspaceID: r.WorkspaceID, Ref: r.ID, MaxAttempts: 5})
 	return err
 }
 
@@ -246,6 +262,22 @@ func (e *Engine) ensureJob(ctx context.Context, tx *db.Tx, r *runRow) error {
 // workflows' caps let through, oldest first. Transactions that admit in one
 // project take its lock, so the counts they read hold.
 func (e *Engine) admit(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	return e.admitNow(ctx, tx, workspaceID, projectID, nil)
+}
+
+// Started is a run as its start left it: queued (its caps hold it), or
+// running or already ended after its first inline nodes.
+type Started struct {
+	ID     string
+	Status string
+	Output json.RawMessage
+	Error  string
+}
+
+// admitNow is admit that, when it admits the run named inline, also runs
+// that run's ready inline nodes in the same transaction (a run that needs
+// nothing else ends before anything is queued for it).
+func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID string, inline *Started) error {
 	if err := e.db.Dialect.XactLock(ctx, tx.Tx, "workflow-admission:"+projectID); err != nil {
 		return err
 	}
@@ -302,7 +334,11 @@ func (e *Engine) admit(ctx context.Context, tx *db.Tx, workspaceID, projectID st
 		if q.max.Valid && active[q.workflow] >= q.max.Int64 {
 			continue // this workflow is full; a later run of another may start
 		}
-		if err := e.start(ctx, tx, q.id); err != nil {
+		var started *Started
+		if inline != nil && q.id == inline.ID {
+			started = inline
+		}
+		if err := e.start(ctx, tx, q.id, started); err != nil {
 			return err
 		}
 		active[q.workflow]++
@@ -311,8 +347,68 @@ func (e *Engine) admit(ctx context.Context, tx *db.Tx, workspaceID, projectID st
 	return nil
 }
 
-// start moves an admitted run to running with its entry nodes ready.
-func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string) error {
+// capped reports whether a workflow or its project has a cap on runs.
+func (e *Engine) capped(ctx context.Context, tx *db.Tx, workflowID string) (bool, error) {
+	var wmax, pmax sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w JOIN projects p ON p.id = w.project_id
+		WHERE w.id = $1`, workflowID).Scan(&wmax, &pmax)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // deleted with its workflow
+	}
+	if err != nil {
+		return false, fmt.Errorf("workflows: caps: %w", err)
+	}
+	return wmax.Valid || pmax.Valid, nil
+}
+
+// startNow starts a new run: at once when neither its workflow nor its
+// project has a cap (no lock: nothing can wait ahead of it), otherwise
+// through admission, in order behind the runs already waiting.
+func (e *Engine) startNow(ctx context.Context, tx *db.Tx, workspaceID, projectID, workflowID string, started *Started) error {
+	capped, err := e.capped(ctx, tx, workflowID)
+	if err != nil {
+		return err
+	}
+	if !capped {
+		return e.start(ctx, tx, started.ID, started)
+	}
+	return e.admitNow(ctx, tx, workspaceID, projectID, started)
+}
+
+// sweep admits what waits in projects with queued runs: a cap set while a
+// run ended unlocked (see commit) may leave a run queued with room for it;
+// this lets it in within a sweep.
+func (e *Engine) sweep(ctx context.Context) error {
+	rows, err := e.db.R.QueryContext(ctx, "SELECT DISTINCT workspace_id, project_id FROM workflow_runs WHERE status = 'queued'")
+	if err != nil {
+		return fmt.Errorf("workflows: sweep: %w", err)
+	}
+	type project struct{ ws, id string }
+	var ps []project
+	for rows.Next() {
+		var p project
+		if err := rows.Scan(&p.ws, &p.id); err != nil {
+			rows.Close()
+			return fmt.Errorf("workflows: sweep: %w", err)
+		}
+		ps = append(ps, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if err := e.db.Tx(ctx, func(tx *db.Tx) error { return e.admit(ctx, tx, p.ws, p.id) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start moves an admitted run to running with its entry nodes ready; with
+// inline it also runs those of its nodes that run inline, and says how the
+// run stands then.
+func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string, inline *Started) error {
 	now := e.clock.Now()
 	run, err := lockRun(ctx, tx, runID, now)
 	if err != nil {
@@ -323,10 +419,55 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string) error {
 		return err
 	}
 	st := newRunState(run, g, nil, now)
+	st.fresh = true
+	if inline != nil {
+		st.events = append(st.events, queuedEvent(run.WorkflowID, run.CreatedAt))
+	}
 	st.run.Status, st.run.StartedAt, st.runDirty = RunRunning, &now, true
 	st.event("run", map[string]any{"status": RunRunning})
 	st.settle()
+	if inline != nil {
+		if _, err := e.runReady(ctx, tx, st, func(*nodeRun) bool { return false }, nil); err != nil {
+			return err
+		}
+		inline.Status, inline.Output, inline.Error = st.run.Status, st.run.Output, st.run.Error
+	}
 	return e.commit(ctx, tx, st, nil)
+}
+
+// runReady runs a run's ready inline nodes one after another in tx (each
+// one's successors settle before the next is picked), up to a batch of
+// InlineBatch nodes or inlineBatchTime; it reports whether the batch
+// stopped it with inline nodes still ready. Nodes skip names are passed
+// over; ready I/O nodes go to io (nil: they stay ready for the run's job).
+func (e *Engine) runReady(ctx context.Context, tx *db.Tx, st *runState, skip func(*nodeRun) bool, io func(*nodeRun)) (more bool, err error) {
+	began := time.Now()
+	for ran := 0; st.run.Status == RunRunning; ran++ {
+		var next *nodeRun
+		for _, nr := range st.ready() {
+			switch {
+			case skip(nr):
+			case inline(nr.Kind):
+				if next == nil {
+					next = nr
+				}
+			case io != nil:
+				io(nr)
+			}
+		}
+		if next == nil {
+			return false, nil
+		}
+		if ran == e.cfg.InlineBatch || (ran > 0 && time.Since(began) > inlineBatchTime) {
+			return true, nil
+		}
+		st.now = e.clock.Now()
+		if err := e.runInline(ctx, tx, st, e.stepOf(st, next)); err != nil {
+			return false, err
+		}
+		st.settle()
+	}
+	return false, nil
 }
 
 // advance is the run job's holder: it runs the run's ready nodes until
@@ -348,41 +489,19 @@ func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 		_, err := e.transition(ctx, j.Ref, h, func(tx *db.Tx, st *runState) error {
 			spawn, finished, progressed = nil, false, false
 			spawned := map[string]bool{}
-			began := time.Now()
-			// Inline nodes run one after another in this transaction (each
-			// one's successors settle before the next is picked), up to a
-			// batch; I/O nodes that become ready are marked running and
-			// start after the commit.
-			for ran := 0; st.run.Status == RunRunning; ran++ {
-				var next *nodeRun
-				for _, nr := range st.ready() {
-					switch {
-					case inflight[nr.ID] || spawned[nr.ID]:
-					case inline(nr.Kind):
-						if next == nil {
-							next = nr
-						}
-					default:
-						nr.Attempt++
-						nr.StartedAt = &st.now
-						st.set(nr, NodeRunning)
-						spawn = append(spawn, e.stepOf(st, nr))
-						spawned[nr.ID] = true
-					}
-				}
-				if next == nil {
-					break
-				}
-				if ran == e.cfg.InlineBatch || (ran > 0 && time.Since(began) > inlineBatchTime) {
-					progressed = true // the rest in the next transaction
-					return nil
-				}
-				st.now = e.clock.Now()
-				if err := e.runInline(ctx, tx, st, e.stepOf(st, next)); err != nil {
-					return err
-				}
-				st.settle()
-				progressed = true
+			more, err := e.runReady(ctx, tx, st, func(nr *nodeRun) bool { return inflight[nr.ID] || spawned[nr.ID] }, func(nr *nodeRun) {
+				nr.Attempt++
+				nr.StartedAt = &st.now
+				st.set(nr, NodeRunning)
+				spawn = append(spawn, e.stepOf(st, nr))
+				spawned[nr.ID] = true
+			})
+			if err != nil {
+				return err
+			}
+			progressed = more || len(st.changed()) > 0
+			if more {
+				return nil // the rest in the next transaction
 			}
 			if st.run.Status == RunRunning && (len(spawn) > 0 || len(inflight) > 0) {
 				return nil
@@ -547,6 +666,8 @@ func (e *Engine) Run(ctx context.Context) {
 	defer sub.Close()
 	poll := time.NewTicker(e.cfg.Poll)
 	defer poll.Stop()
+	sweep := time.NewTicker(sweepEvery)
+	defer sweep.Stop()
 	for ctx.Err() == nil {
 		free := e.cfg.Slots - len(slots)
 		if free > 0 {
@@ -564,10 +685,17 @@ func (e *Engine) Run(ctx context.Context) {
 		select {
 		case <-sub.C:
 		case <-poll.C:
+		case <-sweep.C:
+			if err := e.sweep(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error("admitting waiting workflow runs failed", "err", err)
+			}
 		case <-ctx.Done():
 		}
 	}
 }
+
+// sweepEvery is how often the engine admits runs that still wait.
+const sweepEvery = 5 * time.Second
 
 // work runs one job while keeping its lease; a cancel of the job (the run
 // was cancelled) or a lost lease stops it.

@@ -384,18 +384,22 @@ func (s *Service) StartRun(ctx context.Context, ws *actor.Workspace, u *actor.Us
 	}
 	var runID string
 	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
-		runID, err = s.StartRunTx(ctx, tx, ws.ID, createdBy, id, input, trigger)
+		started, err := s.StartRunTx(ctx, tx, ws.ID, createdBy, id, input, trigger)
+		if err == nil {
+			runID = started.ID
+		}
 		return err
 	})
 	return runID, err
 }
 
 // StartRunTx starts a run in tx (a trigger's, with what fired it): it is
-// queued, and admitted at once when the caps let it through. createdBy is
-// who may decide its human gates.
-func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, id string, input, trigger json.RawMessage) (string, error) {
+// queued, and admitted at once when the caps let it through, and then its
+// ready inline nodes run in tx too. createdBy is who may decide its human
+// gates.
+func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, id string, input, trigger json.RawMessage) (*Started, error) {
 	if !ids.Valid(id) {
-		return "", apperr.NotFound("workflow")
+		return nil, apperr.NotFound("workflow")
 	}
 	if len(input) == 0 {
 		input = json.RawMessage("null")
@@ -404,37 +408,50 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 		trigger = json.RawMessage("null")
 	}
 	if len(input) > maxInputBytes || len(trigger) > 2*maxInputBytes {
-		return "", apperr.BadRequest("input is larger than %d bytes", maxInputBytes)
+		return nil, apperr.BadRequest("input is larger than %d bytes", maxInputBytes)
 	}
 	if !json.Valid(input) || !json.Valid(trigger) {
-		return "", apperr.BadRequest("input must be JSON")
+		return nil, apperr.BadRequest("input must be JSON")
 	}
 	w, err := getWorkflow(ctx, tx, workspaceID, id)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	graph, err := json.Marshal(w.graph())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	logID := ids.New()
 	if err := s.runs.CreateLog(ctx, tx, workspaceID, logID); err != nil {
-		return "", err
+		return nil, err
 	}
-	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.ProjectID})
+	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.ProjectID, NewLog: true})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	now := s.clock.Now()
 	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, Graph: graph,
 		Input: input, Trigger: trigger, CreatedAt: now, CreatedBy: createdBy}
 	if err := insertRunRow(ctx, tx, row, now); err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": w.ID}, now)); err != nil {
-		return "", err
+	// Admitted at once, it runs its first inline nodes in this transaction
+	// (which records its queued event with the rest): a run of inline nodes
+	// only ends here, with nothing queued for it.
+	started := &Started{ID: r.ID, Status: RunQueued}
+	if err := s.engine.startNow(ctx, tx, workspaceID, w.ProjectID, w.ID, started); err != nil {
+		return nil, err
 	}
-	return r.ID, s.engine.admit(ctx, tx, workspaceID, w.ProjectID)
+	if started.Status == RunQueued {
+		if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, queuedEvent(w.ID, now)); err != nil {
+			return nil, err
+		}
+	}
+	return started, nil
+}
+
+func queuedEvent(workflowID string, at time.Time) runs.NewEvent {
+	return runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": workflowID}, at)
 }
 
 // WaitRun waits until a run of the workspace has ended or d has passed,

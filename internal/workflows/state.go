@@ -26,6 +26,7 @@ type runState struct {
 	events   []runs.NewEvent
 	ended    bool       // the run reached a terminal status in this transition
 	stopped  []*nodeRun // node runs cancelled in this transition (their tasks and timers go too)
+	fresh    bool       // the run starts in this transition: it has no job yet
 	timers   []timer    // timeouts to schedule
 	runDirty bool
 }

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -31,7 +32,17 @@ type DB struct {
 
 	// readStmts caches prepared statements on R by query text.
 	readStmts sync.Map
+	// writeStmts caches prepared statements on W by query text (SQLite:
+	// transactions use them, see Tx.stmt), up to maxWriteStmts of them.
+	writeStmts sync.Map
+	writeCount atomic.Int64
+
+	batch batcher
 }
+
+// maxWriteStmts bounds the statements kept prepared for transactions; a
+// query text beyond it runs unprepared.
+const maxWriteStmts = 1024
 
 // Engine reports which engine this database runs on.
 func (d *DB) Engine() Engine { return d.Target.Engine }
@@ -186,10 +197,12 @@ func (d *DB) Ping(ctx context.Context) error {
 
 // Close closes both pools.
 func (d *DB) Close() error {
-	d.readStmts.Range(func(_, st any) bool {
-		st.(*sql.Stmt).Close()
-		return true
-	})
+	for _, m := range []*sync.Map{&d.readStmts, &d.writeStmts} {
+		m.Range(func(_, st any) bool {
+			st.(*sql.Stmt).Close()
+			return true
+		})
+	}
 	if d.R != d.W {
 		return errors.Join(d.R.Close(), d.W.Close())
 	}
@@ -209,7 +222,74 @@ type Queryer interface {
 // rollback.
 type Tx struct {
 	*sql.Tx
+	db    *DB
 	after []func()
+}
+
+// stmt returns the transaction's use of a statement prepared once on the
+// writer pool for query, or nil to run it unprepared. Only on SQLite, which
+// otherwise parses and plans every statement on every call (more than most
+// statements cost to run); pgx caches prepared statements per connection
+// by itself.
+func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	if tx.db == nil || tx.db.Target.Engine != SQLite {
+		return nil
+	}
+	st, ok := tx.db.writeStmts.Load(query)
+	if !ok {
+		// Prepared after the commit: the writer pool's one connection is
+		// this transaction's until then. This run goes unprepared.
+		if tx.db.writeCount.Load() < maxWriteStmts {
+			d := tx.db
+			tx.AfterCommit(func() { d.prepareWrite(query) })
+		}
+		return nil
+	}
+	// Bound to the transaction (closed with it); it reuses the statement
+	// already prepared on the transaction's connection.
+	return tx.Tx.StmtContext(ctx, st.(*sql.Stmt))
+}
+
+// prepareWrite prepares a transaction's statement on the writer pool.
+func (d *DB) prepareWrite(query string) {
+	if _, ok := d.writeStmts.Load(query); ok || d.writeCount.Load() >= maxWriteStmts {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := d.W.PrepareContext(ctx, query)
+	if err != nil {
+		return // it keeps running unprepared, and reports its own errors
+	}
+	if _, loaded := d.writeStmts.LoadOrStore(query, st); loaded {
+		st.Close()
+		return
+	}
+	d.writeCount.Add(1)
+}
+
+// ExecContext runs a statement in the transaction.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.ExecContext(ctx, args...)
+	}
+	return tx.Tx.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query in the transaction.
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return tx.Tx.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs a one-row query in the transaction.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := tx.stmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return tx.Tx.QueryRowContext(ctx, query, args...)
 }
 
 // AfterCommit runs fn after the transaction commits.
@@ -224,7 +304,7 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
 	}
-	tx := &Tx{Tx: stx}
+	tx := &Tx{Tx: stx, db: d}
 	defer func() {
 		if p := recover(); p != nil {
 			_ = stx.Rollback() // the panic is what matters
