@@ -93,7 +93,10 @@ func TestBatch(t *testing.T) {
 		// A cancelled caller's transaction does not run.
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
-		if err := d.Batch(cctx, func(tx *db.Tx) error { _, err := tx.ExecContext(cctx, "INSERT INTO batch_rows (n) VALUES (1000)"); return err }); !errors.Is(err, context.Canceled) {
+		if err := d.Batch(cctx, func(tx *db.Tx) error {
+			_, err := tx.ExecContext(cctx, "INSERT INTO batch_rows (n) VALUES (1000)")
+			return err
+		}); !errors.Is(err, context.Canceled) {
 			t.Fatalf("a cancelled batch item: %v", err)
 		}
 	})
