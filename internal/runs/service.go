@@ -39,6 +39,28 @@ func (s *Service) CreateLog(ctx context.Context, tx *db.Tx, workspaceID, id stri
 	return insertLog(ctx, tx, workspaceID, id, s.clock.Now())
 }
 
+// EnsureLog creates an event log unless it exists (a log named after
+// what it belongs to, such as a script's), in tx.
+func (s *Service) EnsureLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
+	if _, err := tx.ExecContext(ctx, "INSERT INTO event_logs (id, workspace_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+		id, workspaceID, s.clock.Now()); err != nil {
+		return fmt.Errorf("runs: ensure log: %w", err)
+	}
+	return nil
+}
+
+// RecordResult keeps a run's result (an agent's result line, a script's
+// output), in tx.
+func (s *Service) RecordResult(ctx context.Context, tx *db.Tx, workspaceID, runID string, result json.RawMessage) error {
+	return recordResult(ctx, tx, workspaceID, runID, s.redact.JSON(result))
+}
+
+// OnLog lists the top-level runs of a kind on a log, newest first.
+func (s *Service) OnLog(ctx context.Context, workspaceID, logID, kind string, limit int) ([]Run, error) {
+	return queryRuns(ctx, s.db.R, "SELECT "+runColumns+` FROM runs WHERE workspace_id = $1 AND log_id = $2 AND kind = $3 AND parent_run_id IS NULL
+		ORDER BY created_at DESC, id DESC LIMIT $4`, workspaceID, logID, kind, limit)
+}
+
 // DeleteLog removes a log with its runs and events, in tx.
 func (s *Service) DeleteLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
 	return deleteLog(ctx, tx, workspaceID, id)
@@ -151,6 +173,9 @@ type NewRun struct {
 	// NewLog says the log was created in this transaction: the run is its
 	// first (no count needed for its attempt).
 	NewLog bool
+	// ID is the run's id when the caller chose it (it told someone first);
+	// otherwise a new one.
+	ID string
 }
 
 func optional(s string) *string {
@@ -171,7 +196,11 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, n NewRun) (*Run, error) 
 		}
 		attempt = done + 1
 	}
-	r := &Run{ID: ids.New(), Kind: n.Kind, Status: Running, WorkspaceID: n.WorkspaceID, ProjectID: optional(n.ProjectID), TaskID: optional(n.TaskID),
+	id := n.ID
+	if id == "" {
+		id = ids.New()
+	}
+	r := &Run{ID: id, Kind: n.Kind, Status: Running, WorkspaceID: n.WorkspaceID, ProjectID: optional(n.ProjectID), TaskID: optional(n.TaskID),
 		ParentRunID: optional(n.ParentRunID), Attempt: attempt, Backend: n.Backend, CreatedAt: s.clock.Now(), LogID: n.LogID, JobID: n.JobID}
 	if err := insertRun(ctx, tx, r); err != nil {
 		return nil, err

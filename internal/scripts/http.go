@@ -27,6 +27,11 @@ type revisionInput struct {
 	Version int64  `path:"version" minimum:"1" maximum:"9007199254740991" doc:"ScriptRevision number"`
 }
 
+type runInput struct {
+	ID   string `path:"id" doc:"Script id"`
+	Body *ScriptRunInput
+}
+
 // maxBody lets a script of the largest size through even when JSON escapes
 // most of its characters (a control character takes six bytes escaped).
 const maxBody = 2 << 20
@@ -80,6 +85,20 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			out := httpx.Deleted()
 			out.Body.Deleted = ok
 			return out, nil
+		})
+	run := ops.Op("post_api_scripts_id_run", http.MethodPost, "/api/scripts/{id}/run",
+		"Run the script's current revision on its own, through a worker (202: the run starts when a worker takes it)")
+	run.DefaultStatus = http.StatusAccepted
+	huma.Register(api, run, func(ctx context.Context, in *runInput) (*httpx.Out[*ScriptRunStarted], error) {
+		var body ScriptRunInput
+		if in.Body != nil {
+			body = *in.Body
+		}
+		return httpx.Reply(s.Run(ctx, ws(ctx), in.ID, body))
+	})
+	huma.Register(api, ops.Op("get_api_scripts_id_runs", http.MethodGet, "/api/scripts/{id}/runs", "A script's recent runs, newest first"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]ScriptRun], error) {
+			return httpx.Reply(s.Runs(ctx, ws(ctx), in.ID))
 		})
 	huma.Register(api, ops.Op("get_api_scripts_id_revisions", http.MethodGet, "/api/scripts/{id}/revisions", "A script's revisions, newest first, without sources"),
 		func(ctx context.Context, in *idInput) (*httpx.Out[[]ScriptRevisionSummary], error) {

@@ -14,18 +14,23 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
+	"slipway/internal/runs"
 )
 
-// Service implements scripts and their revisions.
+// Service implements scripts and their revisions, and runs them.
 type Service struct {
 	db    *db.DB
 	clock clock.Clock
+	runs  *runs.Service
+	queue *jobs.Queue
+	image string // the image scripts run in (the agent image)
 }
 
 // NewService builds the scripts service.
-func NewService(d *db.DB, clk clock.Clock) *Service {
-	return &Service{db: d, clock: clk}
+func NewService(d *db.DB, clk clock.Clock, r *runs.Service, q *jobs.Queue, image string) *Service {
+	return &Service{db: d, clock: clk, runs: r, queue: q, image: image}
 }
 
 var slugPattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,62}$`)
@@ -320,8 +325,10 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 			}
 			return apperr.BadRequest("the script is run by code nodes of %d workflow(s): %s; change or delete them first", len(deps), listed)
 		}
-		deleted, err = deleteScript(ctx, tx, ws.ID, id)
-		return err
+		if deleted, err = deleteScript(ctx, tx, ws.ID, id); err != nil {
+			return err
+		}
+		return s.runs.DeleteLog(ctx, tx, ws.ID, id) // its runs and their events
 	})
 	return deleted, err
 }

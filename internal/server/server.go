@@ -115,9 +115,13 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
 	}, log)
 
+	scriptSvc := scripts.NewService(d, clk, c.Runs, c.Queue, cfg.AgentImage)
+	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner())
+	c.Engine.SetScripts(scriptSvc)
+
 	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
 	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
-		Scripts: scripts.NewService(d, clk), Triggers: triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)}
+		Scripts: scriptSvc, Triggers: triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)}
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)

@@ -30,6 +30,16 @@ type codePayload struct {
 	RunID string `json:"run_id"`
 }
 
+// Scripts finds the saved scripts code nodes name (config.script_id).
+type Scripts interface {
+	// Current is a script's current language and source (ErrNotFound when
+	// there is no such script in the workspace).
+	Current(ctx context.Context, q db.Queryer, workspaceID, id string) (language, source string, err error)
+}
+
+// SetScripts wires saved scripts for code nodes.
+func (e *Engine) SetScripts(s Scripts) { e.scripts = s }
+
 // startCode parks a code node on a job of its own, in the node's
 // transition: the node waits on a job that exists, or on none.
 func (e *Engine) startCode(ctx context.Context, tx *db.Tx, st *runState, s step, o *outcome) error {
@@ -39,8 +49,16 @@ func (e *Engine) startCode(ctx context.Context, tx *db.Tx, st *runState, s step,
 		return nil
 	}
 	if c.Source == "" {
-		*o = failed("saved scripts (script_id) are not available yet: give the node its source")
-		return nil
+		if e.scripts == nil {
+			*o = failed("saved scripts (script_id) are not available here: give the node its source")
+			return nil
+		}
+		if _, _, err := e.scripts.Current(ctx, tx, st.run.WorkspaceID, c.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+			*o = failed("script %s does not exist (any more)", c.ScriptID)
+			return nil
+		} else if err != nil {
+			return err
+		}
 	}
 	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: CodeJob, WorkspaceID: st.run.WorkspaceID, Ref: s.nr.ID, MaxAttempts: codeMaxAttempts,
 		Payload: codePayload{RunID: st.run.ID}})
@@ -128,7 +146,13 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	if err != nil {
 		return nil, err
 	}
-	lang := c.Language
+	lang, source := c.Language, c.Source
+	if source == "" {
+		// A saved script runs its revision current when a worker takes it.
+		if lang, source, err = h.e.scripts.Current(ctx, tx, j.WorkspaceID, c.ScriptID); err != nil {
+			return nil, err // a script deleted meanwhile: its delete is refused while a node names it
+		}
+	}
 	if lang == "" {
 		lang = "sh"
 	}
@@ -155,7 +179,7 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	return &worker.Assignment{
 		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  worker.WorkScript,
-		Script: &worker.ScriptWork{Language: lang, Source: c.Source, Input: input, Image: image, Timeout: timeout,
+		Script: &worker.ScriptWork{Language: lang, Source: source, Input: input, Image: image, Timeout: timeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
 	}, nil
 }

@@ -155,10 +155,10 @@ func TestEngineCodeNode(t *testing.T) {
 		}
 		jsonEq(t, v.Output, `{"exit_code": 0, "result": {"sum": 5}, "script_run_id": `+string(mustJSON(t, v.Nodes[0].Output, "script_run_id"))+`}`)
 
-		// Saved scripts come later: a clear failure, never a fake success.
+		// Without saved scripts wired in: a clear failure, never a fake success.
 		w = g.workflow(t, []n{node("saved", "code", map[string]any{"script_id": "01930000-0000-7000-8000-000000000001"})}, nil)
 		v = g.finished(t, g.run(t, w, `{}`))
-		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, "not available yet") {
+		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, "not available here") {
 			t.Fatalf("script_id: run %s %q", v.Status, v.Error)
 		}
 		_ = ctx

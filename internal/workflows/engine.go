@@ -68,15 +68,16 @@ const inlineBatchTime = 20 * time.Millisecond
 
 // Engine runs workflow runs.
 type Engine struct {
-	db     *db.DB
-	runs   *runs.Service
-	queue  *jobs.Queue
-	bus    *pubsub.Bus
-	clock  clock.Clock
-	log    *slog.Logger
-	cfg    EngineConfig
-	agents Agents
-	exprs  exprCache
+	db      *db.DB
+	runs    *runs.Service
+	queue   *jobs.Queue
+	bus     *pubsub.Bus
+	clock   clock.Clock
+	log     *slog.Logger
+	cfg     EngineConfig
+	agents  Agents
+	scripts Scripts
+	exprs   exprCache
 
 	graphs sync.Map // run id -> *Graph (a run's graph never changes)
 }
