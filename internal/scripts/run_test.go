@@ -12,7 +12,6 @@ import (
 	"slipway/internal/platform/db/dbtest"
 )
 
-
 type scriptRun struct {
 	ID       string `json:"id"`
 	Status   string `json:"status"`
