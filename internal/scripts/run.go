@@ -134,10 +134,20 @@ func (s *Service) Current(ctx context.Context, q db.Queryer, workspaceID, id str
 	return sc.Language, sc.Source, nil
 }
 
-// Runner returns the dispatch handler of standalone script runs.
-func (s *Service) Runner() dispatch.Handler { return runner{s} }
+// Library reads a workspace's code library, mounted read-only into every
+// script run ($SLIPWAY_LIB).
+type Library interface {
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error)
+}
 
-type runner struct{ s *Service }
+// Runner returns the dispatch handler of standalone script runs; lib (nil:
+// none) gives them the workspace's code library.
+func (s *Service) Runner(lib Library) dispatch.Handler { return runner{s: s, lib: lib} }
+
+type runner struct {
+	s   *Service
+	lib Library
+}
 
 // Start implements dispatch.Handler: the run (with the id its request was
 // answered with; a retry gets a new one) and the script's work, with the
@@ -168,10 +178,16 @@ func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.Wo
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]any{"input": p.Input, "script": map[string]any{"id": p.ScriptID, "version": p.Version}})
+	var lib []worker.File
+	if h.lib != nil {
+		if lib, err = h.lib.Library(ctx, tx, j.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
 	return &worker.Assignment{
 		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  worker.WorkScript,
-		Script: &worker.ScriptWork{Language: rev.Language, Source: rev.Source, Input: input, Image: h.s.image, Timeout: runTimeout,
+		Script: &worker.ScriptWork{Language: rev.Language, Source: rev.Source, Library: lib, Input: input, Image: h.s.image, Timeout: runTimeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": run.ID, "SLIPWAY_IDEMPOTENCY_KEY": j.Ref}},
 	}, nil
 }

@@ -314,6 +314,13 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 		if err != nil || !ok {
 			return err
 		}
+		types, err := dependentNodeTypes(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if len(types) > 0 {
+			return apperr.BadRequest("the script is run by node types %s; it stays while they do", strings.Join(types, ", "))
+		}
 		deps, err := dependentWorkflows(ctx, tx, s.db.Dialect, ws.ID, id)
 		if err != nil {
 			return err

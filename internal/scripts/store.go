@@ -281,3 +281,22 @@ func graphUses(graph []byte, scriptID string) (bool, error) {
 	}
 	return false, nil
 }
+
+// dependentNodeTypes lists the slugs of the workspace's node types that
+// run the script (table of the workflows package, read only).
+func dependentNodeTypes(ctx context.Context, q db.Queryer, workspaceID, scriptID string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT slug FROM workflow_node_types WHERE workspace_id = $1 AND script_id = $2 ORDER BY slug", workspaceID, scriptID)
+	if err != nil {
+		return nil, fmt.Errorf("scripts: dependent node types: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var slug string
+		if err := rows.Scan(&slug); err != nil {
+			return nil, fmt.Errorf("scripts: dependent node types: %w", err)
+		}
+		out = append(out, slug)
+	}
+	return out, rows.Err()
+}

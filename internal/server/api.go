@@ -11,11 +11,13 @@ import (
 	"slipway/internal/admin"
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
+	"slipway/internal/codefiles"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/projects"
 	"slipway/internal/runs"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
+	"slipway/internal/templates"
 	"slipway/internal/tenancy"
 	"slipway/internal/triggers"
 	"slipway/internal/workflows"
@@ -47,6 +49,8 @@ type Services struct {
 	Tasks     *tasks.Service
 	Scripts   *scripts.Service
 	Triggers  *triggers.Service
+	CodeFiles *codefiles.Service
+	Templates *templates.Service
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -100,9 +104,13 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
+	// Before workflows: the earlier registration wins the paths the layered
+	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).
+	templates.Register(pub, svc.Templates, svc.Tenancy.WorkspaceScoped(pub))
 	workflows.Register(pub, svc.Workflows, svc.Tenancy.WorkspaceScoped(pub))
 	triggers.Register(pub, svc.Triggers, svc.Tenancy.WorkspaceScoped(pub))
 	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))
+	codefiles.Register(pub, svc.CodeFiles, svc.Tenancy.WorkspaceScoped(pub))
 	return APIs{Public: pub, Management: mgmt}
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"slipway/internal/auth"
+	"slipway/internal/codefiles"
 	"slipway/internal/config"
 	"slipway/internal/core"
 	"slipway/internal/dispatch"
@@ -33,6 +34,7 @@ import (
 	"slipway/internal/repo"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
+	"slipway/internal/templates"
 	"slipway/internal/tenancy"
 	"slipway/internal/triggers"
 	"slipway/internal/worker"
@@ -115,13 +117,17 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
 	}, log)
 
+	codeFiles := codefiles.NewService(d, clk, c.Workflows)
 	scriptSvc := scripts.NewService(d, clk, c.Runs, c.Queue, cfg.AgentImage)
-	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner())
+	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner(codeFiles))
 	c.Engine.SetScripts(scriptSvc)
+	c.Engine.SetCodeFiles(codeFiles)
 
 	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
+	trig := triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)
 	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
-		Scripts: scriptSvc, Triggers: triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)}
+		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(d, c.Workflows, trig)}
+	s.Services.CodeFiles = codeFiles
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)

@@ -146,7 +146,21 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tri
 // Create adds a trigger to a workflow. A webhook's answer carries its
 // token and receiver URL, shown this once.
 func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, workflowID string, in CreateInput) (*Trigger, error) {
-	if _, err := s.workflows.Get(ctx, ws, workflowID); err != nil {
+	var t *Trigger
+	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		t, err = s.CreateTx(ctx, tx, ws, u, workflowID, in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// CreateTx is Create in tx, for callers that create the workflow in the
+// same transaction (a template's workflow with its triggers).
+func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, workflowID string, in CreateInput) (*Trigger, error) {
+	if _, err := s.workflows.GetTx(ctx, tx, ws, workflowID); err != nil {
 		return nil, err
 	}
 	sched, err := checkConfig(in.Kind, &in.Config)
@@ -176,7 +190,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 		next := sched.first(now)
 		t.NextFireAt = &next
 	}
-	if err := insert(ctx, s.db.W, t); err != nil {
+	if err := insert(ctx, tx, t); err != nil {
 		return nil, err
 	}
 	return t, nil

@@ -113,12 +113,14 @@ type AgentWork struct {
 	Secrets []string
 }
 
-// ScriptWork is a script run: no repository, its source and files mounted
-// read-only, its input as a JSON file, its output the last line it prints.
+// ScriptWork is a script run: no repository, its source, files and
+// library mounted read-only, its input as a JSON file, its output the last
+// line it prints.
 type ScriptWork struct {
 	Language string // sh, bash, python or javascript (node)
 	Source   string
 	Files    []File // mounted read-only under FilesPath
+	Library  []File // the workspace's code library, mounted read-only under LibPath
 	Input    json.RawMessage
 	Env      map[string]string
 	Image    string // "" lets a backend without images run it (process)

@@ -15,11 +15,12 @@ import (
 )
 
 // In-container paths of a script run. ScriptPath holds the source and the
-// input, FilesPath the script's files (both read-only); WorkPath is its
-// writable working directory.
+// input, FilesPath the script's files, LibPath the workspace's code library
+// (all read-only); WorkPath is its writable working directory.
 const (
 	ScriptPath = "/slipway"
 	FilesPath  = "/slipway-files"
+	LibPath    = "/slipway-lib"
 	WorkPath   = "/work"
 )
 
@@ -27,6 +28,7 @@ const (
 const (
 	EnvInput = "SLIPWAY_INPUT" // path of the input JSON file
 	EnvFiles = "SLIPWAY_FILES" // path of the files directory
+	EnvLib   = "SLIPWAY_LIB"   // path of the code library directory
 )
 
 // DefaultScriptTimeout bounds a script whose work names no timeout.
@@ -67,8 +69,8 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 		return failed(red, "no image to run the script in: set the node's image or SERVICE_AGENT_IMAGE")
 	}
 	root := e.scratch()
-	src, files, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "work")
-	if err := writeScratch(src, files, work, "main"+lang.ext, a); err != nil {
+	src, files, lib, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "lib"), filepath.Join(root, "work")
+	if err := writeScratch(src, files, lib, work, "main"+lang.ext, a); err != nil {
 		os.RemoveAll(root)
 		return failed(red, "preparing the script's files: %v", err)
 	}
@@ -78,7 +80,8 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 		labels[k] = v
 	}
 	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, WorkDir: WorkPath, Limits: w.cfg.Limits, Labels: labels,
-		Mounts: []executor.Mount{{Source: src, Target: ScriptPath, ReadOnly: true}, {Source: files, Target: FilesPath, ReadOnly: true}, {Source: work, Target: WorkPath}}}
+		Mounts: []executor.Mount{{Source: src, Target: ScriptPath, ReadOnly: true}, {Source: files, Target: FilesPath, ReadOnly: true},
+			{Source: lib, Target: LibPath, ReadOnly: true}, {Source: work, Target: WorkPath}}}
 	at := func(p string) string { return p }
 	if pm, ok := w.backend.(executor.PathMapper); ok {
 		at = func(p string) string { return pm.AgentPath(spec, p) }
@@ -88,7 +91,7 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	for k, v := range a.Env {
 		spec.Env[k] = v
 	}
-	spec.Env[EnvInput], spec.Env[EnvFiles] = at(path.Join(ScriptPath, "input.json")), at(FilesPath)
+	spec.Env[EnvInput], spec.Env[EnvFiles], spec.Env[EnvLib] = at(path.Join(ScriptPath, "input.json")), at(FilesPath), at(LibPath)
 
 	timeout := a.Timeout
 	if timeout <= 0 {
@@ -137,10 +140,10 @@ func scriptOutput(red *redact.Redactor, last []byte) json.RawMessage {
 }
 
 // writeScratch lays out a script run's directories: the source and input,
-// the files (paths are relative and clean: the hub checked them; they are
-// checked again here), and an empty working directory.
-func writeScratch(src, files, work, name string, a *ScriptWork) error {
-	for _, d := range []string{src, files, work} {
+// the files and the library (paths are relative and clean: the hub checked
+// them; they are checked again here), and an empty working directory.
+func writeScratch(src, files, lib, work, name string, a *ScriptWork) error {
+	for _, d := range []string{src, files, lib, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
@@ -155,11 +158,19 @@ func writeScratch(src, files, work, name string, a *ScriptWork) error {
 	if err := os.WriteFile(filepath.Join(src, "input.json"), input, 0o644); err != nil {
 		return err
 	}
-	for _, f := range a.Files {
+	if err := writeFiles(files, "files", a.Files); err != nil {
+		return err
+	}
+	return writeFiles(lib, "library", a.Library)
+}
+
+// writeFiles writes files under dir, refusing a path that would leave it.
+func writeFiles(dir, what string, fs []File) error {
+	for _, f := range fs {
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
-			return fmt.Errorf("file path %q leaves the files directory", f.Path)
+			return fmt.Errorf("file path %q leaves the %s directory", f.Path, what)
 		}
-		p := filepath.Join(files, filepath.FromSlash(f.Path))
+		p := filepath.Join(dir, filepath.FromSlash(f.Path))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return err
 		}

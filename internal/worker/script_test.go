@@ -12,12 +12,14 @@ import (
 // that leaves the files directory is refused.
 func TestWriteScratch(t *testing.T) {
 	root := t.TempDir()
-	src, files, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "work")
-	a := &ScriptWork{Source: "echo hi", Input: []byte(`{"a":1}`), Files: []File{{Path: "lib/util.sh", Content: []byte("x=1")}, {Path: "data.json", Content: []byte("{}")}}}
-	if err := writeScratch(src, files, work, "main.sh", a); err != nil {
+	src, files, lib, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "lib"), filepath.Join(root, "work")
+	a := &ScriptWork{Source: "echo hi", Input: []byte(`{"a":1}`), Files: []File{{Path: "lib/util.sh", Content: []byte("x=1")}, {Path: "data.json", Content: []byte("{}")}},
+		Library: []File{{Path: "util.sh", Content: []byte("greet() { echo hi; }")}, {Path: "py/helpers/fmt.py", Content: []byte("def f(): pass")}}}
+	if err := writeScratch(src, files, lib, work, "main.sh", a); err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string]string{"script/main.sh": "echo hi", "script/input.json": `{"a":1}`, "files/lib/util.sh": "x=1", "files/data.json": "{}"} {
+	for path, want := range map[string]string{"script/main.sh": "echo hi", "script/input.json": `{"a":1}`, "files/lib/util.sh": "x=1", "files/data.json": "{}",
+		"lib/util.sh": "greet() { echo hi; }", "lib/py/helpers/fmt.py": "def f(): pass"} {
 		got, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil || string(got) != want {
 			t.Fatalf("%s = %q, %v", path, got, err)
@@ -27,19 +29,31 @@ func TestWriteScratch(t *testing.T) {
 		t.Fatalf("work dir: %v %v", entries, err)
 	}
 	for _, bad := range []string{"../escape", "/etc/passwd", "a/../../b"} {
-		err := writeScratch(src, files, work, "main.sh", &ScriptWork{Files: []File{{Path: bad}}})
+		err := writeScratch(src, files, lib, work, "main.sh", &ScriptWork{Files: []File{{Path: bad}}})
 		if err == nil || !strings.Contains(err.Error(), "leaves the files directory") {
 			t.Fatalf("path %q: %v", bad, err)
+		}
+		err = writeScratch(src, files, lib, work, "main.sh", &ScriptWork{Library: []File{{Path: bad}}})
+		if err == nil || !strings.Contains(err.Error(), "leaves the library directory") {
+			t.Fatalf("library path %q: %v", bad, err)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(root, "escape")); !os.IsNotExist(err) {
 		t.Fatalf("a file was written outside: %v", err)
 	}
-	// No input is JSON null, not an empty file.
-	if err := writeScratch(src, files, work, "main.sh", &ScriptWork{}); err != nil {
+	// No input is JSON null, not an empty file; no library is an empty
+	// directory (still mounted, so $SLIPWAY_LIB always exists).
+	empty := t.TempDir()
+	src, files, lib, work = filepath.Join(empty, "script"), filepath.Join(empty, "files"), filepath.Join(empty, "lib"), filepath.Join(empty, "work")
+	if err := writeScratch(src, files, lib, work, "main.sh", &ScriptWork{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(src, "input.json")); string(got) != "null" {
 		t.Fatalf("empty input = %q", got)
+	}
+	for _, d := range []string{files, lib} {
+		if entries, err := os.ReadDir(d); err != nil || len(entries) != 0 {
+			t.Fatalf("%s: %v %v", d, entries, err)
+		}
 	}
 }

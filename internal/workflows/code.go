@@ -37,8 +37,50 @@ type Scripts interface {
 	Current(ctx context.Context, q db.Queryer, workspaceID, id string) (language, source string, err error)
 }
 
+// scriptOf is what a code node runs: its own source, a saved script, or a
+// node type's script (a 400-class error when there is no such script or
+// node type in the workspace).
+func (e *Engine) scriptOf(ctx context.Context, q db.Queryer, workspaceID string, c CodeConfig) (language, source string, err error) {
+	if c.Source != "" {
+		return c.Language, c.Source, nil
+	}
+	if e.scripts == nil {
+		return "", "", apperr.BadRequest("saved scripts are not available here: give the node its source")
+	}
+	scriptID := c.ScriptID
+	if c.NodeType != "" {
+		t, err := getNodeType(ctx, q, "workspace_id = $1 AND slug = $2", workspaceID, c.NodeType)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return "", "", apperr.BadRequest("node type %q does not exist", c.NodeType)
+		}
+		if err != nil {
+			return "", "", err
+		}
+		scriptID = *t.ScriptID
+	}
+	language, source, err = e.scripts.Current(ctx, q, workspaceID, scriptID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return "", "", apperr.BadRequest("script %s does not exist (any more)", scriptID)
+	}
+	return language, source, err
+}
+
 // SetScripts wires saved scripts for code nodes.
 func (e *Engine) SetScripts(s Scripts) { e.scripts = s }
+
+// CodeFiles reads the files mounted read-only into code runs: a code
+// node's own files ($SLIPWAY_FILES) and the workspace's code library
+// ($SLIPWAY_LIB).
+type CodeFiles interface {
+	// Files are the files of a code node of a workflow (none is no error).
+	Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.File, error)
+	// Library is the workspace's code library.
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error)
+}
+
+// SetCodeFiles wires code files for code nodes; without it their runs get
+// empty files and library directories.
+func (e *Engine) SetCodeFiles(f CodeFiles) { e.codeFiles = f }
 
 // startCode parks a code node on a job of its own, in the node's
 // transition: the node waits on a job that exists, or on none.
@@ -48,17 +90,13 @@ func (e *Engine) startCode(ctx context.Context, tx *db.Tx, st *runState, s step,
 		*o = failed("config: %v", err)
 		return nil
 	}
-	if c.Source == "" {
-		if e.scripts == nil {
-			*o = failed("saved scripts (script_id) are not available here: give the node its source")
+	if _, _, err := e.scriptOf(ctx, tx, st.run.WorkspaceID, c); err != nil {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code != apperr.CodeInternal && ae.Code != apperr.CodeDatabase {
+			*o = failed("%s", ae.Message)
 			return nil
 		}
-		if _, _, err := e.scripts.Current(ctx, tx, st.run.WorkspaceID, c.ScriptID); errors.Is(err, apperr.ErrNotFound) {
-			*o = failed("script %s does not exist (any more)", c.ScriptID)
-			return nil
-		} else if err != nil {
-			return err
-		}
+		return err
 	}
 	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: CodeJob, WorkspaceID: st.run.WorkspaceID, Ref: s.nr.ID, MaxAttempts: codeMaxAttempts,
 		Payload: codePayload{RunID: st.run.ID}})
@@ -137,7 +175,11 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	if err != nil {
 		return nil, err // validated when saved
 	}
-	input, err := json.Marshal(st.env(nr.Frame))
+	env := st.env(nr.Frame)
+	if c.NodeType != "" {
+		env["params"] = c.Params
+	}
+	input, err := json.Marshal(env)
 	if err != nil {
 		return nil, fmt.Errorf("workflows: input of code node %s: %w", nr.Key, err)
 	}
@@ -146,15 +188,25 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	if err != nil {
 		return nil, err
 	}
-	lang, source := c.Language, c.Source
-	if source == "" {
-		// A saved script runs its revision current when a worker takes it.
-		if lang, source, err = h.e.scripts.Current(ctx, tx, j.WorkspaceID, c.ScriptID); err != nil {
-			return nil, err // a script deleted meanwhile: its delete is refused while a node names it
-		}
+	// A saved script (or a node type's) runs its revision current when a
+	// worker takes the node.
+	lang, source, err := h.e.scriptOf(ctx, tx, j.WorkspaceID, c)
+	if err != nil {
+		return nil, err // a script deleted meanwhile: its delete is refused while a node or node type names it
 	}
 	if lang == "" {
 		lang = "sh"
+	}
+	// The node's files and the library as they are when a worker takes
+	// the node (like a saved script's source).
+	var files, lib []worker.File
+	if h.e.codeFiles != nil {
+		if files, err = h.e.codeFiles.Files(ctx, tx, j.WorkspaceID, st.run.WorkflowID, nr.Key); err != nil {
+			return nil, err
+		}
+		if lib, err = h.e.codeFiles.Library(ctx, tx, j.WorkspaceID); err != nil {
+			return nil, err
+		}
 	}
 	image := c.Image
 	if image == "" {
@@ -179,7 +231,7 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	return &worker.Assignment{
 		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  worker.WorkScript,
-		Script: &worker.ScriptWork{Language: lang, Source: source, Input: input, Image: image, Timeout: timeout,
+		Script: &worker.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
 	}, nil
 }

@@ -79,6 +79,8 @@ type Engine struct {
 	scripts Scripts
 	exprs   exprCache
 
+	codeFiles CodeFiles // files mounted into code runs; nil: none
+
 	graphs sync.Map // run id -> *Graph (a run's graph never changes)
 }
 

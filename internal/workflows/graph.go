@@ -318,6 +318,21 @@ func (g *Graph) checkNode(i int, byKey map[string]int, ids map[string]int) error
 	if err := kind.checkExpressions(n.Config, func(key string) bool { _, ok := byKey[key]; return ok }); err != nil {
 		return bad("%s", err.Error())
 	}
+	if n.Kind == "code" {
+		c, _ := decodeConfig[CodeConfig](n.Config) // the schema check passed
+		given := 0
+		for _, v := range []string{c.Source, c.ScriptID, c.NodeType} {
+			if v != "" {
+				given++
+			}
+		}
+		switch {
+		case given != 1:
+			return bad("config: give one of source, script_id and node_type")
+		case c.Params != nil && c.NodeType == "":
+			return bad("config.params go with a node_type")
+		}
+	}
 	// Output handles come from the kind, or from the config for
 	// llm_classify: they must be usable as an edge's source_handle.
 	handles := kind.HandlesFor(n.Config)

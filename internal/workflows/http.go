@@ -22,6 +22,8 @@ type projectQuery struct {
 
 type createInput struct{ Body Input }
 
+type nodeTypeInput struct{ Body NodeTypeCreate }
+
 type replaceInput struct {
 	ID   string `path:"id"`
 	Body Input
@@ -90,7 +92,16 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 
 	huma.Register(api, ops.Op("get_api_workflow_node_types", http.MethodGet, "/api/workflow-node-types", "The node kinds with their handles and config schemas"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]NodeType], error) {
-			return httpx.Reply(NodeTypes(), nil)
+			return httpx.Reply(s.ListNodeTypes(ctx, ws(ctx)))
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_workflow_node_types", http.MethodPost, "/api/workflow-node-types",
+		"Add a node type: a saved script and the JSON Schema of its params")),
+		func(ctx context.Context, in *nodeTypeInput) (*httpx.Out[*NodeType], error) {
+			return httpx.Reply(s.CreateNodeType(ctx, ws(ctx), user(ctx), in.Body))
+		})
+	huma.Register(api, ops.Op("get_api_workflow_node_types_id", http.MethodGet, "/api/workflow-node-types/{id}", "One of the workspace's node types"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*NodeType], error) {
+			return httpx.Reply(s.GetNodeType(ctx, ws(ctx), in.ID))
 		})
 	huma.Register(api, ops.Op("get_api_workflows", http.MethodGet, "/api/workflows", "Workflows of a project (or the workspace), newest first"),
 		func(ctx context.Context, in *projectQuery) (*httpx.Out[[]Workflow], error) {

@@ -9,6 +9,7 @@ import (
 	"slipway/internal/platform/expression"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -61,11 +62,13 @@ type EndConfig struct {
 
 // CodeConfig runs a script in a container through the worker port.
 type CodeConfig struct {
-	Language       string `json:"language,omitempty" enum:"sh,bash,python,javascript,node" doc:"Default sh; node is another name for javascript"`
-	Source         string `json:"source,omitempty" maxLength:"262144" doc:"The script (or script_id)"`
-	ScriptID       string `json:"script_id,omitempty" format:"uuid" doc:"A saved script instead of source"`
-	Image          string `json:"image,omitempty" maxLength:"500" doc:"Container image; default the instance's agent image"`
-	TimeoutSeconds int64  `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400"`
+	Language       string         `json:"language,omitempty" enum:"sh,bash,python,javascript,node" doc:"Default sh; node is another name for javascript"`
+	Source         string         `json:"source,omitempty" maxLength:"262144" doc:"The script (or script_id)"`
+	ScriptID       string         `json:"script_id,omitempty" format:"uuid" doc:"A saved script instead of source"`
+	NodeType       string         `json:"node_type,omitempty" maxLength:"63" doc:"A node type of the workspace (its script) instead of source"`
+	Params         map[string]any `json:"params,omitempty" doc:"The node type's params, checked against its config schema; the script reads them as params"`
+	Image          string         `json:"image,omitempty" maxLength:"500" doc:"Container image; default the instance's agent image"`
+	TimeoutSeconds int64          `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400"`
 }
 
 // DBConfig queries or changes a database resource.
@@ -360,6 +363,7 @@ const maxConfigBytes = 512 << 10
 
 // NodeType is a node kind as GET /api/workflow-node-types shows it.
 type NodeType struct {
+	ID           *string         `json:"id" nullable:"true" format:"uuid" doc:"A user node type's id; null for built-in kinds"`
 	Slug         string          `json:"slug"`
 	Name         string          `json:"name"`
 	Category     string          `json:"category"`
@@ -367,7 +371,9 @@ type NodeType struct {
 	Builtin      bool            `json:"builtin"`
 	Available    bool            `json:"available" doc:"false: the kind validates but fails at run time (not available yet)"`
 	Handles      []string        `json:"handles" doc:"Output handles; llm_classify's are its categories plus error"`
-	ConfigSchema json.RawMessage `json:"config_schema" doc:"JSON Schema of the node's config"`
+	ConfigSchema json.RawMessage `json:"config_schema" doc:"JSON Schema of the node's config (a user node type's: of its params)"`
+	ScriptID     *string         `json:"script_id" nullable:"true" format:"uuid" doc:"A user node type's script"`
+	CreatedAt    *time.Time      `json:"created_at" nullable:"true"`
 }
 
 // NodeTypes lists the built-in kinds in the spec's order.

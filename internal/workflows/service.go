@@ -67,6 +67,17 @@ func checkCap(max *int64) error {
 
 // Create validates and stores a workflow.
 func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in Input) (*Workflow, error) {
+	return s.create(ctx, nil, ws, in)
+}
+
+// CreateTx validates and stores a workflow in tx, for callers that add to
+// it in the same transaction (a template's triggers).
+func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, in Input) (*Workflow, error) {
+	return s.create(ctx, tx, ws, in)
+}
+
+// create is Create in tx, or in a transaction of its own when tx is nil.
+func (s *Service) create(ctx context.Context, tx *db.Tx, ws *actor.Workspace, in Input) (*Workflow, error) {
 	name, err := cleanName(in.Name)
 	if err != nil {
 		return nil, err
@@ -84,8 +95,11 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in Input) (*W
 	if err := checkExportable(w); err != nil {
 		return nil, err
 	}
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+	err = s.inTx(ctx, tx, func(tx *db.Tx) error {
 		if err := s.checkProject(ctx, tx, ws.ID, in.ProjectID); err != nil {
+			return err
+		}
+		if err := s.checkNodeTypes(ctx, tx, ws.ID, g); err != nil {
 			return err
 		}
 		return insertWorkflow(ctx, tx, w, now)
@@ -102,6 +116,22 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Wor
 		return nil, apperr.NotFound("workflow")
 	}
 	return getWorkflow(ctx, s.db.R, ws.ID, id)
+}
+
+// GetTx reads a workflow of the workspace in tx, which sees what tx wrote.
+func (s *Service) GetTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, id string) (*Workflow, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workflow")
+	}
+	return getWorkflow(ctx, tx, ws.ID, id)
+}
+
+// inTx runs fn in tx, or in a transaction of its own when tx is nil.
+func (s *Service) inTx(ctx context.Context, tx *db.Tx, fn func(tx *db.Tx) error) error {
+	if tx != nil {
+		return fn(tx)
+	}
+	return s.db.Tx(ctx, fn)
 }
 
 // List lists a project's workflows (all the workspace's without one),
@@ -148,6 +178,9 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 		}
 		w.setGraph(g)
 		if err := checkExportable(w); err != nil {
+			return err
+		}
+		if err := s.checkNodeTypes(ctx, tx, ws.ID, g); err != nil {
 			return err
 		}
 		out = w

@@ -1,0 +1,280 @@
+package codefiles
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
+	"slipway/internal/worker"
+	"slipway/internal/workflows"
+)
+
+// Workflows reads the workflow a node's files belong to.
+type Workflows interface {
+	// Get reads a workflow of the workspace (ErrNotFound for an unknown or
+	// foreign id).
+	Get(ctx context.Context, ws *actor.Workspace, id string) (*workflows.Workflow, error)
+}
+
+// Service manages code files and hands them to code runs.
+type Service struct {
+	db        *db.DB
+	clock     clock.Clock
+	workflows Workflows
+}
+
+// NewService returns the code files service.
+func NewService(d *db.DB, clk clock.Clock, wf Workflows) *Service {
+	return &Service{db: d, clock: clk, workflows: wf}
+}
+
+// Set names a set of files in a request: the workspace's code library
+// (the zero Set) or a code node of a workflow.
+type Set struct {
+	WorkflowID string
+	NodeKey    string
+}
+
+// CleanPath normalises a file path, or says why it cannot be one: it is
+// trimmed and cleaned (path.Clean), and must be relative, slash-separated
+// UTF-8 text without a .. segment (before or after cleaning), backslash,
+// NUL or other control or bidirectional-override character, at most
+// MaxPathBytes long and MaxSegments deep. Names starting with a dot
+// (.env, .config/x) are ordinary files.
+func CleanPath(raw string) (string, error) {
+	p := strings.TrimSpace(raw)
+	switch {
+	case p == "":
+		return "", apperr.BadRequest("path must not be empty")
+	case len(p) > MaxPathBytes:
+		return "", apperr.BadRequest("path is too long: at most %d bytes", MaxPathBytes)
+	case !utf8.ValidString(p):
+		return "", apperr.BadRequest("path must be UTF-8 text")
+	case strings.IndexByte(p, 0) >= 0:
+		return "", apperr.BadRequest("path must not contain NUL characters")
+	}
+	if err := text.CheckName("path", p); err != nil {
+		return "", err
+	}
+	switch {
+	case strings.Contains(p, `\`):
+		return "", apperr.BadRequest(`path must separate its segments with /, not \`)
+	case strings.HasPrefix(p, "/"):
+		return "", apperr.BadRequest("path must be relative: no leading /")
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return "", apperr.BadRequest("path must not contain a .. segment")
+	}
+	c := path.Clean(p)
+	if c == "." {
+		return "", apperr.BadRequest("path must name a file")
+	}
+	if n := strings.Count(c, "/") + 1; n > MaxSegments {
+		return "", apperr.BadRequest("path is too deep: at most %d segments", MaxSegments)
+	}
+	return c, nil
+}
+
+// checkContent: a file is UTF-8 text without NUL (PostgreSQL cannot store
+// one in text), at most MaxFileBytes.
+func checkContent(c string) error {
+	switch {
+	case len(c) > MaxFileBytes:
+		return apperr.BadRequest("content is too large: %d bytes, at most %d bytes (256 KiB) per file", len(c), MaxFileBytes)
+	case strings.IndexByte(c, 0) >= 0:
+		return apperr.BadRequest("content must not contain NUL characters: files are text")
+	case !utf8.ValidString(c):
+		return apperr.BadRequest("content must be UTF-8 text")
+	}
+	return nil
+}
+
+// resolve turns a request's set into a scope of the workspace. A node's
+// workflow must be the workspace's (404 like an unknown id, whatever else
+// is wrong) and the key a code node of its current graph (400). Reading
+// and deleting also reach the files a key kept after its node was removed
+// or changed kind (orphaned: mounted nowhere), so they can be cleaned up.
+func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, set Set, write bool) (scope, error) {
+	sc := scope{WorkspaceID: ws.ID}
+	if set == (Set{}) {
+		return sc, nil
+	}
+	wf, err := s.workflows.Get(ctx, ws, set.WorkflowID)
+	if err != nil {
+		return sc, err
+	}
+	sc.WorkflowID, sc.NodeKey = wf.ID, set.NodeKey
+	kind := ""
+	for _, n := range wf.Nodes {
+		if n.Key == set.NodeKey {
+			kind = n.Kind
+			break
+		}
+	}
+	if kind == "code" {
+		return sc, nil
+	}
+	if !write {
+		orphans, err := hasFiles(ctx, s.db.R, sc)
+		if err != nil {
+			return sc, err
+		}
+		if orphans {
+			return sc, nil
+		}
+	}
+	if kind == "" {
+		return sc, apperr.BadRequest("the workflow has no node %q: files belong to its code nodes", set.NodeKey)
+	}
+	return sc, apperr.BadRequest("node %q is not a code node (it is %s): only code nodes have files", set.NodeKey, kind)
+}
+
+// List lists a set's files, without their contents, by path (byte order).
+func (s *Service) List(ctx context.Context, ws *actor.Workspace, set Set) ([]FileInfo, error) {
+	sc, err := s.resolve(ctx, ws, set, false)
+	if err != nil {
+		return nil, err
+	}
+	out, err := listInfos(ctx, s.db.R, sc)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// Get reads one file of a set with its content.
+func (s *Service) Get(ctx context.Context, ws *actor.Workspace, set Set, rawPath string) (*File, error) {
+	sc, err := s.resolve(ctx, ws, set, false)
+	if err != nil {
+		return nil, err
+	}
+	p, err := CleanPath(rawPath)
+	if err != nil {
+		return nil, err
+	}
+	return getFile(ctx, s.db.R, sc, p)
+}
+
+// Put creates or replaces a file of a set. ifMatch, when not empty, is the
+// sha256 the file must have now ("*": the file must exist), else 412. The
+// set's limits hold under concurrent puts: they run one at a time per set.
+// Content equal to the stored one changes nothing, not even updated_at.
+func (s *Service) Put(ctx context.Context, ws *actor.Workspace, set Set, in FileInput, ifMatch string) (*FileInfo, error) {
+	sc, err := s.resolve(ctx, ws, set, true)
+	if err != nil {
+		return nil, err
+	}
+	p, err := CleanPath(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkContent(in.Content); err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(in.Content))
+	f := &File{Path: p, Content: in.Content, Size: int64(len(in.Content)), SHA256: hex.EncodeToString(sum[:])}
+	ifMatch = strings.Trim(strings.TrimSpace(ifMatch), `"`)
+	var out *FileInfo
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		lock := "code-files:" + sc.WorkspaceID
+		if !sc.library() {
+			if err := lockWorkflow(ctx, tx, sc.WorkspaceID, sc.WorkflowID); err != nil {
+				return err
+			}
+			lock += ":" + sc.WorkflowID + ":" + sc.NodeKey
+		}
+		if err := s.db.Dialect.XactLock(ctx, tx.Tx, lock); err != nil {
+			return err
+		}
+		infos, err := listInfos(ctx, tx, sc)
+		if err != nil {
+			return err
+		}
+		var old *FileInfo
+		var count int
+		var total int64
+		for i, o := range infos {
+			switch {
+			case o.Path == p:
+				old = &infos[i]
+				continue
+			case strings.HasPrefix(p, o.Path+"/"):
+				return apperr.BadRequest("path %s: %s is a file, not a directory", p, o.Path)
+			case strings.HasPrefix(o.Path, p+"/"):
+				return apperr.BadRequest("path %s is a directory: it holds %s", p, o.Path)
+			}
+			count++
+			total += o.Size
+		}
+		if ifMatch != "" && (old == nil || (ifMatch != "*" && ifMatch != old.SHA256)) {
+			return apperr.New(apperr.CodePreconditionFailed, "If-Match: the file's sha256 is not %q (it changed, or is gone)", ifMatch)
+		}
+		if old == nil && count >= MaxFiles {
+			return apperr.BadRequest("too many files: %s holds at most %d files", sc.what(), MaxFiles)
+		}
+		if total+f.Size > MaxTotalBytes {
+			return apperr.BadRequest("files too large together: %s holds at most %d bytes (4 MiB) in all, this file would make it %d",
+				sc.what(), MaxTotalBytes, total+f.Size)
+		}
+		if old != nil && old.SHA256 == f.SHA256 {
+			out = old
+			return nil
+		}
+		f.UpdatedAt = s.clock.Now()
+		if old != nil {
+			f.CreatedAt = old.CreatedAt
+			out = f.Info()
+			return updateFile(ctx, tx, sc, f)
+		}
+		f.CreatedAt = f.UpdatedAt
+		out = f.Info()
+		return insertFile(ctx, tx, ids.New(), sc, f)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Delete removes a file of a set; false when there was none.
+func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, set Set, rawPath string) (bool, error) {
+	sc, err := s.resolve(ctx, ws, set, false)
+	if err != nil {
+		return false, err
+	}
+	p, err := CleanPath(rawPath)
+	if err != nil {
+		return false, err
+	}
+	return deleteFile(ctx, s.db.W, sc, p)
+}
+
+// Files implements workflows.CodeFiles: a code node's files, by path.
+func (s *Service) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.File, error) {
+	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID, WorkflowID: workflowID, NodeKey: nodeKey}))
+}
+
+// Library implements workflows.CodeFiles: the workspace's code library,
+// by path.
+func (s *Service) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error) {
+	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID}))
+}
+
+func sorted(fs []worker.File, err error) ([]worker.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(fs, func(i, j int) bool { return fs[i].Path < fs[j].Path })
+	return fs, nil
+}

@@ -1,0 +1,259 @@
+package workflows
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
+)
+
+// NodeTypeCreate is the body of a user node type: a saved script and the
+// JSON Schema of the params a code node gives it.
+type NodeTypeCreate struct {
+	Slug         string          `json:"slug" minLength:"1" maxLength:"63" doc:"Lowercase letters, digits, _ and -, starting with a letter; not a built-in kind"`
+	Name         string          `json:"name" minLength:"1" maxLength:"200"`
+	Description  string          `json:"description,omitempty" maxLength:"2000"`
+	Category     string          `json:"category,omitempty" maxLength:"64" doc:"Default custom"`
+	ScriptID     string          `json:"script_id" format:"uuid" doc:"The saved script the node runs"`
+	ConfigSchema json.RawMessage `json:"config_schema" doc:"JSON Schema (an object schema) of the node's params"`
+}
+
+var nodeTypeSlug = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
+
+// maxSchemaBytes caps a node type's config schema.
+const maxSchemaBytes = 64 << 10
+
+const nodeTypeColumns = "id, slug, name, description, category, script_id, config_schema, created_at"
+
+func scanNodeType(row interface{ Scan(...any) error }) (*NodeType, error) {
+	var t NodeType
+	var id, script string
+	var schema []byte
+	var created time.Time
+	if err := row.Scan(&id, &t.Slug, &t.Name, &t.Description, &t.Category, &script, &schema, db.UTC(&created)); err != nil {
+		return nil, err
+	}
+	t.ID, t.ScriptID, t.ConfigSchema, t.CreatedAt = &id, &script, schema, &created
+	t.Available, t.Handles = true, append([]string{}, outError...)
+	return &t, nil
+}
+
+func queryNodeTypes(ctx context.Context, q db.Queryer, where string, args ...any) ([]NodeType, error) {
+	rows, err := q.QueryContext(ctx, "SELECT "+nodeTypeColumns+" FROM workflow_node_types WHERE "+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: node types: %w", err)
+	}
+	defer rows.Close()
+	var out []NodeType
+	for rows.Next() {
+		t, err := scanNodeType(rows)
+		if err != nil {
+			return nil, fmt.Errorf("workflows: node types: %w", err)
+		}
+		out = append(out, *t)
+	}
+	return out, rows.Err()
+}
+
+func getNodeType(ctx context.Context, q db.Queryer, where string, args ...any) (*NodeType, error) {
+	t, err := scanNodeType(q.QueryRowContext(ctx, "SELECT "+nodeTypeColumns+" FROM workflow_node_types WHERE "+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("node type")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflows: node type: %w", err)
+	}
+	return t, nil
+}
+
+// ListNodeTypes lists the built-in kinds and then the workspace's own node
+// types, by slug.
+func (s *Service) ListNodeTypes(ctx context.Context, ws *actor.Workspace) ([]NodeType, error) {
+	own, err := queryNodeTypes(ctx, s.db.R, "workspace_id = $1 ORDER BY slug", ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	return append(NodeTypes(), own...), nil
+}
+
+// GetNodeType reads one of the workspace's node types.
+func (s *Service) GetNodeType(ctx context.Context, ws *actor.Workspace, id string) (*NodeType, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("node type")
+	}
+	return getNodeType(ctx, s.db.R, "workspace_id = $1 AND id = $2", ws.ID, id)
+}
+
+// CreateNodeType adds a node type: a saved script of the workspace and the
+// JSON Schema its params must meet. A slug taken by a built-in kind or
+// another node type is a 400.
+func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *actor.User, in NodeTypeCreate) (*NodeType, error) {
+	switch {
+	case !nodeTypeSlug.MatchString(in.Slug):
+		return nil, apperr.BadRequest("slug must be lowercase letters, digits, _ and -, starting with a letter")
+	case KindOf(in.Slug) != nil:
+		return nil, apperr.BadRequest("slug %q is a built-in node kind", in.Slug)
+	}
+	name, err := text.Name("name", in.Name, 200)
+	if err != nil {
+		return nil, err
+	}
+	category := in.Category
+	if category == "" {
+		category = "custom"
+	}
+	for field, v := range map[string]string{"description": in.Description, "category": category} {
+		if text.StripControls(strings.ReplaceAll(v, "\n", " ")) != strings.ReplaceAll(v, "\n", " ") {
+			return nil, apperr.BadRequest("%s must not contain control or bidirectional-override characters", field)
+		}
+	}
+	if _, err := paramsSchema(in.ConfigSchema); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(in.ScriptID) || s.engine.scripts == nil {
+		return nil, apperr.BadRequest("script_id: no such script in this workspace")
+	}
+	now := s.clock.Now()
+	t := &NodeType{Slug: in.Slug, Name: name, Description: in.Description, Category: category, Available: true, ConfigSchema: in.ConfigSchema,
+		Handles: append([]string{}, outError...)}
+	id := ids.New()
+	t.ID, t.ScriptID, t.CreatedAt = &id, &in.ScriptID, &now
+	var createdBy *string
+	if u != nil {
+		createdBy = &u.ID
+	}
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		if _, _, err := s.engine.scripts.Current(ctx, tx, ws.ID, in.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+			return apperr.BadRequest("script_id: no such script in this workspace")
+		} else if err != nil {
+			return err
+		}
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 FROM workflow_node_types WHERE workspace_id = $1 AND slug = $2", ws.ID, in.Slug).Scan(&one)
+		if err == nil {
+			return apperr.BadRequest("slug %q is already a node type of this workspace", in.Slug)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("workflows: node type slug: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO workflow_node_types (id, workspace_id, slug, name, description, category, script_id, config_schema,
+			created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
+			id, ws.ID, in.Slug, name, in.Description, category, in.ScriptID, string(in.ConfigSchema), createdBy, now)
+		if err != nil {
+			return fmt.Errorf("workflows: insert node type: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// paramsSchema reads a node type's config schema: a JSON object schema
+// of type object, without references (it stands alone).
+func paramsSchema(raw json.RawMessage) (s *huma.Schema, err error) {
+	bad := func(format string, args ...any) error {
+		return apperr.BadRequest("config_schema: "+format, args...)
+	}
+	if len(raw) == 0 {
+		return nil, bad("required")
+	}
+	if len(raw) > maxSchemaBytes {
+		return nil, bad("larger than %d bytes", maxSchemaBytes)
+	}
+	var probe map[string]any
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, bad("must be a JSON object")
+	}
+	if strings.Contains(string(raw), `"$ref"`) {
+		return nil, bad("must not use $ref")
+	}
+	s = &huma.Schema{}
+	if err := json.Unmarshal(raw, s); err != nil {
+		return nil, bad("%v", err)
+	}
+	if s.Type != "object" {
+		return nil, bad(`type must be "object"`)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s, err = nil, bad("not usable: %v", p) // e.g. a pattern that is no regular expression
+		}
+	}()
+	s.PrecomputeMessages()
+	return s, nil
+}
+
+// checkParams validates a code node's params against its node type's
+// schema.
+func checkParams(t *NodeType, params map[string]any) error {
+	s, err := paramsSchema(t.ConfigSchema)
+	if err != nil {
+		return err
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	res := &huma.ValidateResult{}
+	huma.Validate(huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer), s, huma.NewPathBuffer(make([]byte, 0, 64), 0),
+		huma.ModeWriteToServer, v, res)
+	if len(res.Errors) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(res.Errors))
+	for _, e := range res.Errors {
+		if d, ok := e.(*huma.ErrorDetail); ok && d.Location != "" {
+			msgs = append(msgs, d.Message+" (config.params."+strings.TrimPrefix(d.Location, ".")+")")
+			continue
+		}
+		msgs = append(msgs, e.Error())
+	}
+	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+}
+
+// checkNodeTypes checks the code nodes of a graph that name a node type:
+// the type must be the workspace's, and their params must meet its schema.
+func (s *Service) checkNodeTypes(ctx context.Context, q db.Queryer, workspaceID string, g *Graph) error {
+	for i, n := range g.Nodes {
+		if n.Kind != "code" {
+			continue
+		}
+		c, err := decodeConfig[CodeConfig](n.Config)
+		if err != nil || c.NodeType == "" {
+			continue
+		}
+		name := graphNodeName(i, n.Key)
+		t, err := getNodeType(ctx, q, "workspace_id = $1 AND slug = $2", workspaceID, c.NodeType)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return apperr.BadRequest("%s: config.node_type: no node type %q in this workspace", name, c.NodeType)
+		}
+		if err != nil {
+			return err
+		}
+		if err := checkParams(t, c.Params); err != nil {
+			return apperr.BadRequest("%s: %v", name, err)
+		}
+	}
+	return nil
+}
