@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -420,4 +421,61 @@ func (g *Git) RemoveStrayWorktrees(ctx context.Context, keep map[string]bool) ([
 		}
 	}
 	return removed, nil
+}
+
+// File is a file read from a repository.
+type File struct {
+	Path    string
+	Content []byte
+}
+
+// ErrTooMany reports a directory with more files than a reader takes.
+var ErrTooMany = errors.New("too many files")
+
+// Files reads the files under dir (a repository path, "" for all) whose
+// names end in one of exts, at the tip of the mirror's copy of branch (Sync
+// first): at most max files of at most maxBytes each. It returns them by
+// path with the commit they were read at.
+func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []string, max int, maxBytes int64) ([]File, string, error) {
+	defer g.lock(projectID)()
+	mirror := g.MirrorPath(projectID)
+	commit, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+branch+"^{commit}")
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %s", ErrNoBranch, branch)
+	}
+	args := []string{"ls-tree", "-r", "-l", "-z", "--full-tree", commit}
+	if dir != "" {
+		args = append(args, "--", strings.TrimSuffix(dir, "/")+"/")
+	}
+	list, err := g.run(ctx, "ls-tree", mirror, nil, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []File
+	for _, entry := range strings.Split(list, "\x00") {
+		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
+		meta, path, ok := strings.Cut(entry, "\t")
+		fields := strings.Fields(meta)
+		if !ok || len(fields) != 4 || fields[1] != "blob" {
+			continue
+		}
+		if !slices.ContainsFunc(exts, func(e string) bool { return strings.HasSuffix(path, e) }) {
+			continue
+		}
+		if len(out) == max {
+			return nil, "", fmt.Errorf("%w: more than %d under %s", ErrTooMany, max, dir)
+		}
+		f := File{Path: path}
+		if size, err := strconv.ParseInt(fields[3], 10, 64); err != nil || size > maxBytes {
+			out = append(out, f) // Content nil: too large to read
+			continue
+		}
+		blob, err := g.run(ctx, "cat-file", mirror, nil, "cat-file", "blob", fields[2])
+		if err != nil {
+			return nil, "", err
+		}
+		f.Content = []byte(blob)
+		out = append(out, f)
+	}
+	return out, commit, nil
 }

@@ -103,7 +103,7 @@ func TestScriptRuns(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			r = owner.Do("GET", "/api/workflows/runs/"+runID, nil)
-			if strings.Contains(string(r.Body), `"status":"succeeded"`) || strings.Contains(string(r.Body), `"status":"failed"`) {
+			if st := r.Map(t)["status"]; st == "succeeded" || st == "failed" {
 				break
 			}
 			if time.Now().After(deadline) {

@@ -12,6 +12,7 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/codefiles"
+	"slipway/internal/n8nimport"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/projects"
 	"slipway/internal/runs"
@@ -21,6 +22,7 @@ import (
 	"slipway/internal/tenancy"
 	"slipway/internal/triggers"
 	"slipway/internal/workflows"
+	"slipway/internal/workflowscan"
 )
 
 // API versions, shown in the OpenAPI documents. They change with the API, not
@@ -51,6 +53,8 @@ type Services struct {
 	Triggers  *triggers.Service
 	CodeFiles *codefiles.Service
 	Templates *templates.Service
+	Scans     *workflowscan.Service
+	N8nImport *n8nimport.Service
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -102,11 +106,13 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
+	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).
 	templates.Register(pub, svc.Templates, svc.Tenancy.WorkspaceScoped(pub))
+	n8nimport.Register(pub, svc.N8nImport, svc.Tenancy.WorkspaceScoped(pub))
 	workflows.Register(pub, svc.Workflows, svc.Tenancy.WorkspaceScoped(pub))
 	triggers.Register(pub, svc.Triggers, svc.Tenancy.WorkspaceScoped(pub))
 	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))

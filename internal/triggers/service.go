@@ -56,6 +56,13 @@ func printable(field, s string) error {
 	return nil
 }
 
+// ValidateConfig checks a trigger's kind and configuration the way a
+// create does (for importers and their fuzzers); it fills the defaults.
+func ValidateConfig(kind string, c *Config) error {
+	_, err := checkConfig(kind, c)
+	return err
+}
+
 // checkConfig validates a kind's configuration and fills its defaults.
 func checkConfig(kind string, c *Config) (*schedule, error) {
 	switch kind {

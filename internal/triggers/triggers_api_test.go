@@ -104,7 +104,7 @@ func TestWebhooks(t *testing.T) {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			r = owner.Do("GET", "/api/workflows/runs/"+runID, nil)
-			if strings.Contains(string(r.Body), `"status":"succeeded"`) {
+			if r.Map(t)["status"] == "succeeded" {
 				break
 			}
 			if time.Now().After(deadline) {

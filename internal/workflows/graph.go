@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
 )
 
@@ -66,6 +67,26 @@ type edgeTriple struct{ source, handle, target string }
 // and each depends_on entry d becomes an edge d -> step_key on out (repeated
 // entries count once). Nodes and steps together, or edges with steps, are
 // refused.
+// Validate checks a workflow's input the way a create does, short of the
+// database (its project and its node types): for importers and their
+// fuzzers.
+func Validate(in Input) error {
+	name, err := cleanName(in.Name)
+	if err != nil {
+		return err
+	}
+	if err := checkCap(in.MaxConcurrentRuns); err != nil {
+		return err
+	}
+	g, err := buildGraph(in, nil, ids.New)
+	if err != nil {
+		return err
+	}
+	w := &Workflow{Name: name, MaxConcurrentRuns: in.MaxConcurrentRuns}
+	w.setGraph(g)
+	return checkExportable(w)
+}
+
 func buildGraph(in Input, prev *Graph, newID func() string) (*Graph, error) {
 	switch {
 	case len(in.Nodes) > 0 && len(in.Steps) > 0:

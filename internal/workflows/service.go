@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -159,7 +160,17 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 		return nil, err
 	}
 	var out *Workflow
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		out, err = s.replace(ctx, tx, ws, id, in)
+		return err
+	})
+	return out, err
+}
+
+// replace is Replace in tx.
+func (s *Service) replace(ctx context.Context, tx *db.Tx, ws *actor.Workspace, id string, in Input) (*Workflow, error) {
+	var out *Workflow
+	err := func() error {
 		w, err := getWorkflow(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
@@ -188,8 +199,98 @@ func (s *Service) Replace(ctx context.Context, ws *actor.Workspace, id string, i
 			return err
 		}
 		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
-	})
+	}()
 	return out, err
+}
+
+// Apply statuses: what ApplyYAML did, or with a dry run would do.
+const (
+	Created   = "created"
+	Updated   = "updated"
+	Unchanged = "unchanged"
+)
+
+var errDryRun = errors.New("workflows: dry run")
+
+// ApplyYAML brings a project's workflow in line with a YAML document (a
+// repository's copy): the workflow of the document's name is replaced when
+// its graph, name or cap differs, or created when there is none. With
+// dryRun nothing is written and the status says what would be done
+// (validation included: a document that would fail is the same error).
+func (s *Service) ApplyYAML(ctx context.Context, ws *actor.Workspace, projectID string, doc []byte, dryRun bool) (string, *Workflow, error) {
+	in, err := ParseYAML(doc)
+	if err != nil {
+		var ae *apperr.Error
+		if !errors.As(err, &ae) {
+			err = apperr.BadRequest("%s", err.Error())
+		}
+		return "", nil, err
+	}
+	name, err := cleanName(in.Name)
+	if err != nil {
+		return "", nil, err
+	}
+	var status string
+	var out *Workflow
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		ws2, err := listWorkflows(ctx, tx, "workspace_id = $1 AND project_id = $2 AND name = $3 ORDER BY created_at, id LIMIT 1", ws.ID, projectID, name)
+		if err != nil {
+			return err
+		}
+		if len(ws2) == 0 {
+			in.ProjectID = projectID
+			status = Created
+			if out, err = s.create(ctx, tx, ws, in); err != nil {
+				return err
+			}
+		} else {
+			existing := &ws2[0]
+			g, err := buildGraph(in, existing.graph(), ids.New)
+			if err != nil {
+				return err
+			}
+			before, _ := json.Marshal(existing.graph())
+			after, _ := json.Marshal(g)
+			sameCap := (existing.MaxConcurrentRuns == nil) == (in.MaxConcurrentRuns == nil) &&
+				(in.MaxConcurrentRuns == nil || *in.MaxConcurrentRuns == *existing.MaxConcurrentRuns)
+			if bytes.Equal(before, after) && sameCap {
+				status, out = Unchanged, existing
+				return nil
+			}
+			status = Updated
+			if in.MaxConcurrentRuns == nil && existing.MaxConcurrentRuns != nil {
+				// The document has no cap: the workflow loses its.
+				if err := s.setCapTx(ctx, tx, ws, existing, in, &out); err != nil {
+					return err
+				}
+			} else if out, err = s.replace(ctx, tx, ws, existing.ID, in); err != nil {
+				return err
+			}
+		}
+		if dryRun {
+			return errDryRun
+		}
+		return nil
+	})
+	if errors.Is(err, errDryRun) {
+		err = nil
+	}
+	return status, out, err
+}
+
+// setCapTx replaces a workflow and clears its cap (a replace keeps a cap it
+// is not given).
+func (s *Service) setCapTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, existing *Workflow, in Input, out **Workflow) error {
+	w, err := s.replace(ctx, tx, ws, existing.ID, in)
+	if err != nil {
+		return err
+	}
+	w.MaxConcurrentRuns = nil
+	if err := updateWorkflow(ctx, tx, w, s.clock.Now()); err != nil {
+		return err
+	}
+	*out = w
+	return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
 }
 
 // SetConcurrency sets or clears a workflow's cap; queued runs it now lets
@@ -533,19 +634,30 @@ func (s *Service) GetRun(ctx context.Context, ws *actor.Workspace, id string) (*
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("workflow run")
 	}
-	r, err := getRunRow(ctx, s.db.R, ws.ID, id)
-	if err != nil {
-		return nil, err
-	}
-	return s.view(ctx, r)
+	var v *RunView
+	err := s.db.ReadTx(ctx, func(q db.Queryer) error {
+		r, err := getRunRow(ctx, q, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		v, err = s.viewIn(ctx, q, r)
+		return err
+	})
+	return v, err
 }
 
 func (s *Service) view(ctx context.Context, r *runRow) (*RunView, error) {
+	return s.viewIn(ctx, s.db.R, r)
+}
+
+// viewIn is view reading through q (a snapshot, with the run row read in
+// it).
+func (s *Service) viewIn(ctx context.Context, q db.Queryer, r *runRow) (*RunView, error) {
 	g, err := s.engine.graph(r)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := listNodeRuns(ctx, s.db.R, r.ID)
+	nodes, err := listNodeRuns(ctx, q, r.ID)
 	if err != nil {
 		return nil, err
 	}

@@ -190,6 +190,23 @@ func (d *DB) prepared(ctx context.Context, query string) (*sql.Stmt, error) {
 	return st, nil
 }
 
+// ReadTx runs fn's reads over one consistent snapshot (what a view made of
+// several rows needs: a run and its node runs, say, as one commit left
+// them). SQLite's read transactions are snapshots; PostgreSQL's need
+// REPEATABLE READ.
+func (d *DB) ReadTx(ctx context.Context, fn func(q Queryer) error) error {
+	opts := &sql.TxOptions{}
+	if d.Target.Engine == Postgres {
+		opts.Isolation, opts.ReadOnly = sql.LevelRepeatableRead, true
+	}
+	tx, err := d.R.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("db: begin read: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // nothing was written
+	return fn(tx)
+}
+
 // Ping checks that the database answers (readiness).
 func (d *DB) Ping(ctx context.Context) error {
 	return d.R.PingContext(ctx)
