@@ -676,11 +676,11 @@ func TestScriptsDelete(t *testing.T) {
 		w3 := workflow("Mentions it", obj{"key": "c", "kind": "code", "config": obj{"source": "echo " + used.ID + " " + lonely.ID}},
 			obj{"key": "d", "kind": "code", "config": obj{"script_id": spare.ID}},
 			obj{"key": "t", "kind": "transform", "config": obj{"expression": `"` + used.ID + `"`}})
-		// Another workspace's code node naming the id does not hold it
-		// either.
+		// Another workspace cannot name the script in a code node at all:
+		// it is no script of theirs.
 		theirProject := f.Project(t, f.Outsider, "Theirs")
-		fixture.Want(t, f.Outsider.Do("POST", "/api/workflows", obj{"project_id": theirProject, "name": "Theirs",
-			"nodes": []obj{{"key": "c", "kind": "code", "config": obj{"script_id": lonely.ID}}}}), http.StatusCreated)
+		wantError(t, f.Outsider.Do("POST", "/api/workflows", obj{"project_id": theirProject, "name": "Theirs",
+			"nodes": []obj{{"key": "c", "kind": "code", "config": obj{"script_id": lonely.ID}}}}), http.StatusBadRequest, "bad_request", "no script")
 
 		msg := wantError(t, owner.Do("DELETE", "/api/scripts/"+used.ID, nil), http.StatusBadRequest, "bad_request", w1, w2, "2 workflow")
 		if strings.Index(msg, w1) > strings.Index(msg, w2) || strings.Contains(msg, w3) {

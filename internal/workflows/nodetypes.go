@@ -232,18 +232,29 @@ func checkParams(t *NodeType, params map[string]any) error {
 	return fmt.Errorf("%s", strings.Join(msgs, "; "))
 }
 
-// checkNodeTypes checks the code nodes of a graph that name a node type:
-// the type must be the workspace's, and their params must meet its schema.
+// checkNodeTypes checks the code nodes of a graph that name a saved script
+// or a node type: it must be the workspace's, and their params must meet
+// the type's schema.
 func (s *Service) checkNodeTypes(ctx context.Context, q db.Queryer, workspaceID string, g *Graph) error {
 	for i, n := range g.Nodes {
 		if n.Kind != "code" {
 			continue
 		}
 		c, err := decodeConfig[CodeConfig](n.Config)
-		if err != nil || c.NodeType == "" {
+		if err != nil {
 			continue
 		}
 		name := graphNodeName(i, n.Key)
+		if c.ScriptID != "" && s.engine.scripts != nil {
+			if _, _, err := s.engine.scripts.Current(ctx, q, workspaceID, c.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+				return apperr.BadRequest("%s: config.script_id: no script %s in this workspace", name, c.ScriptID)
+			} else if err != nil {
+				return err
+			}
+		}
+		if c.NodeType == "" {
+			continue
+		}
 		t, err := getNodeType(ctx, q, "workspace_id = $1 AND slug = $2", workspaceID, c.NodeType)
 		if errors.Is(err, apperr.ErrNotFound) {
 			return apperr.BadRequest("%s: config.node_type: no node type %q in this workspace", name, c.NodeType)
