@@ -116,11 +116,19 @@ func (e *Engine) graph(r *runRow) (*Graph, error) {
 	if g, ok := e.graphs.Load(r.ID); ok {
 		return g.(*Graph), nil
 	}
+	g, err := parseGraph(r)
+	if err != nil {
+		return nil, err
+	}
+	e.graphs.Store(r.ID, g)
+	return g, nil
+}
+
+func parseGraph(r *runRow) (*Graph, error) {
 	var g Graph
 	if err := json.Unmarshal(r.Graph, &g); err != nil {
 		return nil, fmt.Errorf("workflows: graph of run %s: %w", r.ID, err)
 	}
-	e.graphs.Store(r.ID, &g)
 	return &g, nil
 }
 
@@ -417,7 +425,9 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string, inline *Sta
 	if err != nil {
 		return err
 	}
-	g, err := e.graph(run)
+	// Not cached yet: the run may be in a transaction that rolls back
+	// (and one of inline nodes only never needs it again).
+	g, err := parseGraph(run)
 	if err != nil {
 		return err
 	}
