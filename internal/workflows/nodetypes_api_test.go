@@ -83,6 +83,10 @@ func TestUserNodeTypes(t *testing.T) {
 				WantCode: "bad_request", WantContains: []string{"greet"}},
 		})
 
+		apitest.CheckTenancy(t, owner, f.Outsider, []apitest.TenancyCase{
+			{Name: "node type", Method: "GET", Path: "/api/workflow-node-types/{id}", Create: func(*testing.T, *apitest.Client) string { return id }},
+		})
+
 		r = owner.Do("POST", "/api/workflows", body(apiObj{"name": "Ada"}))
 		fixture.Want(t, r, http.StatusCreated)
 		wf := r.Map(t)["id"].(string)
