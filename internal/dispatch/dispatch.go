@@ -384,3 +384,17 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		}
 	}
 }
+
+// RunStatus is the status a run ends with for a worker's outcome (false for
+// outcomes that do not end a run: interrupted, shut down).
+func RunStatus(outcome string) (string, bool) {
+	switch outcome {
+	case worker.Succeeded:
+		return runs.Succeeded, true
+	case worker.Failed, worker.TimedOut:
+		return runs.Failed, true
+	case worker.Cancelled:
+		return runs.Cancelled, true
+	}
+	return "", false
+}

@@ -6,21 +6,17 @@ import (
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
-	"slipway/internal/platform/db"
 	"slipway/internal/triggers"
-	"slipway/internal/workflows"
 )
 
 // Service imports n8n workflows.
 type Service struct {
-	db        *db.DB
-	workflows *workflows.Service
-	triggers  *triggers.Service
+	triggers *triggers.Service
 }
 
 // NewService returns the import service.
-func NewService(d *db.DB, wf *workflows.Service, tr *triggers.Service) *Service {
-	return &Service{db: d, workflows: wf, triggers: tr}
+func NewService(tr *triggers.Service) *Service {
+	return &Service{triggers: tr}
 }
 
 // N8nImport answers an import: the new workflow, the triggers made from n8n's
@@ -44,28 +40,20 @@ func (s *Service) Import(ctx context.Context, ws *actor.Workspace, u *actor.User
 		return nil, apperr.BadRequest("%s", err.Error())
 	}
 	in.ProjectID = projectID
-	out := &N8nImport{Triggers: make([]triggers.Trigger, 0, len(specs)), Warnings: warnings}
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		w, err := s.workflows.CreateTx(ctx, tx, ws, in)
-		if err != nil {
-			return err
+	inputs := make([]triggers.CreateInput, len(specs))
+	for i, spec := range specs {
+		inputs[i] = spec.Input
+	}
+	w, ts, err := s.triggers.CreateWithWorkflow(ctx, ws, u, in, inputs, func(i int, err error) error {
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code == apperr.CodeBadRequest {
+			return apperr.BadRequest("the trigger of n8n node %q: %s", specs[i].Node, ae.Message)
 		}
-		out.WorkflowID = w.ID
-		for _, spec := range specs {
-			t, err := s.triggers.CreateTx(ctx, tx, ws, u, w.ID, spec.Input)
-			if err != nil {
-				var ae *apperr.Error
-				if errors.As(err, &ae) && ae.Code == apperr.CodeBadRequest {
-					return apperr.BadRequest("the trigger of n8n node %q: %s", spec.Node, ae.Message)
-				}
-				return err
-			}
-			out.Triggers = append(out.Triggers, *t)
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
+	out := &N8nImport{WorkflowID: w.ID, Triggers: ts, Warnings: warnings}
 	return out, nil
 }

@@ -226,9 +226,8 @@ func (h runner) running(ctx context.Context, q db.Queryer, j *jobs.Job) (*runs.R
 // Finish implements dispatch.Handler: the run ends with the script's
 // outcome and keeps its output.
 func (h runner) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
-	status := map[string]string{worker.Succeeded: runs.Succeeded, worker.Failed: runs.Failed, worker.TimedOut: runs.Failed,
-		worker.Cancelled: runs.Cancelled}[r.Outcome]
-	if status == "" {
+	status, ok := dispatch.RunStatus(r.Outcome)
+	if !ok {
 		return fmt.Errorf("scripts: unknown outcome %q", r.Outcome)
 	}
 	var p runPayload

@@ -128,10 +128,10 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
 	trig := triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)
 	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
-		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(d, c.Workflows, trig),
+		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
-	s.Services.N8nImport = n8nimport.NewService(d, c.Workflows, trig)
+	s.Services.N8nImport = n8nimport.NewService(trig)
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)

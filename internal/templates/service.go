@@ -6,21 +6,17 @@ import (
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
-	"slipway/internal/platform/db"
 	"slipway/internal/triggers"
-	"slipway/internal/workflows"
 )
 
 // Service lists the shipped templates and instantiates them.
 type Service struct {
-	db        *db.DB
-	workflows *workflows.Service
-	triggers  *triggers.Service
+	triggers *triggers.Service
 }
 
 // NewService returns the templates service.
-func NewService(d *db.DB, wf *workflows.Service, tr *triggers.Service) *Service {
-	return &Service{db: d, workflows: wf, triggers: tr}
+func NewService(tr *triggers.Service) *Service {
+	return &Service{triggers: tr}
 }
 
 // InstantiateInput is the body of POST /api/workflows/templates/{slug}.
@@ -71,24 +67,10 @@ func (s *Service) Instantiate(ctx context.Context, ws *actor.Workspace, u *actor
 	if in.Name != "" {
 		wf.Name = in.Name
 	}
-	var out *Instance
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		w, err := s.workflows.CreateTx(ctx, tx, ws, wf)
-		if err != nil {
-			return err
-		}
-		out = &Instance{WorkflowID: w.ID, Triggers: make([]triggers.Trigger, 0, len(e.triggers))}
-		for _, spec := range e.triggers {
-			t, err := s.triggers.CreateTx(ctx, tx, ws, u, w.ID, spec)
-			if err != nil {
-				return err
-			}
-			out.Triggers = append(out.Triggers, *t)
-		}
-		return nil
-	})
+	w, ts, err := s.triggers.CreateWithWorkflow(ctx, ws, u, wf, e.triggers, nil)
 	if err != nil {
 		return nil, err
 	}
+	out := &Instance{WorkflowID: w.ID, Triggers: ts}
 	return out, nil
 }

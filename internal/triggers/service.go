@@ -428,3 +428,34 @@ func hasNUL(v any) bool {
 	}
 	return false
 }
+
+// CreateWithWorkflow creates a workflow and its triggers in one transaction
+// (templates, imports): a trigger that cannot be created leaves no
+// workflow behind. u owns the triggers; reword (may be nil) rewrites the
+// error of the i-th trigger.
+func (s *Service) CreateWithWorkflow(ctx context.Context, ws *actor.Workspace, u *actor.User, in workflows.Input, specs []CreateInput,
+	reword func(i int, err error) error) (*workflows.Workflow, []Trigger, error) {
+	var w *workflows.Workflow
+	var ts []Trigger
+	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		if w, err = s.workflows.CreateTx(ctx, tx, ws, in); err != nil {
+			return err
+		}
+		ts = make([]Trigger, 0, len(specs))
+		for i, spec := range specs {
+			t, err := s.CreateTx(ctx, tx, ws, u, w.ID, spec)
+			if err != nil {
+				if reword != nil {
+					err = reword(i, err)
+				}
+				return err
+			}
+			ts = append(ts, *t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, ts, nil
+}

@@ -281,9 +281,8 @@ func (h codeHandler) scriptRun(ctx context.Context, q db.Queryer, j *jobs.Job) (
 // script_run_id} or fails with the script's error (the same output on its
 // error handle).
 func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
-	status := map[string]string{worker.Succeeded: runs.Succeeded, worker.Failed: runs.Failed, worker.TimedOut: runs.Failed,
-		worker.Cancelled: runs.Cancelled}[r.Outcome]
-	if status == "" {
+	status, ok := dispatch.RunStatus(r.Outcome)
+	if !ok {
 		return fmt.Errorf("workflows: unknown outcome %q", r.Outcome)
 	}
 	if _, err := h.e.runs.Finish(ctx, tx, j.WorkspaceID, runID, status, r.ExitCode, r.Error); err != nil {
