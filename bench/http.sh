@@ -11,6 +11,7 @@
 # trust-auth server: PGSERVER=postgres://postgres@127.0.0.1:5432).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/serve.sh
 command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
 out=$(mktemp -d)
 pids=()
@@ -31,31 +32,8 @@ fi
 DURATION=${DURATION:-10s}
 
 run_engine() { # $1 = sqlite|postgres
-  local engine=$1 port=18093 url dburl
-  url=http://127.0.0.1:$port
-  rm -rf "$out/data"
-  if [ "$engine" = postgres ]; then
-    psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1
-    psql -q "$PGURL" -c "CREATE DATABASE $dbname" >/dev/null
-    dburl=$PGSERVER/$dbname?sslmode=disable
-  else
-    dburl=sqlite:$out/data/slipway.db
-  fi
-  SERVER_PORT=$port SERVICE_DATA_DIR="$out/data" DATABASE_URL="$dburl" SERVICE_LOG_LEVEL=warn \
-    SERVICE_INITIAL_ADMIN_EMAILS=bench@example.test SERVICE_AGENT_BACKEND=process \
-    "$bin" serve >/dev/null 2>"$out/serve-$engine.log" &
-  local pid=$!
-  pids+=($pid)
-  for _ in $(seq 1 200); do curl -sf "$url/readyz" >/dev/null && break; sleep 0.1; done
-  curl -sf -X POST -H 'Content-Type: application/json' \
-    -d '{"email":"bench@example.test","password":"bench-password-42","display_name":"Bench"}' "$url/api/auth/register" >/dev/null
-  local headers token csrf
-  headers=$(curl -s -D - -o /dev/null -X POST -H 'Content-Type: application/json' \
-    -d '{"email":"bench@example.test","password":"bench-password-42"}' "$url/api/auth/login")
-  token=$(sed -n 's/^Set-Cookie: service_session=\([^;]*\).*/\1/p' <<<"$headers" | tr -d '\r')
-  csrf=$(sed -n 's/^Set-Cookie: service_csrf=\([^;]*\).*/\1/p' <<<"$headers" | tr -d '\r')
-  [ -n "$token" ] || { echo "login failed" >&2; cat "$out/serve-$engine.log" >&2; exit 1; }
-  local cookie="Cookie: service_session=$token; service_csrf=$csrf"
+  local engine=$1 url pid csrf cookie
+  serve_signed_in "$engine" 18093
   # A project on a local repository and 20 held tasks (held: they stay queued,
   # so the list does not change while it is measured).
   git init -q --bare -b main "$out/repo-$engine.git"
