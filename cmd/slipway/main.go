@@ -24,6 +24,7 @@ import (
 	"slipway/internal/config"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
+	"slipway/internal/runner"
 	"slipway/internal/server"
 	"slipway/migrations"
 )
@@ -35,6 +36,7 @@ Usage:
 
 Commands:
   serve            run the hub: API, dispatcher, local executor (configured by environment; see README)
+  runner           run a remote runner: enrol with a hub, take its work, run it here (configured by environment; see README)
   agent            run the built-in coding agent (inside an agent container; speaks the stdio protocol)
   migrate up       apply pending database migrations
   migrate status   list applied, pending and newer-than-binary migrations
@@ -60,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "serve":
 		return serve(args[1:], stderr)
+	case "runner":
+		return runnerCmd(args[1:], stderr)
 	case "agent":
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer cancel()
@@ -136,6 +140,27 @@ func serve(args []string, stderr io.Writer) int {
 
 	if err := server.Run(ctx, cfg, log, hard); err != nil {
 		log.Error("serve failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func runnerCmd(args []string, stderr io.Writer) int {
+	fs := newFlags("runner", "Runs a remote runner. All settings come from the environment (see README).", stderr)
+	if code := parse(fs, args); code >= 0 {
+		return code
+	}
+	cfg, err := config.LoadRunner(config.OSLookup)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	// The first SIGTERM/SIGINT stops the runner gracefully: its agents stop
+	// and their work goes back to the hub to run again.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	if err := runner.Run(ctx, cfg, log); err != nil {
+		log.Error("runner stopped", "err", err)
 		return 1
 	}
 	return 0

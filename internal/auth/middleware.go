@@ -18,11 +18,12 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if h := r.Header.Get("Authorization"); h != "" {
-			_, _, ok, err := ParseBearer(h)
-			if err != nil || ok {
-				// No bearer token family is issued yet (runner, app and
-				// management tokens come with their features), so every
-				// bearer token is unknown.
+			kind, _, ok, err := ParseBearer(h)
+			runner := ok && (kind == BearerRunner || kind == BearerRunnerJWT) && strings.HasPrefix(r.URL.Path, RunnerAPIPrefix)
+			if (err != nil || ok) && !runner {
+				// Runner tokens are the runner API's own business (it
+				// authenticates them); app and management tokens come with
+				// their features, so any other bearer token is unknown.
 				httpx.WriteError(w, r, apperr.New(apperr.CodeUnauthorized, "unknown or expired bearer token"))
 				return
 			}
@@ -58,6 +59,9 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// RunnerAPIPrefix is where runner bearer tokens are accepted.
+const RunnerAPIPrefix = "/api/runner/"
 
 func unsafeMethod(m string) bool {
 	return m == http.MethodPost || m == http.MethodPut || m == http.MethodPatch || m == http.MethodDelete

@@ -261,17 +261,17 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, set Set, rawP
 }
 
 // Files implements workflows.CodeFiles: a code node's files, by path.
-func (s *Service) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.File, error) {
+func (s *Service) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID, WorkflowID: workflowID, NodeKey: nodeKey}))
 }
 
 // Library implements workflows.CodeFiles: the workspace's code library,
 // by path.
-func (s *Service) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error) {
+func (s *Service) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID}))
 }
 
-func sorted(fs []worker.File, err error) ([]worker.File, error) {
+func sorted(fs []worker.ScriptFile, err error) ([]worker.ScriptFile, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ type Config struct {
 	HubEventRelay                bool
 	WorkflowHTTPAllowPrivate     bool
 	RunnerStale                  time.Duration
+	RunnerJWTLifetime            time.Duration
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -244,20 +245,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.DockerHost = r.str("DOCKER_HOST", "")
 	c.AgentImage = r.str("SERVICE_AGENT_IMAGE", "")
 	c.AgentBinary = r.str("SERVICE_AGENT_BINARY", "")
-	c.Agent = Agent{
-		Network:             r.str("AGENT_NETWORK", "service-agents"),
-		MemoryBytes:         r.integer("AGENT_MEMORY_BYTES", 2147483648, 6*1024*1024, math.MaxInt64),
-		NanoCPUs:            r.integer("AGENT_NANO_CPUS", 2000000000, 1000000, math.MaxInt64),
-		PidsLimit:           r.integer("AGENT_PIDS_LIMIT", 512, 1, math.MaxInt32),
-		ReadOnlyRootFS:      r.boolean("AGENT_READ_ONLY_ROOTFS", true),
-		TmpfsTmpMB:          r.integer("AGENT_TMPFS_TMP_MB", 512, 1, 1<<20),
-		TmpfsRunMB:          r.integer("AGENT_TMPFS_RUN_MB", 64, 1, 1<<20),
-		TmpfsHomeMB:         r.integer("AGENT_TMPFS_HOME_MB", 512, 1, 1<<20),
-		TestDB:              r.boolean("SERVICE_AGENT_TEST_DB", false),
-		TestDBImage:         r.str("AGENT_TEST_DB_IMAGE", "postgres:18"),
-		AttachmentsFileWait: time.Duration(r.integer("ATTACHMENTS_FILE_WAIT_MS", 30000, 0, 3600000)) * time.Millisecond,
-		TaskTimeout:         time.Duration(r.integer("AGENT_TASK_TIMEOUT_MINUTES", 90, 1, 7*24*60)) * time.Minute,
-	}
+	c.Agent = readAgent(r)
 	c.MaxParallelTasksPerWorkspace = int(r.integer("MAX_PARALLEL_TASKS_PER_WORKSPACE", 3, 1, 10000))
 	c.ErrorSinkDSN = Secret(r.str("SERVICE_ERROR_SINK_DSN", ""))
 	c.HubMode = r.boolean("SERVICE_HUB_MODE", false)
@@ -282,6 +270,11 @@ func load(lookup Lookup) (*Config, *reader) {
 		c.Notices = append(c.Notices, fmt.Sprintf("SERVICE_RUNNER_STALE_SECS: %d is below the floor; raised to %d",
 			int(c.RunnerStale/time.Second), int(RunnerStaleFloor/time.Second)))
 		c.RunnerStale = RunnerStaleFloor
+	}
+
+	c.RunnerJWTLifetime = r.seconds("SERVICE_RUNNER_JWT_LIFETIME_SECS", 3600)
+	if c.RunnerJWTLifetime < time.Minute || c.RunnerJWTLifetime > 24*time.Hour {
+		r.failf("SERVICE_RUNNER_JWT_LIFETIME_SECS", "must be between 60 and 86400 seconds")
 	}
 
 	c.TLS = TLS{
@@ -328,4 +321,22 @@ func LoadDatabase(lookup Lookup) (db.Target, error) {
 		r.failf("DATABASE_URL", "%v", err)
 	}
 	return target, r.err()
+}
+
+// readAgent reads the agent limits (the hub's and a runner's alike).
+func readAgent(r *reader) Agent {
+	return Agent{
+		Network:             r.str("AGENT_NETWORK", "service-agents"),
+		MemoryBytes:         r.integer("AGENT_MEMORY_BYTES", 2147483648, 6*1024*1024, math.MaxInt64),
+		NanoCPUs:            r.integer("AGENT_NANO_CPUS", 2000000000, 1000000, math.MaxInt64),
+		PidsLimit:           r.integer("AGENT_PIDS_LIMIT", 512, 1, math.MaxInt32),
+		ReadOnlyRootFS:      r.boolean("AGENT_READ_ONLY_ROOTFS", true),
+		TmpfsTmpMB:          r.integer("AGENT_TMPFS_TMP_MB", 512, 1, 1<<20),
+		TmpfsRunMB:          r.integer("AGENT_TMPFS_RUN_MB", 64, 1, 1<<20),
+		TmpfsHomeMB:         r.integer("AGENT_TMPFS_HOME_MB", 512, 1, 1<<20),
+		TestDB:              r.boolean("SERVICE_AGENT_TEST_DB", false),
+		TestDBImage:         r.str("AGENT_TEST_DB_IMAGE", "postgres:18"),
+		AttachmentsFileWait: time.Duration(r.integer("ATTACHMENTS_FILE_WAIT_MS", 30000, 0, 3600000)) * time.Millisecond,
+		TaskTimeout:         time.Duration(r.integer("AGENT_TASK_TIMEOUT_MINUTES", 90, 1, 7*24*60)) * time.Minute,
+	}
 }

@@ -14,6 +14,10 @@ const (
 	BackendSSHDocker  = "ssh-docker"
 	BackendRawSSHExec = "raw-ssh-exec"
 	BackendMicroVM    = "microvm"
+	// BackendProcess runs agents as plain processes on the runner's host:
+	// no isolation at all, for development and tests only, behind the same
+	// opt-in as raw-ssh-exec.
+	BackendProcess = "process"
 )
 
 // Runner is the configuration of `slipway runner`.
@@ -32,6 +36,11 @@ type Runner struct {
 
 	Backend    string
 	MicroVMCmd string
+	Slots      int
+
+	DockerHost  string
+	AgentBinary string
+	Agent       Agent
 
 	ClientCertPath string
 	ClientKeyPath  string
@@ -90,7 +99,11 @@ func loadRunner(lookup Lookup) (*Runner, *reader) {
 	c.Poll = time.Duration(r.integer("SERVICE_RUNNER_POLL_SECS", 3, 1, 3600)) * time.Second
 
 	c.Backend = r.oneOf("SERVICE_RUNNER_EXECUTION_BACKEND", BackendDocker,
-		BackendDocker, BackendSSHDocker, BackendRawSSHExec, BackendMicroVM)
+		BackendDocker, BackendSSHDocker, BackendRawSSHExec, BackendMicroVM, BackendProcess)
+	c.Slots = int(r.integer("SERVICE_RUNNER_SLOTS", 4, 1, 10000))
+	c.DockerHost = r.str("DOCKER_HOST", "")
+	c.AgentBinary = r.str("SERVICE_AGENT_BINARY", "")
+	c.Agent = readAgent(r)
 	c.MicroVMCmd = r.str("SERVICE_RUNNER_MICROVM_CMD", "")
 	if c.Backend == BackendMicroVM && c.MicroVMCmd == "" {
 		r.failf("SERVICE_RUNNER_MICROVM_CMD", "required for the microvm backend")
@@ -131,6 +144,9 @@ func loadRunner(lookup Lookup) (*Runner, *reader) {
 		if c.SSHExecAgentCmd == "" {
 			r.failf("SERVICE_SSH_EXEC_AGENT_CMD", "required for the raw-ssh-exec backend")
 		}
+	}
+	if c.Backend == BackendProcess && !c.AllowUnsandboxed {
+		r.failf("SERVICE_RUNNER_ALLOW_UNSANDBOXED", "must be true for the process backend, which runs agents unsandboxed on the runner's host")
 	}
 	if c.SSHInsecureHostKey && c.Backend != BackendRawSSHExec {
 		r.failf("SERVICE_SSH_INSECURE_HOST_KEY", "applies only to the raw-ssh-exec backend")

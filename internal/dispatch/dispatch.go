@@ -145,6 +145,17 @@ func (d *Dispatcher) Lease() time.Duration { return d.cfg.Lease }
 // notifications (a job queued, a slot freed) until something is assigned or
 // req.Wait has passed.
 func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
+	return d.ClaimMatching(ctx, req, nil)
+}
+
+// MatchFunc tells what a remote runner may claim now (nil: nothing); it is
+// asked again before every round of a long poll, so a runner drained or
+// disabled meanwhile gets no more work.
+type MatchFunc func(ctx context.Context) (*jobs.Match, error)
+
+// ClaimMatching claims for a remote runner: only the fleet's jobs that its
+// match admits (a nil match func: the hub's own jobs, as Claim).
+func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest, match MatchFunc) ([]worker.Assignment, error) {
 	if req.Max <= 0 {
 		return nil, nil
 	}
@@ -163,7 +174,16 @@ func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]work
 	poll := time.NewTicker(d.cfg.Poll)
 	defer poll.Stop()
 	for {
-		as, err := d.claimOnce(ctx, req, kinds)
+		var as []worker.Assignment
+		var err error
+		if match == nil {
+			as, err = d.claimOnce(ctx, req, kinds, nil)
+		} else {
+			var m *jobs.Match
+			if m, err = match(ctx); err == nil && m != nil {
+				as, err = d.claimOnce(ctx, req, kinds, m)
+			}
+		}
 		if err != nil || len(as) > 0 || req.Wait <= 0 {
 			return as, err
 		}
@@ -178,10 +198,10 @@ func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]work
 	}
 }
 
-func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kinds []string) ([]worker.Assignment, error) {
+func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kinds []string, m *jobs.Match) ([]worker.Assignment, error) {
 	info := WorkerInfo{ID: req.Worker, Backend: req.Backend}
 	var as []worker.Assignment
-	_, err := d.queue.Claim(ctx, jobs.ClaimRequest{Kinds: kinds, Owner: req.Worker, Max: req.Max, Lease: d.cfg.Lease},
+	_, err := d.queue.Claim(ctx, jobs.ClaimRequest{Kinds: kinds, Owner: req.Worker, Max: req.Max, Lease: d.cfg.Lease, Match: m},
 		func(ctx context.Context, tx *db.Tx, j *jobs.Job) (bool, error) {
 			h, err := d.handler(j.Kind)
 			if err != nil {
@@ -301,6 +321,70 @@ func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worke
 	return out, nil
 }
 
+// Verify checks that a lease a remote worker presents is what the hub gave
+// it: the job is held under it, in its workspace, and the run is the job's.
+// A remote worker's word is never taken for where its events go.
+func (d *Dispatcher) Verify(ctx context.Context, l worker.Lease) error {
+	j, err := d.queue.Get(ctx, l.JobID)
+	if err != nil || j.State != jobs.Running || j.LockedBy != l.Worker || j.Attempt != l.Attempt || j.WorkspaceID != l.WorkspaceID {
+		return worker.ErrLeaseLost
+	}
+	if l.RunID == "" {
+		return nil // held work whose run is gone: it can only be reported
+	}
+	r, err := d.runs.Get(ctx, d.db.R, l.WorkspaceID, l.RunID)
+	if err != nil || r.JobID != l.JobID {
+		return worker.ErrLeaseLost
+	}
+	return nil
+}
+
+// Controls waits up to wait for directives to a worker's leases and
+// returns them: cancels already requested come at once, new ones as they
+// are published (by any replica).
+func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error) {
+	sub := d.bus.Subscribe(jobs.TopicControl)
+	defer sub.Close()
+	ids, err := d.queue.Cancelling(ctx, workerID)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Control
+	for _, id := range ids {
+		out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-sub.C:
+			if m.Reset {
+				if ids, err = d.queue.Cancelling(ctx, workerID); err != nil {
+					return nil, err
+				}
+			} else if action, job, ok := strings.Cut(m.Payload, " "); ok {
+				if h, err := d.queue.Holder(ctx, job); err == nil && h != nil && h.Owner == workerID {
+					out = append(out, worker.Control{JobID: job, Action: action})
+				}
+			}
+			for _, id := range ids {
+				out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
+			}
+			ids = nil
+			if len(out) > 0 {
+				return out, nil
+			}
+		case <-t.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // Held implements worker.Port.
 func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]worker.Assignment, error) {
 	held, err := d.queue.Held(ctx, workerID, d.cfg.Lease)
@@ -323,26 +407,51 @@ func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]worker.Assign
 	return out, nil
 }
 
-// reasonDied is what a run rescued from a dead worker says.
-const reasonDied = "the server running this task stopped"
+// Reasons of rescued work.
+const (
+	// reasonDied: the hub process running the work stopped; the work runs
+	// again.
+	reasonDied = "the server running this task stopped"
+	// ReasonRunnerLost: a remote runner stopped renewing work it had
+	// started. It may still be running it (cut off from the hub, not
+	// dead), so running it again elsewhere could do it twice: it fails.
+	ReasonRunnerLost = "the runner running this task went offline (it stopped renewing its lease)"
+	// reasonRunnerUnstarted: a runner claimed work and never acknowledged
+	// it (it died, or never received the claim's answer): the work goes
+	// back to the queue without costing an attempt.
+	reasonRunnerUnstarted = "the runner that claimed this task went away before starting it"
+)
+
+// policy is the rescuer's verdict on expired work: the hub's own workers'
+// work runs again (their agents died with them); a runner's started work
+// fails and its unstarted work goes back to the queue uncharged.
+func policy(j *jobs.Job) jobs.Verdict {
+	if !worker.IsRunner(j.LockedBy) {
+		return jobs.Verdict{Reason: reasonDied}
+	}
+	if j.StartedAt == nil {
+		return jobs.Verdict{Refund: true, Reason: reasonRunnerUnstarted}
+	}
+	return jobs.Verdict{Fail: true, Reason: ReasonRunnerLost}
+}
 
 // Rescue takes back the work of workers whose leases expired (they died)
 // and reports how many jobs it rescued.
 func (d *Dispatcher) Rescue(ctx context.Context) (int, error) {
-	return d.queue.Rescue(ctx, reasonDied, func(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool) error {
+	return d.queue.Rescue(ctx, policy, func(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error {
 		d.mu.RLock()
 		local, ok := d.local[j.Kind]
 		d.mu.RUnlock()
 		if ok {
-			d.logInterrupted(tx, j, reasonDied)
-			return local(ctx, tx, j, final, reasonDied)
+			d.logInterrupted(tx, j, reason)
+			return local(ctx, tx, j, final, reason)
 		}
 		h, err := d.handler(j.Kind)
 		if err != nil {
 			return err
 		}
-		d.logInterrupted(tx, j, reasonDied)
-		return h.Interrupted(ctx, tx, j, final, reasonDied)
+		d.logInterrupted(tx, j, reason)
+		return h.Interrupted(ctx, tx, j, final, reason)
 	})
 }
 

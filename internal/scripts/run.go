@@ -137,7 +137,7 @@ func (s *Service) Current(ctx context.Context, q db.Queryer, workspaceID, id str
 // Library reads a workspace's code library, mounted read-only into every
 // script run ($SLIPWAY_LIB).
 type Library interface {
-	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error)
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error)
 }
 
 // Runner returns the dispatch handler of standalone script runs; lib (nil:
@@ -178,7 +178,7 @@ func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.Wo
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]any{"input": p.Input, "script": map[string]any{"id": p.ScriptID, "version": p.Version}})
-	var lib []worker.File
+	var lib []worker.ScriptFile
 	if h.lib != nil {
 		if lib, err = h.lib.Library(ctx, tx, j.WorkspaceID); err != nil {
 			return nil, err

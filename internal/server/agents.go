@@ -1,7 +1,6 @@
 package server
 
 import (
-	"debug/elf"
 	"fmt"
 	"log/slog"
 	"os"
@@ -46,7 +45,7 @@ func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, strin
 		if err != nil {
 			return nil, "", err
 		}
-		if binary != "" && !staticBinary(binary) {
+		if binary != "" && !executor.StaticBinary(binary) {
 			log.Warn("the slipway binary is dynamically linked and cannot run inside agent containers; built-in agents need SERVICE_AGENT_BINARY (build with CGO_ENABLED=0)",
 				"binary", binary)
 			binary = ""
@@ -54,19 +53,4 @@ func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, strin
 		return b, binary, nil
 	}
 	return nil, "", fmt.Errorf("SERVICE_AGENT_BACKEND: unknown backend %q", choice)
-}
-
-// staticBinary reports an ELF executable without a dynamic loader.
-func staticBinary(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return false
-		}
-	}
-	return true
 }

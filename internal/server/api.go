@@ -15,6 +15,7 @@ import (
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/projects"
+	"slipway/internal/runners"
 	"slipway/internal/runs"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
@@ -55,6 +56,12 @@ type Services struct {
 	Templates *templates.Service
 	Scans     *workflowscan.Service
 	N8nImport *n8nimport.Service
+	Runners   *runners.Service
+	// RunnerPort is the hub's side of the worker port the runner API
+	// serves; RunnerClientCert makes that API require a client
+	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
+	RunnerPort       runners.Port
+	RunnerClientCert bool
 }
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
@@ -91,6 +98,11 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 		Description: "Browser session; unsafe methods also need the X-CSRF-Token header matching the service_csrf cookie.",
 	}
 
+	pub.OpenAPI().Components.SecuritySchemes["runnerToken"] = &huma.SecurityScheme{
+		Type: "http", Scheme: "bearer",
+		Description: "Runner token: a static scrn_ token, or a scrnj_ JWT from redeeming an enrollment token. With mutual TLS on, a client certificate as well.",
+	}
+
 	mgmt := humago.New(mux, humaConfig("Slipway Management API", ManagementAPIVersion, ManagementPrefix+"/openapi"))
 	mgmt.OpenAPI().Info.Description = "Machine-to-machine administration with desired-state (idempotent) semantics."
 	mgmt.OpenAPI().Components.SecuritySchemes["bearer"] = &huma.SecurityScheme{
@@ -117,15 +129,18 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	triggers.Register(pub, svc.Triggers, svc.Tenancy.WorkspaceScoped(pub))
 	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))
 	codefiles.Register(pub, svc.CodeFiles, svc.Tenancy.WorkspaceScoped(pub))
+	runners.Register(pub, svc.Runners)
+	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
 	return APIs{Public: pub, Management: mgmt}
 }
 
 // VersionOutput is the body of GET /api/version.
 type VersionOutput struct {
 	Body struct {
-		Version              string `json:"version" doc:"Release version of the server" example:"1.4.0"`
-		PublicAPIVersion     string `json:"public_api_version" doc:"Version of this API's OpenAPI document"`
-		ManagementAPIVersion string `json:"management_api_version" doc:"Version of the management API's OpenAPI document"`
+		Version              string   `json:"version" doc:"Release version of the server" example:"1.4.0"`
+		PublicAPIVersion     string   `json:"public_api_version" doc:"Version of this API's OpenAPI document"`
+		ManagementAPIVersion string   `json:"management_api_version" doc:"Version of the management API's OpenAPI document"`
+		RunnerAPIVersions    []string `json:"runner_api_versions" doc:"Runner API versions this hub speaks (path segments under /api/runner/)"`
 	}
 }
 
@@ -142,6 +157,7 @@ func registerMeta(api huma.API) {
 		out.Body.Version = buildinfo.Version
 		out.Body.PublicAPIVersion = PublicAPIVersion
 		out.Body.ManagementAPIVersion = ManagementAPIVersion
+		out.Body.RunnerAPIVersions = []string{runners.APIVersion}
 		return out, nil
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
 	"slipway/internal/n8nimport"
+	"slipway/internal/platform/actor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
@@ -33,6 +34,7 @@ import (
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
+	"slipway/internal/runners"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
 	"slipway/internal/templates"
@@ -93,7 +95,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 
 	// The execution core: runs and event logs, the queue, the dispatcher
 	// (the hub's side of the worker port) and this server's own worker.
-	taskCfg := tasks.Config{HubMode: cfg.HubMode, WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
+	taskCfg := tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
 		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
 	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
 		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
@@ -119,6 +121,11 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
 	}, log)
 
+	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: []byte(cfg.JWTSecret.Reveal()), Stale: cfg.RunnerStale,
+		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
+		orgs{ten}, c.Queue, log)
+	c.Tasks.SetRouter(runnerSvc)
+
 	codeFiles := codefiles.NewService(d, clk, c.Workflows)
 	scriptSvc := scripts.NewService(d, clk, c.Runs, c.Queue, cfg.AgentImage)
 	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner(codeFiles))
@@ -132,6 +139,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
 	s.Services.N8nImport = n8nimport.NewService(trig)
+	s.Services.Runners, s.Services.RunnerPort, s.Services.RunnerClientCert = runnerSvc, disp, cfg.TLS.ClientCAPath != ""
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -141,6 +149,18 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
 		authSvc.Middleware(auth.AdminLayer(httpx.Router(s.mux))))))
 	return s, nil
+}
+
+// orgs resolves the organization of a runner endpoint for the runners
+// service.
+type orgs struct{ t *tenancy.Service }
+
+func (o orgs) Resolve(ctx context.Context, u *actor.User, sel runners.Selector) (string, string, error) {
+	org, err := o.t.Organization(ctx, u, tenancy.Selector{OrganizationID: sel.OrganizationID, WorkspaceID: sel.WorkspaceID})
+	if err != nil {
+		return "", "", err
+	}
+	return org.ID, org.Role, nil
 }
 
 // Handler is the whole middleware chain and router.
@@ -230,6 +250,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
+	go s.Services.Runners.Run(coreCtx)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
 		s.Worker.Run(workCtx)

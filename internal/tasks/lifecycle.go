@@ -304,6 +304,8 @@ func (s *Service) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final
 		to, why = StatusFailed, reason+" after the agent had finished, before its work was published; the work is lost (restart the task to run it again)"
 	case result != nil:
 		to, why = StatusFailed, firstNonEmpty(result.Error, result.Summary, "the agent reported failure")
+	case final && j.Attempt < j.MaxAttempts:
+		to, why = StatusFailed, reason // given up at once (a runner lost started work)
 	case final:
 		to, why = StatusFailed, reason+", and it has been interrupted this way too often"
 	}

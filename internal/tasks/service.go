@@ -40,9 +40,20 @@ type Queue interface {
 // JobKind is the kind of a task's jobs.
 const JobKind = "task"
 
+// Router tells whether remote runners can take a task's work: how many
+// are eligible now for work of the workspace requiring the labels (q reads
+// in the caller's transaction).
+type Router interface {
+	Eligible(ctx context.Context, q db.Queryer, workspaceID string, labels []string) (int, error)
+}
+
 // Config is what running tasks needs from the instance's configuration.
 type Config struct {
-	HubMode bool
+	// HubMode dispatches tasks to remote runners when one is eligible;
+	// FleetOnly fails a launch no runner is eligible for instead of running
+	// it on the server.
+	HubMode   bool
+	FleetOnly bool
 	// WorkspaceCap is MAX_PARALLEL_TASKS_PER_WORKSPACE.
 	WorkspaceCap   int
 	DefaultImage   string // SERVICE_AGENT_IMAGE
@@ -61,7 +72,13 @@ type Service struct {
 	queue    Queue
 	cfg      Config
 	endHooks []EndHook
+	router   Router
 }
+
+// SetRouter gives the service its router to remote runners (at wiring
+// time, before the service serves). Without one, every task runs on the
+// server.
+func (s *Service) SetRouter(r Router) { s.router = r }
 
 // NewService builds the tasks service.
 func NewService(d *db.DB, clk clock.Clock, p Projects, r *runs.Service, q Queue, cfg Config) *Service {
@@ -114,10 +131,62 @@ func validConfig(c TaskConfig) error {
 	return nil
 }
 
-// enqueue queues the task's job in tx.
+// requiredLabels are the labels a task asks of its runner, folded.
+func requiredLabels(t *Task) []string {
+	if t.Config.Runner == nil {
+		return nil
+	}
+	ls, err := text.Labels("config.runner.required_labels", t.Config.Runner.RequiredLabels)
+	if err != nil {
+		return t.Config.Runner.RequiredLabels // validated when stored; never here
+	}
+	return ls
+}
+
+// route places a task's work: the fleet of remote runners when hub mode is
+// on and one is eligible, else the server; with fleet_only and no eligible
+// runner, it says why the task cannot run (noRunner).
+func (s *Service) route(ctx context.Context, q db.Queryer, t *Task) (pool string, labels []string, noRunner string, err error) {
+	if !s.cfg.HubMode || s.router == nil {
+		return jobs.PoolLocal, nil, "", nil
+	}
+	labels = requiredLabels(t)
+	n, err := s.router.Eligible(ctx, q, t.WorkspaceID, labels)
+	switch {
+	case err != nil:
+		return "", nil, "", err
+	case n > 0:
+		return jobs.PoolFleet, labels, "", nil
+	case s.cfg.FleetOnly:
+		why := "no eligible runner: SERVICE_AGENT_EXECUTION=fleet_only and no online, enabled, undrained runner is granted this workspace"
+		if len(labels) > 0 {
+			why += " and advertises the labels " + strings.Join(labels, ", ")
+		}
+		return "", nil, why, nil
+	}
+	return jobs.PoolLocal, nil, "", nil
+}
+
+// enqueue queues the task's job in tx, where its route says; a task no
+// runner can take under fleet_only fails at once, saying why.
 func (s *Service) enqueue(ctx context.Context, tx *db.Tx, t *Task) error {
-	_, err := s.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: JobKind, WorkspaceID: t.WorkspaceID, Ref: t.ID, MaxAttempts: s.cfg.MaxAttempts,
-		Keys: []string{"workspace:" + t.WorkspaceID, "project:" + t.ProjectID}})
+	pool, labels, noRunner, err := s.route(ctx, tx, t)
+	if err != nil {
+		return err
+	}
+	if noRunner != "" {
+		failed, err := s.setStatus(ctx, tx, t.WorkspaceID, t.ID, StatusQueued, StatusFailed, noRunner)
+		if err != nil {
+			return err
+		}
+		if err := s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(StatusQueued, StatusFailed, noRunner))); err != nil {
+			return err
+		}
+		*t = *failed
+		return nil
+	}
+	_, err = s.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: JobKind, WorkspaceID: t.WorkspaceID, Ref: t.ID, MaxAttempts: s.cfg.MaxAttempts,
+		Keys: []string{"workspace:" + t.WorkspaceID, "project:" + t.ProjectID}, Pool: pool, Labels: labels})
 	if errors.Is(err, jobs.ErrDuplicate) {
 		return nil // already queued
 	}
@@ -332,17 +401,28 @@ func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*
 
 // Restart queues a finished task again; the new run continues on its branch.
 func (s *Service) Restart(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
-	t, err := s.transition(ctx, ws, id, StatusQueued, "restart", "restarted", func(tx *db.Tx, t *Task) error {
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
+		if err := checkTransition(t.Status, StatusQueued, "restart"); err != nil {
+			return nil, err
+		}
 		now := s.clock.Now()
 		if _, err := setHeld(ctx, tx, ws.ID, t.ID, false, now); err != nil {
-			return err
+			return nil, err
 		}
 		if _, err := setPR(ctx, tx, ws.ID, t.ID, nil, now); err != nil {
-			return err
+			return nil, err
 		}
-		return s.enqueue(ctx, tx, t)
+		out, err := s.setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusQueued, "")
+		if err != nil {
+			return nil, err
+		}
+		if err := s.event(ctx, tx, t, "", s.value(EventStatus, statusPayload(t.Status, StatusQueued, "restarted"))); err != nil {
+			return nil, err
+		}
+		// Routed once queued: under fleet_only with no eligible runner it
+		// fails again at once, saying why.
+		return out, s.enqueue(ctx, tx, out)
 	})
-	return t, err
 }
 
 // Rerun creates a new task with the same project, prompt, profile and
@@ -597,9 +677,10 @@ type RunnerLine struct {
 	State      string `json:"state" enum:"matched,local,waiting"`
 }
 
-// RunnerLine says where a task would run. Remote runners come later: with
-// hub mode off every task runs on the server (local); with hub mode on and
-// no runners enrolled yet, a task waits.
+// RunnerLine says where a task's work goes, now: matched (runners are
+// eligible; how many), local (the server runs it: hub mode is off, or no
+// runner is eligible and the server is the fallback) or waiting (fleet_only
+// and no runner is eligible). It names no runner.
 func (s *Service) RunnerLine(ctx context.Context, ws *actor.Workspace, id string) (*RunnerLine, error) {
 	t, err := s.Get(ctx, ws, id)
 	if err != nil {
@@ -607,7 +688,16 @@ func (s *Service) RunnerLine(ctx context.Context, ws *actor.Workspace, id string
 	}
 	line := &RunnerLine{State: "local"}
 	line.InGroup = t.Config.Runner != nil && len(t.Config.Runner.RequiredLabels) > 0
-	if s.cfg.HubMode {
+	if !s.cfg.HubMode || s.router == nil {
+		return line, nil
+	}
+	n, err := s.router.Eligible(ctx, s.db.R, t.WorkspaceID, requiredLabels(t))
+	switch {
+	case err != nil:
+		return nil, err
+	case n > 0:
+		line.State, line.MatchCount = "matched", n
+	case s.cfg.FleetOnly:
 		line.State = "waiting"
 	}
 	return line, nil

@@ -110,7 +110,9 @@ func (e *execution) run(ctx context.Context) {
 }
 
 // keepLease extends the lease while the work runs and stops the work when
-// the hub says so.
+// the hub says so. The first renewal, at once, tells the hub the work is
+// here (started). A worker that cannot renew for a whole lease stops the
+// work itself: the hub has given it up by then (never a zombie).
 func (e *execution) keepLease(ctx context.Context) {
 	// Four renewals per lease: a renewal delayed by a busy machine or a slow
 	// database still comes well before the lease runs out.
@@ -120,23 +122,33 @@ func (e *execution) keepLease(ctx context.Context) {
 	}
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	renewed := time.Now()
 	for {
+		d, err := e.w.port.Extend(ctx, e.a.Lease)
+		switch {
+		case errors.Is(err, ErrLeaseLost):
+			e.cancel(causeLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			e.w.log.Warn("extending a lease failed", "job_id", e.a.Lease.JobID, "err", err)
+			if e.a.TTL > 0 && time.Since(renewed) > e.a.TTL {
+				e.w.log.Error("the lease could not be renewed for its whole term; stopping the work", "job_id", e.a.Lease.JobID)
+				e.cancel(causeLeaseLost)
+				return
+			}
+		case d.Cancel:
+			renewed = time.Now()
+			e.cancel(causeCancelled)
+		default:
+			renewed = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			d, err := e.w.port.Extend(ctx, e.a.Lease)
-			switch {
-			case errors.Is(err, ErrLeaseLost):
-				e.cancel(causeLeaseLost)
-				return
-			case err != nil:
-				if ctx.Err() == nil {
-					e.w.log.Warn("extending a lease failed", "job_id", e.a.Lease.JobID, "err", err)
-				}
-			case d.Cancel:
-				e.cancel(causeCancelled)
-			}
 		}
 	}
 }

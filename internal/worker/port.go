@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"slipway/internal/agents/protocol"
@@ -40,6 +41,16 @@ type Port interface {
 	// what was done and report the rest interrupted.
 	Held(ctx context.Context, workerID string) ([]Assignment, error)
 }
+
+// Worker ids: the hub's in-process workers are "hub@<instance id>", remote
+// runners "runner@<runner id>" (their agents' instance label too).
+const (
+	HubPrefix    = "hub@"
+	RunnerPrefix = "runner@"
+)
+
+// IsRunner reports whether a worker id names a remote runner.
+func IsRunner(workerID string) bool { return strings.HasPrefix(workerID, RunnerPrefix) }
 
 // ErrLeaseLost tells a worker that its lease is gone: the work was
 // cancelled and closed, or rescued and given to another worker.
@@ -84,78 +95,78 @@ const (
 
 // Assignment is one piece of work for a worker.
 type Assignment struct {
-	Lease Lease
+	Lease Lease `json:"lease"`
 	// TTL is how long the lease lasts without an Extend.
-	TTL  time.Duration
-	Work string // WorkAgent or WorkScript
+	TTL  time.Duration `json:"ttl_ns"`
+	Work string        `json:"work"` // WorkAgent or WorkScript
 	// Agent is the work when Work is WorkAgent.
-	Agent *AgentWork
+	Agent *AgentWork `json:"agent,omitempty"`
 	// Script is the work when Work is WorkScript.
-	Script *ScriptWork
+	Script *ScriptWork `json:"script,omitempty"`
 	// Resume is set by Held for work whose agent had already ended: its
 	// recorded result stands, the agent is not run again.
-	Resume *Resume
+	Resume *Resume `json:"resume,omitempty"`
 }
 
 // AgentWork is an agent run on a repository: prepare the worktree, run the
 // agent, commit and push what it changed.
 type AgentWork struct {
-	TaskID       string
-	ProjectID    string
-	Repo         Repo
-	Image        string // "" lets a backend without images run it (process)
-	Start        protocol.Start
-	AgentProfile string
-	Timeout      time.Duration
+	TaskID       string         `json:"task_id"`
+	ProjectID    string         `json:"project_id"`
+	Repo         Repo           `json:"repo"`
+	Image        string         `json:"image"` // "" lets a backend without images run it (process)
+	Start        protocol.Start `json:"start"`
+	AgentProfile string         `json:"agent_profile"`
+	Timeout      time.Duration  `json:"timeout_ns"`
 	// CommitMessage is used for the agent's work.
-	CommitMessage string
+	CommitMessage string `json:"commit_message"`
 	// Secrets must never reach events or errors (credentials, keys).
-	Secrets []string
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // ScriptWork is a script run: no repository, its source, files and
 // library mounted read-only, its input as a JSON file, its output the last
 // line it prints.
 type ScriptWork struct {
-	Language string // sh, bash, python or javascript (node)
-	Source   string
-	Files    []File // mounted read-only under FilesPath
-	Library  []File // the workspace's code library, mounted read-only under LibPath
-	Input    json.RawMessage
-	Env      map[string]string
-	Image    string // "" lets a backend without images run it (process)
-	Timeout  time.Duration
+	Language string            `json:"language"` // sh, bash, python or javascript (node)
+	Source   string            `json:"source"`
+	Files    []ScriptFile      `json:"files,omitempty"`   // mounted read-only under FilesPath
+	Library  []ScriptFile      `json:"library,omitempty"` // the workspace's code library, mounted read-only under LibPath
+	Input    json.RawMessage   `json:"input,omitempty"`
+	Env      map[string]string `json:"env,omitempty"`
+	Image    string            `json:"image"` // "" lets a backend without images run it (process)
+	Timeout  time.Duration     `json:"timeout_ns"`
 	// Secrets must never reach events or errors.
-	Secrets []string
+	Secrets []string `json:"secrets,omitempty"`
 }
 
-// File is one file of a script's files.
-type File struct {
+// ScriptFile is one file of a script's files.
+type ScriptFile struct {
 	Path    string `json:"path"` // relative, slash-separated, normalised by the hub
 	Content []byte `json:"content"`
 }
 
 // Repo is where the agent works and what it may push.
 type Repo struct {
-	URL           string
-	Username      string
-	Token         string
-	SSHPrivateKey string
-	DefaultBranch string
-	Branch        string // the work's branch, created from DefaultBranch when missing
+	URL           string `json:"url"`
+	Username      string `json:"username"`
+	Token         string `json:"token"`
+	SSHPrivateKey string `json:"ssh_private_key"`
+	DefaultBranch string `json:"default_branch"`
+	Branch        string `json:"branch"` // the work's branch, created from DefaultBranch when missing
 }
 
 // Resume carries what a previous process recorded of the work.
 type Resume struct {
 	// Result is the agent's result line (protocol.Result), if it was
 	// recorded before the worker stopped.
-	Result json.RawMessage
+	Result json.RawMessage `json:"result,omitempty"`
 	// BatchSeq is the last event batch stored for the run; the next one is
 	// numbered after it.
-	BatchSeq int64
+	BatchSeq int64 `json:"batch_seq"`
 	// ExitCode is the agent's exit code when the worker found it (a
 	// container that ended while its worker was down).
-	ExitCode *int
+	ExitCode *int `json:"exit_code,omitempty"`
 	// recovered marks a result the worker read back from the backend (not
 	// stored yet).
 	recovered bool

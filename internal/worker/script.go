@@ -165,7 +165,7 @@ func writeScratch(src, files, lib, work, name string, a *ScriptWork) error {
 }
 
 // writeFiles writes files under dir, refusing a path that would leave it.
-func writeFiles(dir, what string, fs []File) error {
+func writeFiles(dir, what string, fs []ScriptFile) error {
 	for _, f := range fs {
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 			return fmt.Errorf("file path %q leaves the %s directory", f.Path, what)

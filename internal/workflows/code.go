@@ -73,9 +73,9 @@ func (e *Engine) SetScripts(s Scripts) { e.scripts = s }
 // ($SLIPWAY_LIB).
 type CodeFiles interface {
 	// Files are the files of a code node of a workflow (none is no error).
-	Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.File, error)
+	Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error)
 	// Library is the workspace's code library.
-	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.File, error)
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error)
 }
 
 // SetCodeFiles wires code files for code nodes; without it their runs get
@@ -199,7 +199,7 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	}
 	// The node's files and the library as they are when a worker takes
 	// the node (like a saved script's source).
-	var files, lib []worker.File
+	var files, lib []worker.ScriptFile
 	if h.e.codeFiles != nil {
 		if files, err = h.e.codeFiles.Files(ctx, tx, j.WorkspaceID, st.run.WorkflowID, nr.Key); err != nil {
 			return nil, err

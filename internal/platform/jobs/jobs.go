@@ -66,7 +66,20 @@ type Job struct {
 	LastError       string
 	CreatedAt       time.Time
 	FinishedAt      *time.Time
+	// Pool is who may claim the job: PoolLocal (the hub's own workers) or
+	// PoolFleet (remote runners that match its workspace and Labels).
+	Pool   string
+	Labels []string // labels a fleet job requires of its runner
+	// StartedAt is when the holder first renewed its lease: it has the
+	// work (nil while claimed but not yet acknowledged).
+	StartedAt *time.Time
 }
+
+// Pools of workers.
+const (
+	PoolLocal = ""      // the hub's own (in-process) workers
+	PoolFleet = "fleet" // remote runners
+)
 
 // Lease is the holder's proof of one claim: the job, who holds it and which
 // attempt. It stops working once the job was rescued, even if the same
@@ -96,6 +109,23 @@ type NewJob struct {
 	Payload     any // marshalled to JSON; nil is {}
 	MaxAttempts int // default 3
 	RunAt       time.Time
+	// Pool is who may claim it (PoolLocal by default); Labels, for a fleet
+	// job, what its runner must offer.
+	Pool   string
+	Labels []string
+}
+
+// EncodeLabels is how a label set is stored: sorted, unique, each label
+// between single spaces (" a b "), "" for none. A claim then tests a
+// subset by removing its own labels with REPLACE (see Match).
+func EncodeLabels(labels []string) string {
+	if len(labels) == 0 {
+		return ""
+	}
+	ls := slices.Clone(labels)
+	slices.Sort(ls)
+	ls = slices.Compact(ls)
+	return " " + strings.Join(ls, " ") + " "
 }
 
 // Admission gives the limit of a concurrency key, inside the claim
@@ -134,18 +164,19 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, admit Admission) *Queue {
 }
 
 const columns = `id, kind, workspace_id, ref_id, concurrency_keys, payload, state, attempt, max_attempts, run_at, locked_by, locked_until,
-	cancel_requested, last_error, created_at, finished_at`
+	cancel_requested, last_error, created_at, finished_at, pool, labels, started_at`
 
 func scan(row interface{ Scan(...any) error }) (*Job, error) {
 	var j Job
 	var ws, ref sql.NullString
-	var keys, payload string
+	var keys, payload, labels string
 	err := row.Scan(&j.ID, &j.Kind, &ws, &ref, &keys, &payload, &j.State, &j.Attempt, &j.MaxAttempts, db.UTC(&j.RunAt), &j.LockedBy,
-		db.NullUTC(&j.LockedUntil), &j.CancelRequested, &j.LastError, db.UTC(&j.CreatedAt), db.NullUTC(&j.FinishedAt))
+		db.NullUTC(&j.LockedUntil), &j.CancelRequested, &j.LastError, db.UTC(&j.CreatedAt), db.NullUTC(&j.FinishedAt),
+		&j.Pool, &labels, db.NullUTC(&j.StartedAt))
 	if err != nil {
 		return nil, err
 	}
-	j.WorkspaceID, j.Ref, j.Keys, j.Payload = ws.String, ref.String, strings.Fields(keys), json.RawMessage(payload)
+	j.WorkspaceID, j.Ref, j.Keys, j.Payload, j.Labels = ws.String, ref.String, strings.Fields(keys), json.RawMessage(payload), strings.Fields(labels)
 	return &j, nil
 }
 
@@ -164,6 +195,14 @@ func (n NewJob) check() (keys, payload string, err error) {
 		if k == "" || strings.ContainsAny(k, " \t\n") {
 			return "", "", fmt.Errorf("jobs: bad concurrency key %q", k)
 		}
+	}
+	for _, l := range n.Labels {
+		if l == "" || strings.ContainsAny(l, " \t\n") {
+			return "", "", fmt.Errorf("jobs: bad label %q", l)
+		}
+	}
+	if n.Pool != PoolLocal && n.Pool != PoolFleet {
+		return "", "", fmt.Errorf("jobs: unknown pool %q", n.Pool)
 	}
 	p := []byte("{}")
 	if n.Payload != nil {
@@ -187,9 +226,9 @@ func (q *Queue) Enqueue(ctx context.Context, tx *db.Tx, n NewJob) (*Job, error) 
 	if n.MaxAttempts <= 0 {
 		n.MaxAttempts = 3
 	}
-	j, err := scan(tx.QueryRowContext(ctx, `INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9) RETURNING `+columns,
-		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now))
+	j, err := scan(tx.QueryRowContext(ctx, `INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at,
+		pool, labels) VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9, $10, $11) RETURNING `+columns,
+		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now, n.Pool, EncodeLabels(n.Labels)))
 	if err != nil {
 		if q.db.Dialect.IsUniqueViolation(err) {
 			return nil, fmt.Errorf("jobs: %s %s already has an unfinished job: %w", n.Kind, n.Ref, ErrDuplicate)
@@ -205,15 +244,15 @@ var ErrDuplicate = errors.New("duplicate job")
 // EnqueueMany adds many jobs in one transaction of multi-row inserts (for
 // bulk work and benchmarks); refs must be unique among unfinished jobs.
 func (q *Queue) EnqueueMany(ctx context.Context, jobs []NewJob) error {
-	const cols = 10
-	const chunk = 90 // rows per INSERT: 900 parameters, under SQLite's default limit
+	const cols = 12
+	const chunk = 80 // rows per INSERT: 960 parameters, under SQLite's default limit
 	now := q.clock.Now()
 	return q.db.Tx(ctx, func(tx *db.Tx) error {
 		kinds := map[string]bool{}
 		for start := 0; start < len(jobs); start += chunk {
 			part := jobs[start:min(start+chunk, len(jobs))]
 			var sb strings.Builder
-			sb.WriteString(`INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at) VALUES `)
+			sb.WriteString(`INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at, pool, labels) VALUES `)
 			args := make([]any, 0, len(part)*cols)
 			for i, n := range part {
 				keys, payload, err := n.check()
@@ -237,7 +276,8 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []NewJob) error {
 					sb.WriteString(q.db.Dialect.Placeholder(len(args) + c + 1))
 				}
 				sb.WriteByte(')')
-				args = append(args, ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, Available, n.MaxAttempts, n.RunAt.UTC(), now)
+				args = append(args, ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, Available, n.MaxAttempts, n.RunAt.UTC(), now,
+					n.Pool, EncodeLabels(n.Labels))
 				kinds[n.Kind] = true
 			}
 			if _, err := tx.ExecContext(ctx, sb.String(), args...); err != nil {
@@ -268,6 +308,47 @@ type ClaimRequest struct {
 	Owner string        // who will hold the leases
 	Max   int           // at most this many jobs
 	Lease time.Duration // how long a lease lasts unless extended
+	// Match, when set, claims fleet jobs for a remote runner (only those it
+	// matches); nil claims the hub's own (PoolLocal) jobs.
+	Match *Match
+}
+
+// Match is what a remote runner may take: fleet jobs of its organization's
+// workspaces (only WorkspaceIDs when any are given) whose required labels
+// are all among Labels.
+type Match struct {
+	OrganizationID string
+	WorkspaceIDs   []string
+	Labels         []string
+}
+
+// where is the SQL condition of the match, its parameters numbered from
+// len(args)+1; it returns the grown args.
+func (m *Match) where(args []any) (string, []any) {
+	if m == nil {
+		return "pool = ''", args
+	}
+	args = append(args, PoolFleet, m.OrganizationID)
+	cond := fmt.Sprintf("pool = $%d AND workspace_id IN (SELECT id FROM workspaces WHERE organization_id = $%d)", len(args)-1, len(args))
+	if len(m.WorkspaceIDs) > 0 {
+		var in []string
+		for _, id := range m.WorkspaceIDs {
+			args = append(args, id)
+			in = append(in, "$"+strconv.Itoa(len(args)))
+		}
+		cond += " AND workspace_id IN (" + strings.Join(in, ", ") + ")"
+	}
+	// A job's labels (" a b ") are a subset of ours when removing each of
+	// ours leaves a single space.
+	rest := "labels"
+	for _, l := range m.Labels {
+		args = append(args, " "+l+" ")
+		rest = fmt.Sprintf("REPLACE(%s, $%d, ' ')", rest, len(args))
+	}
+	if len(m.Labels) == 0 {
+		return cond + " AND labels = ''", args
+	}
+	return cond + " AND (labels = '' OR " + rest + " = ' ')", args
 }
 
 // StartFunc runs inside the claim transaction for each claimed job, oldest
@@ -343,8 +424,10 @@ type candidate struct {
 	keys  []string
 }
 
-func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now time.Time, after *candidate, limit int) ([]candidate, error) {
+func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, m *Match, now time.Time, after *candidate, limit int) ([]candidate, error) {
 	args := []any{now}
+	var match string
+	match, args = m.where(args)
 	var in []string
 	for _, k := range kinds {
 		args = append(args, k)
@@ -363,7 +446,7 @@ func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now t
 		cond = fmt.Sprintf(" AND (run_at > $%d OR (run_at = $%d AND id > $%d))", n-1, n-1, n)
 	}
 	args = append(args, limit)
-	rows, err := tx.QueryContext(ctx, "SELECT id, run_at, concurrency_keys FROM jobs WHERE state = 'available' AND run_at <= $1 AND "+kindCond+
+	rows, err := tx.QueryContext(ctx, "SELECT id, run_at, concurrency_keys FROM jobs WHERE state = 'available' AND "+match+" AND run_at <= $1 AND "+kindCond+
 		cond+" ORDER BY run_at, id LIMIT $"+strconv.Itoa(len(args))+q.db.Dialect.SkipLocked(), args...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
@@ -386,7 +469,7 @@ func (q *Queue) candidates(ctx context.Context, tx *db.Tx, kinds []string, now t
 // as soon as one candidate has keys, the claim serialises with every other
 // capped claim and admits candidates while their keys are under the limits.
 func (q *Queue) pick(ctx context.Context, tx *db.Tx, req ClaimRequest, now time.Time) ([]string, error) {
-	cands, err := q.candidates(ctx, tx, req.Kinds, now, nil, req.Max)
+	cands, err := q.candidates(ctx, tx, req.Kinds, req.Match, now, nil, req.Max)
 	if err != nil || len(cands) == 0 {
 		return nil, err
 	}
@@ -451,7 +534,7 @@ func (q *Queue) pick(ctx context.Context, tx *db.Tx, req ClaimRequest, now time.
 		}
 		last := cands[len(cands)-1]
 		limit = scanWindow
-		if cands, err = q.candidates(ctx, tx, req.Kinds, now, &last, limit); err != nil {
+		if cands, err = q.candidates(ctx, tx, req.Kinds, req.Match, now, &last, limit); err != nil {
 			return nil, err
 		}
 	}
@@ -492,7 +575,7 @@ func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimR
 	// state again, and a plain primary-key match keeps the planner on the
 	// primary key whatever its statistics say.
 	sqlText := "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = " + q.db.Dialect.Placeholder(1) + ", locked_until = " +
-		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE WHERE id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
+		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE, started_at = NULL WHERE id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
 	rows, err := tx.QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
@@ -519,10 +602,13 @@ func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimR
 }
 
 // Extend renews a lease for d from now and reports whether a cancel was
-// requested. ErrLeaseLost: the job is no longer this holder's.
+// requested; the first renewal marks the job started (its holder has it).
+// ErrLeaseLost: the job is no longer this holder's.
 func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (cancelRequested bool, err error) {
-	err = q.db.W.QueryRowContext(ctx, `UPDATE jobs SET locked_until = $4 WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running'
-		RETURNING cancel_requested`, l.JobID, l.Owner, l.Attempt, q.clock.Now().Add(d)).Scan(&cancelRequested)
+	now := q.clock.Now()
+	err = q.db.W.QueryRowContext(ctx, `UPDATE jobs SET locked_until = $4, started_at = COALESCE(started_at, $5)
+		WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running'
+		RETURNING cancel_requested`, l.JobID, l.Owner, l.Attempt, now.Add(d), now).Scan(&cancelRequested)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, ErrLeaseLost
 	}
@@ -625,7 +711,7 @@ func (q *Queue) Retry(ctx context.Context, tx *db.Tx, l Lease, reason string, de
 		refund = 1
 	}
 	j, err := q.finish(ctx, tx, l, `state = CASE WHEN attempt - $5 >= max_attempts THEN 'failed' ELSE 'available' END,
-		attempt = attempt - $5, run_at = $6, last_error = $4, locked_by = ''`, reason, refund, q.clock.Now().Add(delay))
+		attempt = attempt - $5, run_at = $6, last_error = $4, locked_by = '', started_at = NULL`, reason, refund, q.clock.Now().Add(delay))
 	if err != nil {
 		return nil, err
 	}
@@ -722,6 +808,25 @@ func (q *Queue) Held(ctx context.Context, owner string, d time.Duration) ([]*Job
 	return out, nil
 }
 
+// Cancelling lists the running jobs an owner holds whose cancel was
+// requested.
+func (q *Queue) Cancelling(ctx context.Context, owner string) ([]string, error) {
+	rows, err := q.db.R.QueryContext(ctx, "SELECT id FROM jobs WHERE state = 'running' AND locked_by = $1 AND cancel_requested", owner)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: cancelling: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("jobs: cancelling: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // Holder returns the lease a running job is held under, or nil when the
 // job is not running.
 func (q *Queue) Holder(ctx context.Context, id string) (*Lease, error) {
@@ -755,14 +860,30 @@ func (q *Queue) list(ctx context.Context, query string, args ...any) ([]*Job, er
 
 // InterruptFunc runs in the rescuer's transaction for a job whose holder
 // died: the job is already back in the queue (or failed, when final); it
-// brings the job's subject in line.
-type InterruptFunc func(ctx context.Context, tx *db.Tx, j *Job, final bool) error
+// brings the job's subject in line. reason is the verdict's.
+type InterruptFunc func(ctx context.Context, tx *db.Tx, j *Job, final bool, reason string) error
 
-// Rescue returns every running job whose lease expired to the queue (or
-// fails it when it is out of attempts), one transaction each with fn, and
-// reports how many it rescued. Concurrent rescuers on several replicas are
-// safe: each job is moved once.
-func (q *Queue) Rescue(ctx context.Context, reason string, fn InterruptFunc) (int, error) {
+// Verdict is what becomes of a job whose lease expired.
+type Verdict struct {
+	// Fail gives the job up at once instead of queueing it again.
+	Fail bool
+	// Refund gives the attempt back (the holder never started the work).
+	Refund bool
+	Reason string
+}
+
+// Policy decides the verdict of an expired job, seen as its holder left it.
+type Policy func(j *Job) Verdict
+
+// Requeue is the plain policy: every expired job goes back to the queue,
+// charged with its attempt.
+func Requeue(reason string) Policy { return func(*Job) Verdict { return Verdict{Reason: reason} } }
+
+// Rescue returns every running job whose lease expired to the queue, or
+// fails it when it is out of attempts or the policy says so, one
+// transaction each with fn, and reports how many it rescued. Concurrent
+// rescuers on several replicas are safe: each job is moved once.
+func (q *Queue) Rescue(ctx context.Context, policy Policy, fn InterruptFunc) (int, error) {
 	now := q.clock.Now()
 	expired, err := q.list(ctx, "SELECT "+columns+" FROM jobs WHERE state = 'running' AND locked_until < $1 ORDER BY locked_until", now)
 	if err != nil {
@@ -771,13 +892,19 @@ func (q *Queue) Rescue(ctx context.Context, reason string, fn InterruptFunc) (in
 	n := 0
 	var errs []error
 	for _, j := range expired {
+		v := policy(j)
+		refund := 0
+		if v.Refund {
+			refund = 1
+		}
 		err := q.db.Tx(ctx, func(tx *db.Tx) error {
 			// The expiry is checked again here: the holder may have extended
 			// its lease since the list was read.
 			r, err := scan(tx.QueryRowContext(ctx, `UPDATE jobs SET
-				state = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'available' END,
-				run_at = $3, last_error = $4, locked_by = '', locked_until = NULL
-				WHERE id = $1 AND attempt = $2 AND state = 'running' AND locked_until < $3 RETURNING `+columns, j.ID, j.Attempt, now, reason))
+				state = CASE WHEN $5 OR attempt - $6 >= max_attempts THEN 'failed' ELSE 'available' END,
+				attempt = attempt - $6, run_at = $3, last_error = $4, locked_by = '', locked_until = NULL, started_at = NULL
+				WHERE id = $1 AND attempt = $2 AND state = 'running' AND locked_until < $3 RETURNING `+columns,
+				j.ID, j.Attempt, now, v.Reason, v.Fail, refund))
 			if errors.Is(err, sql.ErrNoRows) {
 				return nil // finished, extended or rescued meanwhile
 			}
@@ -793,7 +920,7 @@ func (q *Queue) Rescue(ctx context.Context, reason string, fn InterruptFunc) (in
 				}
 			}
 			if fn != nil {
-				if err := fn(ctx, tx, r, r.State == Failed); err != nil {
+				if err := fn(ctx, tx, r, r.State == Failed, v.Reason); err != nil {
 					return err
 				}
 			}
@@ -805,6 +932,42 @@ func (q *Queue) Rescue(ctx context.Context, reason string, fn InterruptFunc) (in
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// Expire ends the leases of every job owner holds now (its holder is known
+// to be gone), so that the next rescue takes them; it reports how many.
+func (q *Queue) Expire(ctx context.Context, owner string) (int64, error) {
+	now := q.clock.Now()
+	res, err := q.db.W.ExecContext(ctx, "UPDATE jobs SET locked_until = $2 WHERE state = 'running' AND locked_by = $1 AND locked_until >= $2",
+		owner, now.Add(-time.Millisecond))
+	if err != nil {
+		return 0, fmt.Errorf("jobs: expire leases of %s: %w", owner, err)
+	}
+	return res.RowsAffected()
+}
+
+// Repool moves available jobs to another pool (fleet work no runner can
+// take any more falls back to the hub's workers); it reports how many moved.
+func (q *Queue) Repool(ctx context.Context, ids []string, pool string) (int, error) {
+	n := 0
+	for _, id := range ids {
+		res, err := q.db.W.ExecContext(ctx, "UPDATE jobs SET pool = $2 WHERE id = $1 AND state = 'available'", id, pool)
+		if err != nil {
+			return n, fmt.Errorf("jobs: repool %s: %w", id, err)
+		}
+		if k, _ := res.RowsAffected(); k > 0 {
+			n++
+		}
+	}
+	if n > 0 {
+		return n, q.bus.Publish(ctx, TopicQueued, "repool")
+	}
+	return n, nil
+}
+
+// Waiting lists the available jobs of a pool, oldest first (at most limit).
+func (q *Queue) Waiting(ctx context.Context, pool string, limit int) ([]*Job, error) {
+	return q.list(ctx, "SELECT "+columns+" FROM jobs WHERE state = 'available' AND pool = $1 ORDER BY run_at, id LIMIT $2", pool, limit)
 }
 
 // Prune deletes finished jobs older than age and reports how many.

@@ -244,7 +244,7 @@ func TestLeases(t *testing.T) {
 		// Expired: the rescuer puts it back and tells the caller.
 		h.clock.Advance(2 * time.Minute)
 		var interrupted []string
-		n, err := h.q.Rescue(ctx, "holder gone", func(_ context.Context, _ *db.Tx, j *jobs.Job, final bool) error {
+		n, err := h.q.Rescue(ctx, jobs.Requeue("holder gone"), func(_ context.Context, _ *db.Tx, j *jobs.Job, final bool, _ string) error {
 			interrupted = append(interrupted, fmt.Sprintf("%s final=%v state=%s", j.ID, final, j.State))
 			return nil
 		})
@@ -269,7 +269,7 @@ func TestLeases(t *testing.T) {
 		}
 		// Out of attempts: the rescuer fails it for good.
 		h.clock.Advance(2 * time.Minute)
-		n, err = h.q.Rescue(ctx, "gone again", func(_ context.Context, _ *db.Tx, j *jobs.Job, final bool) error {
+		n, err = h.q.Rescue(ctx, jobs.Requeue("gone again"), func(_ context.Context, _ *db.Tx, j *jobs.Job, final bool, _ string) error {
 			if !final || j.State != jobs.Failed {
 				t.Errorf("second rescue: final=%v state=%s", final, j.State)
 			}
@@ -286,7 +286,7 @@ func TestLeases(t *testing.T) {
 		live := h.enqueue(jobs.NewJob{Kind: "k"})
 		h.claim("w3", 1)
 		h.clock.Advance(30 * time.Second)
-		if n, err := h.q.Rescue(ctx, "x", nil); err != nil || n != 0 {
+		if n, err := h.q.Rescue(ctx, jobs.Requeue("x"), nil); err != nil || n != 0 {
 			t.Fatalf("rescued a live lease: %d %v", n, err)
 		}
 		if got := h.state(live.ID); got.State != jobs.Running {
@@ -303,7 +303,7 @@ func TestLeases(t *testing.T) {
 			t.Fatalf("held = %+v, %v", held, err)
 		}
 		h.clock.Advance(30 * time.Second)
-		if n, err := h.q.Rescue(ctx, "x", nil); err != nil || n != 0 {
+		if n, err := h.q.Rescue(ctx, jobs.Requeue("x"), nil); err != nil || n != 0 {
 			t.Fatalf("rescued work its restarted holder took back: %d %v", n, err)
 		}
 		if got := h.state(other.ID); got.LockedBy != "w4" {

@@ -6,6 +6,7 @@
 package text
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -68,4 +69,24 @@ func Name(field, raw string, max int) (string, error) {
 		return "", err
 	}
 	return n, nil
+}
+
+// Labels cleans capability labels (runners advertise them, tasks require
+// them): each one word of at most 64 characters, no commas or controls,
+// folded to lowercase; duplicates dropped, first-seen order kept.
+func Labels(field string, raw []string) ([]string, error) {
+	out := make([]string, 0, len(raw))
+	for _, l := range raw {
+		if l == "" || utf8.RuneCountInString(l) > 64 || strings.ContainsAny(l, " ,\t\n\r") {
+			return nil, apperr.BadRequest("%s: %q is not a label (one word of at most 64 characters)", field, l)
+		}
+		if err := CheckName(field, l); err != nil {
+			return nil, err
+		}
+		l = strings.ToLower(l)
+		if !slices.Contains(out, l) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }

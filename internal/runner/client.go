@@ -1,0 +1,326 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"slipway/internal/runners"
+	"slipway/internal/worker"
+)
+
+// Client speaks the runner API: the worker port over HTTPS, plus enrolment,
+// token refresh and heartbeats.
+type Client struct {
+	base string // hub URL
+	http *http.Client
+	log  *slog.Logger
+	// poll is the pause after an empty claim (SERVICE_RUNNER_POLL_SECS).
+	poll time.Duration
+
+	mu    sync.RWMutex
+	token string
+}
+
+var _ worker.Port = (*Client)(nil)
+
+// HubError is an error answer of the hub.
+type HubError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *HubError) Error() string {
+	return fmt.Sprintf("hub answered %d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// Unauthorized reports a refused credential.
+func Unauthorized(err error) bool {
+	var he *HubError
+	return errors.As(err, &he) && he.Status == http.StatusUnauthorized
+}
+
+// TLSFiles are the runner's TLS settings.
+type TLSFiles struct {
+	ClientCert, ClientKey string // mutual TLS identity (both or neither)
+	CA                    string // CA bundle pinning the hub's certificate
+}
+
+// NewClient returns a client of the hub at base.
+func NewClient(base string, files TLSFiles, poll time.Duration, log *slog.Logger) (*Client, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if files.CA != "" {
+		pem, err := os.ReadFile(files.CA)
+		if err != nil {
+			return nil, fmt.Errorf("SERVICE_RUNNER_TLS_CA_PATH: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("SERVICE_RUNNER_TLS_CA_PATH: %s holds no PEM certificate", files.CA)
+		}
+		tc.RootCAs = pool
+	}
+	if files.ClientCert != "" {
+		cert, err := tls.LoadX509KeyPair(files.ClientCert, files.ClientKey)
+		if err != nil {
+			return nil, fmt.Errorf("SERVICE_RUNNER_TLS_CLIENT_CERT_PATH/_KEY_PATH: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	tr.MaxIdleConnsPerHost = 16
+	return &Client{base: strings.TrimRight(base, "/"), http: &http.Client{Transport: tr}, log: log, poll: poll}, nil
+}
+
+// SetToken sets the bearer token sent from now on.
+func (c *Client) SetToken(t string) {
+	c.mu.Lock()
+	c.token = t
+	c.mu.Unlock()
+}
+
+func (c *Client) bearer() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.token
+}
+
+// do sends a JSON request and decodes the answer into out (nil: ignore).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if t := c.bearer(); t != "" {
+		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode >= 300 {
+		he := &HubError{Status: resp.StatusCode}
+		var e struct {
+			Code  string `json:"code"`
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil {
+			he.Code, he.Message = e.Code, e.Error
+		} else {
+			he.Message = strings.TrimSpace(string(data[:min(len(data), 200)]))
+		}
+		return he
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(data, out)
+}
+
+// Version is the hub's GET /api/version.
+type Version struct {
+	Version           string   `json:"version"`
+	RunnerAPIVersions []string `json:"runner_api_versions"`
+}
+
+// ErrIncompatible: the hub does not speak this runner's API version.
+var ErrIncompatible = errors.New("incompatible hub")
+
+// CheckVersion refuses a hub that does not speak this runner's API version.
+func (c *Client) CheckVersion(ctx context.Context, ours string) (*Version, error) {
+	var v Version
+	if err := c.do(ctx, http.MethodGet, "/api/version", nil, &v); err != nil {
+		return nil, fmt.Errorf("asking the hub at %s for its version: %w", c.base, err)
+	}
+	if !slices.Contains(v.RunnerAPIVersions, runners.APIVersion) {
+		speaks := strings.Join(v.RunnerAPIVersions, ", ")
+		if speaks == "" {
+			speaks = "none"
+		}
+		return &v, fmt.Errorf("%w: the hub at %s (version %s) speaks runner API versions [%s]; this runner (version %s) speaks %s: run a runner and a hub of matching releases",
+			ErrIncompatible, c.base, v.Version, speaks, ours, runners.APIVersion)
+	}
+	return &v, nil
+}
+
+// Enroll redeems an enrollment token for a JWT.
+func (c *Client) Enroll(ctx context.Context, token, name string) (*runners.Token, error) {
+	var t runners.Token
+	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/enroll", map[string]string{"token": token, "name": name}, &t)
+	return &t, err
+}
+
+// Refresh trades the current JWT for a new one.
+func (c *Client) Refresh(ctx context.Context) (*runners.Token, error) {
+	var t runners.Token
+	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/token", nil, &t)
+	return &t, err
+}
+
+// Heartbeat reports the runner alive.
+func (c *Client) Heartbeat(ctx context.Context, hb runners.Heartbeat) (*runners.HeartbeatReply, error) {
+	var r runners.HeartbeatReply
+	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/heartbeat", hb, &r)
+	return &r, err
+}
+
+// leaseErr maps the hub's lease-lost answer to the port's error.
+func leaseErr(err error) error {
+	var he *HubError
+	if errors.As(err, &he) && he.Status == http.StatusConflict {
+		return worker.ErrLeaseLost
+	}
+	return err
+}
+
+// Claim implements worker.Port: a long poll; after an empty one it pauses
+// for the poll interval.
+func (c *Client) Claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
+	wait := min(req.Wait, runners.MaxWait)
+	cctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
+	defer cancel()
+	var out runners.Assignments
+	err := c.do(cctx, http.MethodPost, runners.APIPrefix+"/claim",
+		map[string]any{"max": req.Max, "wait_ms": wait.Milliseconds(), "backend": req.Backend}, &out)
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Assignments) == 0 && c.poll > 0 {
+		select {
+		case <-time.After(c.poll):
+		case <-ctx.Done():
+		}
+	}
+	return out.Assignments, nil
+}
+
+func timeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}
+
+func jobPath(l worker.Lease, what string) string {
+	return runners.APIPrefix + "/jobs/" + url.PathEscape(l.JobID) + "/" + what
+}
+
+// Extend implements worker.Port.
+func (c *Client) Extend(ctx context.Context, l worker.Lease) (worker.Directive, error) {
+	ctx, cancel := timeout(ctx)
+	defer cancel()
+	var r runners.ExtendReply
+	err := c.do(ctx, http.MethodPost, jobPath(l, "extend"), map[string]any{"lease": l}, &r)
+	return worker.Directive{Cancel: r.Cancel}, leaseErr(err)
+}
+
+// Append implements worker.Port.
+func (c *Client) Append(ctx context.Context, l worker.Lease, b worker.Batch) error {
+	ctx, cancel := timeout(ctx)
+	defer cancel()
+	return leaseErr(c.do(ctx, http.MethodPost, jobPath(l, "events"), map[string]any{"lease": l, "batch": b}, nil))
+}
+
+// Finish implements worker.Port.
+func (c *Client) Finish(ctx context.Context, l worker.Lease, r worker.Result) error {
+	ctx, cancel := timeout(ctx)
+	defer cancel()
+	return leaseErr(c.do(ctx, http.MethodPost, jobPath(l, "finish"), map[string]any{"lease": l, "result": r}, nil))
+}
+
+// Held implements worker.Port.
+func (c *Client) Held(ctx context.Context, _ string) ([]worker.Assignment, error) {
+	ctx, cancel := timeout(ctx)
+	defer cancel()
+	var out runners.Assignments
+	err := c.do(ctx, http.MethodGet, runners.APIPrefix+"/held", nil, &out)
+	return out.Assignments, err
+}
+
+// Control implements worker.Port: long polls of the hub's control route,
+// each cancel passed on once.
+func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, error) {
+	out := make(chan worker.Control, 16)
+	go func() {
+		defer close(out)
+		seen := map[string]time.Time{}
+		backoff := time.Duration(0)
+		for ctx.Err() == nil {
+			pctx, cancel := context.WithTimeout(ctx, runners.MaxWait+30*time.Second)
+			var cs runners.Controls
+			err := c.do(pctx, http.MethodGet, runners.APIPrefix+"/control?wait_ms="+fmt.Sprint(runners.MaxWait.Milliseconds()), nil, &cs)
+			cancel()
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				backoff = min(max(2*backoff, 200*time.Millisecond), 5*time.Second)
+				c.log.Debug("control stream: retrying", "err", err, "in", backoff)
+				sleep(ctx, backoff)
+				continue
+			}
+			backoff = 0
+			fresh := 0
+			now := time.Now()
+			for k, t := range seen {
+				if now.Sub(t) > 10*time.Minute {
+					delete(seen, k)
+				}
+			}
+			for _, ctl := range cs.Controls {
+				key := ctl.Action + " " + ctl.JobID
+				if _, ok := seen[key]; ok {
+					continue
+				}
+				seen[key] = now
+				fresh++
+				select {
+				case out <- worker.Control{JobID: ctl.JobID, Action: ctl.Action}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if len(cs.Controls) > 0 && fresh == 0 {
+				// Only cancels already passed on (the work is stopping):
+				// do not spin on them.
+				sleep(ctx, time.Second)
+			}
+		}
+	}()
+	return out, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}
