@@ -64,10 +64,18 @@ func (p *proc) logs() string {
 var listenRe = regexp.MustCompile(`msg=listening addr=\S*:(\d+)`)
 
 // start runs `slipway serve` in dir with exactly env (plus PATH and HOME)
-// and waits for its listen line.
+// and waits until it listens.
 func start(t *testing.T, dir string, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, "serve")
+	return spawn(t, dir, "serve", listenRe, env...)
+}
+
+// spawn runs `slipway <command>` in dir with exactly env (plus PATH, HOME
+// and a free port) and waits for a log line matching ready; its first
+// group, if any, is the port it listens on.
+func spawn(t *testing.T, dir, command string, ready *regexp.Regexp, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(binary, command)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVER_PORT=0"}, env...)
 	stderr, err := cmd.StderrPipe()
@@ -86,8 +94,15 @@ func start(t *testing.T, dir string, env ...string) *proc {
 			p.mu.Lock()
 			p.out.WriteString(line + "\n")
 			p.mu.Unlock()
-			if m := listenRe.FindStringSubmatch(line); m != nil {
-				addr <- "127.0.0.1:" + m[1]
+			if m := ready.FindStringSubmatch(line); m != nil {
+				a := ""
+				if len(m) > 1 {
+					a = "127.0.0.1:" + m[1]
+				}
+				select {
+				case addr <- a:
+				default:
+				}
 			}
 		}
 	}()
@@ -102,9 +117,9 @@ func start(t *testing.T, dir string, env ...string) *proc {
 	select {
 	case p.addr = <-addr:
 	case <-p.exited:
-		t.Fatalf("slipway exited before listening: %v\n%s", p.err, p.logs())
+		t.Fatalf("slipway %s exited before it was ready: %v\n%s", command, p.err, p.logs())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("slipway did not listen within 30s\n%s", p.logs())
+		t.Fatalf("slipway %s was not ready within 30s\n%s", command, p.logs())
 	}
 	return p
 }
