@@ -5,20 +5,27 @@ package main
 // a runner mid-task.
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"slipway/internal/agenttest"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/tlstest"
 )
 
 var runnerReady = regexp.MustCompile(`msg="worker starting"`)
@@ -215,5 +222,175 @@ func runnersEndToEnd(t *testing.T, engine db.Engine) {
 	}
 	if strings.Contains(s.p.logs(), "panic") {
 		t.Fatalf("the hub panicked:\n%s", s.p.logs())
+	}
+}
+
+// runOnce runs `slipway runner` to its end (a runner that cannot start) and
+// returns its exit code and output; it is killed after within.
+func runOnce(t *testing.T, dir string, within time.Duration, env ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "runner")
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return 0, string(out)
+}
+
+// TestRunnerEnrollment: a runner enrols with a single-use token, keeps its
+// JWT in a 0600 file and refreshes it, comes back after a restart on the
+// kept token (no second redeem), and refuses a kept token readable by
+// others, after which the used enrollment token is refused.
+func TestRunnerEnrollment(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process")
+	c := s.c
+	var en struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(c.post("/api/organization/runners/enrollment-tokens", `{"name":"enrolled","allowed_labels":["linux"]}`, 201)), &en); err != nil {
+		t.Fatal(err)
+	}
+	rdir := filepath.Join(dir, "enrolled")
+	if err := os.MkdirAll(rdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"SERVICE_HUB_URL=" + s.p.url(""), "SERVICE_RUNNER_ALLOW_INSECURE_TRANSPORT=true", "SERVICE_RUNNER_ENROLLMENT_TOKEN=" + en.Token,
+		"SERVICE_RUNNER_EXECUTION_BACKEND=process", "SERVICE_RUNNER_ALLOW_UNSANDBOXED=true", "SERVICE_RUNNER_HEARTBEAT_SECS=1",
+		"SERVICE_RUNNER_POLL_SECS=1", "SERVICE_RUNNER_TOKEN_REFRESH_SECS=1", "SERVICE_RUNNER_LABELS=linux"}
+	r := spawn(t, rdir, "runner", runnerReady, env...)
+	tokenFile := filepath.Join(rdir, "data", "runner-token")
+	st, err := os.Stat(tokenFile)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", st, err)
+	}
+	first, _ := os.ReadFile(tokenFile)
+	if !strings.HasPrefix(string(first), "scrnj_") {
+		t.Fatalf("token file holds %q", first)
+	}
+	eventually(t, 10*time.Second, "the runner refreshes its JWT and keeps the new one", func() bool {
+		now, _ := os.ReadFile(tokenFile)
+		return len(now) > 0 && string(now) != string(first)
+	})
+	eventually(t, 10*time.Second, "the enrolled runner is online", func() bool { return c.runners()["enrolled"].Status == "online" })
+	id := c.labelledTask(s.project, "echo enrolled > e.txt", "linux")
+	c.waitAll([]string{id}, time.Minute, "done")
+	if got := c.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "runner@") {
+		t.Fatalf("ran on %v", got)
+	}
+
+	// A graceful stop, then a restart on the kept token.
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("SIGTERM: exit %d\n%s", code, r.logs())
+	}
+	r = spawn(t, rdir, "runner", runnerReady, env...)
+	eventually(t, 5*time.Second, "the restarted runner heartbeats", func() bool { return strings.Contains(r.logs(), "runner status") })
+	if strings.Contains(r.logs(), "enrolled with the hub") {
+		t.Fatalf("the restarted runner enrolled again instead of using its kept token:\n%s", r.logs())
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t)
+
+	// A kept token readable by others is discarded; enrolling again with the
+	// used token is refused: single use.
+	if err := os.Chmod(tokenFile, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runOnce(t, rdir, 30*time.Second, env...)
+	if code != 1 || !strings.Contains(out, "readable by others") || !strings.Contains(out, "already redeemed") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(tokenFile); !os.IsNotExist(err) {
+		t.Fatalf("the readable token file was kept: %v", err)
+	}
+}
+
+// TestRunnerMutualTLS: with a client CA configured the runner API needs a
+// client certificate: a runner without one is refused with a message that
+// says so; with one it runs work; a runner pinned to another CA never
+// talks to the hub.
+func TestRunnerMutualTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "slipway-test-ca")
+	cert, key := ca.Issue(t, "hub", true)
+	clientCert, clientKey := ca.Issue(t, "runner-1", false)
+	rogue := tlstest.NewCA(t, "rogue")
+	files := filepath.Join(dir, "tls")
+	if err := os.MkdirAll(files, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	caPath := tlstest.WriteFile(t, files, "ca.pem", ca.PEM)
+	serverDir := filepath.Join(dir, "server")
+	if err := os.MkdirAll(serverDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, serverDir, "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test", "SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1",
+		"SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process",
+		"SERVICE_TLS_CERT_PATH="+tlstest.WriteFile(t, files, "cert.pem", cert), "SERVICE_TLS_KEY_PATH="+tlstest.WriteFile(t, files, "key.pem", key),
+		"SERVICE_TLS_CLIENT_CA_PATH="+caPath)
+	hub := "https://" + p.addr
+	c := newAPIClient(t, p)
+	c.base = hub
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(ca.PEM)
+	c.http.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}}
+	eventually(t, 30*time.Second, "the hub is ready over HTTPS", func() bool {
+		resp, err := c.http.Get(hub + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	c.post("/api/auth/register", `{"email":"root@example.test","password":"correct-horse-battery","display_name":"Root"}`, 202)
+	c.post("/api/auth/login", `{"email":"root@example.test","password":"correct-horse-battery"}`, 200)
+	project := c.id(c.post("/api/projects", `{"name":"demo","repo_url":"`+bareRepo(t, dir)+`"}`, 201))
+	_, token := c.createRunner("mtls")
+	base := []string{"SERVICE_HUB_URL=" + hub, "SERVICE_RUNNER_TOKEN=" + token, "SERVICE_RUNNER_EXECUTION_BACKEND=process",
+		"SERVICE_RUNNER_ALLOW_UNSANDBOXED=true", "SERVICE_RUNNER_HEARTBEAT_SECS=1", "SERVICE_RUNNER_POLL_SECS=1"}
+
+	noCert := filepath.Join(dir, "no-cert")
+	if err := os.MkdirAll(noCert, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out := runOnce(t, noCert, 30*time.Second, append(base, "SERVICE_RUNNER_TLS_CA_PATH="+caPath)...)
+	if code != 1 || !strings.Contains(out, "requires a client certificate") {
+		t.Fatalf("a runner without a client certificate: exit %d\n%s", code, out)
+	}
+
+	pinned := filepath.Join(dir, "rogue")
+	if err := os.MkdirAll(pinned, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, out = runOnce(t, pinned, 3*time.Second, append(base, "SERVICE_RUNNER_TLS_CA_PATH="+tlstest.WriteFile(t, files, "rogue.pem", rogue.PEM),
+		"SERVICE_RUNNER_TLS_CLIENT_CERT_PATH="+tlstest.WriteFile(t, files, "client.pem", clientCert),
+		"SERVICE_RUNNER_TLS_CLIENT_KEY_PATH="+tlstest.WriteFile(t, files, "client-key.pem", clientKey))...)
+	if !strings.Contains(out, "certificate signed by unknown authority") || strings.Contains(out, "worker starting") {
+		t.Fatalf("a runner pinned to another CA:\n%s", out)
+	}
+
+	withCert := filepath.Join(dir, "with-cert")
+	if err := os.MkdirAll(withCert, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spawn(t, withCert, "runner", runnerReady, append(base, "SERVICE_RUNNER_TLS_CA_PATH="+caPath,
+		"SERVICE_RUNNER_TLS_CLIENT_CERT_PATH="+filepath.Join(files, "client.pem"), "SERVICE_RUNNER_TLS_CLIENT_KEY_PATH="+filepath.Join(files, "client-key.pem"))...)
+	id := c.createTask(project, "echo over mutual tls > m.txt")
+	c.waitAll([]string{id}, time.Minute, "done")
+	if got := c.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "runner@") {
+		t.Fatalf("ran on %v", got)
 	}
 }

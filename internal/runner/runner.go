@@ -146,7 +146,8 @@ func (r *Runner) authenticate(ctx context.Context) (*runners.HeartbeatReply, err
 		r.client.SetToken(r.cfg.Token.Reveal())
 		reply, err := r.heartbeat(ctx)
 		if Unauthorized(err) {
-			return nil, fmt.Errorf("%w: SERVICE_RUNNER_TOKEN is unknown, rotated or revoked; create or rotate the runner's token in the organization's runners", errRefused)
+			return nil, fmt.Errorf("%w (%s): check SERVICE_RUNNER_TOKEN (a rotated or deleted runner's token is refused) and, when the hub requires mutual TLS, SERVICE_RUNNER_TLS_CLIENT_CERT_PATH",
+				errRefused, hubMessage(err))
 		}
 		return reply, err
 	}
@@ -180,7 +181,7 @@ func (r *Runner) enroll(ctx context.Context) error {
 	}
 	t, err := r.client.Enroll(ctx, r.cfg.EnrollmentToken.Reveal(), r.cfg.Name)
 	if Unauthorized(err) {
-		return fmt.Errorf("%w: SERVICE_RUNNER_ENROLLMENT_TOKEN is unknown, expired or already redeemed (each is single-use); mint a new one", errRefused)
+		return fmt.Errorf("%w (%s): SERVICE_RUNNER_ENROLLMENT_TOKEN is single-use and expires; mint a new one", errRefused, hubMessage(err))
 	}
 	if err != nil {
 		return fmt.Errorf("enrolling with the hub: %w", err)
@@ -191,6 +192,15 @@ func (r *Runner) enroll(ctx context.Context) error {
 	r.useToken(t.Token)
 	r.log.Info("enrolled with the hub", "runner_id", t.RunnerID, "token_expires_at", t.ExpiresAt, "token_file", r.cfg.TokenFile)
 	return nil
+}
+
+// hubMessage is the hub's own words in an error answer.
+func hubMessage(err error) string {
+	var he *HubError
+	if errors.As(err, &he) && he.Message != "" {
+		return "the hub says: " + he.Message
+	}
+	return err.Error()
 }
 
 func (r *Runner) useToken(t string) {

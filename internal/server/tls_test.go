@@ -1,19 +1,11 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,70 +14,16 @@ import (
 	"slipway/internal/config"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/tlstest"
 )
 
-// testCA is a throwaway certificate authority.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue signs a leaf for a server (IP SAN 127.0.0.1) or a client.
-func (ca *testCA) issue(t *testing.T, cn string, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
-	} else {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
-
-func writeFile(t *testing.T, dir, name string, b []byte) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // tlsFixture writes a CA, a server pair and returns the config paths.
-func tlsFixture(t *testing.T, ca *testCA, withClientCA bool) config.TLS {
+func tlsFixture(t *testing.T, ca *tlstest.CA, withClientCA bool) config.TLS {
 	dir := t.TempDir()
-	c, k := ca.issue(t, "slipway-hub", true)
-	cfg := config.TLS{CertPath: writeFile(t, dir, "cert.pem", c), KeyPath: writeFile(t, dir, "key.pem", k)}
+	c, k := ca.Issue(t, "slipway-hub", true)
+	cfg := config.TLS{CertPath: tlstest.WriteFile(t, dir, "cert.pem", c), KeyPath: tlstest.WriteFile(t, dir, "key.pem", k)}
 	if withClientCA {
-		cfg.ClientCAPath = writeFile(t, dir, "ca.pem", ca.pem)
+		cfg.ClientCAPath = tlstest.WriteFile(t, dir, "ca.PEM", ca.PEM)
 	}
 	return cfg
 }
@@ -105,9 +43,9 @@ func mountPeerRoute(ts *testServer) {
 	})
 }
 
-func httpsClient(ca *testCA, clientCert *tls.Certificate, requested *bool) *http.Client {
+func httpsClient(ca *tlstest.CA, clientCert *tls.Certificate, requested *bool) *http.Client {
 	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(ca.pem)
+	roots.AppendCertsFromPEM(ca.PEM)
 	cfg := &tls.Config{RootCAs: roots}
 	cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		if requested != nil {
@@ -133,7 +71,7 @@ func get(t *testing.T, c *http.Client, url string) (string, error) {
 }
 
 func TestHTTPS(t *testing.T) {
-	ca := newCA(t, "test-ca")
+	ca := tlstest.NewCA(t, "test-ca")
 	tlsCfg, err := TLSConfig(tlsFixture(t, ca, false))
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +97,7 @@ func TestHTTPS(t *testing.T) {
 }
 
 func TestMutualTLS(t *testing.T) {
-	ca := newCA(t, "runner-ca")
+	ca := tlstest.NewCA(t, "runner-ca")
 	tlsCfg, err := TLSConfig(tlsFixture(t, ca, true))
 	if err != nil {
 		t.Fatal(err)
@@ -167,13 +105,13 @@ func TestMutualTLS(t *testing.T) {
 	ts := startServer(t, dbtest.EmptyTarget(t, db.SQLite), nil, tlsCfg)
 	mountPeerRoute(ts)
 
-	cp, kp := ca.issue(t, "runner-7", false)
+	cp, kp := ca.Issue(t, "runner-7", false)
 	good, err := tls.X509KeyPair(cp, kp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rogueCA := newCA(t, "rogue-ca")
-	rp, rk := rogueCA.issue(t, "intruder", false)
+	rogueCA := tlstest.NewCA(t, "rogue-ca")
+	rp, rk := rogueCA.Issue(t, "intruder", false)
 	rogue, _ := tls.X509KeyPair(rp, rk)
 
 	requested := false
@@ -194,10 +132,10 @@ func TestMutualTLS(t *testing.T) {
 }
 
 func TestTLSConfigErrorsNameTheVariable(t *testing.T) {
-	ca := newCA(t, "ca")
+	ca := tlstest.NewCA(t, "ca")
 	good := tlsFixture(t, ca, false)
 	dir := t.TempDir()
-	notPEM := writeFile(t, dir, "junk.pem", []byte("not a certificate"))
+	notPEM := tlstest.WriteFile(t, dir, "junk.pem", []byte("not a certificate"))
 	tests := []struct {
 		name string
 		cfg  config.TLS
