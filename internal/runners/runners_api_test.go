@@ -472,3 +472,47 @@ func TestFleetOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestUnacknowledgedClaim: work a runner claimed and never acknowledged
+// (it died, or the claim's answer never reached it) goes back to the queue
+// when its lease runs out, without costing an attempt, and another runner
+// takes it.
+func TestUnacknowledgedClaim(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		h := newHub(t, e)
+		_, aTok := h.runner(t, map[string]any{"name": "a"})
+		_, bTok := h.runner(t, map[string]any{"name": "b"})
+		h.heartbeat(t, aTok, "linux")
+		h.heartbeat(t, bTok, "linux")
+		task := h.Task(t, h.Owner, h.Project(t, h.Owner, "p"), "echo", map[string]any{"hold": false})
+		claim := func(token string, wait int) []worker.Assignment {
+			t.Helper()
+			r := h.call(t, token, "POST", runners.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": wait})
+			fixture.Want(t, r, http.StatusOK)
+			var out runners.Assignments
+			r.JSON(t, &out)
+			return out.Assignments
+		}
+		got := claim(aTok, 0)
+		if len(got) != 1 || got[0].Lease.Attempt != 1 {
+			t.Fatalf("a's claim = %+v", got)
+		}
+		// Runner b keeps heartbeating; a says nothing more. Within the
+		// lease (5 s) and a rescue round, the work comes back.
+		deadline := time.Now().Add(20 * time.Second)
+		var again []worker.Assignment
+		for len(again) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the unacknowledged work never came back; task is %s", fixture.GetTask(t, h.Owner, task.ID).Status)
+			}
+			h.heartbeat(t, bTok, "linux")
+			again = claim(bTok, 1000)
+		}
+		if again[0].Agent.TaskID != task.ID || again[0].Lease.Attempt != 1 {
+			t.Fatalf("b's claim = %+v (want the same task, attempt 1: the first claim cost nothing)", again[0])
+		}
+		if log := fixture.DumpEvents(fixture.Events(t, h.Owner, task.ID, "")); !strings.Contains(log, "went away before starting it") {
+			t.Fatalf("the task's log does not say why it came back:\n%s", log)
+		}
+	})
+}
