@@ -22,7 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"slipway/internal/agenttest"
+	"slipway/internal/executor"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/tlstest"
@@ -392,5 +395,65 @@ func TestRunnerMutualTLS(t *testing.T) {
 	c.waitAll([]string{id}, time.Minute, "done")
 	if got := c.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "runner@") {
 		t.Fatalf("ran on %v", got)
+	}
+}
+
+// TestRunnerDocker: a runner on the docker backend runs agents in
+// containers labelled service.instance=runner@<id>; killed with SIGKILL,
+// its container stops with it; started again, it cleans up only its own.
+func TestRunnerDocker(t *testing.T) {
+	host := agenttest.DockerHost(t)
+	dir := t.TempDir()
+	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process", "SERVICE_WORKER_LEASE_SECS=5",
+		"SERVICE_AGENT_IMAGE="+agenttest.TestImage)
+	c := s.c
+	id, token := c.createRunner("docker")
+	rdir := filepath.Join(dir, "runner")
+	env := []string{"DOCKER_HOST=" + host, "SERVICE_AGENT_BINARY=" + agenttest.Binary(t), "AGENT_NETWORK=slipway-test-agents",
+		"AGENT_MEMORY_BYTES=134217728", "AGENT_NANO_CPUS=500000000", "SERVICE_RUNNER_EXECUTION_BACKEND=docker"}
+	r := startRunner(t, rdir, s.p.url(""), token, env...)
+	dk, err := client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dk.Close()
+	label := executor.InstanceLabel + "=runner@" + id
+	containers := func(all bool) int {
+		list, err := dk.ContainerList(context.Background(), client.ContainerListOptions{All: all, Filters: make(client.Filters).Add("label", label)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+
+	done := c.createTask(s.project, "echo from a container > d.txt")
+	c.waitAll([]string{done}, time.Minute, "done")
+	if got := c.ranOn(done); !slices.Equal(got, []string{"runner@" + id}) || !strings.Contains(eventsText(c.events(done)), `"backend":"docker"`) {
+		t.Fatalf("ran on %v:\n%s", got, eventsText(c.events(done)))
+	}
+
+	// A neighbour's container on the same engine (another instance's label).
+	neighbour := "slipway-neighbour-" + fmt.Sprint(time.Now().UnixNano())
+	if out, err := exec.Command("docker", "-H", host, "run", "-d", "--name", neighbour, "--label", executor.InstanceLabel+"=hub@someone-else",
+		agenttest.TestImage, "sleep", "60").CombinedOutput(); err != nil {
+		t.Skipf("docker CLI not usable here (%v): %s", err, out)
+	}
+	defer exec.Command("docker", "-H", host, "rm", "-f", neighbour).Run()
+
+	long := c.createTask(s.project, "echo started; sleep 60")
+	eventually(t, 30*time.Second, "the long task starts in a container", func() bool {
+		return strings.Contains(eventsText(c.events(long)), "started") && containers(false) == 1
+	})
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t)
+	eventually(t, 20*time.Second, "the killed runner's container stops", func() bool { return containers(false) == 0 })
+	c.waitAll([]string{long}, time.Minute, "failed")
+	startRunner(t, rdir, s.p.url(""), token, env...)
+	eventually(t, 20*time.Second, "the restarted runner removes what its previous process left", func() bool { return containers(true) == 0 })
+	out, err := exec.Command("docker", "-H", host, "inspect", "-f", "{{.State.Running}}", neighbour).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "true" {
+		t.Fatalf("the neighbour's container was touched: %s %v", out, err)
 	}
 }
