@@ -31,14 +31,18 @@ type Limits struct {
 
 // Spec describes one agent process.
 type Spec struct {
-	Name    string // unique, for logs and container names
-	Image   string // container image (ignored by the process backend)
-	Command []string
-	Env     map[string]string
-	Mounts  []Mount
-	WorkDir string
-	Limits  Limits
-	Labels  map[string]string
+	Name  string // unique, for logs and container names
+	Image string // container image (ignored by the process backend)
+	// AgentType is what runs (shell, llm, command; "script" for scripts),
+	// for backends that start agents by a command template (raw-ssh-exec,
+	// microvm: the {agent_type} placeholder).
+	AgentType string
+	Command   []string
+	Env       map[string]string
+	Mounts    []Mount
+	WorkDir   string
+	Limits    Limits
+	Labels    map[string]string
 }
 
 // Handle is a started agent.

@@ -19,6 +19,7 @@ import (
 	"slipway/internal/executor"
 	"slipway/internal/executor/docker"
 	"slipway/internal/executor/process"
+	"slipway/internal/executor/sshexec"
 	"slipway/internal/platform/datadir"
 	"slipway/internal/repo"
 	"slipway/internal/runners"
@@ -303,6 +304,17 @@ func (r *Runner) refreshes(ctx context.Context, stop context.CancelCauseFunc) {
 	}
 }
 
+// containerBinary is the agent binary for containers: only a statically
+// linked one runs in any image.
+func (r *Runner) containerBinary(binary string) string {
+	if binary != "" && !executor.StaticBinary(binary) {
+		r.log.Warn("the slipway binary is dynamically linked and cannot run inside agent containers; built-in agents need SERVICE_AGENT_BINARY (build with CGO_ENABLED=0)",
+			"binary", binary)
+		return ""
+	}
+	return binary
+}
+
 // backend builds the execution backend and finds the agent binary.
 func (r *Runner) backend() (executor.Backend, string, error) {
 	binary := r.cfg.AgentBinary
@@ -321,10 +333,19 @@ func (r *Runner) backend() (executor.Backend, string, error) {
 		if err != nil {
 			return nil, "", fmt.Errorf("SERVICE_RUNNER_EXECUTION_BACKEND=docker: %w", err)
 		}
-		if binary != "" && !executor.StaticBinary(binary) {
-			r.log.Warn("the slipway binary is dynamically linked and cannot run inside agent containers; built-in agents need SERVICE_AGENT_BINARY (build with CGO_ENABLED=0)",
-				"binary", binary)
-			binary = ""
+		return b, r.containerBinary(binary), nil
+	case config.BackendSSHDocker:
+		b, err := docker.NewOverSSH(docker.SSH{Host: r.cfg.SSHHost, KnownHosts: r.cfg.SSHKnownHosts, KeyPath: r.cfg.SSHKeyPath}, owner, r.cfg.Agent.Network)
+		if err != nil {
+			return nil, "", err
+		}
+		return b, r.containerBinary(binary), nil
+	case config.BackendRawSSHExec:
+		r.log.Warn("AGENTS RUN UNSANDBOXED ON THE SSH HOST (SERVICE_RUNNER_EXECUTION_BACKEND=raw-ssh-exec)", "host", r.cfg.SSHHost)
+		b, err := sshexec.New(sshexec.Config{Host: r.cfg.SSHHost, KeyPath: r.cfg.SSHKeyPath, KnownHosts: r.cfg.SSHKnownHosts,
+			InsecureHostKey: r.cfg.SSHInsecureHostKey, AgentCmd: r.cfg.SSHExecAgentCmd, Instance: owner})
+		if err != nil {
+			return nil, "", err
 		}
 		return b, binary, nil
 	}

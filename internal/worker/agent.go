@@ -192,7 +192,7 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	for k, v := range w.cfg.Labels {
 		labels[k] = v
 	}
-	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, Command: []string{AgentPath, "agent"},
+	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, AgentType: a.Start.AgentType, Command: []string{AgentPath, "agent"},
 		Mounts:  []executor.Mount{{Source: wt, Target: WorkspacePath}, {Source: w.cfg.AgentBinary, Target: AgentPath, ReadOnly: true}},
 		WorkDir: WorkspacePath, Limits: w.cfg.Limits, Labels: labels}
 	start := a.Start

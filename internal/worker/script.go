@@ -79,7 +79,7 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	for k, v := range w.cfg.Labels {
 		labels[k] = v
 	}
-	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, WorkDir: WorkPath, Limits: w.cfg.Limits, Labels: labels,
+	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, AgentType: "script", WorkDir: WorkPath, Limits: w.cfg.Limits, Labels: labels,
 		Mounts: []executor.Mount{{Source: src, Target: ScriptPath, ReadOnly: true}, {Source: files, Target: FilesPath, ReadOnly: true},
 			{Source: lib, Target: LibPath, ReadOnly: true}, {Source: work, Target: WorkPath}}}
 	at := func(p string) string { return p }

@@ -31,6 +31,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"slipway/internal/executor"
+	"slipway/internal/executor/treecopy"
 )
 
 // Home is the agent's home directory, a tmpfs.
@@ -72,6 +73,12 @@ type Backend struct {
 
 	drainGrace time.Duration
 
+	// remote: the engine does not see this machine's files (it is reached
+	// over SSH): mounts are copied into the container's volumes before it
+	// starts and writable ones copied back when it ends.
+	remote bool
+	host   string // how the engine is reached, when not the client's own address
+
 	mu   sync.Mutex
 	live map[string]struct{} // containers started here and not yet removed
 }
@@ -95,6 +102,10 @@ func New(host, instance, network string) (*Backend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: client for %q: %w", host, err)
 	}
+	return build(cli, instance, network), nil
+}
+
+func build(cli *client.Client, instance, network string) *Backend {
 	uid, gid := os.Getuid(), os.Getgid()
 	if uid == 0 {
 		// A hub running as root never hands root to an agent, not even a
@@ -111,14 +122,19 @@ func New(host, instance, network string) (*Backend, error) {
 		live:     map[string]struct{}{},
 
 		drainGrace: defaultDrainGrace,
-	}, nil
+	}
 }
 
 // Name implements executor.Backend.
 func (b *Backend) Name() string { return "docker" }
 
 // Host is the engine address the backend talks to.
-func (b *Backend) Host() string { return b.cli.DaemonHost() }
+func (b *Backend) Host() string {
+	if b.host != "" {
+		return b.host
+	}
+	return b.cli.DaemonHost()
+}
 
 // Close releases the client's connections.
 func (b *Backend) Close() error { return b.cli.Close() }
@@ -192,7 +208,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		return nil, err
 	}
 
-	if b.uid != os.Getuid() {
+	if b.uid != os.Getuid() && !b.remote {
 		// The agent runs as another user than the hub: its writable mounts
 		// become its own.
 		for _, m := range spec.Mounts {
@@ -215,7 +231,13 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	id := created.ID
 	b.track(id, true)
 
-	h, err := b.attachAndStart(ctx, id)
+	var h *handle
+	if b.remote {
+		err = b.copyIn(ctx, id, spec)
+	}
+	if err == nil {
+		h, err = b.attachAndStart(ctx, id)
+	}
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
@@ -226,6 +248,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		}
 		return nil, err
 	}
+	h.spec = spec
 	return h, nil
 }
 
@@ -290,6 +313,18 @@ func (b *Backend) containerConfig(spec executor.Spec, network string) (*containe
 		pids := lim.PidsLimit
 		hostCfg.Resources.PidsLimit = &pids
 	}
+	if b.remote {
+		for _, c := range copies(spec) {
+			// An anonymous volume, removed with the container.
+			hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{Type: mount.TypeVolume, Target: c.volume})
+		}
+		cfg.Cmd = make([]string, len(spec.Command))
+		for i, a := range spec.Command {
+			cfg.Cmd[i] = copiedPath(a, spec)
+		}
+		cfg.WorkingDir = copiedPath(spec.WorkDir, spec)
+		return cfg, hostCfg
+	}
 	for _, m := range spec.Mounts {
 		hostCfg.Mounts = append(hostCfg.Mounts, mount.Mount{
 			Type:     mount.TypeBind,
@@ -299,6 +334,103 @@ func (b *Backend) containerConfig(spec executor.Spec, network string) (*containe
 		})
 	}
 	return cfg, hostCfg
+}
+
+// copied is a mount carried into a container by copy (remote engines):
+// each goes into a volume of its own at /.slipway/m<i>, a directory as its
+// subdirectory "d" (so that it keeps its mode and the agent's ownership;
+// Docker leaves a volume's root alone), a file under its name. The
+// command, working directory and the agent's paths name them there.
+type copied struct {
+	executor.Mount
+	volume string // where the volume is mounted
+	path   string // where the mount's content is
+	dir    bool
+}
+
+func copies(spec executor.Spec) []copied {
+	out := make([]copied, 0, len(spec.Mounts))
+	for i, m := range spec.Mounts {
+		c := copied{Mount: m, volume: "/.slipway/m" + strconv.Itoa(i)}
+		if st, err := os.Stat(m.Source); err == nil && !st.IsDir() {
+			c.path = c.volume + "/" + filepath.Base(m.Source)
+		} else {
+			c.path, c.dir = c.volume+"/d", true
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// copiedPath is where a path the spec names is in a container whose mounts
+// were copied.
+func copiedPath(p string, spec executor.Spec) string {
+	for _, c := range copies(spec) {
+		if p == c.Target {
+			return c.path
+		}
+		if c.dir && strings.HasPrefix(p, c.Target+"/") {
+			return c.path + "/" + strings.TrimPrefix(p, c.Target+"/")
+		}
+	}
+	return p
+}
+
+var _ executor.PathMapper = (*Backend)(nil)
+
+// AgentPath implements executor.PathMapper: on a remote engine the agent
+// finds its mounts where they were copied; otherwise at their targets.
+func (b *Backend) AgentPath(spec executor.Spec, p string) string {
+	if !b.remote {
+		return p
+	}
+	return copiedPath(p, spec)
+}
+
+// copyIn puts each mount's content into the created container, owned by
+// its user.
+func (b *Backend) copyIn(ctx context.Context, id string, spec executor.Spec) error {
+	for _, c := range copies(spec) {
+		pr, pw := io.Pipe()
+		root := ""
+		if c.dir {
+			root = "d"
+		}
+		go func() { pw.CloseWithError(treecopy.TarAs(pw, c.Source, root, b.uid, b.gid)) }()
+		_, err := b.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: c.volume, Content: pr})
+		pr.CloseWithError(err)
+		if err != nil {
+			return b.engineErr("copy "+c.Target+" into container "+shortID(id), err)
+		}
+	}
+	return nil
+}
+
+// copyOut brings the writable directory mounts of an ended container back.
+func (b *Backend) copyOut(ctx context.Context, id string, spec executor.Spec) error {
+	for _, c := range copies(spec) {
+		if c.ReadOnly || !c.dir {
+			continue
+		}
+		res, err := b.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: c.path + "/."})
+		if err != nil {
+			return b.engineErr("copy "+c.Target+" out of container "+shortID(id), err)
+		}
+		incoming := c.Source + ".incoming"
+		err = os.RemoveAll(incoming)
+		if err == nil {
+			err = treecopy.Extract(res.Content, incoming, ".")
+		}
+		res.Content.Close()
+		if err == nil {
+			err = treecopy.Replace(c.Source, incoming, ".git")
+		}
+		if err != nil {
+			os.RemoveAll(incoming)
+			return fmt.Errorf("docker: copying %s back: %w", c.Target, err)
+		}
+	}
+	return nil
 }
 
 // chownTree gives a directory tree (or a file) to uid:gid, without
@@ -613,6 +745,8 @@ type handle struct {
 	mu       sync.Mutex
 	removed  bool
 	released bool
+
+	spec executor.Spec // what was started (a remote engine's copies come back from it)
 }
 
 func (h *handle) ID() string            { return h.id }
@@ -640,11 +774,23 @@ func (h *handle) Wait(ctx context.Context) (int, error) {
 	case <-ctx.Done():
 	case <-time.After(h.b.drainGrace):
 	}
+	var copyErr error
+	if h.b.remote && h.exitErr == nil {
+		h.mu.Lock()
+		removed := h.removed
+		h.mu.Unlock()
+		if !removed { // not killed: what the agent made comes back
+			copyErr = h.b.copyOut(ctx, h.id, h.spec)
+		}
+	}
 	if err := h.release(ctx, false); err != nil {
 		return h.exitCode, fmt.Errorf("docker: container %s exited with %d but was not removed: %w", shortID(h.id), h.exitCode, err)
 	}
 	if h.exitErr != nil {
 		return -1, h.exitErr
+	}
+	if copyErr != nil {
+		return h.exitCode, copyErr
 	}
 	return h.exitCode, nil
 }

@@ -23,6 +23,7 @@ import (
 
 	"slipway/internal/executor"
 	"slipway/internal/executor/executortest"
+	"slipway/internal/executor/sshtest"
 	"slipway/internal/platform/db/dbtest"
 )
 
@@ -225,6 +226,44 @@ func TestConformance(t *testing.T) {
 			return again
 		},
 		Spec: func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
+		Alive: func(t *testing.T, b executor.Backend, marker string) bool {
+			list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
+				Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range list.Items {
+				if strings.Contains(c.Command, marker) {
+					return true
+				}
+			}
+			return false
+		},
+	})
+}
+
+// TestConformanceOverSSH runs the suite on the same engine reached the
+// ssh-docker way: the system ssh client to a real sshd on loopback, `docker
+// system dial-stdio` there, and every mount copied in and out.
+func TestConformanceOverSSH(t *testing.T) {
+	host := engine(t)
+	srv := sshtest.Start(t, "DOCKER_HOST="+host)
+	over := func(t *testing.T, instance string) *Backend {
+		b, err := NewOverSSH(SSH{Host: srv.Host, KnownHosts: srv.KnownHosts, KeyPath: srv.KeyPath}, instance, testNetwork)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = removeLeftovers(context.Background(), b)
+			_ = b.Close()
+		})
+		return b
+	}
+	executortest.Run(t, executortest.Factory{
+		New:       func(t *testing.T) executor.Backend { return over(t, "test@ssh-"+randomSuffix(t)) },
+		Restarted: func(t *testing.T, b executor.Backend) executor.Backend { return over(t, b.(*Backend).instance) },
+		Spec:      func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
 		Alive: func(t *testing.T, b executor.Backend, marker string) bool {
 			list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
 				Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
