@@ -31,6 +31,26 @@ type Backend struct {
 	sessions string
 	mu       sync.Mutex
 	live     map[int]bool // sessions this Backend started that have not ended
+	// launcher, when set, is the microvm backend's command template: the
+	// agent runs in whatever the launcher starts (a microVM), which sees
+	// the mounts at their targets.
+	launcher string
+}
+
+// NewLauncher returns the microvm backend: each agent is the local process
+// of a launcher command (SERVICE_RUNNER_MICROVM_CMD) run by sh, with
+// {image}, {agent_type}, {name}, {workdir}, {mounts} and {command}
+// replaced (shell-quoted; {mounts} is one word per mount,
+// source:target:rw or :ro, {command} the agent's command line). The
+// launcher's stdio is the agent's; it runs in its own session, is killed
+// with the runner and found again after a crash like any process agent.
+func NewLauncher(stateDir, template string) *Backend {
+	b := New(stateDir)
+	b.bwrap, b.launcher = "", template
+	if stateDir != "" {
+		b.sessions = filepath.Join(stateDir, "microvm-agents")
+	}
+	return b
 }
 
 // New returns the process backend; it uses bubblewrap when found on PATH.
@@ -50,7 +70,33 @@ func New(stateDir string) *Backend {
 }
 
 // Name implements executor.Backend.
-func (b *Backend) Name() string { return "process" }
+func (b *Backend) Name() string {
+	if b.launcher != "" {
+		return "microvm"
+	}
+	return "process"
+}
+
+// quote is a POSIX shell single-quoted word.
+func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// launch is the launcher's command line for spec.
+func (b *Backend) launch(spec executor.Spec) []string {
+	var mounts, command []string
+	for _, m := range spec.Mounts {
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		mounts = append(mounts, quote(m.Source+":"+m.Target+":"+mode))
+	}
+	for _, a := range spec.Command {
+		command = append(command, quote(a))
+	}
+	line := strings.NewReplacer("{image}", quote(spec.Image), "{agent_type}", quote(spec.AgentType), "{name}", quote(spec.Name),
+		"{workdir}", quote(spec.WorkDir), "{mounts}", strings.Join(mounts, " "), "{command}", strings.Join(command, " ")).Replace(b.launcher)
+	return []string{"/bin/sh", "-c", line}
+}
 
 // Sandboxed reports whether agents run inside bubblewrap.
 func (b *Backend) Sandboxed() bool { return b.bwrap != "" }
@@ -214,6 +260,9 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	}
 	argv := append([]string{hostPath(spec.Command[0], spec.Mounts)}, spec.Command[1:]...)
 	dir := hostPath(spec.WorkDir, spec.Mounts)
+	if b.launcher != "" {
+		argv, dir = b.launch(spec), ""
+	}
 	home, err := os.MkdirTemp("", "slipway-agent-home-")
 	if err != nil {
 		return nil, err
@@ -353,5 +402,11 @@ func (h *handle) Kill(context.Context) error {
 	return err
 }
 
-// AgentPath implements executor.PathMapper: agents see host paths.
-func (b *Backend) AgentPath(spec executor.Spec, p string) string { return hostPath(p, spec.Mounts) }
+// AgentPath implements executor.PathMapper: process agents see host paths;
+// a launcher's agents see the mounts at their targets.
+func (b *Backend) AgentPath(spec executor.Spec, p string) string {
+	if b.launcher != "" {
+		return p
+	}
+	return hostPath(p, spec.Mounts)
+}
