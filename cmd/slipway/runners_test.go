@@ -11,12 +11,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -456,4 +458,41 @@ func TestRunnerDocker(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "true" {
 		t.Fatalf("the neighbour's container was touched: %s %v", out, err)
 	}
+}
+
+// TestHubCrashWithRunnerWorking: the hub is killed with SIGKILL while a
+// runner works and comes back within the lease: the runner's work goes on,
+// its events and result arrive once, nothing runs twice.
+func TestHubCrashWithRunnerWorking(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		dir := t.TempDir()
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+		ln.Close()
+		s := startServer(t, e, dir, "SERVICE_HUB_MODE=true", "SERVICE_WORKER_LEASE_SECS=20", "SERVICE_AGENT_BACKEND=process", "SERVER_PORT="+port)
+		_, token := s.c.createRunner("steady")
+		startRunner(t, filepath.Join(dir, "runner"), s.p.url(""), token)
+		eventually(t, 10*time.Second, "the runner is online", func() bool { return s.c.runners()["steady"].Status == "online" })
+		id := s.c.createTask(s.project, "echo started; sleep 4; echo after the crash; echo kept > kept.txt")
+		eventually(t, 20*time.Second, "the task starts on the runner", func() bool { return strings.Contains(eventsText(s.c.events(id)), "started") })
+		if err := s.p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		s.p.wait(t)
+		s.restart(t)
+		s.c.waitAll([]string{id}, time.Minute, "done")
+		evs := s.c.events(id)
+		if got := s.c.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "runner@") {
+			t.Fatalf("ran on %v:\n%s", got, eventsText(evs))
+		}
+		if n := successfulResults(evs); n != 1 {
+			t.Fatalf("%d successful results:\n%s", n, eventsText(evs))
+		}
+		if n := strings.Count(eventsText(evs), "after the crash"); n != 1 {
+			t.Fatalf("the line written after the crash is in the log %d times:\n%s", n, eventsText(evs))
+		}
+	})
 }

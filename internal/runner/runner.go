@@ -351,7 +351,7 @@ func (r *Runner) backend() (executor.Backend, string, error) {
 		}
 		return b, binary, nil
 	}
+	// Every backend the configuration accepts is compiled in today; a build
+	// that leaves one out refuses to boot here.
 	return nil, "", fmt.Errorf("SERVICE_RUNNER_EXECUTION_BACKEND: the %s backend is not compiled into this runner", r.cfg.Backend)
-	// (Every backend the configuration accepts is compiled in today; a
-	// build that leaves one out lands here.)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/internal/config"
 	"slipway/internal/runners"
 )
 
@@ -88,3 +89,5 @@ func TestTokenFile(t *testing.T) {
 		t.Fatalf("a directory as the token file: %v", err)
 	}
 }
+
+func testConfig(hub string) *config.Runner { return &config.Runner{HubURL: hub} }
