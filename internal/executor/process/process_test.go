@@ -97,7 +97,9 @@ func TestLauncherConformance(t *testing.T) {
 		Spec: func(t *testing.T, script string) executor.Spec {
 			return executor.Spec{Name: "conformance", Command: []string{"/bin/sh", "-c", script}}
 		},
-		Alive: func(t *testing.T, _ executor.Backend, marker string) bool { return len(agenttest.Processes(marker)) > 0 },
+		Alive: func(t *testing.T, _ executor.Backend, marker string) bool {
+			return len(agenttest.Processes(marker)) > 0
+		},
 	})
 }
 
