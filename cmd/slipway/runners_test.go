@@ -496,3 +496,59 @@ func TestHubCrashWithRunnerWorking(t *testing.T) {
 		}
 	})
 }
+
+// TestRunnersAcrossReplicas: two hub replicas on one PostgreSQL behave as
+// one to a runner: it talks to one of them, work created on the other
+// reaches its long poll, and a cancel sent to the other stops its agent.
+func TestRunnersAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	dir := t.TempDir()
+	bare := bareRepo(t, dir)
+	common := append(databaseEnv(t, db.Postgres), "SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
+		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_JWT_SECRET="+sharedSecret,
+		"SERVICE_HUB_MODE=true", "SERVICE_AGENT_EXECUTION=fleet_only")
+	replica := func(name string) *proc {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		p := start(t, d, append(common, "SERVICE_INSTANCE_ID="+name)...)
+		p.waitReady(t)
+		return p
+	}
+	a, b := replica("replica-a"), replica("replica-b")
+	ca, cb := signIn(t, a, true), signIn(t, b, false)
+	project := ca.id(ca.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
+	// Enrolled through b, runs against a.
+	var en struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(cb.post("/api/organization/runners/enrollment-tokens", `{"name":"shared"}`, 201)), &en); err != nil {
+		t.Fatal(err)
+	}
+	rdir := filepath.Join(dir, "runner")
+	if err := os.MkdirAll(rdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spawn(t, rdir, "runner", runnerReady, "SERVICE_HUB_URL="+a.url(""), "SERVICE_RUNNER_ALLOW_INSECURE_TRANSPORT=true",
+		"SERVICE_RUNNER_ENROLLMENT_TOKEN="+en.Token, "SERVICE_RUNNER_EXECUTION_BACKEND=process", "SERVICE_RUNNER_ALLOW_UNSANDBOXED=true",
+		"SERVICE_RUNNER_HEARTBEAT_SECS=1", "SERVICE_RUNNER_POLL_SECS=1", "SERVICE_RUNNER_SLOTS=8")
+	eventually(t, 10*time.Second, "b sees the runner online", func() bool { return cb.runners()["shared"].Status == "online" })
+
+	var ids []string
+	for i := 0; i < 20; i++ {
+		ids = append(ids, cb.createTask(project, fmt.Sprintf("echo %d > f-%d.txt", i, i)))
+	}
+	cb.waitAll(ids, time.Minute, "done")
+	for _, id := range ids {
+		if got := cb.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "runner@") {
+			t.Fatalf("a task created on b ran on %v", got)
+		}
+	}
+	marker := fmt.Sprintf("replica-runner-cancel-%d", time.Now().UnixNano())
+	long := cb.createTask(project, "echo started; sleep 300 # "+marker)
+	eventually(t, 20*time.Second, "the agent starts on the runner", func() bool { return strings.Contains(eventsText(ca.events(long)), "started") })
+	cb.post("/api/tasks/"+long+"/cancel", "", 200)
+	eventually(t, 15*time.Second, "the runner's agent stops", func() bool { return len(agenttest.Processes(marker)) == 0 })
+	cb.waitAll([]string{long}, 30*time.Second, "cancelled")
+}
