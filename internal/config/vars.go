@@ -15,8 +15,32 @@ type Var struct {
 	Meaning string
 }
 
+// agentVars are the agent limits the hub and a runner both read.
+var agentVars = []Var{
+	{"AGENT_NETWORK", "service-agents", "container network agents join"},
+	{"AGENT_MEMORY_BYTES", "2147483648", "per-agent memory cap"},
+	{"AGENT_NANO_CPUS", "2000000000", "per-agent CPU cap"},
+	{"AGENT_PIDS_LIMIT", "512", "per-agent process limit"},
+	{"AGENT_READ_ONLY_ROOTFS", "true", "read-only root filesystem for agents"},
+	{"AGENT_TMPFS_TMP_MB", "512", "/tmp tmpfs ceiling in MiB"},
+	{"AGENT_TMPFS_RUN_MB", "64", "/run tmpfs ceiling in MiB"},
+	{"AGENT_TMPFS_HOME_MB", "512", "/home/agent tmpfs ceiling in MiB"},
+	{"SERVICE_AGENT_TEST_DB", "false", "allow the per-task ephemeral database sidecar for tasks with `config.test_db`"},
+	{"AGENT_TEST_DB_IMAGE", "postgres:18", "sidecar image"},
+	{"ATTACHMENTS_FILE_WAIT_MS", "30000", "set inside the agent container: wait for its attachments file"},
+	{"AGENT_TASK_TIMEOUT_MINUTES", "90", "hard per-task timeout"},
+}
+
+func join(parts ...[]Var) []Var {
+	var out []Var
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
 // ServerVars are read by `slipway serve` (and the other hub-side commands).
-var ServerVars = []Var{
+var ServerVars = join([]Var{
 	{"MODE", "dev", "`prod` or `production` enables production guards; any other value runs dev mode"},
 	{"PUBLIC_URL", "", "public base URL (absolute http or https); required in production"},
 	{"CORS_ALLOWED_ORIGINS", "", "comma-separated origins allowed to call the API from a browser"},
@@ -46,18 +70,7 @@ var ServerVars = []Var{
 	{"DOCKER_HOST", "the Docker default socket", "Docker Engine endpoint for the docker backend"},
 	{"SERVICE_AGENT_IMAGE", "", "ours: default agent container image (a profile's or project's image wins); tasks fail with a clear message when none is set"},
 	{"SERVICE_AGENT_BINARY", "this binary if statically linked", "ours: statically linked slipway binary mounted into agent containers as the built-in agent"},
-	{"AGENT_NETWORK", "service-agents", "container network agents join"},
-	{"AGENT_MEMORY_BYTES", "2147483648", "per-agent memory cap"},
-	{"AGENT_NANO_CPUS", "2000000000", "per-agent CPU cap"},
-	{"AGENT_PIDS_LIMIT", "512", "per-agent process limit"},
-	{"AGENT_READ_ONLY_ROOTFS", "true", "read-only root filesystem for agents"},
-	{"AGENT_TMPFS_TMP_MB", "512", "/tmp tmpfs ceiling in MiB"},
-	{"AGENT_TMPFS_RUN_MB", "64", "/run tmpfs ceiling in MiB"},
-	{"AGENT_TMPFS_HOME_MB", "512", "/home/agent tmpfs ceiling in MiB"},
-	{"SERVICE_AGENT_TEST_DB", "false", "allow the per-task ephemeral database sidecar for tasks with `config.test_db`"},
-	{"AGENT_TEST_DB_IMAGE", "postgres:18", "sidecar image"},
-	{"ATTACHMENTS_FILE_WAIT_MS", "30000", "set inside the agent container: wait for its attachments file"},
-	{"AGENT_TASK_TIMEOUT_MINUTES", "90", "hard per-task timeout"},
+}, agentVars, []Var{
 	{"MAX_PARALLEL_TASKS_PER_WORKSPACE", "3", "concurrency cap per workspace"},
 	{"SERVICE_ERROR_SINK_DSN", "", "error-tracking DSN; unset disables the sink"},
 	{"SERVICE_HUB_MODE", "false", "dispatch to remote runners; false runs every task on the server"},
@@ -80,10 +93,10 @@ var ServerVars = []Var{
 	{"SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "", "image for spawned runners; required when autoscale is on"},
 	{"SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", "60", "minimum seconds between scale actions"},
 	{"SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents", "network for spawned runners"},
-}
+})
 
 // RunnerVars are read by `slipway runner`.
-var RunnerVars = []Var{
+var RunnerVars = join([]Var{
 	{"SERVICE_HUB_URL", "", "required; https unless plaintext is allowed"},
 	{"SERVICE_RUNNER_TOKEN", "", "static `scrn_` bearer token; this or the enrollment token, never both"},
 	{"SERVICE_RUNNER_ENROLLMENT_TOKEN", "", "single-use token redeemed at boot for a scoped `scrnj_` JWT"},
@@ -96,22 +109,11 @@ var RunnerVars = []Var{
 	{"SERVICE_RUNNER_POLL_SECS", "3", "pause after an empty work poll"},
 	{"SERVICE_RUNNER_ALLOW_INSECURE_TRANSPORT", "false", "permit a plaintext hub URL"},
 	{"SERVICE_RUNNER_EXECUTION_BACKEND", "docker", "`docker`, `ssh-docker`, `raw-ssh-exec` (unsandboxed) or `microvm`; ours: `process` (unsandboxed, development and tests only)"},
-	{"SERVICE_RUNNER_MICROVM_CMD", "", "launcher command; required for `microvm`"},
+	{"SERVICE_RUNNER_MICROVM_CMD", "", "launcher command; required for `microvm`; run by `sh` with `{image}`, `{agent_type}`, `{name}`, `{workdir}`, `{mounts}` (`source:target:rw` or `:ro` words) and `{command}` replaced; its stdio is the agent's"},
 	{"SERVICE_RUNNER_SLOTS", "4", "ours: work this runner runs at once"},
 	{"DOCKER_HOST", "the Docker default socket", "Docker Engine endpoint for the `docker` backend"},
 	{"SERVICE_AGENT_BINARY", "this binary if statically linked", "ours: statically linked slipway binary mounted into agent containers"},
-	{"AGENT_NETWORK", "service-agents", "container network agents join"},
-	{"AGENT_MEMORY_BYTES", "2147483648", "per-agent memory cap"},
-	{"AGENT_NANO_CPUS", "2000000000", "per-agent CPU cap"},
-	{"AGENT_PIDS_LIMIT", "512", "per-agent process limit"},
-	{"AGENT_READ_ONLY_ROOTFS", "true", "read-only root filesystem for agents"},
-	{"AGENT_TMPFS_TMP_MB", "512", "/tmp tmpfs ceiling in MiB"},
-	{"AGENT_TMPFS_RUN_MB", "64", "/run tmpfs ceiling in MiB"},
-	{"AGENT_TMPFS_HOME_MB", "512", "/home/agent tmpfs ceiling in MiB"},
-	{"SERVICE_AGENT_TEST_DB", "false", "allow the per-task ephemeral database sidecar for tasks with `config.test_db`"},
-	{"AGENT_TEST_DB_IMAGE", "postgres:18", "sidecar image"},
-	{"ATTACHMENTS_FILE_WAIT_MS", "30000", "set inside the agent container: wait for its attachments file"},
-	{"AGENT_TASK_TIMEOUT_MINUTES", "90", "hard per-task timeout"},
+}, agentVars, []Var{
 	{"SERVICE_RUNNER_TLS_CLIENT_CERT_PATH", "", "client certificate for mutual TLS; both or neither"},
 	{"SERVICE_RUNNER_TLS_CLIENT_KEY_PATH", "", "client key for mutual TLS; both or neither"},
 	{"SERVICE_RUNNER_TLS_CA_PATH", "", "CA bundle pinning the hub certificate"},
@@ -120,9 +122,9 @@ var RunnerVars = []Var{
 	{"SERVICE_SSH_DOCKER_HOSTKEY_DELEGATED", "false", "must be true for `ssh-docker`"},
 	{"SERVICE_SSH_KEY_PATH", "", "private key; required for `raw-ssh-exec`"},
 	{"SERVICE_RUNNER_ALLOW_UNSANDBOXED", "false", "must be true for `raw-ssh-exec` (and for `process`)"},
-	{"SERVICE_SSH_EXEC_AGENT_CMD", "", "required for `raw-ssh-exec`; template with `{image}` and `{agent_type}`"},
+	{"SERVICE_SSH_EXEC_AGENT_CMD", "", "required for `raw-ssh-exec`; template with `{image}` and `{agent_type}`; `$SLIPWAY_COMMAND` holds the agent's own command line"},
 	{"SERVICE_SSH_INSECURE_HOST_KEY", "false", "`raw-ssh-exec` only: accept any host key"},
-}
+})
 
 // MarkdownTable renders vars as the README's configuration table.
 func MarkdownTable(vars []Var) string {

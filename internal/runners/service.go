@@ -290,14 +290,14 @@ func (s *Service) mint(ctx context.Context, tx *db.Tx, e *enrollmentRow, userID 
 	return &Enrollment{ID: e.ID, Token: token, RunnerID: e.RunnerID, ExpiresAt: e.ExpiresAt}, nil
 }
 
-// update runs fn on a runner of the organization in a transaction (owner
-// or admin) and returns the refreshed runner.
-func (s *Service) update(ctx context.Context, u *actor.User, sel Selector, id, action string, fn func(tx *db.Tx, r *row, now time.Time) error) (*Runner, error) {
+// withRunner runs fn on a runner of the caller's organization in a
+// transaction (owner or admin); another organization's runner is not
+// found, like an unknown one.
+func (s *Service) withRunner(ctx context.Context, u *actor.User, sel Selector, id string, fn func(tx *db.Tx, r *row, now time.Time) error) error {
 	if !ids.Valid(id) {
-		return nil, apperr.NotFound("runner")
+		return apperr.NotFound("runner")
 	}
-	var out *Runner
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		orgID, err := s.org(ctx, u, sel, true)
 		if err != nil {
 			return err
@@ -306,15 +306,24 @@ func (s *Service) update(ctx context.Context, u *actor.User, sel Selector, id, a
 		if err != nil {
 			return err
 		}
-		now := s.clock.Now()
+		return fn(tx, r, s.clock.Now())
+	})
+}
+
+// update runs fn on a runner (withRunner), audits the change and returns
+// the refreshed runner.
+func (s *Service) update(ctx context.Context, u *actor.User, sel Selector, id, action string, fn func(tx *db.Tx, r *row, now time.Time) error) (*Runner, error) {
+	var out *Runner
+	err := s.withRunner(ctx, u, sel, id, func(tx *db.Tx, r *row, now time.Time) error {
 		before := s.view(r, now)
 		if err := fn(tx, r, now); err != nil {
 			return err
 		}
-		if r, err = getRunner(ctx, tx, orgID, id); err != nil {
+		after, err := getRunner(ctx, tx, r.OrganizationID, id)
+		if err != nil {
 			return err
 		}
-		out = s.view(r, now)
+		out = s.view(after, now)
 		return audit.Record(ctx, tx, now, u.ID, action, "runner", id, before, out)
 	})
 	return out, err
@@ -411,20 +420,8 @@ func (s *Service) RotateToken(ctx context.Context, u *actor.User, sel Selector, 
 // work it holds is taken back (started work fails, as for a runner that
 // went offline).
 func (s *Service) Delete(ctx context.Context, u *actor.User, sel Selector, id string) error {
-	if !ids.Valid(id) {
-		return apperr.NotFound("runner")
-	}
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		orgID, err := s.org(ctx, u, sel, true)
-		if err != nil {
-			return err
-		}
-		r, err := getRunner(ctx, tx, orgID, id)
-		if err != nil {
-			return err
-		}
-		now := s.clock.Now()
-		if err := exec(ctx, tx, "DELETE FROM runners WHERE id = $1 AND organization_id = $2", id, orgID); err != nil {
+	err := s.withRunner(ctx, u, sel, id, func(tx *db.Tx, r *row, now time.Time) error {
+		if err := exec(ctx, tx, "DELETE FROM runners WHERE id = $1 AND organization_id = $2", id, r.OrganizationID); err != nil {
 			return err
 		}
 		return audit.Record(ctx, tx, now, u.ID, "runner.delete", "runner", id, s.view(r, now), nil)

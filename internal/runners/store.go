@@ -90,9 +90,13 @@ func runnerByTokenHash(ctx context.Context, q db.Queryer, hash string) (*row, er
 }
 
 func listRunners(ctx context.Context, q db.Queryer, orgID string) ([]*row, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+runnerColumns+" FROM runners WHERE organization_id = $1 ORDER BY created_at, id", orgID)
+	return queryRunners(ctx, q, "SELECT "+runnerColumns+" FROM runners WHERE organization_id = $1 ORDER BY created_at, id", orgID)
+}
+
+func queryRunners(ctx context.Context, q db.Queryer, query string, args ...any) ([]*row, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
-		return nil, fmt.Errorf("runners: list: %w", err)
+		return nil, fmt.Errorf("runners: %w", err)
 	}
 	defer rows.Close()
 	var out []*row
@@ -104,7 +108,7 @@ func listRunners(ctx context.Context, q db.Queryer, orgID string) ([]*row, error
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("runners: list: %w", err)
+		return nil, fmt.Errorf("runners: %w", err)
 	}
 	return out, nil
 }
@@ -126,24 +130,8 @@ func exec(ctx context.Context, q db.Queryer, query string, args ...any) error {
 // candidates reads the runners that could be eligible for work of a
 // workspace: its organization's, online, enabled, undrained and fresh.
 func candidates(ctx context.Context, q db.Queryer, workspaceID string, freshSince time.Time) ([]*row, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+prefixed("r.", runnerColumns)+` FROM runners r JOIN workspaces w ON w.organization_id = r.organization_id
+	return queryRunners(ctx, q, "SELECT "+prefixed("r.", runnerColumns)+` FROM runners r JOIN workspaces w ON w.organization_id = r.organization_id
 		WHERE w.id = $1 AND r.online AND NOT r.disabled AND NOT r.draining AND r.last_heartbeat_at >= $2`, workspaceID, freshSince)
-	if err != nil {
-		return nil, fmt.Errorf("runners: eligible: %w", err)
-	}
-	defer rows.Close()
-	var out []*row
-	for rows.Next() {
-		r, err := scanRunner(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("runners: eligible: %w", err)
-	}
-	return out, nil
 }
 
 func prefixed(p, cols string) string {

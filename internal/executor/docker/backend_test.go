@@ -213,6 +213,23 @@ func run(t *testing.T, b *Backend, spec executor.Spec) (output, int) {
 	return output{}, 0
 }
 
+// alive reports whether one of the backend's containers runs a command
+// holding marker.
+func alive(t *testing.T, b executor.Backend, marker string) bool {
+	list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
+		Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range list.Items {
+		if strings.Contains(c.Command, marker) {
+			return true
+		}
+	}
+	return false
+}
+
 // TestConformance runs the backend suite on a real engine.
 func TestConformance(t *testing.T) {
 	executortest.Run(t, executortest.Factory{
@@ -225,21 +242,8 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = again.Close() })
 			return again
 		},
-		Spec: func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
-		Alive: func(t *testing.T, b executor.Backend, marker string) bool {
-			list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
-				Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range list.Items {
-				if strings.Contains(c.Command, marker) {
-					return true
-				}
-			}
-			return false
-		},
+		Spec:  func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
+		Alive: alive,
 	})
 }
 
@@ -264,20 +268,7 @@ func TestConformanceOverSSH(t *testing.T) {
 		New:       func(t *testing.T) executor.Backend { return over(t, "test@ssh-"+randomSuffix(t)) },
 		Restarted: func(t *testing.T, b executor.Backend) executor.Backend { return over(t, b.(*Backend).instance) },
 		Spec:      func(t *testing.T, script string) executor.Spec { return shSpec(t, script) },
-		Alive: func(t *testing.T, b executor.Backend, marker string) bool {
-			list, err := b.(*Backend).cli.ContainerList(context.Background(), client.ContainerListOptions{
-				Filters: make(client.Filters).Add("label", executor.InstanceLabel+"="+b.(*Backend).instance),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, c := range list.Items {
-				if strings.Contains(c.Command, marker) {
-					return true
-				}
-			}
-			return false
-		},
+		Alive:     alive,
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -14,14 +13,15 @@ import (
 	"slipway/internal/executor/process"
 )
 
-// TestConformance runs the backend suite on the process backend.
-func TestConformance(t *testing.T) {
+// factory runs the suite on backends that newBackend makes on a state
+// directory (a restart: another one on the same directory).
+func factory(newBackend func(stateDir string) *process.Backend) executortest.Factory {
 	var mu sync.Mutex
 	dirs := map[executor.Backend]string{}
-	executortest.Run(t, executortest.Factory{
+	return executortest.Factory{
 		New: func(t *testing.T) executor.Backend {
 			dir := t.TempDir()
-			b := process.New(dir)
+			b := newBackend(dir)
 			mu.Lock()
 			dirs[b] = dir
 			mu.Unlock()
@@ -30,26 +30,20 @@ func TestConformance(t *testing.T) {
 		Restarted: func(t *testing.T, b executor.Backend) executor.Backend {
 			mu.Lock()
 			defer mu.Unlock()
-			return process.New(dirs[b])
+			return newBackend(dirs[b])
 		},
 		Spec: func(t *testing.T, script string) executor.Spec {
 			return executor.Spec{Name: "conformance", Command: []string{"/bin/sh", "-c", script}}
 		},
 		Alive: func(t *testing.T, _ executor.Backend, marker string) bool {
-			entries, _ := os.ReadDir("/proc")
-			for _, e := range entries {
-				b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-				if err != nil || !strings.Contains(string(b), marker) {
-					continue
-				}
-				if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
-					continue // ended; only its parent has not reaped it
-				}
-				return true
-			}
-			return false
+			return len(agenttest.Processes(marker)) > 0
 		},
-	})
+	}
+}
+
+// TestConformance runs the backend suite on the process backend.
+func TestConformance(t *testing.T) {
+	executortest.Run(t, factory(process.New))
 }
 
 // fakeVM stands in for a microVM launcher: it runs the command with every
@@ -78,29 +72,7 @@ func TestLauncherConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	template := launcher + " {workdir} {mounts} -- {command}"
-	var mu sync.Mutex
-	dirs := map[executor.Backend]string{}
-	executortest.Run(t, executortest.Factory{
-		New: func(t *testing.T) executor.Backend {
-			dir := t.TempDir()
-			b := process.NewLauncher(dir, template)
-			mu.Lock()
-			dirs[b] = dir
-			mu.Unlock()
-			return b
-		},
-		Restarted: func(t *testing.T, b executor.Backend) executor.Backend {
-			mu.Lock()
-			defer mu.Unlock()
-			return process.NewLauncher(dirs[b], template)
-		},
-		Spec: func(t *testing.T, script string) executor.Spec {
-			return executor.Spec{Name: "conformance", Command: []string{"/bin/sh", "-c", script}}
-		},
-		Alive: func(t *testing.T, _ executor.Backend, marker string) bool {
-			return len(agenttest.Processes(marker)) > 0
-		},
-	})
+	executortest.Run(t, factory(func(dir string) *process.Backend { return process.NewLauncher(dir, template) }))
 }
 
 // TestLauncherTemplate: every placeholder is filled, shell-quoted.
