@@ -4,13 +4,14 @@
 //   - pickup: a task created over the API → a runner's long-poll claim
 //     answering with it (the runner's own HTTP client, as `slipway
 //     runner` uses it), median, p90 and p99;
+//
 //   - heartbeats: N simulated runners, each with its own connection and
 //     static token, heartbeating every interval for a while: p50 and p99
 //     heartbeat latency and the hub's CPU (from /proc).
 //
-//	go build -o /tmp/slipway ./cmd/slipway
-//	go run ./bench/runners -bin /tmp/slipway -engine sqlite
-//	go run ./bench/runners -bin /tmp/slipway -engine postgres
+//     go build -o /tmp/slipway ./cmd/slipway
+//     go run ./bench/runners -bin /tmp/slipway -engine sqlite
+//     go run ./bench/runners -bin /tmp/slipway -engine postgres
 package main
 
 import (
@@ -222,7 +223,9 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
-func ms(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms" }
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms"
+}
 
 // pickup: one runner long-polls; each task is created while its claim
 // waits; the figure is from sending the create to the claim's answer.
