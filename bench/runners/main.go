@@ -45,6 +45,7 @@ func main() {
 	engine := flag.String("engine", "sqlite", "sqlite or postgres")
 	pgServer := flag.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server for -engine postgres")
 	pickups := flag.Int("pickups", 200, "tasks for the pickup figure")
+	herd := flag.Int("herd", 0, "more runners long-polling during the pickup figure (all woken by every enqueue)")
 	n := flag.Int("runners", 1000, "simulated runners heartbeating")
 	interval := flag.Duration("interval", time.Second, "heartbeat interval of each simulated runner")
 	duration := flag.Duration("duration", 20*time.Second, "how long the runners heartbeat")
@@ -53,7 +54,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "runners: -bin is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, *engine, *pgServer, *pickups, *n, *interval, *duration); err != nil {
+	if err := run(*bin, *engine, *pgServer, *pickups, *herd, *n, *interval, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "runners:", err)
 		os.Exit(1)
 	}
@@ -178,7 +179,7 @@ func start(bin, engine, pgServer, dir string) (*hub, func(), error) {
 	return h, stop, nil
 }
 
-func run(bin, engine, pgServer string, pickups, n int, interval, duration time.Duration) error {
+func run(bin, engine, pgServer string, pickups, herd, n int, interval, duration time.Duration) error {
 	dir, err := os.MkdirTemp("", "slipway-bench-runners-")
 	if err != nil {
 		return err
@@ -198,8 +199,11 @@ func run(bin, engine, pgServer string, pickups, n int, interval, duration time.D
 		return err
 	}
 	fmt.Printf("engine %s, hub pid %d\n", engine, h.pid)
-	if err := pickup(h, project.ID, pickups); err != nil {
+	if err := pickup(h, project.ID, pickups, herd); err != nil {
 		return err
+	}
+	if n == 0 {
+		return nil
 	}
 	return heartbeats(h, n, interval, duration)
 }
@@ -227,57 +231,65 @@ func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) + " ms"
 }
 
-// pickup: one runner long-polls; each task is created while its claim
-// waits; the figure is from sending the create to the claim's answer.
-func pickup(h *hub, project string, count int) error {
-	c, id, err := newRunner(h, "pickup")
-	if err != nil {
-		return err
+// pickup: runners (1 + herd) long-poll; each task is created while they
+// wait; the figure is from sending the create to a claim answering with it
+// (with a herd, every enqueue wakes all of them and one wins).
+func pickup(h *hub, project string, count, herd int) error {
+	type claimed struct {
+		c  *runner.Client
+		as []worker.Assignment
+		at time.Time
 	}
-	ctx := context.Background()
+	got := make(chan claimed, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	hb := runners.Heartbeat{Version: "bench", Backend: "process", Slots: 1}
-	if _, err := c.Heartbeat(ctx, hb); err != nil {
-		return err
+	for i := 0; i <= herd; i++ {
+		c, id, err := newRunner(h, fmt.Sprintf("pickup-%d", i))
+		if err != nil {
+			return err
+		}
+		if _, err := c.Heartbeat(ctx, hb); err != nil {
+			return err
+		}
+		go func() {
+			beat := time.NewTicker(20 * time.Second)
+			defer beat.Stop()
+			for ctx.Err() == nil {
+				select {
+				case <-beat.C:
+					c.Heartbeat(ctx, hb)
+				default:
+				}
+				as, err := c.Claim(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
+				if err != nil || len(as) == 0 {
+					continue
+				}
+				got <- claimed{c: c, as: as, at: time.Now()}
+			}
+		}()
 	}
-	owner := runners.Owner(id)
+	time.Sleep(200 * time.Millisecond) // every claim is waiting at the hub
 	var lat []time.Duration
 	for i := 0; i < count; i++ {
-		got := make(chan []worker.Assignment, 1)
-		errc := make(chan error, 1)
-		go func() {
-			as, err := c.Claim(ctx, worker.ClaimRequest{Worker: owner, Backend: "process", Max: 1, Wait: 25 * time.Second})
-			if err != nil {
-				errc <- err
-				return
-			}
-			got <- as
-		}()
-		time.Sleep(20 * time.Millisecond) // the claim is waiting at the hub
 		sent := time.Now()
 		if err := h.do("POST", "/api/tasks", map[string]any{"project_id": project, "prompt": "true"}, nil); err != nil {
 			return err
 		}
-		var as []worker.Assignment
+		var cl claimed
 		select {
-		case as = <-got:
-		case err := <-errc:
+		case cl = <-got:
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("task %d was not claimed", i)
+		}
+		lat = append(lat, cl.at.Sub(sent))
+		if err := cl.c.Finish(context.Background(), cl.as[0].Lease, worker.Result{Outcome: worker.Failed, Error: "benchmark"}); err != nil {
 			return err
 		}
-		if len(as) != 1 {
-			return fmt.Errorf("claim %d answered %d assignments", i, len(as))
-		}
-		lat = append(lat, time.Since(sent))
-		if err := c.Finish(ctx, as[0].Lease, worker.Result{Outcome: worker.Failed, Error: "benchmark"}); err != nil {
-			return err
-		}
-		if i%50 == 49 {
-			if _, err := c.Heartbeat(ctx, hb); err != nil {
-				return err
-			}
-		}
+		time.Sleep(20 * time.Millisecond) // the winner is back in its long poll
 	}
-	fmt.Printf("pickup (create task → runner claim answered), %d tasks: median %s, p90 %s, p99 %s, max %s\n",
-		count, ms(percentile(lat, 0.5)), ms(percentile(lat, 0.9)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)))
+	fmt.Printf("pickup (create task → runner claim answered), %d tasks, %d runners waiting: median %s, p90 %s, p99 %s, max %s\n",
+		count, herd+1, ms(percentile(lat, 0.5)), ms(percentile(lat, 0.9)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)))
 	return nil
 }
 

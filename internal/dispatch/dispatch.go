@@ -180,8 +180,11 @@ func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest,
 			as, err = d.claimOnce(ctx, req, kinds, nil)
 		} else {
 			var m *jobs.Match
+			var any bool
 			if m, err = match(ctx); err == nil && m != nil {
-				as, err = d.claimOnce(ctx, req, kinds, m)
+				if any, err = d.queue.Matches(ctx, kinds, m); err == nil && any {
+					as, err = d.claimOnce(ctx, req, kinds, m)
+				}
 			}
 		}
 		if err != nil || len(as) > 0 || req.Wait <= 0 {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"slipway/internal/agenttest"
@@ -29,18 +30,22 @@ func newBackend(t *testing.T, srv *sshtest.Server, instance string) *sshexec.Bac
 // TestConformance runs the backend suite against a real sshd on loopback.
 func TestConformance(t *testing.T) {
 	srv := sshtest.Start(t)
+	var mu sync.Mutex // the suite runs in parallel
 	instances := map[executor.Backend]string{}
 	executortest.Run(t, executortest.Factory{
 		New: func(t *testing.T) executor.Backend {
 			inst := "runner@test-" + ids.RandomHex(4)
 			b := newBackend(t, srv, inst)
+			mu.Lock()
 			instances[b] = inst
+			mu.Unlock()
 			return b
 		},
 		Restarted: func(t *testing.T, b executor.Backend) executor.Backend {
-			nb := newBackend(t, srv, instances[b])
-			instances[nb] = instances[b]
-			return nb
+			mu.Lock()
+			inst := instances[b]
+			mu.Unlock()
+			return newBackend(t, srv, inst)
 		},
 		Spec: func(t *testing.T, script string) executor.Spec {
 			return executor.Spec{Name: "agent-" + ids.RandomHex(4), Command: []string{"/bin/sh", "-c", script}}

@@ -417,6 +417,31 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, start StartFunc) ([
 	return out, nil
 }
 
+// Matches reports, from a read that takes no lock, whether an available job
+// of the kinds is due that m admits: a runner woken with a thousand others
+// by one enqueue runs its claim transaction only when there is something
+// for it.
+func (q *Queue) Matches(ctx context.Context, kinds []string, m *Match) (bool, error) {
+	args := []any{q.clock.Now()}
+	var cond string
+	cond, args = m.where(args)
+	var in []string
+	for _, k := range kinds {
+		args = append(args, k)
+		in = append(in, "$"+strconv.Itoa(len(args)))
+	}
+	var one int
+	err := q.db.R.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE state = 'available' AND "+cond+" AND run_at <= $1 AND kind IN ("+
+		strings.Join(in, ", ")+") LIMIT 1", args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("jobs: matches: %w", err)
+	}
+	return true, nil
+}
+
 // candidate is an available job seen by a claim.
 type candidate struct {
 	id    string

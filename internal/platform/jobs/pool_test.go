@@ -102,6 +102,9 @@ func TestPoolsAndMatches(t *testing.T) {
 		}
 		for _, c := range cases {
 			h.claimCheck(t, c.name, c.m, c.want)
+			if got, err := h.q.Matches(context.Background(), []string{"k"}, c.m); err != nil || got != (len(c.want) > 0) {
+				t.Errorf("%s: Matches = %v, %v; the claim took %d", c.name, got, err, len(c.want))
+			}
 		}
 		if got := h.claim("hub@1", 100); !slices.Equal(idsOf(got), []string{local.ID}) {
 			t.Fatalf("the hub's claim took %v, want only the local job", idsOf(got))
