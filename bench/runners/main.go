@@ -290,6 +290,18 @@ func pickup(h *hub, project string, count, herd int) error {
 	}
 	fmt.Printf("pickup (create task → runner claim answered), %d tasks, %d runners waiting: median %s, p90 %s, p99 %s, max %s\n",
 		count, herd+1, ms(percentile(lat, 0.5)), ms(percentile(lat, 0.9)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)))
+	// What the waiting runners cost the hub while nothing happens.
+	cpu0, err := cpu(h.pid)
+	if err != nil {
+		return err
+	}
+	const idle = 10 * time.Second
+	time.Sleep(idle)
+	cpu1, err := cpu(h.pid)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("idle with %d runners in long polls: hub CPU %.1f%% of one core\n", herd+1, 100*float64(cpu1-cpu0)/float64(idle))
 	return nil
 }
 

@@ -70,6 +70,8 @@ type Dispatcher struct {
 	mu       sync.RWMutex
 	handlers map[string]registered // by job kind
 	local    map[string]InterruptFunc
+
+	fleet fleet // runners waiting in long polls here
 }
 
 // InterruptFunc brings a job's subject in line after its holder died: the
@@ -154,8 +156,69 @@ func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]work
 type MatchFunc func(ctx context.Context) (*jobs.Match, error)
 
 // ClaimMatching claims for a remote runner: only the fleet's jobs that its
-// match admits (a nil match func: the hub's own jobs, as Claim).
+// match admits (a nil match func: the hub's own jobs, as Claim). A runner
+// with nothing to claim waits until this replica's matchmaker sees work
+// for it (Run keeps it going), req.Wait passes or ctx ends.
 func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest, match MatchFunc) ([]worker.Assignment, error) {
+	if match == nil {
+		return d.claim(ctx, req)
+	}
+	if req.Max <= 0 {
+		return nil, nil
+	}
+	kinds := d.kinds([]string{worker.WorkAgent, worker.WorkScript})
+	if len(kinds) == 0 {
+		return nil, errors.New("dispatch: no job kind is registered")
+	}
+	var deadline <-chan time.Time
+	if req.Wait > 0 {
+		t := time.NewTimer(req.Wait)
+		defer t.Stop()
+		deadline = t.C
+	}
+	woken := false
+	for {
+		m, err := match(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if m != nil {
+			// Woken for a job: claim it. Otherwise a read that takes no
+			// lock says first whether there is anything to claim.
+			there := woken
+			if !there {
+				if there, err = d.queue.Matches(ctx, kinds, m); err != nil {
+					return nil, err
+				}
+			}
+			if there {
+				as, err := d.claimOnce(ctx, req, kinds, m)
+				if err != nil || len(as) > 0 {
+					return as, err
+				}
+			}
+		}
+		if req.Wait <= 0 {
+			return nil, nil
+		}
+		w := d.fleet.add(m)
+		select {
+		case <-w.wake:
+			woken = true
+		case <-deadline:
+			d.fleet.remove(w)
+			return nil, nil
+		case <-ctx.Done():
+			d.fleet.remove(w)
+			return nil, ctx.Err()
+		}
+		d.fleet.remove(w)
+	}
+}
+
+// claim claims the hub's own jobs, waiting for notifications (a job
+// queued, a slot freed) until something is assigned or req.Wait passed.
+func (d *Dispatcher) claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
 	if req.Max <= 0 {
 		return nil, nil
 	}
@@ -174,19 +237,7 @@ func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest,
 	poll := time.NewTicker(d.cfg.Poll)
 	defer poll.Stop()
 	for {
-		var as []worker.Assignment
-		var err error
-		if match == nil {
-			as, err = d.claimOnce(ctx, req, kinds, nil)
-		} else {
-			var m *jobs.Match
-			var any bool
-			if m, err = match(ctx); err == nil && m != nil {
-				if any, err = d.queue.Matches(ctx, kinds, m); err == nil && any {
-					as, err = d.claimOnce(ctx, req, kinds, m)
-				}
-			}
-		}
+		as, err := d.claimOnce(ctx, req, kinds, nil)
 		if err != nil || len(as) > 0 || req.Wait <= 0 {
 			return as, err
 		}
@@ -473,6 +524,7 @@ func (d *Dispatcher) logInterrupted(tx *db.Tx, j *jobs.Job, reason string) {
 // Run keeps the rescuer and the pruning of old jobs going until ctx ends.
 // Every replica runs it; each rescue moves a job once.
 func (d *Dispatcher) Run(ctx context.Context) {
+	go d.runFleet(ctx)
 	rescue := time.NewTicker(max(d.cfg.Lease/4, 250*time.Millisecond))
 	defer rescue.Stop()
 	prune := time.NewTicker(time.Hour)

@@ -442,6 +442,62 @@ func (q *Queue) Matches(ctx context.Context, kinds []string, m *Match) (bool, er
 	return true, nil
 }
 
+// Admits reports whether m admits a job of the workspace (in the
+// organization) requiring the labels: Claim's SQL condition, in memory.
+func (m *Match) Admits(organizationID, workspaceID string, labels []string) bool {
+	if m == nil || m.OrganizationID != organizationID {
+		return false
+	}
+	if len(m.WorkspaceIDs) > 0 && !slices.Contains(m.WorkspaceIDs, workspaceID) {
+		return false
+	}
+	for _, l := range labels {
+		if !slices.Contains(m.Labels, l) {
+			return false
+		}
+	}
+	return true
+}
+
+// FleetJob is an available fleet job as a matchmaker sees it.
+type FleetJob struct {
+	ID             string
+	WorkspaceID    string
+	OrganizationID string
+	Labels         []string
+}
+
+// FleetWaiting lists due available fleet jobs of the kinds with their
+// organizations, oldest first (at most limit), from a read that takes no
+// lock.
+func (q *Queue) FleetWaiting(ctx context.Context, kinds []string, limit int) ([]FleetJob, error) {
+	args := []any{q.clock.Now(), PoolFleet}
+	var in []string
+	for _, k := range kinds {
+		args = append(args, k)
+		in = append(in, "$"+strconv.Itoa(len(args)))
+	}
+	args = append(args, limit)
+	rows, err := q.db.R.QueryContext(ctx, `SELECT j.id, j.workspace_id, w.organization_id, j.labels FROM jobs j JOIN workspaces w ON w.id = j.workspace_id
+		WHERE j.state = 'available' AND j.pool = $2 AND j.run_at <= $1 AND j.kind IN (`+strings.Join(in, ", ")+`)
+		ORDER BY j.run_at, j.id LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: fleet waiting: %w", err)
+	}
+	defer rows.Close()
+	var out []FleetJob
+	for rows.Next() {
+		var j FleetJob
+		var labels string
+		if err := rows.Scan(&j.ID, &j.WorkspaceID, &j.OrganizationID, &labels); err != nil {
+			return nil, fmt.Errorf("jobs: fleet waiting: %w", err)
+		}
+		j.Labels = strings.Fields(labels)
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
 // candidate is an available job seen by a claim.
 type candidate struct {
 	id    string
