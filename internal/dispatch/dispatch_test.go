@@ -13,6 +13,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/redact"
@@ -138,4 +139,70 @@ func BenchmarkPickup(b *testing.B) {
 			b.ReportMetric(float64(lat[len(lat)*9/10].Microseconds())/1000, "ms-p90")
 		})
 	}
+}
+
+// TestFleetWakesTheMatchingRunner: runners wait in long polls on a replica
+// whose matchmaker runs (polling hourly: only notifications wake it); work
+// enqueued (on another replica, on PostgreSQL) reaches the runner whose
+// match admits it, and only that one.
+func TestFleetWakesTheMatchingRunner(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		first := dbtest.New(t, e)
+		second := first
+		if e == db.Postgres {
+			second = dbtest.Replica(t, first)
+		}
+		waited := make(chan time.Duration, 8)
+		from := newReplica(t, first, stamp{waited})
+		to := from // SQLite: one process
+		if e == db.Postgres {
+			to = newReplica(t, second, stamp{waited})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go to.d.Run(ctx)
+		org, ws := ids.New(), ids.New()
+		now := time.Now().UTC()
+		if _, err := first.W.Exec("INSERT INTO organizations (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)", org, now); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := first.W.Exec("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ($1, $2, 'w', $3)", ws, org, now); err != nil {
+			t.Fatal(err)
+		}
+		type got struct {
+			who string
+			as  []worker.Assignment
+		}
+		results := make(chan got, 4)
+		wait := func(who string, labels ...string) {
+			m := &jobs.Match{OrganizationID: org, Labels: labels}
+			as, err := to.d.ClaimMatching(ctx, worker.ClaimRequest{Worker: "runner@" + who, Backend: "none", Max: 1, Wait: time.Minute},
+				func(context.Context) (*jobs.Match, error) { return m, nil })
+			if err != nil && ctx.Err() == nil {
+				t.Error(err)
+			}
+			results <- got{who, as}
+		}
+		go wait("cpu", "linux")
+		go wait("gpu", "linux", "gpu")
+		time.Sleep(300 * time.Millisecond) // both wait at the replica
+		if err := from.q.EnqueueMany(ctx, []jobs.NewJob{{Kind: "stamp", WorkspaceID: ws, Pool: jobs.PoolFleet, Labels: []string{"gpu"},
+			Payload: map[string]int64{"at": time.Now().UnixNano()}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-results:
+			if r.who != "gpu" || len(r.as) != 1 {
+				t.Fatalf("%s answered with %d assignments; want the gpu runner with the job", r.who, len(r.as))
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the job reached no runner")
+		}
+		select {
+		case r := <-results:
+			t.Fatalf("the cpu runner answered too: %+v", r)
+		case <-time.After(300 * time.Millisecond):
+		}
+		<-waited
+	})
 }
