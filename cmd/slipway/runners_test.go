@@ -28,6 +28,7 @@ import (
 
 	"slipway/internal/agenttest"
 	"slipway/internal/executor"
+	"slipway/internal/executor/sshtest"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/tlstest"
@@ -551,4 +552,57 @@ func TestRunnersAcrossReplicas(t *testing.T) {
 	cb.post("/api/tasks/"+long+"/cancel", "", 200)
 	eventually(t, 15*time.Second, "the runner's agent stops", func() bool { return len(agenttest.Processes(marker)) == 0 })
 	cb.waitAll([]string{long}, 30*time.Second, "cancelled")
+}
+
+// TestRunnerSSHBackends: tasks run end to end through `slipway runner` on
+// the SSH backends against a real sshd on loopback: raw-ssh-exec (the
+// agent a process on the host, its worktree copied there and back) and
+// ssh-docker (the engine reached through ssh, the worktree copied into the
+// container and back); both publish the agent's change.
+func TestRunnerSSHBackends(t *testing.T) {
+	host := agenttest.DockerHost(t)
+	srv := sshtest.Start(t, "DOCKER_HOST="+host)
+	dir := t.TempDir()
+	repoDir := filepath.Join(dir, "ssh-repo")
+	if err := os.MkdirAll(repoDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bare := bareRepo(t, repoDir)
+	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_EXECUTION=fleet_only", "SERVICE_AGENT_BACKEND=process",
+		"SERVICE_AGENT_IMAGE="+agenttest.TestImage)
+	project := s.c.id(s.c.post("/api/projects", `{"name":"ssh","repo_url":"`+bare+`","autodev":true}`, 201))
+	for _, backend := range []struct {
+		name string
+		env  []string
+	}{
+		{"raw-ssh-exec", []string{"SERVICE_RUNNER_EXECUTION_BACKEND=raw-ssh-exec", "SERVICE_RUNNER_ALLOW_UNSANDBOXED=true",
+			"SERVICE_SSH_KEY_PATH=" + srv.KeyPath, `SERVICE_SSH_EXEC_AGENT_CMD=eval "$SLIPWAY_COMMAND"`}},
+		{"ssh-docker", []string{"SERVICE_RUNNER_EXECUTION_BACKEND=ssh-docker", "SERVICE_SSH_DOCKER_HOSTKEY_DELEGATED=true",
+			"SERVICE_SSH_KEY_PATH=" + srv.KeyPath, "SERVICE_AGENT_BINARY=" + agenttest.Binary(t), "AGENT_NETWORK=slipway-test-agents",
+			"AGENT_MEMORY_BYTES=134217728"}},
+	} {
+		t.Run(backend.name, func(t *testing.T) {
+			id, token := s.c.createRunner(backend.name)
+			env := append([]string{"SERVICE_SSH_HOST=" + srv.Host, "SERVICE_SSH_KNOWN_HOSTS=" + srv.KnownHosts,
+				"SERVICE_RUNNER_LABELS=" + backend.name}, backend.env...)
+			r := startRunner(t, filepath.Join(dir, backend.name), s.p.url(""), token, env...)
+			defer r.cmd.Process.Kill()
+			task := s.c.labelledTask(project, "echo from "+backend.name+" > "+backend.name+".txt; rm README.md", backend.name)
+			s.c.waitAll([]string{task}, 2*time.Minute, "done_pr", "failed")
+			tk := s.c.task(task)
+			if tk.Status != "done_pr" {
+				t.Fatalf("task %s %q:\n%s\n%s", tk.Status, tk.Error, eventsText(s.c.events(task)), r.logs())
+			}
+			if got := s.c.ranOn(task); !slices.Equal(got, []string{"runner@" + id}) {
+				t.Fatalf("ran on %v", got)
+			}
+			out, err := exec.Command("git", "-C", bare, "show", tk.Branch+":"+backend.name+".txt").CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "from "+backend.name {
+				t.Fatalf("the file on the branch: %q, %v", out, err)
+			}
+			if out, err := exec.Command("git", "-C", bare, "show", tk.Branch+":README.md").CombinedOutput(); err == nil {
+				t.Fatalf("the file the agent deleted is still on the branch: %q", out)
+			}
+		})
+	}
 }
