@@ -114,3 +114,37 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal("the incoming tree was not consumed")
 	}
 }
+
+// FuzzExtract: whatever tar stream comes back from an agent's host,
+// extracting it never panics and never creates anything outside its
+// directory.
+func FuzzExtract(f *testing.F) {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: "d/", Mode: 0o755})
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "d/f", Mode: 0o644, Size: 2})
+	tw.Write([]byte("hi"))
+	tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: "l", Linkname: "/etc"})
+	tw.Close()
+	f.Add(b.Bytes())
+	f.Add([]byte{})
+	root := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		parent, err := os.MkdirTemp(root, "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(parent)
+		dst := filepath.Join(parent, "in")
+		_ = Extract(bytes.NewReader(data), dst, "")
+		entries, err := os.ReadDir(parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if e.Name() != "in" {
+				t.Fatalf("extraction created %q beside its directory", e.Name())
+			}
+		}
+	})
+}
