@@ -153,6 +153,11 @@ func Extract(r io.Reader, dir, strip string) error {
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return fmt.Errorf("treecopy: %q leaves the tree", h.Name)
 		}
+		if sparse(h) {
+			// A sparse entry's holes read as zeros: a small archive could
+			// unpack to gigabytes. Worktrees have no need of them.
+			return fmt.Errorf("treecopy: %q is a sparse file", h.Name)
+		}
 		mode := fs.FileMode(h.Mode).Perm()
 		switch h.Typeflag {
 		case tar.TypeDir:
@@ -163,17 +168,18 @@ func Extract(r io.Reader, dir, strip string) error {
 			if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
 				return err
 			}
-			total += h.Size
-			if total > MaxSize {
-				return fmt.Errorf("treecopy: more than %d bytes", MaxSize)
-			}
 			f, err := root.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode|0o200)
 			if err != nil {
 				return err
 			}
-			_, err = io.Copy(f, tr)
+			// What is written is counted, not what the header claims.
+			n, err := io.Copy(f, io.LimitReader(tr, MaxSize-total+1))
+			total += n
 			if cerr := f.Close(); err == nil {
 				err = cerr
+			}
+			if err == nil && total > MaxSize {
+				err = fmt.Errorf("treecopy: more than %d bytes", MaxSize)
 			}
 			if err != nil {
 				return err
@@ -194,6 +200,19 @@ func Extract(r io.Reader, dir, strip string) error {
 			// Devices, fifos and hard links have no place in a worktree.
 		}
 	}
+}
+
+// sparse reports a sparse entry (GNU's type, or the PAX sparse records).
+func sparse(h *tar.Header) bool {
+	if h.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
 }
 
 // Replace puts the tree in src in place of dst's contents, keeping dst's
