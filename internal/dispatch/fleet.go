@@ -59,6 +59,22 @@ func (f *fleet) candidates() []*waiter {
 	return out
 }
 
+// TopicRematch tells every replica that a runner's grant or status
+// changed: its waiting long polls look at what they may claim again.
+const TopicRematch = "runners"
+
+// wakeAll wakes every waiter (they read their match again).
+func (f *fleet) wakeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for w := range f.waiting {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // recheck wakes the waiters that may claim nothing (disabled, draining,
 // offline when they asked), so that they see an enable at the next tick
 // rather than at the end of their long poll.
@@ -108,12 +124,17 @@ func (d *Dispatcher) matchmake(ctx context.Context) error {
 func (d *Dispatcher) runFleet(ctx context.Context) {
 	sub := d.bus.Subscribe(jobs.TopicQueued)
 	defer sub.Close()
+	rematch := d.bus.Subscribe(TopicRematch)
+	defer rematch.Close()
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-rematch.C:
+			d.fleet.wakeAll()
+			continue
 		case <-sub.C:
 		case <-tick.C:
 			d.fleet.recheck()

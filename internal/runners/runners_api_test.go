@@ -516,3 +516,30 @@ func TestUnacknowledgedClaim(t *testing.T) {
 		}
 	})
 }
+
+// TestRescopeReachesAWaitingRunner: a grant widened while the runner waits
+// in a long poll lets it take the work it now matches in that same poll.
+func TestRescopeReachesAWaitingRunner(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		h := newHub(t, e)
+		_, aTok := h.runner(t, map[string]any{"name": "a"})
+		bID, bTok := h.runner(t, map[string]any{"name": "b", "allowed_labels": []string{"cpu"}})
+		h.heartbeat(t, aTok, "gpu")
+		h.heartbeat(t, bTok, "gpu")
+		task := h.Task(t, h.Owner, h.Project(t, h.Owner, "p"), "echo", map[string]any{"hold": false,
+			"config": map[string]any{"runner": map[string]any{"required_labels": []string{"gpu"}}}})
+		got := make(chan []worker.Assignment, 1)
+		go func() {
+			r := h.call(t, bTok, "POST", runners.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": 20000})
+			var out runners.Assignments
+			_ = json.Unmarshal(r.Body, &out)
+			got <- out.Assignments
+		}()
+		time.Sleep(500 * time.Millisecond) // b waits, unable to take gpu work
+		fixture.Want(t, h.Owner.Do("PATCH", "/api/organization/runners/"+bID, map[string]any{"allowed_labels": []string{}}), http.StatusOK)
+		as := <-got
+		if len(as) != 1 || as[0].Agent.TaskID != task.ID {
+			t.Fatalf("the re-scoped runner's waiting claim answered %+v", as)
+		}
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"slipway/internal/audit"
+	"slipway/internal/dispatch"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
@@ -56,8 +57,15 @@ type Queue interface {
 	Repool(ctx context.Context, ids []string, pool string) (int, error)
 }
 
+// Bus announces, with a transaction's commit, that a runner's grant or
+// status changed (every replica's waiting long polls look again).
+type Bus interface {
+	PublishTx(ctx context.Context, tx *db.Tx, topic, payload string) error
+}
+
 // Service holds the rules of runners.
 type Service struct {
+	bus    Bus
 	db     *db.DB
 	clock  clock.Clock
 	cfg    Config
@@ -68,7 +76,7 @@ type Service struct {
 }
 
 // NewService returns the runners service.
-func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, log *slog.Logger) *Service {
+func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus Bus, log *slog.Logger) *Service {
 	if cfg.Stale <= 0 {
 		cfg.Stale = 90 * time.Second
 	}
@@ -78,7 +86,7 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, log *
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
-	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, log: log}
+	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, bus: bus, log: log}
 }
 
 // Config is the service's configuration.
@@ -324,6 +332,9 @@ func (s *Service) update(ctx context.Context, u *actor.User, sel Selector, id, a
 			return err
 		}
 		out = s.view(after, now)
+		if err := s.bus.PublishTx(ctx, tx, dispatch.TopicRematch, id); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, now, u.ID, action, "runner", id, before, out)
 	})
 	return out, err

@@ -123,7 +123,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 
 	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: []byte(cfg.JWTSecret.Reveal()), Stale: cfg.RunnerStale,
 		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
-		orgs{ten}, c.Queue, log)
+		orgs{ten}, c.Queue, bus, log)
 	c.Tasks.SetRouter(runnerSvc)
 
 	codeFiles := codefiles.NewService(d, clk, c.Workflows)
