@@ -136,6 +136,14 @@ func (d *Dispatcher) runFleet(ctx context.Context) {
 			d.fleet.wakeAll()
 			continue
 		case <-sub.C:
+			// A burst of notifications is one round.
+			for drained := false; !drained; {
+				select {
+				case <-sub.C:
+				default:
+					drained = true
+				}
+			}
 		case <-tick.C:
 			d.fleet.recheck()
 		}
