@@ -195,10 +195,12 @@ func (c *Client) Heartbeat(ctx context.Context, hb runners.Heartbeat) (*runners.
 	return &r, err
 }
 
-// leaseErr maps the hub's lease-lost answer to the port's error.
+// leaseErr maps the hub's lease-lost answer to the port's error. A refused
+// token counts as a lost lease too: a runner whose credential was revoked
+// stops its work at once rather than keep running it.
 func leaseErr(err error) error {
 	var he *HubError
-	if errors.As(err, &he) && he.Status == http.StatusConflict {
+	if errors.As(err, &he) && (he.Status == http.StatusConflict || he.Status == http.StatusUnauthorized) {
 		return worker.ErrLeaseLost
 	}
 	return err
