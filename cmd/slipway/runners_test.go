@@ -606,3 +606,26 @@ func TestRunnerSSHBackends(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokedRunnerStopsItsWork: rotating a working runner's token stops
+// its agent at once (its next lease renewal is refused), the runner exits,
+// and the task fails with the reason after the lease: never a zombie.
+func TestRevokedRunnerStopsItsWork(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_WORKER_LEASE_SECS=5", "SERVICE_AGENT_BACKEND=process")
+	id, token := s.c.createRunner("revoked")
+	r := startRunner(t, filepath.Join(dir, "runner"), s.p.url(""), token)
+	eventually(t, 10*time.Second, "the runner is online", func() bool { return s.c.runners()["revoked"].Status == "online" })
+	marker := fmt.Sprintf("revoked-%d", time.Now().UnixNano())
+	task := s.c.createTask(s.project, "echo started; sleep 60 # "+marker)
+	eventually(t, 20*time.Second, "the agent starts", func() bool { return strings.Contains(eventsText(s.c.events(task)), "started") })
+	s.c.post("/api/organization/runners/"+id+"/rotate-token", "", 200)
+	eventually(t, 15*time.Second, "the revoked runner's agent stops", func() bool { return len(agenttest.Processes(marker)) == 0 })
+	if code := r.wait(t); code != 1 {
+		t.Fatalf("the revoked runner exited %d:\n%s", code, r.logs())
+	}
+	s.c.waitAll([]string{task}, time.Minute, "failed")
+	if tk := s.c.task(task); !strings.Contains(tk.Error, "went offline") {
+		t.Fatalf("task error %q", tk.Error)
+	}
+}
