@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -84,29 +85,10 @@ func (s *Service) authenticate(api huma.API, requireCert, needToken bool) func(h
 
 func bearer(h string) (string, bool) {
 	const p = "Bearer "
-	if len(h) <= len(p) || !equalFoldASCII(h[:len(p)], p) {
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
 		return "", false
 	}
 	return h[len(p):], true
-}
-
-func equalFoldASCII(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
 }
 
 // ErrLeaseLost answers a runner whose lease is gone (409): stop the work,

@@ -3,6 +3,7 @@ package runners
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"slipway/internal/platform/apperr"
@@ -32,7 +33,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	var r *row
 	var err error
 	switch {
-	case len(token) > len(JWTPrefix) && token[:len(JWTPrefix)] == JWTPrefix:
+	case strings.HasPrefix(token, JWTPrefix):
 		c, verr := s.signer.verify(token, s.clock.Now())
 		if verr != nil {
 			return nil, ErrBadToken
@@ -41,7 +42,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 		if err == nil && (r.Class != ClassEnrolled || r.TokenGen != c.Generation || r.OrganizationID != c.Organization) {
 			return nil, ErrBadToken
 		}
-	case len(token) > len(StaticPrefix) && token[:len(StaticPrefix)] == StaticPrefix:
+	case strings.HasPrefix(token, StaticPrefix):
 		r, err = runnerByTokenHash(ctx, s.db.R, hashSecret(token))
 	default:
 		return nil, ErrBadToken
@@ -77,7 +78,7 @@ var ErrBadEnrollment = apperr.New(apperr.CodeUnauthorized, "unknown, expired or 
 // enrolled runner (named by the token, else by the runner), or the runner
 // the token re-enrols after a rotation.
 func (s *Service) Enroll(ctx context.Context, token, name string) (*Token, error) {
-	if len(token) <= len(EnrollmentPrefix) || token[:len(EnrollmentPrefix)] != EnrollmentPrefix {
+	if !strings.HasPrefix(token, EnrollmentPrefix) {
 		return nil, ErrBadEnrollment
 	}
 	if name != "" {
