@@ -21,6 +21,7 @@ import (
 	"slipway/internal/platform/ttlcache"
 
 	"golang.org/x/sync/singleflight"
+	tokens "slipway/internal/platform/token"
 )
 
 // Tenancy is what auth needs from organizations and workspaces, inside the
@@ -335,7 +336,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		if err := clearFailures(ctx, tx, keys[0]); err != nil {
 			return err
 		}
-		return insertSession(ctx, tx, sess.ID, u.ID, hashToken(sess.Token), now, sess.ExpiresAt, truncate(in.UserAgent, 512), in.IP)
+		return insertSession(ctx, tx, sess.ID, u.ID, tokens.Hash(sess.Token), now, sess.ExpiresAt, truncate(in.UserAgent, 512), in.IP)
 	})
 	if err != nil {
 		return nil, time.Time{}, err
@@ -353,7 +354,7 @@ func truncate(s string, n int) string {
 // Authenticate resolves a session token to its user; an unknown, expired or
 // revoked token is apperr unauthorized.
 func (s *Service) Authenticate(ctx context.Context, token string) (*actor.User, error) {
-	h := hashToken(token)
+	h := tokens.Hash(token)
 	now := s.clock.Now()
 	if s.cache == nil {
 		return s.lookup(ctx, h, now)

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"strings"
 )
@@ -49,12 +48,6 @@ func ParseSessionToken(v string) (string, error) {
 
 func isBase64URL(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
-}
-
-// hashToken is what the database stores and looks up instead of the token.
-func hashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
 }
 
 // BearerKind names a bearer token family by its prefix (spec: scrn_, scrnj_,

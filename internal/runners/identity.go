@@ -11,6 +11,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
+	tokens "slipway/internal/platform/token"
 )
 
 // Identity is an authenticated runner.
@@ -43,7 +44,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 			return nil, ErrBadToken
 		}
 	case strings.HasPrefix(token, StaticPrefix):
-		r, err = runnerByTokenHash(ctx, s.db.R, hashSecret(token))
+		r, err = runnerByTokenHash(ctx, s.db.R, tokens.Hash(token))
 	default:
 		return nil, ErrBadToken
 	}
@@ -90,7 +91,7 @@ func (s *Service) Enroll(ctx context.Context, token, name string) (*Token, error
 	var out *Token
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		now := s.clock.Now()
-		e, err := redeem(ctx, tx, hashSecret(token), now)
+		e, err := redeem(ctx, tx, tokens.Hash(token), now)
 		if errors.Is(err, apperr.ErrNotFound) {
 			return ErrBadEnrollment
 		}

@@ -17,6 +17,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
+	tokens "slipway/internal/platform/token"
 	"slipway/internal/worker"
 )
 
@@ -88,9 +89,6 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus B
 	}
 	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, bus: bus, log: log}
 }
-
-// Config is the service's configuration.
-func (s *Service) Config() Config { return s.cfg }
 
 // Owner is the worker id (lease owner and container label) of a runner.
 func Owner(runnerID string) string { return worker.RunnerPrefix + runnerID }
@@ -240,13 +238,12 @@ func (s *Service) Create(ctx context.Context, u *actor.User, sel Selector, in Ru
 		}
 		now := s.clock.Now()
 		r := &row{ID: ids.New(), OrganizationID: orgID, Name: name, Class: ClassStatic, TokenGen: 1, AllowedWS: ws, AllowedLabels: ls, CreatedAt: now}
-		token := newSecret(StaticPrefix)
-		hash := hashSecret(token)
+		secret, hash := tokens.New(StaticPrefix)
 		if err := insertRunner(ctx, tx, r, &hash, &u.ID); err != nil {
 			return err
 		}
 		v := s.view(r, now)
-		out = &CreatedRunner{Runner: v, Token: token}
+		out = &CreatedRunner{Runner: v, Token: secret}
 		return audit.Record(ctx, tx, now, u.ID, "runner.create", "runner", r.ID, nil, v)
 	})
 	return out, err
@@ -291,11 +288,11 @@ func (s *Service) MintEnrollment(ctx context.Context, u *actor.User, sel Selecto
 }
 
 func (s *Service) mint(ctx context.Context, tx *db.Tx, e *enrollmentRow, userID string, now time.Time) (*Enrollment, error) {
-	token := newSecret(EnrollmentPrefix)
-	if err := insertEnrollment(ctx, tx, e, hashSecret(token), &userID, now); err != nil {
+	secret, hash := tokens.New(EnrollmentPrefix)
+	if err := insertEnrollment(ctx, tx, e, hash, &userID, now); err != nil {
 		return nil, err
 	}
-	return &Enrollment{ID: e.ID, Token: token, RunnerID: e.RunnerID, ExpiresAt: e.ExpiresAt}, nil
+	return &Enrollment{ID: e.ID, Token: secret, RunnerID: e.RunnerID, ExpiresAt: e.ExpiresAt}, nil
 }
 
 // withRunner runs fn on a runner of the caller's organization in a
@@ -403,10 +400,10 @@ func (s *Service) RotateToken(ctx context.Context, u *actor.User, sel Selector, 
 	var out *RotatedToken
 	_, err := s.update(ctx, u, sel, id, "runner.rotate_token", func(tx *db.Tx, r *row, now time.Time) error {
 		if r.Class == ClassStatic {
-			token := newSecret(StaticPrefix)
-			out = &RotatedToken{Token: token, Kind: "static"}
+			secret, hash := tokens.New(StaticPrefix)
+			out = &RotatedToken{Token: secret, Kind: "static"}
 			return exec(ctx, tx, "UPDATE runners SET token_hash = $3, updated_at = $4 WHERE id = $1 AND organization_id = $2",
-				r.ID, r.OrganizationID, hashSecret(token), now)
+				r.ID, r.OrganizationID, hash, now)
 		}
 		if err := exec(ctx, tx, "UPDATE runners SET token_gen = token_gen + 1, updated_at = $3 WHERE id = $1 AND organization_id = $2",
 			r.ID, r.OrganizationID, now); err != nil {

@@ -2,10 +2,8 @@ package runners
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -19,21 +17,6 @@ const (
 	JWTPrefix        = "scrnj_"
 	EnrollmentPrefix = "scrne_"
 )
-
-// newSecret returns a prefixed random token (32 random bytes).
-func newSecret(prefix string) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand never fails on supported platforms
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
-// hashSecret is what the database keeps instead of a token.
-func hashSecret(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
 
 // Claims of a runner JWT: the runner, its organization, the token
 // generation (a rotation bumps the runner's and refuses older tokens) and

@@ -3,9 +3,7 @@ package triggers
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"log/slog"
@@ -21,6 +19,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
+	tokens "slipway/internal/platform/token"
 	"slipway/internal/platform/vault"
 	"slipway/internal/workflows"
 )
@@ -111,24 +110,9 @@ func checkSecret(secret string) error {
 
 func secretContext(id string) string { return "trigger:" + id + ":secret" }
 
-// newToken mints a receiver token; only its hash is kept.
-func newToken() (token, hash string) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err) // crypto/rand does not fail on Linux
-	}
-	token = tokenPrefix + base64.RawURLEncoding.EncodeToString(b)
-	return token, hashToken(token)
-}
-
-func hashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
 // withToken puts a fresh token on a webhook trigger and shows it.
 func (s *Service) withToken(t *Trigger) {
-	token, hash := newToken()
+	token, hash := tokens.New(tokenPrefix)
 	t.tokenHash = &hash
 	u := s.publicURL + ReceiverPath + token
 	t.Token, t.ReceiverURL = &token, &u
@@ -298,7 +282,7 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 100 {
 		return nil, apperr.NotFound("trigger")
 	}
-	t, err := byTokenHash(ctx, s.db, hashToken(token))
+	t, err := byTokenHash(ctx, s.db, tokens.Hash(token))
 	if err != nil {
 		return nil, err
 	}
