@@ -466,10 +466,10 @@ const (
 	// reasonDied: the hub process running the work stopped; the work runs
 	// again.
 	reasonDied = "the server running this task stopped"
-	// ReasonRunnerLost: a remote runner stopped renewing work it had
+	// reasonRunnerLost: a remote runner stopped renewing work it had
 	// started. It may still be running it (cut off from the hub, not
 	// dead), so running it again elsewhere could do it twice: it fails.
-	ReasonRunnerLost = "the runner running this task went offline (it stopped renewing its lease)"
+	reasonRunnerLost = "the runner running this task went offline (it stopped renewing its lease)"
 	// reasonRunnerUnstarted: a runner claimed work and never acknowledged
 	// it (it died, or never received the claim's answer): the work goes
 	// back to the queue without costing an attempt.
@@ -486,7 +486,7 @@ func policy(j *jobs.Job) jobs.Verdict {
 	if j.StartedAt == nil {
 		return jobs.Verdict{Refund: true, Reason: reasonRunnerUnstarted}
 	}
-	return jobs.Verdict{Fail: true, Reason: ReasonRunnerLost}
+	return jobs.Verdict{Fail: true, Reason: reasonRunnerLost}
 }
 
 // Rescue takes back the work of workers whose leases expired (they died)

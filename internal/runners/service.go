@@ -176,20 +176,24 @@ func (s *Service) org(ctx context.Context, u *actor.User, sel Selector, admin bo
 // List lists the organization's runners with their live signals (any
 // member).
 func (s *Service) List(ctx context.Context, u *actor.User, sel Selector) ([]*Runner, error) {
-	orgID, err := s.org(ctx, u, sel, false)
-	if err != nil {
-		return nil, err
+	_, out, err := s.list(ctx, u, sel)
+	return out, err
+}
+
+func (s *Service) list(ctx context.Context, u *actor.User, sel Selector) (orgID string, out []*Runner, err error) {
+	if orgID, err = s.org(ctx, u, sel, false); err != nil {
+		return "", nil, err
 	}
 	rows, err := listRunners(ctx, s.db.R, orgID)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	now := s.clock.Now()
-	out := make([]*Runner, len(rows))
+	out = make([]*Runner, len(rows))
 	for i, r := range rows {
 		out[i] = s.view(r, now)
 	}
-	return out, nil
+	return orgID, out, nil
 }
 
 // grant validates a grant: workspaces of the organization, clean labels.
@@ -445,21 +449,15 @@ func (s *Service) Delete(ctx context.Context, u *actor.User, sel Selector, id st
 
 // Onboarding says how far the organization is with runners.
 func (s *Service) Onboarding(ctx context.Context, u *actor.User, sel Selector) (*Onboarding, error) {
-	orgID, err := s.org(ctx, u, sel, false)
+	orgID, rs, err := s.list(ctx, u, sel)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := listRunners(ctx, s.db.R, orgID)
-	if err != nil {
+	o := &Onboarding{HubMode: s.cfg.HubMode, FleetOnly: s.cfg.FleetOnly, Runners: len(rs)}
+	if o.PendingEnrolment, err = countPendingEnrollments(ctx, s.db.R, orgID, s.clock.Now()); err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
-	o := &Onboarding{HubMode: s.cfg.HubMode, FleetOnly: s.cfg.FleetOnly, Runners: len(rows)}
-	if o.PendingEnrolment, err = countPendingEnrollments(ctx, s.db.R, orgID, now); err != nil {
-		return nil, err
-	}
-	for _, r := range rows {
-		v := s.view(r, now)
+	for _, v := range rs {
 		if v.Online {
 			o.Online++
 		}

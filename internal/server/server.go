@@ -112,7 +112,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		bus.Close()
 		return nil, err
 	}
-	owner := "hub@" + cfg.InstanceID
+	owner := worker.HubPrefix + cfg.InstanceID
 	wk := worker.New(disp, backend, git, worker.Config{
 		ID: owner, Slots: cfg.WorkerSlots, AgentBinary: binary, Labels: map[string]string{executor.InstanceLabel: owner},
 		Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,

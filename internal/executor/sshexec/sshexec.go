@@ -68,8 +68,8 @@ var _ executor.PathMapper = (*Backend)(nil)
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]`)
 
-// ParseHost splits user@host:port (port 22 when absent).
-func ParseHost(s string) (user, addr string, err error) {
+// parseHost splits user@host:port (port 22 when absent).
+func parseHost(s string) (user, addr string, err error) {
 	user, hostport, ok := strings.Cut(s, "@")
 	if !ok || user == "" || hostport == "" {
 		return "", "", fmt.Errorf("SERVICE_SSH_HOST: %q is not user@host:port", s)
@@ -82,7 +82,7 @@ func ParseHost(s string) (user, addr string, err error) {
 
 // New returns the backend; it connects on first use.
 func New(cfg Config) (*Backend, error) {
-	user, addr, err := ParseHost(cfg.Host)
+	user, addr, err := parseHost(cfg.Host)
 	if err != nil {
 		return nil, err
 	}
