@@ -172,6 +172,26 @@ func databaseEnv(t *testing.T, e db.Engine) []string {
 
 const sharedSecret = "a-shared-signing-secret-of-32-bytes-at-least"
 
+// replicaEnv is what every replica of one PostgreSQL database shares
+// (a database, a signing secret), plus extra settings.
+func replicaEnv(t *testing.T, extra ...string) []string {
+	return append(append(databaseEnv(t, db.Postgres), "SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
+		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_JWT_SECRET="+sharedSecret), extra...)
+}
+
+// startReplica starts one replica named name (its instance id and its data
+// directory under dir) and waits until it is ready.
+func startReplica(t *testing.T, dir, name string, env []string) *proc {
+	t.Helper()
+	d := filepath.Join(dir, name)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, d, append(env, "SERVICE_INSTANCE_ID="+name)...)
+	p.waitReady(t)
+	return p
+}
+
 // TestTwoReplicas: two slipway serve processes on one PostgreSQL claim 200
 // tasks exactly once between them, a cancel sent to either stops the agent
 // wherever it runs, and when one is killed with SIGKILL the other takes over
@@ -180,20 +200,9 @@ func TestTwoReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dir := t.TempDir()
 	bare := bareRepo(t, dir)
-	common := append(databaseEnv(t, db.Postgres), "SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
-		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_JWT_SECRET="+sharedSecret,
-		"SERVICE_WORKER_LEASE_SECS=10", "SERVICE_WORKER_SLOTS=8", "MAX_PARALLEL_TASKS_PER_WORKSPACE=40")
-	replica := func(name string) *proc {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := start(t, d, append(common, "SERVICE_INSTANCE_ID="+name)...)
-		p.waitReady(t)
-		return p
-	}
-	a := replica("replica-a")
-	b := replica("replica-b")
+	common := replicaEnv(t, "SERVICE_WORKER_LEASE_SECS=10", "SERVICE_WORKER_SLOTS=8", "MAX_PARALLEL_TASKS_PER_WORKSPACE=40")
+	a := startReplica(t, dir, "replica-a", common)
+	b := startReplica(t, dir, "replica-b", common)
 	ca := signIn(t, a, true)
 	cb := signIn(t, b, false)
 	project := ca.id(ca.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`","autodev":true}`, 201))

@@ -229,6 +229,14 @@ func runnersEndToEnd(t *testing.T, engine db.Engine) {
 	if strings.Contains(s.p.logs(), "panic") {
 		t.Fatalf("the hub panicked:\n%s", s.p.logs())
 	}
+	// No runner token reaches a log line, the hub's or a runner's.
+	for _, secret := range []string{gpuTok, cpuTok, rotated.Token} {
+		for _, logs := range []string{s.p.logs(), gpu.logs(), cpu.logs()} {
+			if strings.Contains(logs, secret) {
+				t.Fatal("a runner token reached a log")
+			}
+		}
+	}
 }
 
 // runOnce runs `slipway runner` to its end (a runner that cannot start) and
@@ -505,19 +513,8 @@ func TestRunnersAcrossReplicas(t *testing.T) {
 	dbtest.RequirePostgres(t)
 	dir := t.TempDir()
 	bare := bareRepo(t, dir)
-	common := append(databaseEnv(t, db.Postgres), "SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
-		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0", "SERVICE_JWT_SECRET="+sharedSecret,
-		"SERVICE_HUB_MODE=true", "SERVICE_AGENT_EXECUTION=fleet_only")
-	replica := func(name string) *proc {
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		p := start(t, d, append(common, "SERVICE_INSTANCE_ID="+name)...)
-		p.waitReady(t)
-		return p
-	}
-	a, b := replica("replica-a"), replica("replica-b")
+	common := replicaEnv(t, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_EXECUTION=fleet_only")
+	a, b := startReplica(t, dir, "replica-a", common), startReplica(t, dir, "replica-b", common)
 	ca, cb := signIn(t, a, true), signIn(t, b, false)
 	project := ca.id(ca.post("/api/projects", `{"name":"demo","repo_url":"`+bare+`"}`, 201))
 	// Enrolled through b, runs against a.

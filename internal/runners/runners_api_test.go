@@ -102,11 +102,18 @@ func TestOrganizationRunners(t *testing.T) {
 		} {
 			rows = append(rows, apitest.Scenario{Name: "anonymous " + rt.method + " " + rt.path, Method: rt.method, Path: rt.path,
 				Body: map[string]any{"name": "x"}, WantStatus: 401, WantCode: "unauthorized"})
+			body := map[string]any{"name": "x"}
+			if strings.HasSuffix(rt.path, "/status") {
+				body = map[string]any{"status": "disabled"}
+			}
+			if rt.method == "GET" || strings.HasSuffix(rt.path, "/drain") || strings.HasSuffix(rt.path, "/rotate-token") || rt.method == "DELETE" {
+				body = nil
+			}
+			// Naming another organization is refused like any non-member's
+			// request, whatever the route.
+			rows = append(rows, apitest.Scenario{Name: "outsider naming the organization " + rt.method + " " + rt.path, Client: h.Outsider,
+				Method: rt.method, Path: rt.path, Body: body, Header: h.inOrg(), WantStatus: 403, WantCode: "forbidden"})
 			if rt.method != "GET" {
-				body := map[string]any{"name": "x"}
-				if strings.HasSuffix(rt.path, "/status") {
-					body = map[string]any{"status": "disabled"}
-				}
 				rows = append(rows, apitest.Scenario{Name: "member " + rt.method + " " + rt.path, Client: h.member, Method: rt.method, Path: rt.path,
 					Body: body, Header: h.inOrg(), WantStatus: 403, WantCode: "forbidden"})
 			}
