@@ -375,16 +375,14 @@ func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worke
 	return out, nil
 }
 
-// Verify checks that a lease a remote worker presents is what the hub gave
-// it: the job is held under it, in its workspace, and the run is the job's.
-// A remote worker's word is never taken for where its events go.
-func (d *Dispatcher) Verify(ctx context.Context, l worker.Lease) error {
-	j, err := d.queue.Get(ctx, l.JobID)
-	if err != nil || j.State != jobs.Running || j.LockedBy != l.Worker || j.Attempt != l.Attempt || j.WorkspaceID != l.WorkspaceID {
-		return worker.ErrLeaseLost
-	}
+// VerifyRun checks that the run a remote worker's lease names is the
+// job's, in the lease's workspace: a remote worker's word is never taken
+// for where its events go. (That the job is held under the lease, Append
+// checks itself; Extend and Finish match owner and attempt in their
+// updates and find the run through the job.)
+func (d *Dispatcher) VerifyRun(ctx context.Context, l worker.Lease) error {
 	if l.RunID == "" {
-		return nil // held work whose run is gone: it can only be reported
+		return worker.ErrLeaseLost
 	}
 	r, err := d.runs.Get(ctx, d.db.R, l.WorkspaceID, l.RunID)
 	if err != nil || r.JobID != l.JobID {

@@ -23,7 +23,7 @@ type Port interface {
 	Append(ctx context.Context, l worker.Lease, b worker.Batch) error
 	Finish(ctx context.Context, l worker.Lease, r worker.Result) error
 	Held(ctx context.Context, workerID string) ([]worker.Assignment, error)
-	Verify(ctx context.Context, l worker.Lease) error
+	VerifyRun(ctx context.Context, l worker.Lease) error
 	Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error)
 }
 
@@ -180,16 +180,14 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 		Middlewares: huma.Middlewares{s.authenticate(api, requireCert, true)}}
 	open := httpx.Operations{Tags: []string{"Runner API"}, Middlewares: huma.Middlewares{s.authenticate(api, requireCert, false)}}
 
-	// own checks that a lease is the caller's and names the path's job.
-	own := func(ctx context.Context, jobID string, l worker.Lease) (*Identity, error) {
+	// own checks that a lease is the caller's and names the path's job
+	// (the port then holds the job to that owner and attempt).
+	own := func(ctx context.Context, jobID string, l worker.Lease) error {
 		id, _ := IdentityFrom(ctx)
 		if id == nil || l.JobID != jobID || l.Worker != id.Owner() {
-			return nil, ErrLeaseLost
+			return ErrLeaseLost
 		}
-		if err := port.Verify(ctx, l); err != nil {
-			return nil, leaseErr(err)
-		}
-		return id, nil
+		return nil
 	}
 
 	enroll := open.Op("post_api_runner_v1_enroll", http.MethodPost, APIPrefix+"/enroll", "Redeem an enrollment token for a runner JWT")
@@ -231,7 +229,7 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 
 	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_extend", http.MethodPost, APIPrefix+"/jobs/{job_id}/extend", "Renew a lease"),
 		func(ctx context.Context, in *leaseInput) (*httpx.Out[ExtendReply], error) {
-			if _, err := own(ctx, in.JobID, in.Body.Lease); err != nil {
+			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err
 			}
 			d, err := port.Extend(ctx, in.Body.Lease)
@@ -242,8 +240,11 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 	events.Description = "Batches are numbered from 1 per lease; a repeated batch is stored once."
 	events.MaxBodyBytes = 16 << 20
 	huma.Register(api, events, func(ctx context.Context, in *eventsInput) (*httpx.Out[Ack], error) {
-		if _, err := own(ctx, in.JobID, in.Body.Lease); err != nil {
+		if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 			return nil, err
+		}
+		if err := port.VerifyRun(ctx, in.Body.Lease); err != nil {
+			return nil, leaseErr(err)
 		}
 		if err := port.Append(ctx, in.Body.Lease, in.Body.Batch); err != nil {
 			return nil, leaseErr(err)
@@ -253,7 +254,7 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 
 	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_finish", http.MethodPost, APIPrefix+"/jobs/{job_id}/finish", "Report how work ended"),
 		func(ctx context.Context, in *finishInput) (*httpx.Out[Ack], error) {
-			if _, err := own(ctx, in.JobID, in.Body.Lease); err != nil {
+			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err
 			}
 			if !knownOutcome(in.Body.Result.Outcome) {
