@@ -77,6 +77,7 @@ type Config struct {
 	WorkflowHTTPAllowPrivate     bool
 	RunnerStale                  time.Duration
 	RunnerJWTLifetime            time.Duration
+	ToolApprovalTimeout          time.Duration
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -272,6 +273,10 @@ func load(lookup Lookup) (*Config, *reader) {
 		c.RunnerStale = RunnerStaleFloor
 	}
 
+	c.ToolApprovalTimeout = r.seconds("SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", 86400)
+	if c.ToolApprovalTimeout < time.Minute || c.ToolApprovalTimeout > 30*24*time.Hour {
+		r.failf("SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", "must be between 60 and 2592000 seconds")
+	}
 	c.RunnerJWTLifetime = r.seconds("SERVICE_RUNNER_JWT_LIFETIME_SECS", 3600)
 	if c.RunnerJWTLifetime < time.Minute || c.RunnerJWTLifetime > 24*time.Hour {
 		r.failf("SERVICE_RUNNER_JWT_LIFETIME_SECS", "must be between 60 and 86400 seconds")

@@ -81,6 +81,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_HUB_EVENT_RELAY", "false", "relay hub events across replicas"},
 	{"SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "false", "ours: let http_request and notify_webhook nodes call loopback, private and link-local addresses and this server's own (off: refused)"},
 	{"SERVICE_RUNNER_STALE_SECS", "90", "heartbeat staleness before a runner goes offline; values below 45 are raised to 45"},
+	{"SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", "86400", "ours: how long a tool call an agent asks approval for waits before it times out (60-2592000); the agent is told `timed_out` and does not run it"},
 	{"SERVICE_RUNNER_JWT_LIFETIME_SECS", "3600", "ours: lifetime of the `scrnj_` JWTs enrolled runners get (60-86400); runners refresh at about half"},
 	{"SERVICE_TLS_CERT_PATH", "", "PEM certificate; with the key, serves HTTPS"},
 	{"SERVICE_TLS_KEY_PATH", "", "PEM private key; both or neither"},

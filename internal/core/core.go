@@ -9,7 +9,10 @@ import (
 	"context"
 	"log/slog"
 
+	"slipway/internal/approvals"
+	"slipway/internal/conversations"
 	"slipway/internal/dispatch"
+	"slipway/internal/inbox"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
@@ -31,18 +34,36 @@ type Core struct {
 	Dispatcher *dispatch.Dispatcher
 	Workflows  *workflows.Service
 	Engine     *workflows.Engine
+	// Working with running agents.
+	Inbox         *inbox.Inbox
+	Approvals     *approvals.Service
+	Conversations *conversations.Service
+}
+
+// Workspaces is what the core asks about workspaces: who may act in one
+// and its autonomy level (tenancy.Access).
+type Workspaces interface {
+	approvals.Members
+	tasks.Autonomy
 }
 
 // New wires the core over d. red redacts every stored event; proj is the
 // projects service (tasks and workflows live in projects, and a deleted
 // project takes them along).
 func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, red *redact.Redactor, proj *projects.Service,
-	taskCfg tasks.Config, dispCfg dispatch.Config, engCfg workflows.EngineConfig, log *slog.Logger) *Core {
+	ws Workspaces, taskCfg tasks.Config, dispCfg dispatch.Config, engCfg workflows.EngineConfig, log *slog.Logger) *Core {
 	rs := runs.NewService(d, clk, red)
 	q := jobs.New(d, bus, clk, tasks.Limits(taskCfg, proj))
 	ts := tasks.NewService(d, clk, proj, rs, q, taskCfg)
 	disp := dispatch.New(d, q, rs, bus, dispCfg, log)
 	disp.Handle(tasks.JobKind, worker.WorkAgent, ts)
+
+	in := inbox.New(d, bus, clk)
+	disp.SetInbox(in)
+	ap := approvals.NewService(d, clk, in, ws, taskCfg.ApprovalTimeout, log)
+	ap.OnDecided(ts.ApprovalDecided)
+	ts.SetInteraction(ap, in, ws)
+	conv := conversations.NewService(d, clk, ts, in, rs)
 
 	eng := workflows.NewEngine(d, rs, q, bus, clk, log, engCfg)
 	eng.SetAgents(agents{ts, rs, eng})
@@ -55,7 +76,7 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, red *redact.Redactor, proj 
 	proj.OnDelete(wf)
 	proj.OnCapChange(wf)
 	proj.OnDelete(ts)
-	return &Core{Runs: rs, Queue: q, Tasks: ts, Dispatcher: disp, Workflows: wf, Engine: eng}
+	return &Core{Runs: rs, Queue: q, Tasks: ts, Dispatcher: disp, Workflows: wf, Engine: eng, Inbox: in, Approvals: ap, Conversations: conv}
 }
 
 // agents lets agent nodes run tasks, and tells the engine when one ends.

@@ -72,6 +72,7 @@ type Dispatcher struct {
 	local    map[string]InterruptFunc
 
 	fleet fleet // runners waiting in long polls here
+	inbox Inbox
 }
 
 // InterruptFunc brings a job's subject in line after its holder died: the
@@ -279,13 +280,26 @@ func jobLease(l worker.Lease) jobs.Lease {
 	return jobs.Lease{JobID: l.JobID, Owner: l.Worker, Attempt: l.Attempt}
 }
 
-// Extend implements worker.Port.
-func (d *Dispatcher) Extend(ctx context.Context, l worker.Lease) (worker.Directive, error) {
+// Inbox hands a job's agent the lines waiting for it (package inbox).
+type Inbox interface {
+	Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error)
+}
+
+// SetInbox gives Extend the agents' inbox; call it before serving.
+func (d *Dispatcher) SetInbox(in Inbox) { d.inbox = in }
+
+// Extend implements worker.Port: the lease is renewed and the answer
+// carries the agent's inbox lines after inboxAfter.
+func (d *Dispatcher) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error) {
 	cancel, err := d.queue.Extend(ctx, jobLease(l), d.cfg.Lease)
 	if errors.Is(err, jobs.ErrLeaseLost) {
 		return worker.Directive{}, worker.ErrLeaseLost
 	}
-	return worker.Directive{Cancel: cancel}, err
+	if err != nil || cancel || d.inbox == nil {
+		return worker.Directive{Cancel: cancel}, err
+	}
+	lines, err := d.inbox.Take(ctx, l.JobID, inboxAfter)
+	return worker.Directive{Inbox: lines}, err
 }
 
 // Append implements worker.Port: the batch is stored unless the lease was

@@ -236,12 +236,12 @@ func jobPath(l worker.Lease, what string) string {
 }
 
 // Extend implements worker.Port.
-func (c *Client) Extend(ctx context.Context, l worker.Lease) (worker.Directive, error) {
+func (c *Client) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error) {
 	ctx, cancel := timeout(ctx)
 	defer cancel()
 	var r runners.ExtendReply
-	err := c.do(ctx, http.MethodPost, jobPath(l, "extend"), map[string]any{"lease": l}, &r)
-	return worker.Directive{Cancel: r.Cancel}, leaseErr(err)
+	err := c.do(ctx, http.MethodPost, jobPath(l, "extend"), map[string]any{"lease": l, "inbox_after": inboxAfter}, &r)
+	return worker.Directive{Cancel: r.Cancel, Inbox: r.Inbox}, leaseErr(err)
 }
 
 // Append implements worker.Port.
@@ -298,11 +298,15 @@ func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, 
 				}
 			}
 			for _, ctl := range cs.Controls {
+				// A cancel is passed on once; every deliver is a new nudge
+				// (extending again is harmless).
 				key := ctl.Action + " " + ctl.JobID
 				if _, ok := seen[key]; ok {
 					continue
 				}
-				seen[key] = now
+				if ctl.Action == worker.ActionCancel {
+					seen[key] = now
+				}
 				fresh++
 				select {
 				case out <- worker.Control{JobID: ctl.JobID, Action: ctl.Action}:

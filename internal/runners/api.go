@@ -19,7 +19,7 @@ import (
 // Port is the hub's side of the worker port, as the runner API serves it.
 type Port interface {
 	ClaimMatching(ctx context.Context, req worker.ClaimRequest, match dispatch.MatchFunc) ([]worker.Assignment, error)
-	Extend(ctx context.Context, l worker.Lease) (worker.Directive, error)
+	Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error)
 	Append(ctx context.Context, l worker.Lease, b worker.Batch) error
 	Finish(ctx context.Context, l worker.Lease, r worker.Result) error
 	Held(ctx context.Context, workerID string) ([]worker.Assignment, error)
@@ -125,7 +125,8 @@ type Assignments struct {
 type leaseInput struct {
 	JobID string `path:"job_id"`
 	Body  struct {
-		Lease worker.Lease `json:"lease"`
+		Lease      worker.Lease `json:"lease"`
+		InboxAfter int64        `json:"inbox_after,omitempty" minimum:"0" doc:"The last inbox line the runner handed to the agent"`
 	}
 }
 
@@ -152,13 +153,14 @@ type Ack struct {
 
 // ExtendReply is the answer of extend.
 type ExtendReply struct {
-	Cancel bool `json:"cancel" doc:"Stop the work: it was cancelled"`
+	Cancel bool               `json:"cancel" doc:"Stop the work: it was cancelled"`
+	Inbox  []worker.InboxLine `json:"inbox" doc:"Lines for the agent's stdin after inbox_after, in order"`
 }
 
 // Control is one directive for a runner's work.
 type Control struct {
 	JobID  string `json:"job_id"`
-	Action string `json:"action" enum:"cancel"`
+	Action string `json:"action" enum:"cancel,deliver" doc:"cancel: stop the work; deliver: the agent's inbox has lines, extend now"`
 }
 
 // Controls is the answer of control.
@@ -232,8 +234,12 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err
 			}
-			d, err := port.Extend(ctx, in.Body.Lease)
-			return httpx.Reply(ExtendReply{Cancel: d.Cancel}, leaseErr(err))
+			d, err := port.Extend(ctx, in.Body.Lease, in.Body.InboxAfter)
+			inbox := d.Inbox
+			if inbox == nil {
+				inbox = []worker.InboxLine{}
+			}
+			return httpx.Reply(ExtendReply{Cancel: d.Cancel, Inbox: inbox}, leaseErr(err))
 		})
 
 	events := ops.Op("post_api_runner_v1_jobs_job_id_events", http.MethodPost, APIPrefix+"/jobs/{job_id}/events", "Upload a batch of events")

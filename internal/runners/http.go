@@ -48,23 +48,9 @@ type statusInput struct {
 	}
 }
 
-// approved authenticates before anything else (a body is validated only
-// for a caller who may send it): an anonymous or unapproved caller gets
-// 401 or 403 whatever the body.
-func approved(api huma.API) func(huma.Context, func(huma.Context)) {
-	return func(hctx huma.Context, next func(huma.Context)) {
-		if _, err := actor.RequireApproved(hctx.Context()); err != nil {
-			e := httpx.FromError(hctx.Context(), err)
-			_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
-			return
-		}
-		next(hctx)
-	}
-}
-
 // Register mounts the organization's runner endpoints.
 func Register(api huma.API, s *Service) {
-	ops := httpx.Operations{Tags: []string{"Runners"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{approved(api)}}
+	ops := httpx.Operations{Tags: []string{"Runners"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
 	const base = "/api/organization/runners"
 
 	list := ops.Op("get_api_organization_runners", http.MethodGet, base, "The organization's runners with live dispatch signals")

@@ -19,9 +19,24 @@ import (
 
 // Service holds runs and event logs.
 type Service struct {
-	db     *db.DB
-	clock  clock.Clock
-	redact *redact.Redactor
+	db        *db.DB
+	clock     clock.Clock
+	redact    *redact.Redactor
+	observers map[string][]ObserveFunc // by run kind
+}
+
+// ObserveFunc reads the events a worker reported for a run, in the
+// transaction that stores them, once per batch (a repeated batch is not
+// observed again). The payloads are redacted as stored.
+type ObserveFunc func(ctx context.Context, tx *db.Tx, r *Run, evs []NewEvent) error
+
+// Observe registers fn for the worker batches of runs of a kind; call it
+// before serving.
+func (s *Service) Observe(kind string, fn ObserveFunc) {
+	if s.observers == nil {
+		s.observers = map[string][]ObserveFunc{}
+	}
+	s.observers[kind] = append(s.observers[kind], fn)
 }
 
 // NewService returns the runs service. Every stored payload passes through
@@ -139,6 +154,17 @@ func (s *Service) AppendBatch(ctx context.Context, workspaceID, runID string, se
 		}
 		if err != nil {
 			return err
+		}
+		if obs := s.observers[r.Kind]; len(obs) > 0 {
+			red := make([]NewEvent, len(evs))
+			for i, e := range evs {
+				red[i] = NewEvent{Type: e.Type, Payload: s.redact.JSON(e.Payload), At: e.At}
+			}
+			for _, fn := range obs {
+				if err := fn(ctx, tx, r, red); err != nil {
+					return err
+				}
+			}
 		}
 		for i := len(evs) - 1; i >= 0; i-- {
 			if evs[i].Type == ResultType {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"slipway/internal/approvals"
+	"slipway/internal/conversations"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -57,6 +59,9 @@ type Services struct {
 	Scans     *workflowscan.Service
 	N8nImport *n8nimport.Service
 	Runners   *runners.Service
+	// Working with running agents.
+	Approvals     *approvals.Service
+	Conversations *conversations.Service
 	// RunnerPort is the hub's side of the worker port the runner API
 	// serves; RunnerClientCert makes that API require a client
 	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
@@ -120,6 +125,8 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
+	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))
+	conversations.Register(pub, svc.Conversations, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).

@@ -96,9 +96,10 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	// The execution core: runs and event logs, the queue, the dispatcher
 	// (the hub's side of the worker port) and this server's own worker.
 	taskCfg := tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
-		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout}
+		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,
+		ApprovalTimeout: cfg.ToolApprovalTimeout}
 	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
-		proj, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
+		proj, tenancy.Access{DB: d}, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
 			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg), ScriptImage: cfg.AgentImage}, log)
 	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
 
@@ -138,6 +139,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
+	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
 	s.Services.N8nImport = n8nimport.NewService(trig)
 	s.Services.Runners, s.Services.RunnerPort, s.Services.RunnerClientCert = runnerSvc, disp, cfg.TLS.ClientCAPath != ""
 	s.APIs = NewAPIs(s.mux, s.Services)
@@ -251,6 +253,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Runners.Run(coreCtx)
+	go s.Services.Approvals.Run(coreCtx, time.Minute)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
 		s.Worker.Run(workCtx)

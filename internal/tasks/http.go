@@ -108,6 +108,8 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			func(ctx context.Context, id string) (*Task, error) { return s.Rerun(ctx, ws(ctx), user(ctx), id) }},
 		{"post_api_tasks_id_pr", "/api/tasks/{id}/pr", "Open the pull request of a finished task (when autodev did not)",
 			func(ctx context.Context, id string) (*Task, error) { return s.OpenPR(ctx, ws(ctx), id) }},
+		{"post_api_tasks_id_interrupt", "/api/tasks/{id}/interrupt", "Stop the agent's current step and keep the task (the llm agent then waits for a message)",
+			func(ctx context.Context, id string) (*Task, error) { return s.Interrupt(ctx, ws(ctx), user(ctx), id) }},
 	}
 	for _, a := range actions {
 		o := ops.Op(a.id, http.MethodPost, a.path, a.summary)

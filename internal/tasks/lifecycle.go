@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"slipway/internal/agents/protocol"
+	"slipway/internal/approvals"
 	"slipway/internal/dispatch"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
@@ -80,6 +81,14 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 	if profile.AgentType == protocol.AgentLLM && apiKey == "" {
 		return &work{fail: fmt.Sprintf("no API key for profile %s: give the profile an api_key or set LLM_PROVIDER_API_KEY", profile.Name)}, nil
 	}
+	var ask []string
+	if s.autonomy != nil {
+		level, err := s.autonomy.AutonomyLevel(ctx, t.WorkspaceID)
+		if err != nil {
+			return nil, err
+		}
+		ask = approvals.AskTools(profile.AgentType, level)
+	}
 	timeout := s.cfg.DefaultTimeout
 	if t.Config.TimeoutMinutes > 0 {
 		timeout = time.Duration(t.Config.TimeoutMinutes) * time.Minute
@@ -98,7 +107,7 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 		Image: firstNonEmpty(profile.Image, r.Project.AgentImage, s.cfg.DefaultImage),
 		Start: protocol.Start{Type: protocol.InStart, AgentType: profile.AgentType, Prompt: t.Prompt, Instructions: profile.Instructions,
 			Model: firstNonEmpty(t.Config.Model, profile.Model), Effort: t.Config.Effort, BaseURL: profile.BaseURL, APIKey: apiKey,
-			CommandTemplate: profile.CommandTemplate},
+			CommandTemplate: profile.CommandTemplate, AskTools: ask},
 		AgentProfile:  profile.Name,
 		Timeout:       timeout,
 		CommitMessage: t.Title + "\n\nTask: " + t.ID + "\nAgent profile: " + profile.Name,

@@ -35,6 +35,7 @@ type Projects interface {
 type Queue interface {
 	Enqueue(ctx context.Context, tx *db.Tx, j jobs.NewJob) (*jobs.Job, error)
 	Cancel(ctx context.Context, tx *db.Tx, workspaceID, kind, ref string) (string, error)
+	Unfinished(ctx context.Context, q db.Queryer, workspaceID, kind, ref string) (string, error)
 }
 
 // JobKind is the kind of a task's jobs.
@@ -61,6 +62,9 @@ type Config struct {
 	DefaultTimeout time.Duration
 	// MaxAttempts is how many interrupted runs a task gets before it fails.
 	MaxAttempts int
+	// ApprovalTimeout is how long a tool approval waits for a decision
+	// (SERVICE_TOOL_APPROVAL_TIMEOUT_SECS).
+	ApprovalTimeout time.Duration
 }
 
 // Service implements tasks.
@@ -73,6 +77,10 @@ type Service struct {
 	cfg      Config
 	endHooks []EndHook
 	router   Router
+
+	approvals Approvals
+	inbox     Inbox
+	autonomy  Autonomy
 }
 
 // SetRouter gives the service its router to remote runners (at wiring
@@ -300,6 +308,10 @@ func (s *Service) OnEnd(h EndHook) { s.endHooks = append(s.endHooks, h) }
 // hooks when the move ends it.
 func (s *Service) setStatus(ctx context.Context, tx *db.Tx, workspaceID, id, from, to, errText string) (*Task, error) {
 	t, err := setStatus(ctx, tx, workspaceID, id, from, to, errText, s.clock.Now())
+	if err == nil && Active(from) && !Active(to) && s.approvals != nil {
+		// The run ended (or went back to the queue): its agent is gone.
+		err = s.approvals.Supersede(ctx, tx, id)
+	}
 	if err != nil || !Terminal(to) {
 		return t, err
 	}

@@ -126,8 +126,10 @@ func setStatus(ctx context.Context, q db.Queryer, workspaceID, id, from, to, err
 	case to == StatusQueued:
 		set += ", started_at = NULL, finished_at = NULL"
 		errText = ""
-	case to == StatusRunning:
+	case to == StatusRunning && from == StatusQueued:
 		set += ", started_at = $5"
+		errText = ""
+	case to == StatusRunning: // back from needs_input
 		errText = ""
 	case Terminal(to):
 		set += ", finished_at = $5"

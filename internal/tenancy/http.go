@@ -66,6 +66,11 @@ type workspaceIDInput struct {
 	ID string `path:"id" doc:"Workspace id"`
 }
 
+type autonomyInput struct {
+	ID   string `path:"id" doc:"Workspace id"`
+	Body Autonomy
+}
+
 // Register mounts the organization and workspace operations.
 func Register(api huma.API, s *Service) {
 	org := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity}
@@ -133,6 +138,18 @@ func Register(api huma.API, s *Service) {
 				return nil, err
 			}
 			return httpx.Reply(s.CreateWorkspace(ctx, u, in.selector(), in.Body.OrganizationID, in.Body.Name))
+		})
+	autonomy := wsOps
+	autonomy.Middlewares = huma.Middlewares{httpx.Approved(api)}
+	huma.Register(api, autonomy.Op("get_api_workspaces_id_autonomy", http.MethodGet, "/api/workspaces/{id}/autonomy", "The workspace's autonomy level (any member)"),
+		func(ctx context.Context, in *workspaceIDInput) (*httpx.Out[*Autonomy], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.Autonomy(ctx, u, in.ID))
+		})
+	huma.Register(api, autonomy.Op("put_api_workspaces_id_autonomy", http.MethodPut, "/api/workspaces/{id}/autonomy", "Set the workspace's autonomy level (its admin, or the organization's owner or admin)"),
+		func(ctx context.Context, in *autonomyInput) (*httpx.Out[*Autonomy], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.SetAutonomy(ctx, u, in.ID, in.Body.Level))
 		})
 	huma.Register(api, wsOps.Op("delete_api_workspaces_id", http.MethodDelete, "/api/workspaces/{id}", "Delete a workspace (its organization's owner or admin)"),
 		func(ctx context.Context, in *workspaceIDInput) (*httpx.DeletedOutput, error) {

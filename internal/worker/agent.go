@@ -50,6 +50,80 @@ type execution struct {
 	w      *Worker
 	a      Assignment
 	cancel context.CancelCauseFunc
+	nudge  chan struct{} // the agent's inbox has lines: renew the lease now to get them
+
+	mu    sync.Mutex
+	input *agentInput // the running agent's stdin, nil while none runs
+	after int64       // the last inbox line handed to the agent
+}
+
+// agentInput feeds inbox lines to a running agent's stdin, in order, from
+// one goroutine (a slow reader never blocks the lease renewals).
+type agentInput struct {
+	ch     chan []byte
+	closed bool
+}
+
+func newExecution(w *Worker, a Assignment, cancel context.CancelCauseFunc) *execution {
+	return &execution{w: w, a: a, cancel: cancel, nudge: make(chan struct{}, 1)}
+}
+
+// poke asks for a lease renewal now (new inbox lines).
+func (e *execution) poke() {
+	select {
+	case e.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// delivered is the last inbox line handed to the agent.
+func (e *execution) delivered() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.after
+}
+
+// deliver hands inbox lines to the running agent. Lines that cannot be
+// handed over now (no agent runs yet, its queue is full) come again with
+// the next renewal.
+func (e *execution) deliver(lines []InboxLine) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.input == nil {
+		return
+	}
+	for _, l := range lines {
+		if l.Seq <= e.after {
+			continue
+		}
+		select {
+		case e.input.ch <- append(append([]byte(nil), l.Line...), '\n'):
+			e.after = l.Seq
+		default:
+			return
+		}
+	}
+}
+
+func (e *execution) attach(in *agentInput) {
+	e.mu.Lock()
+	if !in.closed {
+		e.input = in
+	}
+	e.mu.Unlock()
+	e.poke() // lines posted before the agent started
+}
+
+func (e *execution) detach(in *agentInput) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.input == in {
+		e.input = nil
+	}
+	if !in.closed {
+		in.closed = true
+		close(in.ch)
+	}
 }
 
 func (e *execution) run(ctx context.Context) {
@@ -124,7 +198,7 @@ func (e *execution) keepLease(ctx context.Context) {
 	defer tick.Stop()
 	renewed := time.Now()
 	for {
-		d, err := e.w.port.Extend(ctx, e.a.Lease)
+		d, err := e.w.port.Extend(ctx, e.a.Lease, e.delivered())
 		switch {
 		case errors.Is(err, ErrLeaseLost):
 			e.cancel(causeLeaseLost)
@@ -144,11 +218,13 @@ func (e *execution) keepLease(ctx context.Context) {
 			e.cancel(causeCancelled)
 		default:
 			renewed = time.Now()
+			e.deliver(d.Inbox)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-e.nudge:
 		}
 	}
 }
@@ -352,12 +428,21 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []b
 		}
 	}()
 	fed := make(chan error, 1)
+	in := &agentInput{ch: make(chan []byte, 64)}
 	go func() {
 		var err error
 		if len(feed) > 0 {
 			_, err = h.Stdin().Write(feed)
 		}
 		fed <- err
+		if err == nil && len(feed) > 0 {
+			e.attach(in) // an agent: it reads control lines after its start line
+		}
+		for line := range in.ch {
+			if err == nil {
+				_, err = h.Stdin().Write(line)
+			}
+		}
 	}()
 
 	var (
@@ -401,6 +486,7 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []b
 		}
 		<-exited
 	}
+	e.detach(in)
 	if err := h.Stdin().Close(); err != nil {
 		e.w.log.Debug("closing the agent's stdin", "agent", h.ID(), "err", err)
 	}

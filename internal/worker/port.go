@@ -24,17 +24,20 @@ type Port interface {
 	// Claim returns up to req.Max assignments for the worker, waiting up to
 	// req.Wait for work to arrive (it returns as soon as some is assigned).
 	Claim(ctx context.Context, req ClaimRequest) ([]Assignment, error)
-	// Extend renews a lease; the directive says whether to stop.
-	// ErrLeaseLost: the work is no longer this worker's (stop, report nothing).
-	Extend(ctx context.Context, l Lease) (Directive, error)
+	// Extend renews a lease; the directive says whether to stop and brings
+	// the agent's inbox lines after seq inboxAfter (the last one the worker
+	// delivered). ErrLeaseLost: the work is no longer this worker's (stop,
+	// report nothing).
+	Extend(ctx context.Context, l Lease, inboxAfter int64) (Directive, error)
 	// Append stores a batch of the run's events. Batches are numbered from 1
 	// per lease; repeating a batch stores it once.
 	Append(ctx context.Context, l Lease, b Batch) error
 	// Finish reports how the work ended and gives the lease back.
 	Finish(ctx context.Context, l Lease, r Result) error
-	// Control streams directives for the worker's leases (cancel now;
-	// approvals and messages later) until ctx ends. Extend carries the same
-	// directives, so a message lost here is only late, never lost.
+	// Control streams directives for the worker's leases (cancel; deliver:
+	// the agent's inbox has lines, extend now to get them) until ctx ends.
+	// Extend carries the same directives, so a message lost here is only
+	// late, never lost.
 	Control(ctx context.Context, workerID string) (<-chan Control, error)
 	// Held returns the work a previous process of this worker held when it
 	// stopped without giving it back (a crash), so the worker can finish
@@ -76,16 +79,29 @@ type Lease struct {
 // Directive is the hub's answer to Extend.
 type Directive struct {
 	Cancel bool // stop the agent; the work was cancelled
+	// Inbox holds the lines for the agent's stdin after the seq the worker
+	// gave, in order.
+	Inbox []InboxLine
+}
+
+// InboxLine is one line for an agent's stdin (a protocol message: message,
+// approval, interrupt), numbered per job.
+type InboxLine struct {
+	Seq  int64           `json:"seq"`
+	Line json.RawMessage `json:"line"`
 }
 
 // Control is a directive pushed to a worker.
 type Control struct {
 	JobID  string
-	Action string // "cancel"
+	Action string // ActionCancel or ActionDeliver
 }
 
 // Control actions.
-const ActionCancel = "cancel"
+const (
+	ActionCancel  = "cancel"
+	ActionDeliver = "deliver" // the agent's inbox has new lines: extend now
+)
 
 // Work types a worker can do.
 const (

@@ -147,7 +147,7 @@ func (w *Worker) free() int {
 // start runs an assignment in its own goroutine.
 func (w *Worker) start(a Assignment) {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	e := &execution{w: w, a: a, cancel: cancel}
+	e := newExecution(w, a, cancel)
 	w.mu.Lock()
 	w.running[a.Lease.JobID] = e
 	w.mu.Unlock()
@@ -171,14 +171,15 @@ func (w *Worker) start(a Assignment) {
 // control applies pushed directives to the work running here.
 func (w *Worker) control(ctrl <-chan Control) {
 	for c := range ctrl {
-		if c.Action != ActionCancel {
-			continue
-		}
 		w.mu.Lock()
 		e := w.running[c.JobID]
 		w.mu.Unlock()
-		if e != nil {
+		switch {
+		case e == nil:
+		case c.Action == ActionCancel:
 			e.cancel(causeCancelled)
+		case c.Action == ActionDeliver:
+			e.poke()
 		}
 	}
 }

@@ -37,26 +37,30 @@ const (
 	OutApprovalRequest = "approval_request"
 	OutCost            = "cost"
 	OutSubtask         = "subtask"
+	OutWaiting         = "waiting" // the agent stopped its step and waits for a human message
 	OutResult          = "result"
 	OutLog             = "log" // assigned by the hub to unstructured output
 )
 
 // Start is the first line on the agent's stdin.
 type Start struct {
-	Type            string   `json:"type"` // "start"
-	AgentType       string   `json:"agent_type"`
-	Prompt          string   `json:"prompt"`
-	Instructions    string   `json:"instructions,omitempty"`
-	Model           string   `json:"model,omitempty"`
-	Effort          string   `json:"effort,omitempty"`
-	BaseURL         string   `json:"base_url,omitempty"`
-	APIKey          string   `json:"api_key,omitempty"`
-	CommandTemplate string   `json:"command_template,omitempty"`
-	WorkDir         string   `json:"workdir"`
-	MaxIterations   int      `json:"max_iterations,omitempty"`
-	MaxCostUSD      float64  `json:"max_cost_usd,omitempty"`
-	MaxTokensTotal  int      `json:"max_tokens_total,omitempty"`
-	Secrets         []string `json:"-"` // never sent; the hub redacts these
+	Type            string  `json:"type"` // "start"
+	AgentType       string  `json:"agent_type"`
+	Prompt          string  `json:"prompt"`
+	Instructions    string  `json:"instructions,omitempty"`
+	Model           string  `json:"model,omitempty"`
+	Effort          string  `json:"effort,omitempty"`
+	BaseURL         string  `json:"base_url,omitempty"`
+	APIKey          string  `json:"api_key,omitempty"`
+	CommandTemplate string  `json:"command_template,omitempty"`
+	WorkDir         string  `json:"workdir"`
+	MaxIterations   int     `json:"max_iterations,omitempty"`
+	MaxCostUSD      float64 `json:"max_cost_usd,omitempty"`
+	MaxTokensTotal  int     `json:"max_tokens_total,omitempty"`
+	// AskTools names the tools the agent must ask a human to approve
+	// (approval_request) before each call: the workspace's autonomy policy.
+	AskTools []string `json:"ask_tools,omitempty"`
+	Secrets  []string `json:"-"` // never sent; the hub redacts these
 }
 
 // Event is one line from the agent: its type plus the whole object as
@@ -123,9 +127,45 @@ type Cost struct {
 	CostUSD          float64 `json:"cost_usd,omitempty"`
 }
 
-// Interrupt is the "interrupt" line: stop now and finish with a result.
+// Interrupt is the "interrupt" line: stop the current step. The llm agent
+// then waits for a message (and says so with a "waiting" line); an agent
+// with one step (shell, command) ends with a failure result.
 type Interrupt struct {
 	Type string `json:"type"` // "interrupt"
+}
+
+// ApprovalRequest is an "approval_request" line: the agent asks a human
+// whether it may make a tool call, and waits for the approval line with
+// the same ID.
+type ApprovalRequest struct {
+	Type      string          `json:"type"` // "approval_request"
+	ID        string          `json:"id"`   // the tool call's id
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Reason    string          `json:"reason,omitempty"`
+}
+
+// Verdicts of an approval line.
+const (
+	VerdictApproved   = "approved"
+	VerdictRejected   = "rejected"
+	VerdictTimedOut   = "timed_out"
+	VerdictSuperseded = "superseded"
+)
+
+// Approval is the "approval" line: the decision on an approval_request.
+// Only VerdictApproved lets the call run.
+type Approval struct {
+	Type    string `json:"type"` // "approval"
+	ID      string `json:"id"`
+	Verdict string `json:"verdict"`
+}
+
+// Waiting is a "waiting" line: the agent stopped (interrupted) and waits
+// for a human message before it goes on.
+type Waiting struct {
+	Type   string `json:"type"` // "waiting"
+	Reason string `json:"reason"`
 }
 
 // Result statuses.
@@ -152,7 +192,7 @@ func ParseLine(line []byte) Event {
 
 var knownOut = map[string]bool{
 	OutMessage: true, OutToolCall: true, OutToolResult: true, OutApprovalRequest: true,
-	OutCost: true, OutSubtask: true, OutResult: true,
+	OutCost: true, OutSubtask: true, OutWaiting: true, OutResult: true,
 }
 
 // Writer writes protocol lines; safe for concurrent use.

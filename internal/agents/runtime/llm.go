@@ -49,13 +49,23 @@ type llmAgent struct {
 	maxIter   int
 	maxTokens int
 
-	mu    sync.Mutex
-	inbox []string // interventions not yet sent to the model
+	ask map[string]bool // tools that need a human's approval
+
+	mu          sync.Mutex
+	inbox       []string          // interventions not yet sent to the model
+	verdicts    map[string]string // approval verdicts by tool call id
+	interrupted bool              // an interrupt stopped (or will stop) the current step
+	stepCancel  context.CancelFunc
+	wake        chan struct{} // a message, verdict or interrupt arrived
 }
 
 func newLLMAgent(s protocol.Start, pw *protocol.Writer, log *slog.Logger) (*llmAgent, error) {
 	a := &llmAgent{start: s, client: newChatClient(s.BaseURL, s.APIKey), pw: pw, log: log,
-		maxIter: s.MaxIterations, maxTokens: s.MaxTokensTotal}
+		maxIter: s.MaxIterations, maxTokens: s.MaxTokensTotal, ask: map[string]bool{},
+		verdicts: map[string]string{}, wake: make(chan struct{}, 1)}
+	for _, t := range s.AskTools {
+		a.ask[t] = true
+	}
 	if a.maxIter <= 0 {
 		a.maxIter = defaultMaxIterations
 	}
@@ -69,6 +79,97 @@ func (a *llmAgent) intervene(text string) {
 	a.mu.Lock()
 	a.inbox = append(a.inbox, text)
 	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *llmAgent) signal() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// interrupt stops the current step (a model call, a tool, a wait for an
+// approval); the agent then waits for a message.
+func (a *llmAgent) interrupt() {
+	a.mu.Lock()
+	a.interrupted = true
+	if a.stepCancel != nil {
+		a.stepCancel()
+	}
+	a.mu.Unlock()
+	a.signal()
+}
+
+func (a *llmAgent) approval(ap protocol.Approval) {
+	a.mu.Lock()
+	a.verdicts[ap.ID] = ap.Verdict
+	a.mu.Unlock()
+	a.signal()
+}
+
+// step is the context of one step: an interrupt cancels it.
+func (a *llmAgent) step(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancel(ctx)
+	a.mu.Lock()
+	a.stepCancel = cancel
+	if a.interrupted {
+		cancel()
+	}
+	a.mu.Unlock()
+	return sctx, cancel
+}
+
+func (a *llmAgent) isInterrupted() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.interrupted
+}
+
+// await waits for a message after an interrupt: the run goes on with it.
+func (a *llmAgent) await(ctx context.Context) error {
+	a.log.Info("interrupted; waiting for a message")
+	a.send(protocol.Waiting{Type: protocol.OutWaiting, Reason: "interrupted"})
+	for {
+		a.mu.Lock()
+		a.interrupted = false
+		n := len(a.inbox)
+		a.mu.Unlock()
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-a.wake:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// verdict asks a human whether the call may run and waits for the answer
+// (interrupted: the step was interrupted meanwhile).
+func (a *llmAgent) verdict(ctx context.Context, c pendingCall) (verdict string, interrupted bool, err error) {
+	a.send(protocol.ApprovalRequest{Type: protocol.OutApprovalRequest, ID: c.id, Tool: c.name, Arguments: c.args,
+		Reason: "the workspace's autonomy level asks before " + c.name})
+	a.log.Info("waiting for approval", "tool", c.name, "id", c.id)
+	for {
+		a.mu.Lock()
+		v, ok := a.verdicts[c.id]
+		delete(a.verdicts, c.id)
+		intr := a.interrupted
+		a.mu.Unlock()
+		switch {
+		case ok:
+			return v, false, nil
+		case intr:
+			return "", true, nil
+		}
+		select {
+		case <-a.wake:
+		case <-ctx.Done():
+			return "", false, context.Cause(ctx)
+		}
+	}
 }
 
 func (a *llmAgent) takeInbox() []string {
@@ -117,14 +218,24 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 		case a.start.MaxCostUSD > 0 && costUSD >= a.start.MaxCostUSD:
 			return "", fmt.Errorf("cost budget exhausted: $%.4f reported, max_cost_usd is $%.4f, and the model has not called finish", costUSD, a.start.MaxCostUSD)
 		}
+		if a.isInterrupted() {
+			if err := a.await(ctx); err != nil {
+				return "", err
+			}
+		}
 		for _, text := range a.takeInbox() {
 			msgs = append(msgs, chatMessage{Role: "user", Content: text})
 		}
 
 		a.log.Info("model call", "n", call, "messages", len(msgs), "tokens_so_far", tokens)
-		resp, err := a.client.complete(ctx, chatRequest{
+		sctx, done := a.step(ctx)
+		resp, err := a.client.complete(sctx, chatRequest{
 			Model: a.start.Model, Messages: msgs, Tools: toolDefs, ToolChoice: "auto", ReasoningEffort: a.start.Effort,
 		})
+		done()
+		if err != nil && ctx.Err() == nil && a.isInterrupted() {
+			continue // the model call was interrupted: wait for a message, then ask again
+		}
 		if err != nil {
 			return "", err
 		}
@@ -191,8 +302,38 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 		idle = 0
 
 		for i, c := range calls {
+			if a.isInterrupted() {
+				// Every call of the reply needs an answer in the conversation.
+				for _, rest := range calls[i:] {
+					msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: rest.id, Content: "not run: the user interrupted"})
+				}
+				break
+			}
 			a.send(protocol.ToolCall{Type: protocol.OutToolCall, ID: c.id, Name: c.name, Arguments: c.args})
-			out, err := tools.call(ctx, c.name, c.args)
+			if a.ask[c.name] {
+				v, intr, err := a.verdict(ctx, c)
+				if err != nil {
+					return "", err
+				}
+				if intr {
+					msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: "not run: the user interrupted"})
+					continue // the calls after it get the same answer above
+				}
+				if v != protocol.VerdictApproved {
+					why := fmt.Sprintf("not run: the user did not approve this call (%s)", v)
+					a.send(protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: false, Output: why})
+					msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: why})
+					continue
+				}
+			}
+			sctx, done := a.step(ctx)
+			out, err := tools.call(sctx, c.name, c.args)
+			done()
+			if err != nil && ctx.Err() == nil && a.isInterrupted() {
+				a.send(protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: false, Output: "interrupted by the user"})
+				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: "interrupted by the user"})
+				continue
+			}
 			if err != nil {
 				return "", err
 			}

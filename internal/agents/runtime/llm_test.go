@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -442,9 +443,15 @@ func TestLLMIntervention(t *testing.T) {
 func TestLLMInterruptDuringModelCall(t *testing.T) {
 	arrived := make(chan struct{})
 	var once sync.Once
-	model := newFakeModel(t, func(_ int, _ seenRequest, w http.ResponseWriter, r *http.Request) {
-		once.Do(func() { close(arrived) })
-		<-r.Context().Done() // hold the call until the client gives up
+	finish := completion("", 1, 1, call{"f", "finish", `{"summary":"done after the interrupt"}`})
+	model := newFakeModel(t, func(n int, _ seenRequest, w http.ResponseWriter, r *http.Request) {
+		if n == 1 {
+			once.Do(func() { close(arrived) })
+			<-r.Context().Done() // hold the call until the client gives up
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, finish)
 	})
 	r := startAgent(t, llmStart(t.TempDir(), model.srv.URL))
 	select {
@@ -452,13 +459,26 @@ func TestLLMInterruptDuringModelCall(t *testing.T) {
 	case <-time.After(safety):
 		t.Fatal("no model request")
 	}
+	// The interrupt stops the step, not the run: the agent waits for a
+	// message and asks the model again with it.
 	r.sendJSON(protocol.Interrupt{Type: protocol.InInterrupt})
-	code, _, res := r.wait()
-	if code != 1 || res.Error != "interrupted" {
+	waitFor(t, "stdout", r.stdout, `"type":"waiting"`)
+	if n := len(model.requests()); n != 1 {
+		t.Fatalf("%d requests before the message; an interrupted call must not be retried on its own", n)
+	}
+	r.sendJSON(protocol.Message{Type: protocol.InMessage, Text: "Just finish, please."})
+	code, lines, res := r.wait()
+	if code != 0 || res.Summary != "done after the interrupt" {
 		t.Fatalf("exit %d, result %+v", code, res)
 	}
-	if n := len(model.requests()); n != 1 {
-		t.Errorf("%d requests; an interrupt must not be retried", n)
+	types, _ := events(t, lines)
+	if fmt.Sprint(types) != "[waiting cost tool_call tool_result]" {
+		t.Errorf("events %v", types)
+	}
+	reqs := model.requests()
+	last := reqs[len(reqs)-1].Body.Messages
+	if m := last[len(last)-1]; m.Role != "user" || m.Content != "Just finish, please." {
+		t.Errorf("the second model call does not end with the message: %+v", m)
 	}
 }
 
@@ -466,6 +486,7 @@ func TestLLMInterruptDuringBash(t *testing.T) {
 	dir := t.TempDir()
 	model := newFakeModel(t, scripted(
 		completion("", 1, 1, call{"b", "bash", `{"command":"echo $$ > pgid.txt; sleep 1000 & sleep 1000"}`}),
+		completion("", 1, 1, call{"f", "finish", `{"summary":"ok"}`}),
 	))
 	r := startAgent(t, llmStart(dir, model.srv.URL))
 	var pgid int
@@ -481,14 +502,121 @@ func TestLLMInterruptDuringBash(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	r.sendJSON(protocol.Interrupt{Type: protocol.InInterrupt})
+	waitGroupGone(t, pgid) // the step's processes die at once
+	waitFor(t, "stdout", r.stdout, `"type":"waiting"`)
+	r.sendJSON(protocol.Message{Type: protocol.InMessage, Text: "Do not sleep; finish."})
 	code, lines, res := r.wait()
-	if code != 1 || res.Error != "interrupted" {
+	if code != 0 || res.Status != protocol.ResultSuccess {
 		t.Fatalf("exit %d, result %+v", code, res)
 	}
-	waitGroupGone(t, pgid)
-	types, _ := events(t, lines)
-	if fmt.Sprint(types) != "[cost tool_call]" {
+	types, ev := events(t, lines)
+	if fmt.Sprint(types) != "[cost tool_call tool_result waiting cost tool_call tool_result]" {
 		t.Errorf("events %v", types)
+	}
+	if out := ev["tool_result"][0]["output"]; out != "interrupted by the user" {
+		t.Errorf("the interrupted call's result: %v", out)
+	}
+	// The model sees an answer for the interrupted call, then the message.
+	msgs := model.requests()[1].Body.Messages
+	if n := len(msgs); n < 2 || msgs[n-2].Role != "tool" || msgs[n-2].ToolCallID != "b" || msgs[n-1].Content != "Do not sleep; finish." {
+		t.Errorf("second request messages: %+v", msgs)
+	}
+}
+
+// askStart is an llm start line whose policy asks before bash.
+func askStart(dir, url string) protocol.Start {
+	s := llmStart(dir, url)
+	s.AskTools = []string{"bash"}
+	return s
+}
+
+func TestLLMAsksApprovalBeforeBash(t *testing.T) {
+	for _, tc := range []struct {
+		verdict string
+		ran     bool
+	}{
+		{protocol.VerdictApproved, true},
+		{protocol.VerdictRejected, false},
+		{protocol.VerdictTimedOut, false},
+	} {
+		t.Run(tc.verdict, func(t *testing.T) {
+			dir := t.TempDir()
+			model := newFakeModel(t, scripted(
+				completion("", 1, 1, call{"b1", "bash", `{"command":"echo ran > ran.txt"}`}),
+				completion("", 1, 1, call{"f", "finish", `{"summary":"ok"}`}),
+			))
+			r := startAgent(t, askStart(dir, model.srv.URL))
+			waitFor(t, "stdout", r.stdout, `"type":"approval_request"`)
+			if _, err := os.Stat(filepath.Join(dir, "ran.txt")); err == nil {
+				t.Fatal("the call ran before it was approved")
+			}
+			r.sendJSON(protocol.Approval{Type: protocol.InApproval, ID: "other", Verdict: protocol.VerdictApproved}) // not this call's
+			r.sendJSON(protocol.Approval{Type: protocol.InApproval, ID: "b1", Verdict: tc.verdict})
+			code, lines, res := r.wait()
+			if code != 0 || res.Status != protocol.ResultSuccess {
+				t.Fatalf("exit %d, result %+v", code, res)
+			}
+			_, err := os.Stat(filepath.Join(dir, "ran.txt"))
+			if ran := err == nil; ran != tc.ran {
+				t.Fatalf("ran = %v, want %v", ran, tc.ran)
+			}
+			types, ev := events(t, lines)
+			if fmt.Sprint(types) != "[cost tool_call approval_request tool_result cost tool_call tool_result]" {
+				t.Errorf("events %v", types)
+			}
+			req := ev["approval_request"][0]
+			if req["id"] != "b1" || req["tool"] != "bash" || req["arguments"].(map[string]any)["command"] != "echo ran > ran.txt" {
+				t.Errorf("approval request %v", req)
+			}
+			out := ev["tool_result"][0]["output"].(string)
+			if tc.ran != !strings.Contains(out, "did not approve") {
+				t.Errorf("tool result %q", out)
+			}
+		})
+	}
+}
+
+func TestLLMAsksOnlyForPolicyTools(t *testing.T) {
+	dir := t.TempDir()
+	model := newFakeModel(t, scripted(
+		completion("", 1, 1, call{"w", "write_file", `{"path":"a.txt","content":"x"}`}),
+		completion("", 1, 1, call{"f", "finish", `{"summary":"ok"}`}),
+	))
+	_, lines, _, _ := runToEnd(t, askStart(dir, model.srv.URL))
+	if types, _ := events(t, lines); slices.Contains(types, "approval_request") {
+		t.Errorf("asked for a tool outside the policy: %v", types)
+	}
+}
+
+func TestLLMInterruptWhileWaitingForApproval(t *testing.T) {
+	dir := t.TempDir()
+	model := newFakeModel(t, scripted(
+		completion("", 1, 1, call{"b1", "bash", `{"command":"echo ran > ran.txt"}`}, call{"b2", "bash", `{"command":"echo two > two.txt"}`}),
+		completion("", 1, 1, call{"f", "finish", `{"summary":"ok"}`}),
+	))
+	r := startAgent(t, askStart(dir, model.srv.URL))
+	waitFor(t, "stdout", r.stdout, `"type":"approval_request"`)
+	r.sendJSON(protocol.Interrupt{Type: protocol.InInterrupt})
+	waitFor(t, "stdout", r.stdout, `"type":"waiting"`)
+	r.sendJSON(protocol.Message{Type: protocol.InMessage, Text: "Never mind."})
+	code, _, res := r.wait()
+	if code != 0 || res.Status != protocol.ResultSuccess {
+		t.Fatalf("exit %d, result %+v", code, res)
+	}
+	for _, f := range []string{"ran.txt", "two.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("%s: a call ran after the interrupt", f)
+		}
+	}
+	msgs := model.requests()[1].Body.Messages
+	var answered []string
+	for _, m := range msgs {
+		if m.Role == "tool" {
+			answered = append(answered, m.ToolCallID)
+		}
+	}
+	if fmt.Sprint(answered) != "[b1 b2]" {
+		t.Errorf("tool answers %v; every call of the reply needs one", answered)
 	}
 }
 

@@ -52,6 +52,13 @@ type intervener interface {
 	intervene(text string)
 }
 
+// stepper is an agent that works in steps: an interrupt stops the current
+// step (not the run), and it may ask approval before a step.
+type stepper interface {
+	interrupt()
+	approval(protocol.Approval)
+}
+
 // Main runs one agent: the first stdin line is the start line, later lines
 // are control messages (interrupt, message, approval). Protocol lines go to
 // stdout, diagnostics to stderr. It returns the process exit code.
@@ -237,7 +244,11 @@ func control(in *lineReader, a agent, agentType string, cancel context.CancelCau
 		switch head.Type {
 		case protocol.InInterrupt:
 			log.Info("interrupt received")
-			cancel(errInterrupted)
+			if st, ok := a.(stepper); ok {
+				st.interrupt()
+			} else {
+				cancel(errInterrupted)
+			}
 		case protocol.InMessage:
 			iv, ok := a.(intervener)
 			switch {
@@ -250,7 +261,16 @@ func control(in *lineReader, a agent, agentType string, cancel context.CancelCau
 				log.Info("intervention queued for the next model call")
 			}
 		case protocol.InApproval:
-			log.Info("approval received; approvals are not used yet, ignoring it")
+			var ap protocol.Approval
+			st, ok := a.(stepper)
+			switch {
+			case json.Unmarshal(line, &ap) != nil || ap.ID == "":
+				log.Warn("ignoring a malformed approval line")
+			case !ok:
+				log.Info("ignoring approval: this agent type asks for none", "agent_type", agentType)
+			default:
+				st.approval(ap)
+			}
 		case protocol.InStart:
 			log.Warn("ignoring a second start line")
 		default:

@@ -419,7 +419,7 @@ func TestShellInterrupt(t *testing.T) {
 	pgid := parsePGID(t, out)
 	// Messages and approvals are accepted and ignored by the shell agent.
 	r.sendJSON(protocol.Message{Type: protocol.InMessage, Text: "please hurry"})
-	r.send(`{"type":"approval","id":"a1","approved":true}`)
+	r.send(`{"type":"approval","id":"a1","verdict":"approved"}`)
 	r.send(`not json at all`)
 	if live := liveGroupMembers(t, pgid); len(live) == 0 {
 		t.Fatalf("process group %d has no live member before the interrupt", pgid)
@@ -430,7 +430,7 @@ func TestShellInterrupt(t *testing.T) {
 		t.Fatalf("exit %d, result %+v; want failure \"interrupted\"", code, res)
 	}
 	waitGroupGone(t, pgid)
-	if s := r.stderr.String(); !strings.Contains(s, "ignoring message") || !strings.Contains(s, "approval received") {
+	if s := r.stderr.String(); !strings.Contains(s, "ignoring message") || !strings.Contains(s, "ignoring approval") {
 		t.Errorf("stderr does not log the ignored message and approval:\n%s", s)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
 )
 
 // Operations declares the operations of one area of the API with the tags,
@@ -53,4 +55,19 @@ func Deleted() *DeletedOutput {
 	o := &DeletedOutput{}
 	o.Body.Deleted = true
 	return o
+}
+
+// Approved is the middleware of operations for signed-in, approved users:
+// it authenticates before anything else, so a body is validated only for a
+// caller who may send it (an anonymous or unapproved caller gets 401 or 403
+// whatever the body).
+func Approved(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(hctx huma.Context, next func(huma.Context)) {
+		if _, err := actor.RequireApproved(hctx.Context()); err != nil {
+			e := FromError(hctx.Context(), err)
+			_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
+			return
+		}
+		next(hctx)
+	}
 }

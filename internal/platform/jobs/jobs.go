@@ -908,6 +908,21 @@ func (q *Queue) Cancelling(ctx context.Context, owner string) ([]string, error) 
 	return out, rows.Err()
 }
 
+// Unfinished returns the id of the unfinished (available or running) job
+// of kind for ref in the workspace, read in q; "" when there is none.
+func (q *Queue) Unfinished(ctx context.Context, rq db.Queryer, workspaceID, kind, ref string) (string, error) {
+	var id string
+	err := rq.QueryRowContext(ctx, `SELECT id FROM jobs WHERE workspace_id = $1 AND kind = $2 AND ref_id = $3
+		AND state IN ('available', 'running')`, workspaceID, kind, ref).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("jobs: unfinished %s %s: %w", kind, ref, err)
+	}
+	return id, nil
+}
+
 // Holder returns the lease a running job is held under, or nil when the
 // job is not running.
 func (q *Queue) Holder(ctx context.Context, id string) (*Lease, error) {

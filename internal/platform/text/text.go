@@ -90,3 +90,18 @@ func Labels(field string, raw []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Clip makes untrusted text (an agent's) fit for a field: control
+// characters go (as StripControls) and it is cut to at most max bytes on a
+// character boundary.
+func Clip(s string, max int) string {
+	s = StripControls(s)
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}

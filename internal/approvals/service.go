@@ -1,0 +1,243 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"slipway/internal/agents/protocol"
+	"slipway/internal/inbox"
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
+)
+
+// Members tells whether a user may act in a workspace (tenancy).
+type Members interface {
+	CanAccess(ctx context.Context, userID, workspaceID string) (bool, error)
+}
+
+// DecidedFunc is told, in the deciding transaction, that an approval was
+// decided (by a human or by its timeout): the task it holds may go on.
+type DecidedFunc func(ctx context.Context, tx *db.Tx, a *ToolApproval) error
+
+// Service holds tool approvals.
+type Service struct {
+	db      *db.DB
+	clock   clock.Clock
+	inbox   *inbox.Inbox
+	members Members
+	timeout time.Duration
+	log     *slog.Logger
+	decided []DecidedFunc
+}
+
+// NewService returns the approvals service; a pending approval times out
+// after timeout (default a day).
+func NewService(d *db.DB, clk clock.Clock, in *inbox.Inbox, m Members, timeout time.Duration, log *slog.Logger) *Service {
+	if timeout <= 0 {
+		timeout = 24 * time.Hour
+	}
+	return &Service{db: d, clock: clk, inbox: in, members: m, timeout: timeout, log: log}
+}
+
+// OnDecided registers fn; call it before serving.
+func (s *Service) OnDecided(fn DecidedFunc) { s.decided = append(s.decided, fn) }
+
+// Request records an agent's approval_request for a run, inside tx (the
+// transaction storing the agent's events). created is false for a request
+// already recorded.
+func (s *Service) Request(ctx context.Context, tx *db.Tx, workspaceID, taskID, runID, jobID string, req protocol.ApprovalRequest) (*ToolApproval, bool, error) {
+	args := req.Arguments
+	if !json.Valid(args) {
+		args = json.RawMessage(`{}`)
+	}
+	now := s.clock.Now()
+	a := &ToolApproval{ID: ids.New(), WorkspaceID: workspaceID, TaskID: taskID, RunID: runID, Tool: text.Clip(req.Tool, 200),
+		Arguments: args, Reason: text.Clip(req.Reason, 1000), Status: StatusPending, CreatedAt: now, ExpiresAt: now.Add(s.timeout),
+		jobID: jobID, requestID: text.Clip(req.ID, 200)}
+	created, err := insert(ctx, tx, a)
+	return a, created, err
+}
+
+// Decide records a member's verdict (approve or reject). Exactly one
+// decision wins; the agent hears it through its inbox.
+func (s *Service) Decide(ctx context.Context, u *actor.User, id, verdict string) (*ToolApproval, error) {
+	status, err := statusOf(verdict)
+	if err != nil {
+		return nil, err
+	}
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("approval")
+	}
+	var out *ToolApproval
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		a, err := get(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		ok, err := s.members.CanAccess(ctx, u.ID, a.WorkspaceID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return apperr.New(apperr.CodeForbidden, "this approval is not accessible: you are not a member of its workspace")
+		}
+		won, err := s.settle(ctx, tx, a, status, &u.ID)
+		if err != nil {
+			return err
+		}
+		if !won {
+			return apperr.BadRequest("this approval was already decided (%s)", a.Status)
+		}
+		out = a
+		return nil
+	})
+	return out, err
+}
+
+// settle decides a pending approval (compare-and-set), tells its agent and
+// the hooks; false when it was decided already (a.Status then says how).
+func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status string, by *string) (bool, error) {
+	if a.Status != StatusPending {
+		return false, nil
+	}
+	now := s.clock.Now()
+	won, err := decide(ctx, tx, a.ID, status, by, now)
+	if err != nil || !won {
+		if !won {
+			if cur, gerr := get(ctx, tx, a.ID); gerr == nil {
+				a.Status = cur.Status
+			}
+		}
+		return false, err
+	}
+	a.Status, a.DecidedBy, a.DecidedAt = status, by, &now
+	if _, err := s.inbox.Post(ctx, tx, a.jobID, protocol.Approval{Type: protocol.InApproval, ID: a.requestID, Verdict: agentVerdict[status]}, ""); err != nil {
+		return false, err
+	}
+	for _, fn := range s.decided {
+		if err := fn(ctx, tx, a); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// Supersede closes the pending approvals of a task whose run ended (its
+// agent is gone), inside tx.
+func (s *Service) Supersede(ctx context.Context, tx *db.Tx, taskID string) error {
+	_, err := tx.ExecContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $2
+		WHERE task_id = $1 AND status = 'pending'`, taskID, s.clock.Now())
+	return err
+}
+
+// PendingOfTask counts a task's pending approvals (in q: a transaction sees
+// its own writes).
+func (s *Service) PendingOfTask(ctx context.Context, q db.Queryer, taskID string) (int, error) {
+	return pendingOfTask(ctx, q, taskID)
+}
+
+// Expire times out pending approvals whose time is up; it reports how many.
+func (s *Service) Expire(ctx context.Context) (int, error) {
+	due, err := list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE status = 'pending' AND expires_at <= $1
+		ORDER BY expires_at LIMIT 100`, s.clock.Now())
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for i := range due {
+		err := s.db.Tx(ctx, func(tx *db.Tx) error {
+			won, err := s.settle(ctx, tx, &due[i], StatusTimedOut, nil)
+			if won {
+				n++
+			}
+			return err
+		})
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Run times out pending approvals every interval until ctx ends. Every
+// replica may run it: each approval is decided once.
+func (s *Service) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("timing out tool approvals failed", "err", err)
+			} else if n > 0 {
+				s.log.Info("tool approvals timed out", "count", n)
+			}
+		}
+	}
+}
+
+// Page bounds of the lists.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+func clamp(limit int) int {
+	if limit <= 0 {
+		return DefaultLimit
+	}
+	return min(limit, MaxLimit)
+}
+
+// Pending lists the workspace's pending approvals, newest first.
+func (s *Service) Pending(ctx context.Context, ws *actor.Workspace, limit int) ([]ToolApproval, error) {
+	return list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE workspace_id = $1 AND status = 'pending'
+		ORDER BY created_at DESC, id DESC LIMIT $2`, ws.ID, clamp(limit))
+}
+
+// Decided lists the workspace's decided approvals, newest decision first.
+func (s *Service) Decided(ctx context.Context, ws *actor.Workspace, limit int) ([]ToolApproval, error) {
+	return list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE workspace_id = $1 AND status <> 'pending'
+		ORDER BY decided_at DESC, id DESC LIMIT $2`, ws.ID, clamp(limit))
+}
+
+// Count is the number of pending approvals in the workspace.
+func (s *Service) Count(ctx context.Context, ws *actor.Workspace) (int, error) {
+	var n int
+	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM tool_approvals WHERE workspace_id = $1 AND status = 'pending'`, ws.ID).Scan(&n)
+	return n, err
+}
+
+// Board is the pending approvals, the latest decided and counts by status.
+func (s *Service) Board(ctx context.Context, ws *actor.Workspace, limit int) (*ToolApprovalBoard, error) {
+	b := &ToolApprovalBoard{Counts: map[string]int{StatusPending: 0, StatusApproved: 0, StatusRejected: 0, StatusTimedOut: 0, StatusSuperseded: 0}}
+	var err error
+	if b.Pending, err = s.Pending(ctx, ws, limit); err != nil {
+		return nil, err
+	}
+	if b.Decided, err = s.Decided(ctx, ws, limit); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.R.QueryContext(ctx, `SELECT status, COUNT(*) FROM tool_approvals WHERE workspace_id = $1 GROUP BY status`, ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var st string
+		var n int
+		if err := rows.Scan(&st, &n); err != nil {
+			return nil, err
+		}
+		b.Counts[st] = n
+	}
+	return b, rows.Err()
+}

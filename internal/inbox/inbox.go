@@ -1,0 +1,151 @@
+// Package inbox is the mailbox of a running agent: the lines the hub has for
+// the agent of a job (a human's message, an approval verdict, an interrupt),
+// numbered per job. The job's worker takes them with its lease renewals
+// (worker.Port's Extend: "I have delivered everything up to seq N, what is
+// there after it?") and writes them to the agent's stdin, so they travel the
+// same way to an in-process agent, a container and a remote runner. A post
+// nudges the holder at once over the control stream; a lost nudge only
+// delays a line until the next renewal, never loses it.
+package inbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/worker"
+)
+
+// Inbox stores the lines for agents.
+type Inbox struct {
+	db    *db.DB
+	bus   *pubsub.Bus
+	clock clock.Clock
+	taken []TakenFunc
+}
+
+// TakenFunc is told, inside the transaction that hands lines to a worker
+// for the first time, which messages they carry (their ids as given to
+// Post).
+type TakenFunc func(ctx context.Context, tx *db.Tx, messageIDs []string) error
+
+// New returns the inbox.
+func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock) *Inbox {
+	return &Inbox{db: d, bus: bus, clock: clk}
+}
+
+// OnTaken registers fn; call it before serving.
+func (b *Inbox) OnTaken(fn TakenFunc) { b.taken = append(b.taken, fn) }
+
+// Post queues a line (any JSON value) for the agent of a job, inside tx,
+// and nudges the job's holder once tx commits. messageID ("" for none)
+// names the message the line carries, for Withdraw and OnTaken.
+func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, messageID string) (int64, error) {
+	raw, err := json.Marshal(line)
+	if err != nil {
+		return 0, fmt.Errorf("inbox: encoding a line: %w", err)
+	}
+	// One poster per job at a time: sequence numbers are dense and unique.
+	if err := b.db.Dialect.XactLock(ctx, tx.Tx, "inbox:"+jobID); err != nil {
+		return 0, err
+	}
+	var seq int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_inbox WHERE job_id = $1`, jobID).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("inbox: next seq: %w", err)
+	}
+	var msg *string
+	if messageID != "" {
+		msg = &messageID
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_inbox (job_id, seq, line, message_id, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		jobID, seq, string(raw), msg, b.clock.Now()); err != nil {
+		return 0, fmt.Errorf("inbox: post: %w", err)
+	}
+	if err := b.bus.PublishTx(ctx, tx, jobs.TopicControl, worker.ActionDeliver+" "+jobID); err != nil {
+		return 0, err
+	}
+	return seq, nil
+}
+
+// Withdraw removes a message's line that no worker has taken yet, inside
+// tx; false when it was taken (delivered) or is gone.
+func (b *Inbox) Withdraw(ctx context.Context, tx *db.Tx, jobID, messageID string) (bool, error) {
+	res, err := tx.ExecContext(ctx, `DELETE FROM agent_inbox WHERE job_id = $1 AND message_id = $2 AND taken_at IS NULL`, jobID, messageID)
+	if err != nil {
+		return false, fmt.Errorf("inbox: withdraw: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// Take returns the job's lines after seq, in order, and marks the ones
+// handed out for the first time as taken. A worker that did not get the
+// answer asks again with the same seq and gets them again.
+func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error) {
+	// Nearly every renewal finds nothing: a read without a transaction.
+	lines, fresh, err := b.read(ctx, b.db.R, jobID, after)
+	if err != nil || !fresh {
+		return lines, err
+	}
+	err = b.db.Tx(ctx, func(tx *db.Tx) error {
+		var ids []string
+		rows, err := tx.QueryContext(ctx, `UPDATE agent_inbox SET taken_at = $3 WHERE job_id = $1 AND seq > $2 AND taken_at IS NULL
+			RETURNING message_id`, jobID, after, b.clock.Now())
+		if err != nil {
+			return fmt.Errorf("inbox: take: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id *string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			if id != nil {
+				ids = append(ids, *id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		// Read in the same transaction: a line withdrawn meanwhile is not
+		// handed out.
+		if lines, _, err = b.read(ctx, tx, jobID, after); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		for _, fn := range b.taken {
+			if err := fn(ctx, tx, ids); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return lines, err
+}
+
+func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int64) (lines []worker.InboxLine, fresh bool, err error) {
+	rows, err := q.QueryContext(ctx, `SELECT seq, line, taken_at IS NULL FROM agent_inbox WHERE job_id = $1 AND seq > $2 ORDER BY seq`, jobID, after)
+	if err != nil {
+		return nil, false, fmt.Errorf("inbox: read: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var l worker.InboxLine
+		var line string
+		var untaken bool
+		if err := rows.Scan(&l.Seq, &line, &untaken); err != nil {
+			return nil, false, fmt.Errorf("inbox: read: %w", err)
+		}
+		l.Line = json.RawMessage(line)
+		lines = append(lines, l)
+		fresh = fresh || untaken
+	}
+	return lines, fresh, rows.Err()
+}

@@ -1,0 +1,87 @@
+package tenancy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"slipway/internal/audit"
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// Access answers other domains' questions about workspaces straight from
+// the database: who may act in one, and its policies.
+type Access struct{ DB *db.DB }
+
+// CanAccess reports whether the user is a member of the workspace (or of
+// its organization).
+func (a Access) CanAccess(ctx context.Context, userID, workspaceID string) (bool, error) {
+	_, _, err := workspaceVisible(ctx, a.DB.R, workspaceID, userID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// AutonomyLevel is the workspace's autonomy level (0 to 100): how much its
+// agents may do without asking.
+func (a Access) AutonomyLevel(ctx context.Context, workspaceID string) (int, error) {
+	var level int
+	err := a.DB.R.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, workspaceID).Scan(&level)
+	if err != nil {
+		return 0, fmt.Errorf("tenancy: autonomy level: %w", err)
+	}
+	return level, nil
+}
+
+// Autonomy is a workspace's autonomy setting.
+type Autonomy struct {
+	Level int `json:"level" minimum:"0" maximum:"100" doc:"0 to 100: at 30 or below the built-in llm agent asks before bash, at 10 or below also before writing or editing files"`
+}
+
+// Autonomy reads a workspace's autonomy level (any member).
+func (s *Service) Autonomy(ctx context.Context, u *actor.User, id string) (*Autonomy, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workspace")
+	}
+	if _, _, err := workspaceVisible(ctx, s.db.R, id, u.ID); err != nil {
+		return nil, err
+	}
+	level, err := Access{DB: s.db}.AutonomyLevel(ctx, id)
+	return &Autonomy{Level: level}, err
+}
+
+// SetAutonomy sets a workspace's autonomy level (its admin, or the
+// organization's owner or admin). Tasks started afterwards follow it.
+func (s *Service) SetAutonomy(ctx context.Context, u *actor.User, id string, level int) (*Autonomy, error) {
+	if !ids.Valid(id) {
+		return nil, apperr.NotFound("workspace")
+	}
+	if level < 0 || level > 100 {
+		return nil, apperr.BadRequest("level must be between 0 and 100")
+	}
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		w, orgRole, err := workspaceVisible(ctx, tx, id, u.ID)
+		if err != nil {
+			return err
+		}
+		if w.Role != RoleAdmin && orgRole != RoleOwner && orgRole != RoleAdmin {
+			return apperr.New(apperr.CodeForbidden, "only the workspace's admin or the organization's owner or admin may change its autonomy level")
+		}
+		var before int
+		if err := tx.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, id).Scan(&before); err != nil {
+			return fmt.Errorf("tenancy: autonomy level: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET autonomy_level = $2 WHERE id = $1`, id, level); err != nil {
+			return fmt.Errorf("tenancy: set autonomy level: %w", err)
+		}
+		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.autonomy", "workspace", id, Autonomy{before}, Autonomy{level})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Autonomy{Level: level}, nil
+}
