@@ -74,19 +74,20 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, id, verdict string)
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("approval")
 	}
-	var out *ToolApproval
+	// Who may decide is settled before the transaction: it holds its
+	// connection only for the compare-and-set and what follows it.
+	a, err := get(ctx, s.db.R, id)
+	if err != nil {
+		return nil, err
+	}
+	ok, err := s.members.CanAccess(ctx, u.ID, a.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apperr.New(apperr.CodeForbidden, "this approval is not accessible: you are not a member of its workspace")
+	}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		a, err := get(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		ok, err := s.members.CanAccess(ctx, u.ID, a.WorkspaceID)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return apperr.New(apperr.CodeForbidden, "this approval is not accessible: you are not a member of its workspace")
-		}
 		won, err := s.settle(ctx, tx, a, status, &u.ID)
 		if err != nil {
 			return err
@@ -94,10 +95,12 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, id, verdict string)
 		if !won {
 			return apperr.BadRequest("this approval was already decided (%s)", a.Status)
 		}
-		out = a
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
 // settle decides a pending approval (compare-and-set), tells its agent and
