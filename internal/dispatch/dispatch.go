@@ -283,6 +283,8 @@ func jobLease(l worker.Lease) jobs.Lease {
 // Inbox hands a job's agent the lines waiting for it (package inbox).
 type Inbox interface {
 	Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error)
+	// Waiting lists the jobs a worker holds with lines not yet taken.
+	Waiting(ctx context.Context, owner string) ([]string, error)
 }
 
 // SetInbox gives Extend the agents' inbox; call it before serving.
@@ -406,21 +408,14 @@ func (d *Dispatcher) VerifyRun(ctx context.Context, l worker.Lease) error {
 }
 
 // Controls waits up to wait for directives to a worker's leases and
-// returns them: cancels already requested come at once, new ones as they
-// are published (by any replica).
+// returns them: cancels already requested and inbox lines already waiting
+// come at once, new ones as they are published (by any replica).
 func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error) {
 	sub := d.bus.Subscribe(jobs.TopicControl)
 	defer sub.Close()
-	ids, err := d.queue.Cancelling(ctx, workerID)
-	if err != nil {
-		return nil, err
-	}
-	var out []worker.Control
-	for _, id := range ids {
-		out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
-	}
-	if len(out) > 0 {
-		return out, nil
+	out, err := d.pending(ctx, workerID)
+	if err != nil || len(out) > 0 {
+		return out, err
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -428,7 +423,7 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 		select {
 		case m := <-sub.C:
 			if m.Reset {
-				if ids, err = d.queue.Cancelling(ctx, workerID); err != nil {
+				if out, err = d.pending(ctx, workerID); err != nil {
 					return nil, err
 				}
 			} else if action, job, ok := strings.Cut(m.Payload, " "); ok {
@@ -436,10 +431,6 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 					out = append(out, worker.Control{JobID: job, Action: action})
 				}
 			}
-			for _, id := range ids {
-				out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
-			}
-			ids = nil
 			if len(out) > 0 {
 				return out, nil
 			}
@@ -449,6 +440,29 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// pending is what a worker must hear now: cancels requested and inbox
+// lines waiting for its agents (a nudge published while it was between two
+// long polls is not lost).
+func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]worker.Control, error) {
+	ids, err := d.queue.Cancelling(ctx, workerID)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Control
+	for _, id := range ids {
+		out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
+	}
+	if d.inbox != nil {
+		if ids, err = d.inbox.Waiting(ctx, workerID); err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			out = append(out, worker.Control{JobID: id, Action: worker.ActionDeliver})
+		}
+	}
+	return out, nil
 }
 
 // Held implements worker.Port.

@@ -149,3 +149,23 @@ func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int6
 	}
 	return lines, fresh, rows.Err()
 }
+
+// Waiting lists the running jobs a worker holds whose agents have lines no
+// worker has taken yet (their nudge may have been missed).
+func (b *Inbox) Waiting(ctx context.Context, owner string) ([]string, error) {
+	rows, err := b.db.R.QueryContext(ctx, `SELECT DISTINCT j.id FROM jobs j JOIN agent_inbox i ON i.job_id = j.id
+		WHERE j.state = 'running' AND j.locked_by = $1 AND i.taken_at IS NULL`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: waiting: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("inbox: waiting: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -298,15 +298,14 @@ func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, 
 				}
 			}
 			for _, ctl := range cs.Controls {
-				// A cancel is passed on once; every deliver is a new nudge
-				// (extending again is harmless).
+				// A cancel is passed on once; a deliver again after a
+				// moment (its lines are still waiting: the renewal it
+				// asked for has not taken them yet, or failed).
 				key := ctl.Action + " " + ctl.JobID
-				if _, ok := seen[key]; ok {
+				if at, ok := seen[key]; ok && (ctl.Action == worker.ActionCancel || now.Sub(at) < time.Second) {
 					continue
 				}
-				if ctl.Action == worker.ActionCancel {
-					seen[key] = now
-				}
+				seen[key] = now
 				fresh++
 				select {
 				case out <- worker.Control{JobID: ctl.JobID, Action: ctl.Action}:

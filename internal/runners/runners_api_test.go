@@ -391,6 +391,28 @@ func TestRunnerDispatch(t *testing.T) {
 			t.Fatalf("extend = %s", r.Body)
 		}
 
+		// A message for the agent reaches its runner: a deliver nudge on the
+		// control stream, the line with the next lease renewal, and only
+		// lines after the one the runner says it delivered.
+		fixture.Want(t, h.Owner.Do("POST", "/api/tasks/"+gpuTask.ID+"/intervene", map[string]any{"text": "Use the big GPU."}), http.StatusCreated)
+		r = h.call(t, gpuTok, "GET", runners.APIPrefix+"/control?wait_ms=5000", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if !strings.Contains(string(r.Body), `{"job_id":"`+l.JobID+`","action":"deliver"}`) {
+			t.Fatalf("control = %s", r.Body)
+		}
+		r = h.call(t, gpuTok, "POST", ext, map[string]any{"lease": l, "inbox_after": 0})
+		fixture.Want(t, r, http.StatusOK)
+		if !strings.Contains(string(r.Body), `"inbox":[{"seq":1,"line":{"type":"message","role":"user","text":"Use the big GPU."}}]`) {
+			t.Fatalf("extend = %s", r.Body)
+		}
+		r = h.call(t, gpuTok, "POST", ext, map[string]any{"lease": l, "inbox_after": 1})
+		if !strings.Contains(string(r.Body), `"inbox":[]`) {
+			t.Fatalf("extend after the delivered line = %s", r.Body)
+		}
+		if r := h.call(t, cpuTok, "GET", runners.APIPrefix+"/control?wait_ms=10", nil); strings.Contains(string(r.Body), l.JobID) {
+			t.Fatalf("another runner heard of the message: %s", r.Body)
+		}
+
 		// A retried batch is stored once.
 		batch := map[string]any{"lease": l, "batch": map[string]any{"seq": 1, "events": []any{
 			map[string]any{"type": "message", "payload": map[string]any{"text": "hello from the runner"}, "at": time.Now().UTC()}}}}
