@@ -95,7 +95,7 @@ func AskTools(agentType string, level int) []string {
 
 // Board is the approvals page: the pending ones and the latest decided.
 type ToolApprovalBoard struct {
-	Pending []ToolApproval     `json:"pending" doc:"Newest first"`
-	Decided []ToolApproval     `json:"decided" doc:"The latest decided, newest first"`
+	Pending []ToolApproval `json:"pending" doc:"Newest first"`
+	Decided []ToolApproval `json:"decided" doc:"The latest decided, newest first"`
 	Counts  map[string]int `json:"counts" doc:"By status"`
 }

@@ -267,6 +267,11 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kin
 				return false, err
 			}
 			a.TTL = d.cfg.Lease
+			if d.inbox != nil && j.Attempt > 1 {
+				if a.InboxAfter, err = d.inbox.Taken(ctx, tx, j.ID); err != nil {
+					return false, err
+				}
+			}
 			as = append(as, *a)
 			return true, nil
 		})
@@ -285,6 +290,8 @@ type Inbox interface {
 	Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error)
 	// Waiting lists the jobs a worker holds with lines not yet taken.
 	Waiting(ctx context.Context, owner string) ([]string, error)
+	// Taken is the last line of a job a worker took (an earlier attempt).
+	Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error)
 }
 
 // SetInbox gives Extend the agents' inbox; call it before serving.

@@ -169,3 +169,14 @@ func (b *Inbox) Waiting(ctx context.Context, owner string) ([]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// Taken is the last line of a job that a worker has taken (0 for none), read
+// in q: a new attempt's agent starts after it.
+func (b *Inbox) Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error) {
+	var seq int64
+	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM agent_inbox WHERE job_id = $1 AND taken_at IS NOT NULL`, jobID).Scan(&seq)
+	if err != nil {
+		return 0, fmt.Errorf("inbox: taken: %w", err)
+	}
+	return seq, nil
+}

@@ -65,7 +65,7 @@ type agentInput struct {
 }
 
 func newExecution(w *Worker, a Assignment, cancel context.CancelCauseFunc) *execution {
-	return &execution{w: w, a: a, cancel: cancel, nudge: make(chan struct{}, 1)}
+	return &execution{w: w, a: a, cancel: cancel, nudge: make(chan struct{}, 1), after: a.InboxAfter}
 }
 
 // poke asks for a lease renewal now (new inbox lines).

@@ -119,6 +119,10 @@ type Assignment struct {
 	Agent *AgentWork `json:"agent,omitempty"`
 	// Script is the work when Work is WorkScript.
 	Script *ScriptWork `json:"script,omitempty"`
+	// InboxAfter is the last inbox line an earlier attempt's agent was
+	// handed: a new agent starts after it (an old interrupt or verdict is
+	// not for it), and gets the lines nobody took.
+	InboxAfter int64 `json:"inbox_after,omitempty"`
 	// Resume is set by Held for work whose agent had already ended: its
 	// recorded result stands, the agent is not run again.
 	Resume *Resume `json:"resume,omitempty"`

@@ -1,0 +1,123 @@
+package inbox_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"slipway/internal/fixture"
+	"slipway/internal/inbox"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/pubsub"
+)
+
+func post(t *testing.T, d *db.DB, b *inbox.Inbox, job, text, msg string) int64 {
+	t.Helper()
+	var seq int64
+	err := d.Tx(context.Background(), func(tx *db.Tx) (err error) {
+		seq, err = b.Post(context.Background(), tx, job, map[string]string{"type": "message", "text": text}, msg)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// The mailbox's rules on both databases: dense numbers under concurrent
+// posts, lines handed out again to a worker that asks with the same number,
+// withdrawal only while untaken, the taken mark a new attempt starts after,
+// and the jobs whose holder has lines waiting.
+func TestInbox(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ctx := context.Background()
+		d := dbtest.New(t, e)
+		bus := pubsub.New(d, slog.New(slog.DiscardHandler))
+		t.Cleanup(bus.Close)
+		b := inbox.New(d, bus, clock.System{})
+		var taken []string
+		var mu sync.Mutex
+		b.OnTaken(func(_ context.Context, _ *db.Tx, ids []string) error {
+			mu.Lock()
+			taken = append(taken, ids...)
+			mu.Unlock()
+			return nil
+		})
+		ws := fixture.Workspace(t, d)
+		job := ids.New()
+		now := time.Now().UTC()
+		if _, err := d.W.Exec(`INSERT INTO jobs (id, kind, workspace_id, ref_id, state, attempt, max_attempts, run_at, locked_by, created_at)
+			VALUES ($1, 'task', $2, $3, 'running', 1, 3, $4, 'hub@me', $4)`, job, ws.ID, ids.New(), now); err != nil {
+			t.Fatal(err)
+		}
+
+		var wg sync.WaitGroup
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				post(t, d, b, job, fmt.Sprint("racer ", i), fmt.Sprint("m", i))
+			}()
+		}
+		wg.Wait()
+		if w, err := b.Waiting(ctx, "hub@me"); err != nil || len(w) != 1 || w[0] != job {
+			t.Fatalf("waiting %v, %v", w, err)
+		}
+		if w, _ := b.Waiting(ctx, "hub@other"); len(w) != 0 {
+			t.Fatalf("another worker is told of the lines: %v", w)
+		}
+		lines, err := b.Take(ctx, job, 0)
+		if err != nil || len(lines) != 8 {
+			t.Fatalf("took %d, %v", len(lines), err)
+		}
+		for i, l := range lines {
+			if l.Seq != int64(i+1) {
+				t.Fatalf("seq %d at %d: numbers are not dense", l.Seq, i)
+			}
+		}
+		if len(taken) != 8 {
+			t.Fatalf("told of %d taken messages", len(taken))
+		}
+		// The same question again (an answer lost on the way): the same lines,
+		// not taken twice.
+		again, _ := b.Take(ctx, job, 0)
+		if len(again) != 8 || len(taken) != 8 {
+			t.Fatalf("again %d lines, %d taken", len(again), len(taken))
+		}
+		if w, _ := b.Waiting(ctx, "hub@me"); len(w) != 0 {
+			t.Fatalf("still waiting: %v", w)
+		}
+		var withdrew bool
+		seq := post(t, d, b, job, "late", "late")
+		if err := d.Tx(ctx, func(tx *db.Tx) (err error) {
+			if ok, err := b.Withdraw(ctx, tx, job, "m3"); err != nil || ok {
+				return fmt.Errorf("withdrew a taken line: %v %v", ok, err)
+			}
+			withdrew, err = b.Withdraw(ctx, tx, job, "late")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !withdrew || seq != 9 {
+			t.Fatalf("withdrew %v, seq %d", withdrew, seq)
+		}
+		if rest, _ := b.Take(ctx, job, 8); len(rest) != 0 {
+			t.Fatalf("a withdrawn line was handed out: %v", rest)
+		}
+		post(t, d, b, job, "after", "after")
+		if n, err := b.Taken(ctx, d.R, job); err != nil || n != 8 {
+			t.Fatalf("taken up to %d, %v", n, err)
+		}
+		// The withdrawn line's number is free again (no worker ever had it).
+		if rest, _ := b.Take(ctx, job, 8); len(rest) != 1 || rest[0].Seq != 9 || !strings.Contains(string(rest[0].Line), "after") {
+			t.Fatalf("after 8: %+v", rest)
+		}
+	})
+}
