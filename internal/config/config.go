@@ -78,6 +78,8 @@ type Config struct {
 	RunnerStale                  time.Duration
 	RunnerJWTLifetime            time.Duration
 	ToolApprovalTimeout          time.Duration
+	UndoWindow                   time.Duration
+	UndoGrace                    time.Duration
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -276,6 +278,11 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.ToolApprovalTimeout = r.seconds("SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", 86400)
 	if c.ToolApprovalTimeout < time.Minute || c.ToolApprovalTimeout > 30*24*time.Hour {
 		r.failf("SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", "must be between 60 and 2592000 seconds")
+	}
+	c.UndoWindow = r.seconds("SERVICE_UNDO_WINDOW_SECS", 86400)
+	c.UndoGrace = r.seconds("SERVICE_UNDO_GRACE_SECS", 30)
+	if c.UndoWindow < time.Minute || c.UndoGrace > c.UndoWindow {
+		r.failf("SERVICE_UNDO_WINDOW_SECS", "must be at least 60 seconds and at least SERVICE_UNDO_GRACE_SECS")
 	}
 	c.RunnerJWTLifetime = r.seconds("SERVICE_RUNNER_JWT_LIFETIME_SECS", 3600)
 	if c.RunnerJWTLifetime < time.Minute || c.RunnerJWTLifetime > 24*time.Hour {

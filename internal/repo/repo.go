@@ -479,3 +479,60 @@ func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []s
 	}
 	return out, commit, nil
 }
+
+// Revert pushes a commit onto the remote's branch that reverts sha (undo of
+// a task's published change) and returns it. The branch is fetched first;
+// the revert is made in a scratch worktree of the mirror that is removed
+// afterwards.
+func (g *Git) Revert(ctx context.Context, projectID string, r Remote, branch, sha, authorName, authorEmail string) (string, error) {
+	if err := g.Sync(ctx, projectID, r); err != nil {
+		return "", err
+	}
+	defer g.lock(projectID)()
+	a, err := g.auth(r)
+	if err != nil {
+		return "", err
+	}
+	defer a.cleanup()
+	mirror := g.MirrorPath(projectID)
+	path := filepath.Join(g.root, "worktrees", "revert-"+filepath.Base(projectID)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if _, err := g.run(ctx, "worktree add", mirror, nil, "worktree", "add", "--detach", "--", path, "refs/remotes/origin/"+branch); err != nil {
+		return "", err
+	}
+	defer func() { _ = g.removeWorktreeLocked(context.WithoutCancel(ctx), mirror, path) }()
+	who := []string{"-c", "user.name=" + authorName, "-c", "user.email=" + authorEmail}
+	if _, err := g.run(ctx, "revert", path, nil, append(who, "revert", "--no-edit", "--", sha)...); err != nil {
+		return "", err
+	}
+	head, err := g.run(ctx, "rev-parse", path, nil, "rev-parse", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	if _, err := g.run(ctx, "push", path, a, "push", "--", r.URL, "HEAD:refs/heads/"+branch); err != nil {
+		return "", err
+	}
+	return head, nil
+}
+
+// DeleteBranch deletes a branch on the remote (and the mirror's copy). A
+// branch that is not there is not an error.
+func (g *Git) DeleteBranch(ctx context.Context, projectID string, r Remote, branch string) error {
+	if err := g.Sync(ctx, projectID, r); err != nil {
+		return err
+	}
+	defer g.lock(projectID)()
+	a, err := g.auth(r)
+	if err != nil {
+		return err
+	}
+	defer a.cleanup()
+	mirror := g.MirrorPath(projectID)
+	out, err := g.run(ctx, "push --delete", mirror, a, "push", "--", r.URL, ":refs/heads/"+branch)
+	if err != nil && !strings.Contains(out, "remote ref does not exist") {
+		return err
+	}
+	// The mirror's copies go too (absent ones are not an error).
+	_, _ = g.run(ctx, "update-ref -d", mirror, nil, "update-ref", "-d", "refs/heads/"+branch)
+	_, _ = g.run(ctx, "update-ref -d", mirror, nil, "update-ref", "-d", "refs/remotes/origin/"+branch)
+	return nil
+}

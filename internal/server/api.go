@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slipway/internal/approvals"
 	"slipway/internal/conversations"
+	"slipway/internal/undo"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -62,6 +63,7 @@ type Services struct {
 	// Working with running agents.
 	Approvals     *approvals.Service
 	Conversations *conversations.Service
+	Undo          *undo.Service
 	// RunnerPort is the hub's side of the worker port the runner API
 	// serves; RunnerClientCert makes that API require a client
 	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
@@ -127,6 +129,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))
 	conversations.Register(pub, svc.Conversations, svc.Tenancy.WorkspaceScoped(pub))
+	undo.Register(pub, svc.Undo, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).

@@ -40,6 +40,7 @@ import (
 	"slipway/internal/templates"
 	"slipway/internal/tenancy"
 	"slipway/internal/triggers"
+	"slipway/internal/undo"
 	"slipway/internal/worker"
 	"slipway/internal/workflows"
 	"slipway/internal/workflowscan"
@@ -140,6 +141,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
 	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
+	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
 	s.Services.N8nImport = n8nimport.NewService(trig)
 	s.Services.Runners, s.Services.RunnerPort, s.Services.RunnerClientCert = runnerSvc, disp, cfg.TLS.ClientCAPath != ""
 	s.APIs = NewAPIs(s.mux, s.Services)
@@ -254,6 +256,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Runners.Run(coreCtx)
 	go s.Services.Approvals.Run(coreCtx, time.Minute)
+	go s.Services.Undo.Run(workCtx, 5*time.Second)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {
 		s.Worker.Run(workCtx)

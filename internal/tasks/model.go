@@ -84,6 +84,7 @@ type PullRequest struct {
 	Deletions    int        `json:"deletions"`
 	URL          *string    `json:"url" nullable:"true" doc:"Forge URL; null for the local provider"`
 	OpenedAt     *time.Time `json:"opened_at" nullable:"true" doc:"When the pull request was opened; null while only proposed"`
+	ClosedAt     *time.Time `json:"closed_at,omitempty" nullable:"true" doc:"When the pull request was closed without merging (an undo)"`
 }
 
 // Task as the API shows it.
@@ -116,6 +117,7 @@ const (
 	EventPR     = "pr"     // the pull request record
 	EventError  = "error"  // {message}
 	EventRun    = "run"    // {run_id, attempt, backend, image, agent_profile, agent_type}
+	EventUndo   = "undo"   // {undo_id, kind, status, result, error, by}
 )
 
 func statusPayload(from, to, reason string) map[string]any {

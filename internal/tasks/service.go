@@ -467,6 +467,34 @@ func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*
 	})
 }
 
+// ClosePR closes the task's open pull request (an undo; the local provider
+// has nothing else to close).
+func (s *Service) ClosePR(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
+		if t.PR == nil || t.PR.OpenedAt == nil || t.PR.ClosedAt != nil {
+			return nil, apperr.New(apperr.CodeConflict, "the task has no open pull request")
+		}
+		now := s.clock.Now()
+		pr := *t.PR
+		pr.ClosedAt = &now
+		out, err := setPR(ctx, tx, ws.ID, t.ID, &pr, now)
+		if err != nil {
+			return nil, err
+		}
+		return out, s.event(ctx, tx, t, "", s.value(EventPR, pr))
+	})
+}
+
+// Record appends an event to a task's log in tx (another domain's record
+// of what it did to the task: an undo).
+func (s *Service) Record(ctx context.Context, tx *db.Tx, workspaceID, taskID, typ string, v any) error {
+	t, err := getTask(ctx, tx, workspaceID, taskID)
+	if err != nil {
+		return err
+	}
+	return s.event(ctx, tx, t, "", s.value(typ, v))
+}
+
 // Delete removes a task that is not running, with its runs and events.
 func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) error {
 	_, err := s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {

@@ -54,5 +54,42 @@ CREATE TABLE agent_messages (
 CREATE INDEX agent_messages_task ON agent_messages (task_id, created_at, id);
 CREATE INDEX agent_messages_workspace ON agent_messages (workspace_id, created_at, id);
 
+-- Undo of a task's published work: an action waits out its grace period,
+-- then the sweep (or an explicit execute) runs it exactly once.
+CREATE TABLE undo_actions (
+    id           TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    task_id      TEXT NOT NULL REFERENCES tasks (id) ON DELETE CASCADE,
+    kind         TEXT NOT NULL CHECK (kind IN ('revert_commit', 'close_pr', 'delete_branch')),
+    status       TEXT NOT NULL CHECK (status IN ('grace', 'executing', 'executed', 'failed')),
+    grace_until  TIMESTAMPTZ NOT NULL,
+    created_by   TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at   TIMESTAMPTZ NOT NULL,
+    started_at   TIMESTAMPTZ,
+    finished_at  TIMESTAMPTZ,
+    result       TEXT NOT NULL DEFAULT '',
+    error        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX undo_actions_task ON undo_actions (task_id, created_at, id);
+CREATE INDEX undo_actions_due ON undo_actions (grace_until) WHERE status = 'grace';
+CREATE INDEX undo_actions_executing ON undo_actions (started_at) WHERE status = 'executing';
+
+-- Subtasks (a task delegated by another), groups of tasks launched and
+-- cancelled together, and what a task's agent has cost so far.
+ALTER TABLE tasks ADD COLUMN parent_task_id TEXT REFERENCES tasks (id) ON DELETE SET NULL;
+ALTER TABLE tasks ADD COLUMN group_id TEXT;
+ALTER TABLE tasks ADD COLUMN cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0;
+CREATE INDEX tasks_parent ON tasks (parent_task_id) WHERE parent_task_id IS NOT NULL;
+CREATE INDEX tasks_group ON tasks (group_id) WHERE group_id IS NOT NULL;
+
+CREATE TABLE task_groups (
+    id           TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    title        TEXT NOT NULL,
+    created_by   TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at   TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX task_groups_workspace ON task_groups (workspace_id, created_at);
+
 -- +goose Down
 -- Slipway only migrates up.
