@@ -18,6 +18,22 @@ type idInput struct {
 
 type createInput struct{ Body TaskCreate }
 
+type subtaskInput struct {
+	ID   string `path:"id" doc:"Parent task id"`
+	Body SubtaskCreate
+}
+
+type subtaskIDInput struct {
+	ID        string `path:"id" doc:"Parent task id"`
+	SubtaskID string `path:"subtask_id"`
+}
+
+type groupInput struct{ Body GroupCreate }
+
+type groupIDInput struct {
+	GroupID string `path:"group_id"`
+}
+
 // TaskList is a page of tasks.
 type TaskList struct {
 	Tasks []Task `json:"tasks"`
@@ -121,6 +137,47 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(a.fn(ctx, in.ID))
 		})
 	}
+
+	// Subtasks, scoped through their parent.
+	huma.Register(api, ops.Op("get_api_tasks_id_subtasks", http.MethodGet, "/api/tasks/{id}/subtasks", "The task's subtasks, oldest first"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]Subtask], error) {
+			return httpx.Reply(s.Subtasks(ctx, ws(ctx), in.ID))
+		})
+	delegate := httpx.Created(ops.Op("post_api_tasks_id_subtasks", http.MethodPost, "/api/tasks/{id}/subtasks", "Delegate a subtask to a named agent profile"))
+	delegate.Description = "The subtask is queued in the parent's project. When it ends, the parent's agent (if it still works) is told in a message."
+	huma.Register(api, delegate, func(ctx context.Context, in *subtaskInput) (*httpx.Out[*SubtaskRef], error) {
+		return httpx.Reply(s.Delegate(ctx, ws(ctx), user(ctx), in.ID, in.Body))
+	})
+	huma.Register(api, ops.Op("get_api_tasks_id_subtasks_subtask_id", http.MethodGet, "/api/tasks/{id}/subtasks/{subtask_id}", "A subtask's outcome (no prompt or agent configuration)"),
+		func(ctx context.Context, in *subtaskIDInput) (*httpx.Out[*Subtask], error) {
+			return httpx.Reply(s.Subtask(ctx, ws(ctx), in.ID, in.SubtaskID))
+		})
+	huma.Register(api, ops.Op("post_api_tasks_id_subtasks_subtask_id_cancel", http.MethodPost, "/api/tasks/{id}/subtasks/{subtask_id}/cancel", "Cancel a subtask"),
+		func(ctx context.Context, in *subtaskIDInput) (*httpx.Out[*Subtask], error) {
+			return httpx.Reply(s.CancelSubtask(ctx, ws(ctx), user(ctx), in.ID, in.SubtaskID))
+		})
+
+	// Groups and the team board.
+	huma.Register(api, httpx.Created(ops.Op("post_api_tasks_group", http.MethodPost, "/api/tasks/group", "Create tasks as a group (held until launched, unless launch is set)")),
+		func(ctx context.Context, in *groupInput) (*httpx.Out[*Group], error) {
+			return httpx.Reply(s.CreateGroup(ctx, ws(ctx), user(ctx), in.Body))
+		})
+	huma.Register(api, ops.Op("get_api_tasks_group_group_id", http.MethodGet, "/api/tasks/group/{group_id}", "A group with its tasks and counts by status"),
+		func(ctx context.Context, in *groupIDInput) (*httpx.Out[*Group], error) {
+			return httpx.Reply(s.Group(ctx, ws(ctx), in.GroupID))
+		})
+	huma.Register(api, ops.Op("post_api_tasks_group_group_id_cancel", http.MethodPost, "/api/tasks/group/{group_id}/cancel", "Cancel every task of the group that has not ended"),
+		func(ctx context.Context, in *groupIDInput) (*httpx.Out[*Group], error) {
+			return httpx.Reply(s.CancelGroup(ctx, ws(ctx), user(ctx), in.GroupID))
+		})
+	huma.Register(api, ops.Op("post_api_tasks_group_group_id_launch", http.MethodPost, "/api/tasks/group/{group_id}/launch", "Release the group's held tasks into the queue"),
+		func(ctx context.Context, in *groupIDInput) (*httpx.Out[*Group], error) {
+			return httpx.Reply(s.LaunchGroup(ctx, ws(ctx), in.GroupID))
+		})
+	huma.Register(api, ops.Op("get_api_team_board", http.MethodGet, "/api/team-board", "A row per agent profile: task counts, last activity and cost"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]TeamRow], error) {
+			return httpx.Reply(s.TeamBoard(ctx, ws(ctx)))
+		})
 
 	huma.Register(api, ops.Op("patch_api_tasks_id_config", http.MethodPatch, "/api/tasks/{id}/config", "Replace the configuration of a queued task"),
 		func(ctx context.Context, in *configInput) (*httpx.Out[*Task], error) {

@@ -107,6 +107,9 @@ type Task struct {
 	UpdatedAt    time.Time    `json:"updated_at"`
 	StartedAt    *time.Time   `json:"started_at" nullable:"true"`
 	FinishedAt   *time.Time   `json:"finished_at" nullable:"true"`
+	ParentTaskID *string      `json:"parent_task_id" nullable:"true" format:"uuid" doc:"The task that delegated this one (a subtask)"`
+	GroupID      *string      `json:"group_id" nullable:"true" format:"uuid" doc:"The group it was created in"`
+	CostUSD      float64      `json:"cost_usd" doc:"What its agent's model calls cost so far, as the endpoint reported"`
 }
 
 // Lifecycle event types written by the hub (the worker adds git and

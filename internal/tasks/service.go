@@ -25,6 +25,7 @@ import (
 type Projects interface {
 	Get(ctx context.Context, ws *actor.Workspace, id string) (*projects.Project, error)
 	List(ctx context.Context, ws *actor.Workspace) ([]projects.Project, error)
+	Profiles(ctx context.Context, ws *actor.Workspace) ([]projects.AgentProfile, error)
 	Repository(ctx context.Context, workspaceID, id string) (*projects.Repository, error)
 	ProfileByName(ctx context.Context, workspaceID, name string) (*projects.ResolvedProfile, error)
 	MaxConcurrentRuns(ctx context.Context, q db.Queryer, id string) (*int, error)
@@ -315,6 +316,9 @@ func (s *Service) setStatus(ctx context.Context, tx *db.Tx, workspaceID, id, fro
 	if err != nil || !Terminal(to) {
 		return t, err
 	}
+	if err := s.subtaskEnded(ctx, tx, t); err != nil {
+		return nil, err
+	}
 	for _, h := range s.endHooks {
 		if err := h.TaskEnded(ctx, tx, t); err != nil {
 			return nil, err
@@ -361,54 +365,60 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string, u 
 	if u != nil {
 		reason = "cancelled by user " + u.ID // an id, not an email: every member reads the log
 	}
-	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
-		if err := checkTransition(t.Status, StatusCancelled, "cancel"); err != nil {
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) { return s.cancelIn(ctx, tx, ws, t, reason) })
+}
+
+// cancelIn cancels t in tx.
+func (s *Service) cancelIn(ctx context.Context, tx *db.Tx, ws *actor.Workspace, t *Task, reason string) (*Task, error) {
+	if err := checkTransition(t.Status, StatusCancelled, "cancel"); err != nil {
+		return nil, err
+	}
+	out, err := s.setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "")
+	if err != nil {
+		return nil, err
+	}
+	running, err := s.runs.Running(ctx, tx, ws.ID, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	runID := ""
+	if len(running) > 0 {
+		runID = running[0].ID
+	}
+	if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, StatusCancelled, reason))); err != nil {
+		return nil, err
+	}
+	for _, r := range running {
+		if _, err := s.runs.Finish(ctx, tx, ws.ID, r.ID, runs.Cancelled, nil, ""); err != nil {
 			return nil, err
 		}
-		out, err := s.setStatus(ctx, tx, ws.ID, t.ID, t.Status, StatusCancelled, "")
-		if err != nil {
-			return nil, err
-		}
-		running, err := s.runs.Running(ctx, tx, ws.ID, t.ID)
-		if err != nil {
-			return nil, err
-		}
-		runID := ""
-		if len(running) > 0 {
-			runID = running[0].ID
-		}
-		if err := s.event(ctx, tx, t, runID, s.value(EventStatus, statusPayload(t.Status, StatusCancelled, reason))); err != nil {
-			return nil, err
-		}
-		for _, r := range running {
-			if _, err := s.runs.Finish(ctx, tx, ws.ID, r.ID, runs.Cancelled, nil, ""); err != nil {
-				return nil, err
-			}
-		}
-		_, err = s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID)
-		return out, err
-	})
+	}
+	_, err = s.queue.Cancel(ctx, tx, ws.ID, JobKind, t.ID)
+	return out, err
 }
 
 // Launch releases a held task into the queue.
 func (s *Service) Launch(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
-	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
-		if t.Status != StatusQueued || !t.Held {
-			held := ""
-			if t.Held {
-				held = ", held"
-			}
-			return nil, apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, held)
+	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) { return s.launchIn(ctx, tx, ws, t) })
+}
+
+// launchIn releases the held task t in tx.
+func (s *Service) launchIn(ctx context.Context, tx *db.Tx, ws *actor.Workspace, t *Task) (*Task, error) {
+	if t.Status != StatusQueued || !t.Held {
+		held := ""
+		if t.Held {
+			held = ", held"
 		}
-		out, err := setHeld(ctx, tx, ws.ID, id, false, s.clock.Now())
-		if err != nil {
-			return nil, err
-		}
-		if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"from": StatusQueued, "to": StatusQueued, "reason": "launched"})); err != nil {
-			return nil, err
-		}
-		return out, s.enqueue(ctx, tx, out)
-	})
+		return nil, apperr.New(apperr.CodeConflict, "only a held, queued task can be launched (this one is %s%s)", t.Status, held)
+	}
+	out, err := setHeld(ctx, tx, ws.ID, t.ID, false, s.clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.event(ctx, tx, t, "", s.value(EventStatus, map[string]any{"from": StatusQueued, "to": StatusQueued, "reason": "launched"})); err != nil {
+		return nil, err
+	}
+	return out, s.enqueue(ctx, tx, out)
 }
 
 // Restart queues a finished task again; the new run continues on its branch.
@@ -683,6 +693,9 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if in.Status != "" {
 		rowsW = rowsW.And("status = ?", in.Status)
 	}
+	// One unit per group: its oldest task among those the filters keep
+	// stands for it (the subquery reuses the clause's own parameters).
+	rowsW = rowsW.And("(group_id IS NULL OR id IN (SELECT MIN(id) FROM tasks WHERE " + rowsW.SQL + " AND group_id IS NOT NULL GROUP BY group_id))")
 	rows, total, err := listTasks(ctx, s.db, rowsW, orderBy, in.PageSize, in.Offset())
 	if err != nil {
 		return nil, err

@@ -77,6 +77,17 @@ func (s *Service) observe(ctx context.Context, tx *db.Tx, r *runs.Run, evs []run
 			if err := s.needsInput(ctx, tx, r, "interrupted; waiting for a message"); err != nil {
 				return err
 			}
+		case protocol.OutSubtask:
+			if err := s.agentSubtask(ctx, tx, r, e.Payload); err != nil {
+				return err
+			}
+		case protocol.OutCost:
+			var c protocol.Cost
+			if json.Unmarshal(e.Payload, &c) == nil && c.CostUSD > 0 && c.CostUSD < 1e6 {
+				if err := addCost(ctx, tx, r.WorkspaceID, *r.TaskID, c.CostUSD); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 // they wrote.
 
 const taskColumns = `id, workspace_id, project_id, title, prompt, agent_profile, config, notes, status, held, branch, error, pr,
-	created_by, created_at, updated_at, started_at, finished_at`
+	created_by, created_at, updated_at, started_at, finished_at, parent_task_id, group_id, cost_usd`
 
 // listColumns is taskColumns for the list queries, with the timestamps as
 // the dialect reads them fastest; built once per dialect.
@@ -29,7 +29,7 @@ func listColumns(d db.Dialect) string {
 		return c.(string)
 	}
 	c := strings.NewReplacer("created_at,", d.TimeColumn("created_at")+",", "updated_at,", d.TimeColumn("updated_at")+",",
-		"started_at,", d.TimeColumn("started_at")+",", "finished_at", d.TimeColumn("finished_at")).Replace(taskColumns)
+		"started_at,", d.TimeColumn("started_at")+",", "finished_at,", d.TimeColumn("finished_at")+",").Replace(taskColumns)
 	listColumnsOf.Store(d, c)
 	return c
 }
@@ -51,7 +51,7 @@ func newTaskRow() *taskRow {
 	t := &r.t
 	r.dest = []any{&t.ID, &t.WorkspaceID, &t.ProjectID, &t.Title, &t.Prompt, &t.AgentProfile, &r.config, &t.Notes, &t.Status,
 		&t.Held, &t.Branch, &t.Error, &r.pr, &t.CreatedBy, db.UTC(&t.CreatedAt), db.UTC(&t.UpdatedAt), db.NullUTC(&t.StartedAt),
-		db.NullUTC(&t.FinishedAt)}
+		db.NullUTC(&t.FinishedAt), &t.ParentTaskID, &t.GroupID, &t.CostUSD}
 	return r
 }
 
@@ -105,8 +105,9 @@ func insertTask(ctx context.Context, q db.Queryer, t *Task) error {
 		return err
 	}
 	_, err = q.ExecContext(ctx, `INSERT INTO tasks (id, workspace_id, project_id, title, prompt, agent_profile, config, notes, status,
-		held, branch, created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)`,
-		t.ID, t.WorkspaceID, t.ProjectID, t.Title, t.Prompt, t.AgentProfile, cfg, t.Notes, t.Status, t.Held, t.Branch, t.CreatedBy, t.CreatedAt)
+		held, branch, created_by, created_at, updated_at, parent_task_id, group_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13, $14, $15)`,
+		t.ID, t.WorkspaceID, t.ProjectID, t.Title, t.Prompt, t.AgentProfile, cfg, t.Notes, t.Status, t.Held, t.Branch, t.CreatedBy, t.CreatedAt,
+		t.ParentTaskID, t.GroupID)
 	if err != nil {
 		return fmt.Errorf("tasks: insert: %w", err)
 	}
@@ -259,4 +260,11 @@ func listTasks(ctx context.Context, d *db.DB, w db.Where, orderBy string, limit,
 		return nil, 0, fmt.Errorf("tasks: count: %w", err)
 	}
 	return out, total, nil
+}
+
+func addCost(ctx context.Context, q db.Queryer, workspaceID, id string, usd float64) error {
+	if _, err := q.ExecContext(ctx, "UPDATE tasks SET cost_usd = cost_usd + $3 WHERE workspace_id = $1 AND id = $2", workspaceID, id, usd); err != nil {
+		return fmt.Errorf("tasks: add cost: %w", err)
+	}
+	return nil
 }

@@ -29,7 +29,7 @@ import (
 
 var (
 	taskFields = []string{"id", "workspace_id", "project_id", "title", "prompt", "agent_profile", "config", "notes", "status", "held",
-		"branch", "error", "pr", "created_by", "created_at", "updated_at", "started_at", "finished_at"}
+		"branch", "error", "pr", "created_by", "created_at", "updated_at", "started_at", "finished_at", "parent_task_id", "group_id", "cost_usd"}
 	eventFields = []string{"event_id", "event_type", "payload", "sequence_num", "task_id", "timestamp"}
 	runFields   = []string{"id", "kind", "status", "workspace_id", "project_id", "task_id", "parent_run_id", "attempt", "backend",
 		"exit_code", "error", "created_at", "finished_at"}
