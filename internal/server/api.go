@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"slipway/internal/approvals"
+	"slipway/internal/commands"
 	"slipway/internal/conversations"
 	"slipway/internal/undo"
 
@@ -64,6 +65,7 @@ type Services struct {
 	Approvals     *approvals.Service
 	Conversations *conversations.Service
 	Undo          *undo.Service
+	Commands      *commands.Service
 	// RunnerPort is the hub's side of the worker port the runner API
 	// serves; RunnerClientCert makes that API require a client
 	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
@@ -130,6 +132,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))
 	conversations.Register(pub, svc.Conversations, svc.Tenancy.WorkspaceScoped(pub))
 	undo.Register(pub, svc.Undo, svc.Tenancy.WorkspaceScoped(pub))
+	commands.Register(pub, svc.Commands, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).

@@ -19,6 +19,7 @@ import (
 
 	"slipway/internal/auth"
 	"slipway/internal/codefiles"
+	"slipway/internal/commands"
 	"slipway/internal/config"
 	"slipway/internal/core"
 	"slipway/internal/dispatch"
@@ -141,6 +142,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
 	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
+	s.Services.Commands = commands.NewService(c.Tasks, proj, c.Workflows, c.Approvals, ten)
 	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
 	s.Services.N8nImport = n8nimport.NewService(trig)
 	s.Services.Runners, s.Services.RunnerPort, s.Services.RunnerClientCert = runnerSvc, disp, cfg.TLS.ClientCAPath != ""

@@ -1,0 +1,295 @@
+package commands_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/internal/agents/protocol"
+	"slipway/internal/apitest"
+	"slipway/internal/commands"
+	"slipway/internal/fixture"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/ids"
+	"slipway/internal/runs"
+	"slipway/internal/tasks"
+)
+
+type obj = map[string]any
+
+func outcome(t *testing.T, r *apitest.Response) commands.Outcome {
+	t.Helper()
+	fixture.Want(t, r, http.StatusOK)
+	var o commands.Outcome
+	r.JSON(t, &o)
+	return o
+}
+
+func countTasks(t *testing.T, f *fixture.API) int {
+	t.Helper()
+	var n int
+	if err := f.App.DB.R.QueryRow(`SELECT COUNT(*) FROM tasks`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCommandsAPI(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner, outsider := f.Owner, f.Outsider
+		ws := owner.DefaultWorkspace()
+		project := f.Project(t, owner, "Alpha Project")
+		blocked, working := f.BlockedProject(t, owner, "Blocked")
+		r := owner.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Nightly build",
+			"nodes": []obj{{"key": "t", "kind": "transform", "config": obj{"expression": "1 + 1"}}}, "edges": []obj{}})
+		fixture.Want(t, r, http.StatusCreated)
+		workflow := r.Map(t)["id"].(string)
+		// A member who is not an admin of the owner's workspace.
+		f.Exec(t, `INSERT INTO workspace_members (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'member', $3)`,
+			ws, outsider.ID, time.Now().UTC())
+		m := *outsider
+		m.Workspace = ws
+		member := &m
+
+		// The registry, by role.
+		r = owner.Do("GET", "/api/commands", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var descs []commands.Descriptor
+		r.JSON(t, &descs)
+		var words []string
+		for _, d := range descs {
+			words = append(words, d.Word)
+		}
+		if strings.Join(words, " ") != "new cancel rerun approve reject run tasks autonomy" {
+			t.Fatalf("an admin's commands: %v", words)
+		}
+		var first []json.RawMessage
+		json.Unmarshal(r.Body, &first)
+		if keys := apitest.ObjectKeys(t, first[0]); strings.Join(keys, ",") != "word,aliases,category,description_i18n,scope,surfaces,params" {
+			t.Fatalf("descriptor fields %v", keys)
+		}
+		if d := descs[0]; d.Category != "tasks" || d.Scope != "project" || fmt.Sprint(d.Surfaces) != "[api]" || d.Params[0].Kind != "ref" ||
+			d.Params[0].RefKind != "project" || d.Params[0].Options.Provider != "projects" || d.Params[4].Options.Kind != "static" {
+			t.Fatalf("new's descriptor %+v", d)
+		}
+		r = member.Do("GET", "/api/commands", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if strings.Contains(string(r.Body), `"word":"autonomy"`) || !strings.Contains(string(r.Body), `"word":"cancel"`) {
+			t.Fatalf("a member's commands: %s", r.Body)
+		}
+
+		// A pending approval to approve.
+		var job string
+		if err := f.App.DB.R.QueryRow(`SELECT id FROM jobs WHERE ref_id = $1`, working).Scan(&job); err != nil {
+			t.Fatal(err)
+		}
+		run := f.Run(t, ws, blocked, working, "", runs.Running, 1, time.Now().UTC())
+		approval := ""
+		for _, id := range []string{"c1", "c2"} {
+			if err := f.App.DB.Tx(context.Background(), func(tx *db.Tx) error {
+				a, _, err := f.App.Server.Services.Approvals.Request(context.Background(), tx, ws, working, run, job,
+					protocol.ApprovalRequest{ID: id, Tool: "bash", Arguments: json.RawMessage(`{"command":"make deploy"}`)})
+				if approval == "" {
+					approval = a.ID
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		queued := f.Task(t, owner, project, "echo queued", nil)
+		done := f.Task(t, owner, project, "echo done", nil)
+		f.SetStatus(t, done.ID, tasks.StatusDone)
+
+		// Options.
+		optionCases := []struct{ provider, q, want, not string }{
+			{"projects", "", "Alpha Project", ""},
+			{"projects", "alpha", "Alpha Project", "Blocked"},
+			{"projects", "ALPHA", "Alpha Project", "Blocked"},
+			{"agents", "", `"value":"shell"`, ""},
+			{"agents", "sHe", `"value":"shell"`, `"value":"coder"`},
+			{"efforts", "", `"value":"medium"`, ""},
+			{"recent_tasks", "queued", queued.ID, done.ID},
+			{"workflows", "night", workflow, ""},
+			{"pending_approvals", "deploy", approval, ""},
+			{"models", "", "[", ""},
+		}
+		for _, oc := range optionCases {
+			r := owner.Do("GET", "/api/commands/options/"+oc.provider+"?q="+oc.q, nil)
+			fixture.Want(t, r, http.StatusOK)
+			if !strings.Contains(string(r.Body), oc.want) || (oc.not != "" && strings.Contains(string(r.Body), oc.not)) {
+				t.Errorf("options %s?q=%s: %s", oc.provider, oc.q, r.Body)
+			}
+		}
+		for range 22 {
+			f.Task(t, owner, project, "filler", nil)
+		}
+		r = owner.Do("GET", "/api/commands/options/recent_tasks", nil)
+		var choices []commands.Choice
+		r.JSON(t, &choices)
+		if len(choices) != commands.MaxChoices {
+			t.Fatalf("%d choices, want the cap %d", len(choices), commands.MaxChoices)
+		}
+		r = outsider.Do("GET", "/api/commands/options/projects", nil)
+		if strings.Contains(string(r.Body), "Alpha Project") {
+			t.Fatalf("another workspace's projects are offered: %s", r.Body)
+		}
+
+		apitest.Run(t, f.App, []apitest.Scenario{
+			{Name: "anonymous list", Method: "GET", Path: "/api/commands", WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "anonymous options", Method: "GET", Path: "/api/commands/options/projects", WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "anonymous resolve with a bad body is 401", Method: "POST", Path: "/api/commands/new/resolve", Body: obj{"args": 5}, WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "anonymous invoke", Method: "POST", Path: "/api/commands/new/invoke", Body: obj{}, WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "unregistered provider", Client: owner, Method: "GET", Path: "/api/commands/options/secrets", WantStatus: 404, WantCode: "not_found"},
+			{Name: "unknown word", Client: owner, Method: "POST", Path: "/api/commands/explode/resolve", Body: obj{}, WantStatus: 404, WantCode: "not_found"},
+			{Name: "role-hidden word", Client: member, Method: "POST", Path: "/api/commands/autonomy/resolve", Body: obj{"args": obj{"level": 5}}, WantStatus: 404, WantCode: "not_found"},
+			{Name: "role-hidden word, invoked", Client: member, Method: "POST", Path: "/api/commands/autonomy/invoke", Body: obj{"args": obj{"level": 100}}, WantStatus: 404, WantCode: "not_found"},
+			{Name: "args not an object", Client: owner, Method: "POST", Path: "/api/commands/new/resolve", Body: obj{"args": []int{1}}, WantStatus: 400, WantCode: "bad_request"},
+		})
+
+		// Resolve: every outcome.
+		resolveCases := []struct {
+			name, word string
+			args       obj
+			status     string
+			param      string
+			check      func(t *testing.T, o commands.Outcome)
+		}{
+			{"nothing given asks for the project with its choices", "new", nil, "need_param", "project", func(t *testing.T, o commands.Outcome) {
+				if o.FreeText == nil || *o.FreeText || o.DescriptionI18n != "cmd.new.param.project" || len(o.Options) != 2 {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"then the prompt, free text", "new", obj{"project": project}, "need_param", "prompt", func(t *testing.T, o commands.Outcome) {
+				if o.FreeText == nil || !*o.FreeText || len(o.Options) != 0 {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"ready", "new", obj{"project": project, "prompt": "fix it", "effort": "HIGH"}, "ready", "", func(t *testing.T, o commands.Outcome) {
+				if o.Input.Word != "new" || o.Input.Args["project"] != project || o.Input.Args["effort"] != "high" {
+					t.Fatalf("%+v", o.Input)
+				}
+			}},
+			{"a project by its name", "task", obj{"project": "alpha project", "prompt": "x"}, "ready", "", func(t *testing.T, o commands.Outcome) {
+				if o.Input.Word != "new" || o.Input.Args["project"] != project {
+					t.Fatalf("%+v", o.Input)
+				}
+			}},
+			{"an unknown project", "new", obj{"project": ids.New(), "prompt": "x"}, "invalid", "project", func(t *testing.T, o commands.Outcome) {
+				if !strings.Contains(o.Hint, "no project") {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"a bad effort", "new", obj{"project": project, "prompt": "x", "effort": "extreme"}, "invalid", "effort", func(t *testing.T, o commands.Outcome) {
+				if o.Value != "extreme" || o.Hint != "effort must be one of low, medium, high" {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"an unknown agent", "new", obj{"project": project, "prompt": "x", "agent": "ghost"}, "invalid", "agent", nil},
+			{"an unknown parameter", "new", obj{"project": project, "prompt": "x", "colour": "red"}, "invalid", "colour", func(t *testing.T, o commands.Outcome) {
+				if !strings.Contains(o.Hint, "project, prompt, agent, model, effort") {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"control characters in free text", "new", obj{"project": project, "prompt": "a\x1b[31m"}, "invalid", "prompt", nil},
+			{"a number for text", "new", obj{"project": project, "prompt": 42}, "invalid", "prompt", nil},
+			{"out of range", "tasks", obj{"limit": 0}, "invalid", "limit", func(t *testing.T, o commands.Outcome) {
+				if o.Hint != "limit must be a whole number from 1 to 50" {
+					t.Fatalf("%+v", o)
+				}
+			}},
+			{"not a number", "tasks", obj{"limit": "many"}, "invalid", "limit", nil},
+			{"a number as text", "tasks", obj{"limit": "5"}, "ready", "", nil},
+			{"optional left out", "tasks", nil, "ready", "", nil},
+			{"an alias", "stop", nil, "need_param", "task", func(t *testing.T, o commands.Outcome) {
+				if len(o.Options) == 0 {
+					t.Fatalf("no task choices: %+v", o)
+				}
+			}},
+			{"another workspace's task", "cancel", obj{"task": ids.New()}, "invalid", "task", nil},
+		}
+		for _, rc := range resolveCases {
+			t.Run("resolve "+rc.name, func(t *testing.T) {
+				body := obj{}
+				if rc.args != nil {
+					body["args"] = rc.args
+				}
+				o := outcome(t, owner.Do("POST", "/api/commands/"+rc.word+"/resolve", body))
+				if o.Status != rc.status || o.Param != rc.param {
+					t.Fatalf("outcome %+v, want %s %s", o, rc.status, rc.param)
+				}
+				if rc.check != nil {
+					rc.check(t, o)
+				}
+			})
+		}
+		theirs := f.Task(t, outsider, f.Project(t, outsider, "Theirs"), "echo theirs", nil)
+		if o := outcome(t, owner.Do("POST", "/api/commands/cancel/resolve", obj{"args": obj{"task": theirs.ID}})); o.Status != "invalid" {
+			t.Fatalf("another workspace's task resolved: %+v", o)
+		}
+
+		// Invoke: guidance runs nothing; ready runs.
+		before := countTasks(t, f)
+		for _, args := range []obj{{"project": project}, {"project": project, "prompt": "x", "effort": "extreme"}} {
+			if o := outcome(t, owner.Do("POST", "/api/commands/new/invoke", obj{"args": args})); o.Status == "executed" {
+				t.Fatalf("an incomplete invoke ran: %+v", o)
+			}
+		}
+		if n := countTasks(t, f); n != before {
+			t.Fatal("an incomplete invoke created a task")
+		}
+		o := outcome(t, owner.Do("POST", "/api/commands/new/invoke", obj{"args": obj{"project": blocked, "prompt": "echo from a command"}}))
+		if o.Status != "executed" || o.Invocation.Word != "new" || o.Plan == nil || !strings.Contains(o.Plan.Text, "queued") || o.Plan.Media == nil {
+			t.Fatalf("invoke new: %+v", o)
+		}
+		if countTasks(t, f) != before+1 {
+			t.Fatal("invoke new created no task")
+		}
+		cancel := o.Plan.Affordances[0].Action
+		if cancel.Word != "cancel" {
+			t.Fatalf("affordances %+v", o.Plan.Affordances)
+		}
+		// The affordance replays as it is.
+		o = outcome(t, owner.Do("POST", "/api/commands/"+cancel.Word+"/invoke", obj{"args": cancel.Args}))
+		if o.Status != "executed" || fixture.GetTask(t, owner, cancel.Args["task"]).Status != tasks.StatusCancelled {
+			t.Fatalf("replayed cancel: %+v", o)
+		}
+		apitest.Run(t, f.App, []apitest.Scenario{
+			{Name: "cancelling it again is the action's own refusal", Client: owner, Method: "POST", Path: "/api/commands/cancel/invoke",
+				Body: obj{"args": cancel.Args}, WantStatus: 409, WantCode: "conflict"},
+		})
+		o = outcome(t, owner.Do("POST", "/api/commands/rerun/invoke", obj{"args": cancel.Args}))
+		if o.Status != "executed" || countTasks(t, f) != before+2 {
+			t.Fatalf("rerun: %+v", o)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/approve/invoke", obj{"args": obj{"approval": approval}}))
+		if o.Status != "executed" || !strings.Contains(o.Plan.Text, "approved") {
+			t.Fatalf("approve: %+v", o)
+		}
+		if o := outcome(t, owner.Do("POST", "/api/commands/reject/resolve", obj{"args": obj{"approval": approval}})); o.Status != "invalid" {
+			t.Fatalf("a decided approval still resolves: %+v", o)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/run/invoke", obj{"args": obj{"workflow": "nightly build"}}))
+		if o.Status != "executed" || !strings.Contains(o.Plan.Text, "started") || o.Invocation.Args["workflow"] != workflow {
+			t.Fatalf("run: %+v", o)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/tasks/invoke", obj{"args": obj{"limit": 3}}))
+		if o.Status != "executed" || strings.Count(o.Plan.Text, "\n") != 2 || len(o.Plan.Affordances) != 3 {
+			t.Fatalf("tasks: %+v", o)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/autonomy/invoke", obj{"args": obj{"level": 15}}))
+		if o.Status != "executed" {
+			t.Fatalf("autonomy: %+v", o)
+		}
+		r = owner.Do("GET", "/api/workspaces/"+ws+"/autonomy", nil)
+		if !strings.Contains(string(r.Body), `"level":15`) {
+			t.Fatalf("autonomy after the command: %s", r.Body)
+		}
+	})
+}
