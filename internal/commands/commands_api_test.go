@@ -162,12 +162,12 @@ func TestCommandsAPI(t *testing.T) {
 			check      func(t *testing.T, o commands.Outcome)
 		}{
 			{"nothing given asks for the project with its choices", "new", nil, "need_param", "project", func(t *testing.T, o commands.Outcome) {
-				if o.FreeText == nil || *o.FreeText || o.DescriptionI18n != "cmd.new.param.project" || len(o.Options) != 2 {
+				if o.FreeText == nil || *o.FreeText || o.DescriptionI18n != "cmd.new.param.project" || o.Options == nil || len(*o.Options) != 2 {
 					t.Fatalf("%+v", o)
 				}
 			}},
 			{"then the prompt, free text", "new", obj{"project": project}, "need_param", "prompt", func(t *testing.T, o commands.Outcome) {
-				if o.FreeText == nil || !*o.FreeText || len(o.Options) != 0 {
+				if o.FreeText == nil || !*o.FreeText || o.Options == nil || len(*o.Options) != 0 {
 					t.Fatalf("%+v", o)
 				}
 			}},
@@ -208,7 +208,7 @@ func TestCommandsAPI(t *testing.T) {
 			{"a number as text", "tasks", obj{"limit": "5"}, "ready", "", nil},
 			{"optional left out", "tasks", nil, "ready", "", nil},
 			{"an alias", "stop", nil, "need_param", "task", func(t *testing.T, o commands.Outcome) {
-				if len(o.Options) == 0 {
+				if o.Options == nil || len(*o.Options) == 0 {
 					t.Fatalf("no task choices: %+v", o)
 				}
 			}},

@@ -230,18 +230,17 @@ func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, c *command, 
 
 func (s *Service) needParam(ctx context.Context, ws *actor.Workspace, p Param) (*Outcome, error) {
 	free := p.Kind == KindFreeText || p.Kind == KindIntRange
-	out := &Outcome{Status: StatusNeedParam, Param: p.Name, DescriptionI18n: p.DescriptionI18n, FreeText: &free, Options: []Choice{}}
+	choices := []Choice{}
 	switch p.Options.Kind {
 	case OptionsStatic:
-		out.Options = p.Options.Values
+		choices = p.Options.Values
 	case OptionsDynamic:
-		choices, err := s.Options(ctx, ws, p.Options.Provider, "")
-		if err != nil {
+		var err error
+		if choices, err = s.Options(ctx, ws, p.Options.Provider, ""); err != nil {
 			return nil, err
 		}
-		out.Options = choices
 	}
-	return out, nil
+	return &Outcome{Status: StatusNeedParam, Param: p.Name, DescriptionI18n: p.DescriptionI18n, FreeText: &free, Options: &choices}, nil
 }
 
 func stringOf(v any) string {
