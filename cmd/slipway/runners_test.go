@@ -11,14 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -475,12 +473,7 @@ func TestRunnerDocker(t *testing.T) {
 func TestHubCrashWithRunnerWorking(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		dir := t.TempDir()
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-		ln.Close()
+		port := freePort(t)
 		s := startServer(t, e, dir, "SERVICE_HUB_MODE=true", "SERVICE_WORKER_LEASE_SECS=20", "SERVICE_AGENT_BACKEND=process", "SERVER_PORT="+port)
 		_, token := s.c.createRunner("steady")
 		startRunner(t, filepath.Join(dir, "runner"), s.p.url(""), token)
