@@ -117,8 +117,8 @@ type Outcome struct {
 	// need_param and invalid: the parameter.
 	Param string `json:"param,omitempty"`
 	// need_param: what to ask for.
-	DescriptionI18n string   `json:"description_i18n,omitempty"`
-	FreeText        *bool    `json:"free_text,omitempty"`
+	DescriptionI18n string    `json:"description_i18n,omitempty"`
+	FreeText        *bool     `json:"free_text,omitempty"`
 	Options         *[]Choice `json:"options,omitempty" doc:"need_param: the choices (empty for free text)"`
 	// invalid: the value refused and a hint ready to show.
 	Value string `json:"value,omitempty"`
