@@ -234,3 +234,37 @@ func TestInterruptThenIntervene(t *testing.T) {
 		}
 	})
 }
+
+// The built-in agent delegates with its delegate tool: the hub queues a
+// subtask of its task, which runs on its own.
+func TestAgentDelegatesASubtask(t *testing.T) {
+	ctx := context.Background()
+	s := stack(t, db.SQLite, "process")
+	model := newChatModel(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			io.WriteString(w, completionWith("d1", "delegate", `{"prompt":"echo sub > sub.txt","agent_profile":"shell","title":"Write sub.txt"}`))
+			return
+		}
+		io.WriteString(w, completionWith("f1", "finish", `{"summary":"delegated"}`))
+	})
+	profile := llmProfile(t, s, model, "process", 50)
+	p, _ := s.Project(false, nil)
+	parent := s.Task(p.ID, "Get sub.txt written", tasks.TaskConfig{}, profile)
+	s.Wait(parent.ID, tasks.StatusDone)
+	var subs []tasks.Subtask
+	deadline := time.Now().Add(30 * time.Second)
+	for len(subs) == 0 || !tasks.Terminal(subs[0].Status) {
+		if time.Now().After(deadline) {
+			t.Fatalf("subtasks %+v; parent events:\n%s", subs, fixture.DumpEvents(s.Events(parent.ID)))
+		}
+		time.Sleep(20 * time.Millisecond)
+		var err error
+		if subs, err = s.Tasks.Subtasks(ctx, s.WS, parent.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(subs) != 1 || subs[0].Title != "Write sub.txt" || subs[0].AgentProfile != "shell" || subs[0].Status != tasks.StatusDone ||
+		subs[0].PR == nil || subs[0].PR.FilesChanged != 1 {
+		t.Fatalf("subtask %+v", subs)
+	}
+}

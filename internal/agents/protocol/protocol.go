@@ -161,6 +161,16 @@ type Approval struct {
 	Verdict string `json:"verdict"`
 }
 
+// Subtask is a "subtask" line: the agent delegates work to a subtask of its
+// task, run by a named agent profile (default: its own). The hub tells it
+// in a message when the subtask ends.
+type Subtask struct {
+	Type         string `json:"type"` // "subtask"
+	Prompt       string `json:"prompt"`
+	AgentProfile string `json:"agent_profile,omitempty"`
+	Title        string `json:"title,omitempty"`
+}
+
 // Waiting is a "waiting" line: the agent stopped (interrupted) and waits
 // for a human message before it goes on.
 type Waiting struct {

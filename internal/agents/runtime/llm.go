@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -279,7 +280,7 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 				return "", fmt.Errorf("malformed model output: the arguments of tool call %s (%s) are %v", id, name, err)
 			}
 			if !knownTool(name) {
-				return "", fmt.Errorf("malformed model output: the model called unknown tool %q (call %s); the tools are bash, read_file, write_file, edit_file, list_dir and finish", name, id)
+				return "", fmt.Errorf("malformed model output: the model called unknown tool %q (call %s); the tools are bash, read_file, write_file, edit_file, list_dir, delegate and finish", name, id)
 			}
 			calls = append(calls, pendingCall{id: id, name: name, args: args})
 			wc := chatToolCall{ID: id, Type: "function"}
@@ -326,6 +327,12 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 					continue
 				}
 			}
+			if c.name == toolDelegate {
+				out := a.delegate(c.args)
+				a.send(protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: out.ok, Output: out.output})
+				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: out.output})
+				continue
+			}
 			sctx, done := a.step(ctx)
 			out, err := tools.call(sctx, c.name, c.args)
 			done()
@@ -355,4 +362,22 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: content})
 		}
 	}
+}
+
+// delegate hands work to a subtask: a "subtask" line the hub turns into a
+// child task.
+func (a *llmAgent) delegate(args []byte) toolOutcome {
+	var in struct {
+		Prompt       string `json:"prompt"`
+		AgentProfile string `json:"agent_profile"`
+		Title        string `json:"title"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return failed("invalid arguments: %v", err)
+	}
+	if strings.TrimSpace(in.Prompt) == "" {
+		return failed("prompt is required")
+	}
+	a.send(protocol.Subtask{Type: protocol.OutSubtask, Prompt: in.Prompt, AgentProfile: in.AgentProfile, Title: in.Title})
+	return toolOutcome{ok: true, output: "delegated: the subtask is queued; a message will tell you when it ends"}
 }

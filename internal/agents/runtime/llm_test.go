@@ -225,7 +225,7 @@ func TestLLMMultiStepEdit(t *testing.T) {
 		}
 		names = append(names, tool.Function.Name)
 	}
-	if got := strings.Join(names, ","); got != "bash,read_file,write_file,edit_file,list_dir,finish" {
+	if got := strings.Join(names, ","); got != "bash,read_file,write_file,edit_file,list_dir,delegate,finish" {
 		t.Errorf("tools offered: %s", got)
 	}
 	msgs := first.Body.Messages
@@ -630,5 +630,26 @@ func TestLLMBashToolEnvironmentHasNoKey(t *testing.T) {
 	out := ev["tool_result"][0]["output"].(string)
 	if !strings.Contains(out, "PATH=") || strings.Contains(out, "test-key") {
 		t.Errorf("bash tool environment:\n%s", out)
+	}
+}
+
+func TestLLMDelegates(t *testing.T) {
+	model := newFakeModel(t, scripted(
+		completion("", 1, 1, call{"d", "delegate", `{"prompt":"Write the docs","agent_profile":"writer","title":"Docs"}`}, call{"e", "delegate", `{"prompt":" "}`}),
+		completion("", 1, 1, call{"f", "finish", `{"summary":"handed the docs off"}`}),
+	))
+	_, lines, res, _ := runToEnd(t, llmStart(t.TempDir(), model.srv.URL))
+	if res.Status != protocol.ResultSuccess {
+		t.Fatalf("result %+v", res)
+	}
+	types, ev := events(t, lines)
+	if fmt.Sprint(types) != "[cost tool_call subtask tool_result tool_call tool_result cost tool_call tool_result]" {
+		t.Fatalf("events %v", types)
+	}
+	if st := ev["subtask"][0]; st["prompt"] != "Write the docs" || st["agent_profile"] != "writer" || st["title"] != "Docs" {
+		t.Errorf("subtask line %v", st)
+	}
+	if r := ev["tool_result"][1]; r["ok"] != false || r["output"] != "prompt is required" {
+		t.Errorf("an empty delegation: %v", r)
 	}
 }

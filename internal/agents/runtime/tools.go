@@ -33,6 +33,7 @@ const (
 	toolEditFile  = "edit_file"
 	toolListDir   = "list_dir"
 	toolFinish    = "finish"
+	toolDelegate  = "delegate"
 )
 
 // toolDefs are the tools offered to the model, in the OpenAI
@@ -48,6 +49,9 @@ var toolDefs = []toolDef{
 		props{"path": str("file path relative to the workspace"), "old_string": str("the exact text to replace"), "new_string": str("the replacement text")}, "path", "old_string", "new_string"),
 	fn(toolListDir, "List a directory in the workspace (directories end with /).",
 		props{"path": str("directory path relative to the workspace (default: the workspace itself)")}),
+	fn(toolDelegate, "Hand a self-contained piece of work to another agent as a subtask of this task, in the same repository on its own branch. It runs separately; you get a message when it ends. Use it for work that is independent of yours.",
+		props{"prompt": str("the complete instructions for the other agent"), "agent_profile": str("the agent profile to run it (default: yours)"),
+			"title": str("a short title")}, "prompt"),
 	fn(toolFinish, "End the run when the task is done. The summary says what you changed and how you verified it.",
 		props{"summary": str("what was done")}, "summary"),
 }
