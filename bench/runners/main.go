@@ -5,6 +5,11 @@
 //     answering with it (the runner's own HTTP client, as `slipway
 //     runner` uses it), median, p90 and p99;
 //
+//   - steering: a message sent to a task a runner works on
+//     (POST /api/tasks/{id}/intervene) → the line in the runner's hands
+//     (its control long poll nudged, its lease renewal carrying the line),
+//     median, p90 and p99;
+//
 //   - heartbeats: N simulated runners, each with its own connection and
 //     static token, heartbeating every interval for a while: p50 and p99
 //     heartbeat latency and the hub's CPU (from /proc).
@@ -45,6 +50,7 @@ func main() {
 	engine := flag.String("engine", "sqlite", "sqlite or postgres")
 	pgServer := flag.String("pg", "postgres://postgres@127.0.0.1:5432", "PostgreSQL server for -engine postgres")
 	pickups := flag.Int("pickups", 200, "tasks for the pickup figure")
+	messages := flag.Int("messages", 200, "messages for the steering figure")
 	herd := flag.Int("herd", 0, "more runners long-polling during the pickup figure (all woken by every enqueue)")
 	n := flag.Int("runners", 1000, "simulated runners heartbeating")
 	interval := flag.Duration("interval", time.Second, "heartbeat interval of each simulated runner")
@@ -54,7 +60,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "runners: -bin is required")
 		os.Exit(2)
 	}
-	if err := run(*bin, *engine, *pgServer, *pickups, *herd, *n, *interval, *duration); err != nil {
+	if err := run(*bin, *engine, *pgServer, *pickups, *messages, *herd, *n, *interval, *duration); err != nil {
 		fmt.Fprintln(os.Stderr, "runners:", err)
 		os.Exit(1)
 	}
@@ -179,7 +185,7 @@ func start(bin, engine, pgServer, dir string) (*hub, func(), error) {
 	return h, stop, nil
 }
 
-func run(bin, engine, pgServer string, pickups, herd, n int, interval, duration time.Duration) error {
+func run(bin, engine, pgServer string, pickups, messages, herd, n int, interval, duration time.Duration) error {
 	dir, err := os.MkdirTemp("", "slipway-bench-runners-")
 	if err != nil {
 		return err
@@ -201,6 +207,11 @@ func run(bin, engine, pgServer string, pickups, herd, n int, interval, duration 
 	fmt.Printf("engine %s, hub pid %d\n", engine, h.pid)
 	if err := pickup(h, project.ID, pickups, herd); err != nil {
 		return err
+	}
+	if messages > 0 {
+		if err := steering(h, project.ID, messages); err != nil {
+			return err
+		}
 	}
 	if n == 0 {
 		return nil
@@ -368,5 +379,73 @@ func heartbeats(h *hub, n int, interval, duration time.Duration) error {
 	fmt.Printf("heartbeats: %d runners every %s for %s: %d heartbeats (%.0f/s), %d errors; latency p50 %s, p99 %s, max %s; hub CPU %.1f%% of one core\n",
 		n, interval, duration, len(lat), float64(len(lat))/wall.Seconds(), errors, ms(percentile(lat, 0.5)), ms(percentile(lat, 0.99)),
 		ms(percentile(lat, 1)), 100*float64(cpu1-cpu0)/float64(wall))
+	return nil
+}
+
+// steering: a runner holds a task; each message sent to it is timed from
+// the send to the line arriving with the runner's lease renewal, which its
+// control long poll's deliver nudge asks for.
+func steering(h *hub, project string, count int) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, id, err := newRunner(h, "steered")
+	if err != nil {
+		return err
+	}
+	if _, err := c.Heartbeat(ctx, runners.Heartbeat{Version: "bench", Backend: "process", Slots: 1}); err != nil {
+		return err
+	}
+	var task struct{ ID string }
+	if err := h.do("POST", "/api/tasks", map[string]any{"project_id": project, "prompt": "true"}, &task); err != nil {
+		return err
+	}
+	as, err := c.Claim(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
+	if err != nil || len(as) != 1 {
+		return fmt.Errorf("claiming the steered task: %v (%d)", err, len(as))
+	}
+	lease := as[0].Lease
+	defer c.Finish(context.Background(), lease, worker.Result{Outcome: worker.Failed, Error: "benchmark"})
+	if _, err := c.Extend(ctx, lease, 0); err != nil { // started
+		return err
+	}
+	ctrl, err := c.Control(ctx, runners.Owner(id))
+	if err != nil {
+		return err
+	}
+	arrived := make(chan time.Time, 16)
+	go func() {
+		var after int64
+		for ctl := range ctrl {
+			if ctl.Action != worker.ActionDeliver || ctl.JobID != lease.JobID {
+				continue
+			}
+			d, err := c.Extend(ctx, lease, after)
+			if err != nil {
+				continue
+			}
+			for _, l := range d.Inbox {
+				after = l.Seq
+				arrived <- time.Now()
+			}
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the control long poll is waiting at the hub
+	var lat, posted []time.Duration
+	for i := 0; i < count; i++ {
+		sent := time.Now()
+		if err := h.do("POST", "/api/tasks/"+task.ID+"/intervene", map[string]any{"text": fmt.Sprintf("message %d", i)}, nil); err != nil {
+			return err
+		}
+		posted = append(posted, time.Since(sent))
+		select {
+		case at := <-arrived:
+			lat = append(lat, at.Sub(sent))
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("message %d never reached the runner", i)
+		}
+		time.Sleep(5 * time.Millisecond) // the control stream is back in its long poll
+	}
+	fmt.Printf("steering (intervene → the line in the runner's hands), %d messages: median %s, p90 %s, p99 %s, max %s (the POST answered: median %s)\n",
+		count, ms(percentile(lat, 0.5)), ms(percentile(lat, 0.9)), ms(percentile(lat, 0.99)), ms(percentile(lat, 1)), ms(percentile(posted, 0.5)))
 	return nil
 }

@@ -288,8 +288,9 @@ func jobLease(l worker.Lease) jobs.Lease {
 // Inbox hands a job's agent the lines waiting for it (package inbox).
 type Inbox interface {
 	Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error)
-	// Waiting lists the jobs a worker holds with lines not yet taken.
-	Waiting(ctx context.Context, owner string) ([]string, error)
+	// Waiting lists the jobs a worker holds with lines not taken for at
+	// least settle, and how soon younger ones become that old.
+	Waiting(ctx context.Context, owner string, settle time.Duration) ([]string, time.Duration, error)
 	// Taken is the last line of a job a worker took (an earlier attempt).
 	Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error)
 }
@@ -420,17 +421,22 @@ func (d *Dispatcher) VerifyRun(ctx context.Context, l worker.Lease) error {
 func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error) {
 	sub := d.bus.Subscribe(jobs.TopicControl)
 	defer sub.Close()
-	out, err := d.pending(ctx, workerID)
+	out, recheck, err := d.pending(ctx, workerID)
 	if err != nil || len(out) > 0 {
 		return out, err
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	var again <-chan time.Time
 	for {
+		if recheck > 0 {
+			again = time.After(recheck)
+			recheck = 0
+		}
 		select {
 		case m := <-sub.C:
 			if m.Reset {
-				if out, err = d.pending(ctx, workerID); err != nil {
+				if out, recheck, err = d.pending(ctx, workerID); err != nil {
 					return nil, err
 				}
 			} else if action, job, ok := strings.Cut(m.Payload, " "); ok {
@@ -441,6 +447,10 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 			if len(out) > 0 {
 				return out, nil
 			}
+		case <-again:
+			if out, recheck, err = d.pending(ctx, workerID); err != nil || len(out) > 0 {
+				return out, err
+			}
 		case <-t.C:
 			return nil, nil
 		case <-ctx.Done():
@@ -449,27 +459,34 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 	}
 }
 
+// inboxSettle is how long a line may wait untaken before the control
+// stream reports it at once: a younger one was just nudged and its worker
+// is renewing to take it (reporting it again would only make the worker
+// spin); one older than this missed its nudge.
+const inboxSettle = 200 * time.Millisecond
+
 // pending is what a worker must hear now: cancels requested and inbox
 // lines waiting for its agents (a nudge published while it was between two
-// long polls is not lost).
-func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]worker.Control, error) {
+// long polls is not lost); recheck is how soon younger lines are due.
+func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]worker.Control, time.Duration, error) {
 	ids, err := d.queue.Cancelling(ctx, workerID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []worker.Control
 	for _, id := range ids {
 		out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
 	}
+	var recheck time.Duration
 	if d.inbox != nil {
-		if ids, err = d.inbox.Waiting(ctx, workerID); err != nil {
-			return nil, err
+		if ids, recheck, err = d.inbox.Waiting(ctx, workerID, inboxSettle); err != nil {
+			return nil, 0, err
 		}
 		for _, id := range ids {
 			out = append(out, worker.Control{JobID: id, Action: worker.ActionDeliver})
 		}
 	}
-	return out, nil
+	return out, recheck, nil
 }
 
 // Held implements worker.Port.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
@@ -151,23 +152,31 @@ func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int6
 }
 
 // Waiting lists the running jobs a worker holds whose agents have lines no
-// worker has taken yet (their nudge may have been missed).
-func (b *Inbox) Waiting(ctx context.Context, owner string) ([]string, error) {
-	rows, err := b.db.R.QueryContext(ctx, `SELECT DISTINCT j.id FROM jobs j JOIN agent_inbox i ON i.job_id = j.id
-		WHERE j.state = 'running' AND j.locked_by = $1 AND i.taken_at IS NULL`, owner)
+// worker has taken for at least settle (their nudge may have been missed:
+// lines younger than that are on their way). recheck, when not zero, is how
+// soon a younger line becomes that old.
+func (b *Inbox) Waiting(ctx context.Context, owner string, settle time.Duration) (jobs []string, recheck time.Duration, err error) {
+	rows, err := b.db.R.QueryContext(ctx, `SELECT j.id, MIN(`+b.db.Dialect.TimeColumn("i.created_at")+`) FROM jobs j
+		JOIN agent_inbox i ON i.job_id = j.id
+		WHERE j.state = 'running' AND j.locked_by = $1 AND i.taken_at IS NULL GROUP BY j.id`, owner)
 	if err != nil {
-		return nil, fmt.Errorf("inbox: waiting: %w", err)
+		return nil, 0, fmt.Errorf("inbox: waiting: %w", err)
 	}
 	defer rows.Close()
-	var out []string
+	now := b.clock.Now()
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("inbox: waiting: %w", err)
+		var oldest time.Time
+		if err := rows.Scan(&id, db.UTC(&oldest)); err != nil {
+			return nil, 0, fmt.Errorf("inbox: waiting: %w", err)
 		}
-		out = append(out, id)
+		if age := now.Sub(oldest); age >= settle {
+			jobs = append(jobs, id)
+		} else if left := settle - age; recheck == 0 || left < recheck {
+			recheck = left
+		}
 	}
-	return out, rows.Err()
+	return jobs, recheck, rows.Err()
 }
 
 // Taken is the last line of a job that a worker has taken (0 for none), read

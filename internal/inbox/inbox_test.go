@@ -67,10 +67,13 @@ func TestInbox(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if w, err := b.Waiting(ctx, "hub@me"); err != nil || len(w) != 1 || w[0] != job {
+		if w, recheck, err := b.Waiting(ctx, "hub@me", time.Hour); err != nil || len(w) != 0 || recheck <= 59*time.Minute {
+			t.Fatalf("lines just posted are reported at once (%v) or not rechecked (%v), %v", w, recheck, err)
+		}
+		if w, _, err := b.Waiting(ctx, "hub@me", 0); err != nil || len(w) != 1 || w[0] != job {
 			t.Fatalf("waiting %v, %v", w, err)
 		}
-		if w, _ := b.Waiting(ctx, "hub@other"); len(w) != 0 {
+		if w, _, _ := b.Waiting(ctx, "hub@other", 0); len(w) != 0 {
 			t.Fatalf("another worker is told of the lines: %v", w)
 		}
 		lines, err := b.Take(ctx, job, 0)
@@ -91,8 +94,8 @@ func TestInbox(t *testing.T) {
 		if len(again) != 8 || len(taken) != 8 {
 			t.Fatalf("again %d lines, %d taken", len(again), len(taken))
 		}
-		if w, _ := b.Waiting(ctx, "hub@me"); len(w) != 0 {
-			t.Fatalf("still waiting: %v", w)
+		if w, recheck, _ := b.Waiting(ctx, "hub@me", 0); len(w) != 0 || recheck != 0 {
+			t.Fatalf("still waiting: %v (%v)", w, recheck)
 		}
 		var withdrew bool
 		seq := post(t, d, b, job, "late", "late")

@@ -33,6 +33,12 @@ type Client struct {
 
 	mu    sync.RWMutex
 	token string
+
+	// extended is when each job's lease was last renewed: a deliver for a
+	// job that comes back with no renewal since the last one was passed on
+	// means its lines are still waiting (the control stream then pauses).
+	extendedMu sync.Mutex
+	extended   map[string]time.Time
 }
 
 var _ worker.Port = (*Client)(nil)
@@ -241,7 +247,32 @@ func (c *Client) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (
 	defer cancel()
 	var r runners.ExtendReply
 	err := c.do(ctx, http.MethodPost, jobPath(l, "extend"), map[string]any{"lease": l, "inbox_after": inboxAfter}, &r)
+	if err == nil {
+		c.extendedMu.Lock()
+		if c.extended == nil {
+			c.extended = map[string]time.Time{}
+		}
+		c.extended[l.JobID] = time.Now()
+		c.extendedMu.Unlock()
+	}
 	return worker.Directive{Cancel: r.Cancel, Inbox: r.Inbox}, leaseErr(err)
+}
+
+// renewedSince reports whether the job's lease was renewed after t.
+func (c *Client) renewedSince(job string, t time.Time) bool {
+	c.extendedMu.Lock()
+	defer c.extendedMu.Unlock()
+	return c.extended[job].After(t)
+}
+
+func (c *Client) forgetRenewals(older time.Time) {
+	c.extendedMu.Lock()
+	defer c.extendedMu.Unlock()
+	for k, t := range c.extended {
+		if t.Before(older) {
+			delete(c.extended, k)
+		}
+	}
 }
 
 // Append implements worker.Port.
@@ -290,21 +321,27 @@ func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, 
 				continue
 			}
 			backoff = 0
-			fresh := 0
+			fresh, again := 0, false
 			now := time.Now()
 			for k, t := range seen {
 				if now.Sub(t) > 10*time.Minute {
 					delete(seen, k)
 				}
 			}
+			c.forgetRenewals(now.Add(-10 * time.Minute))
 			for _, ctl := range cs.Controls {
-				// A cancel is passed on once; a deliver again after a
-				// moment (its lines are still waiting: the renewal it
-				// asked for has not taken them yet, or failed).
+				// A cancel is passed on once. Every deliver is passed on
+				// (a renewal more is harmless), but one that comes back
+				// before the job's lease was renewed since the last one
+				// means its lines are still waiting (the renewal it asked
+				// for has not happened yet, or failed): pause before
+				// polling again instead of spinning.
 				key := ctl.Action + " " + ctl.JobID
-				if at, ok := seen[key]; ok && (ctl.Action == worker.ActionCancel || now.Sub(at) < time.Second) {
+				at, ok := seen[key]
+				if ok && ctl.Action == worker.ActionCancel {
 					continue
 				}
+				again = again || (ok && ctl.Action == worker.ActionDeliver && !c.renewedSince(ctl.JobID, at))
 				seen[key] = now
 				fresh++
 				select {
@@ -313,15 +350,23 @@ func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, 
 					return
 				}
 			}
-			if len(cs.Controls) > 0 && fresh == 0 {
+			switch {
+			case len(cs.Controls) > 0 && fresh == 0:
 				// Only cancels already passed on (the work is stopping):
 				// do not spin on them.
 				sleep(ctx, time.Second)
+			case again:
+				sleep(ctx, deliverPause)
 			}
 		}
 	}()
 	return out, nil
 }
+
+// deliverPause is how long the control stream pauses when a deliver comes
+// back for lines still waiting (bounding its polls in that case to 20 a
+// second for as long as the renewal does not happen).
+const deliverPause = 50 * time.Millisecond
 
 func sleep(ctx context.Context, d time.Duration) {
 	select {

@@ -1,6 +1,7 @@
 package runners_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
 	"slipway/internal/runners"
 	"slipway/internal/worker"
 )
@@ -569,6 +571,44 @@ func TestRescopeReachesAWaitingRunner(t *testing.T) {
 		as := <-got
 		if len(as) != 1 || as[0].Agent.TaskID != task.ID {
 			t.Fatalf("the re-scoped runner's waiting claim answered %+v", as)
+		}
+	})
+}
+
+// A runner disabled (or drained) after its claim read its match claims
+// nothing: the claim's transaction asks again.
+func TestDisableBetweenMatchAndClaim(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		h := newHub(t, e)
+		ctx := context.Background()
+		for _, stop := range []string{"disabled", "draining"} {
+			id, token := h.runner(t, map[string]any{"name": "racer-" + stop})
+			h.heartbeat(t, token, "linux")
+			svc := h.App.Server.Services.Runners
+			m, err := svc.Match(ctx, id)
+			if err != nil || m == nil {
+				t.Fatalf("match %v, %v", m, err)
+			}
+			// Fleet work the runner was eligible for when it read its match.
+			task := h.Task(t, h.Owner, h.Project(t, h.Owner, "p-"+stop), "true", map[string]any{"hold": false})
+			if stop == "disabled" {
+				fixture.Want(t, h.Owner.Do("POST", "/api/organization/runners/"+id+"/status", map[string]any{"status": "disabled"}), http.StatusOK)
+			} else {
+				fixture.Want(t, h.Owner.Do("POST", "/api/organization/runners/"+id+"/drain", nil), http.StatusOK)
+			}
+			as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1},
+				func(context.Context) (*jobs.Match, error) { return m, nil }) // the match read before the change
+			if err != nil || len(as) != 0 {
+				t.Fatalf("a %s runner claimed %+v (%v)", stop, as, err)
+			}
+			// Without the check in the claim, the same stale match claims it.
+			stale := *m
+			stale.Still = nil
+			if as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1},
+				func(context.Context) (*jobs.Match, error) { return &stale, nil }); err != nil || len(as) != 1 {
+				t.Fatalf("the control claim got %+v (%v): the test does not reach the race", as, err)
+			}
+			fixture.Want(t, h.Owner.Do("POST", "/api/tasks/"+task.ID+"/cancel", nil), http.StatusOK)
 		}
 	})
 }

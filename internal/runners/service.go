@@ -510,10 +510,24 @@ func (s *Service) Match(ctx context.Context, runnerID string) (*jobs.Match, erro
 	if err != nil {
 		return nil, err
 	}
-	if !s.fresh(r, s.clock.Now()) || r.Disabled || r.Draining {
+	if !s.eligible(r) {
 		return nil, nil
 	}
-	return &jobs.Match{OrganizationID: r.OrganizationID, WorkspaceIDs: r.AllowedWS, Labels: effectiveLabels(r)}, nil
+	return &jobs.Match{OrganizationID: r.OrganizationID, WorkspaceIDs: r.AllowedWS, Labels: effectiveLabels(r),
+		// Read again in the claim's transaction: a disable or drain that
+		// committed after this read stops the claim.
+		Still: func(ctx context.Context, q db.Queryer) (bool, error) {
+			r, err := runnerByID(ctx, q, runnerID)
+			if errors.Is(err, apperr.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil && s.eligible(r), err
+		}}, nil
+}
+
+// eligible: the runner may take new work now.
+func (s *Service) eligible(r *row) bool {
+	return s.fresh(r, s.clock.Now()) && !r.Disabled && !r.Draining
 }
 
 // Sweep takes runners whose heartbeat is older than the stale window

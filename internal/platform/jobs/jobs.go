@@ -320,6 +320,10 @@ type Match struct {
 	OrganizationID string
 	WorkspaceIDs   []string
 	Labels         []string
+	// Still, when set, is asked inside the claim's transaction whether the
+	// claimer may still claim (a runner disabled or drained since the match
+	// was read claims nothing).
+	Still func(ctx context.Context, q db.Queryer) (bool, error)
 }
 
 // where is the SQL condition of the match, its parameters numbered from
@@ -381,6 +385,11 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, start StartFunc) ([
 	err := q.db.Tx(ctx, func(tx *db.Tx) error {
 		out = nil
 		now := q.clock.Now()
+		if m := req.Match; m != nil && m.Still != nil {
+			if ok, err := m.Still(ctx, tx); err != nil || !ok {
+				return err
+			}
+		}
 		ids, err := q.pick(ctx, tx, req, now)
 		if err != nil || len(ids) == 0 {
 			return err
