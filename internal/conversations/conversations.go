@@ -69,7 +69,19 @@ func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox, r 
 	s := &Service{db: d, clock: clk, tasks: t, inbox: in}
 	in.OnTaken(s.delivered)
 	r.Observe(runs.KindTask, s.observe)
+	t.OnEnd(s)
 	return s
+}
+
+// TaskEnded withdraws the messages of a task that ended before its agent
+// took them (tasks.EndHook): they will never be read.
+func (s *Service) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
+	_, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = 'cancelled', updated_at = $3
+		WHERE workspace_id = $1 AND task_id = $2 AND status = 'queued'`, t.WorkspaceID, t.ID, s.clock.Now())
+	if err != nil {
+		return fmt.Errorf("conversations: task ended: %w", err)
+	}
+	return nil
 }
 
 const columns = `id, task_id, workspace_id, role, text, status, author_id, job_id, created_at, updated_at`

@@ -131,6 +131,14 @@ func TestAgentMessagesAPI(t *testing.T) {
 			{Name: "the outsider lists none of them", Client: outsider, Method: "GET", Path: "/api/agent/messages", WantStatus: 200, WantNotContains: []string{m.ID, working}},
 		})
 
+		// A task that ends withdraws what its agent never took.
+		late := send(t, owner, queued.ID, "Too late.")
+		fixture.Want(t, owner.Do("POST", "/api/tasks/"+queued.ID+"/cancel", nil), http.StatusOK)
+		r = owner.Do("GET", "/api/agent/messages/"+late.ID, nil)
+		if !strings.Contains(string(r.Body), `"status":"cancelled"`) {
+			t.Fatalf("a message of an ended task: %s", r.Body)
+		}
+
 		// Interrupt a working task: the agent is told, the task stays.
 		r = owner.Do("POST", "/api/tasks/"+working+"/interrupt", nil)
 		fixture.Want(t, r, http.StatusOK)
