@@ -33,7 +33,7 @@ var Statuses = []string{StatusQueued, StatusRunning, StatusNeedsInput, StatusDon
 var transitions = map[string][]string{
 	StatusQueued:     {StatusRunning, StatusCancelled, StatusFailed},
 	StatusRunning:    {StatusDone, StatusDonePR, StatusFailed, StatusCancelled, StatusNeedsInput},
-	StatusNeedsInput: {StatusRunning, StatusFailed, StatusCancelled},
+	StatusNeedsInput: {StatusRunning, StatusDone, StatusDonePR, StatusFailed, StatusCancelled},
 	StatusDone:       {StatusDonePR, StatusQueued},
 	StatusDonePR:     {StatusQueued},
 	StatusFailed:     {StatusQueued},
