@@ -21,11 +21,6 @@ type decideInput struct {
 	}
 }
 
-// PendingCount is the pending count.
-type PendingCount struct {
-	Count int `json:"count" doc:"Pending approvals in the active workspace"`
-}
-
 // Register mounts the tool approval endpoints (active workspace).
 func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
 	ops := httpx.Operations{Tags: []string{"Tool approvals"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
@@ -39,11 +34,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *listInput) (*httpx.Out[*ToolApprovalBoard], error) {
 			return httpx.Reply(s.Board(ctx, ws(ctx), in.Limit))
 		})
-	huma.Register(api, ops.Op("get_api_tool_approvals_count", http.MethodGet, base+"/count", "How many tool approvals wait in the active workspace"),
-		func(ctx context.Context, _ *struct{}) (*httpx.Out[PendingCount], error) {
-			n, err := s.Count(ctx, ws(ctx))
-			return httpx.Reply(PendingCount{Count: n}, err)
-		})
+	count := ops.Op("get_api_tool_approvals_count", http.MethodGet, base+"/count", "How many tool approvals wait in the active workspace")
+	count.Description = "A bare JSON number (a scalar), e.g. `3`."
+	huma.Register(api, count, func(ctx context.Context, _ *struct{}) (*httpx.Out[int], error) {
+		return httpx.Reply(s.Count(ctx, ws(ctx)))
+	})
 	huma.Register(api, ops.Op("get_api_tool_approvals_pending", http.MethodGet, base+"/pending", "Pending tool approvals, newest first"),
 		func(ctx context.Context, in *listInput) (*httpx.Out[[]ToolApproval], error) {
 			return httpx.Reply(s.Pending(ctx, ws(ctx), in.Limit))
