@@ -78,7 +78,7 @@ func (s *Service) OnLog(ctx context.Context, workspaceID, logID, kind string, li
 
 // DeleteLog removes a log with its runs and events, in tx.
 func (s *Service) DeleteLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
-	return deleteLog(ctx, tx, workspaceID, id)
+	return deleteLog(ctx, tx, s.db.Dialect, workspaceID, id)
 }
 
 // Append stores events on a log in tx, in order; with a runID they are also

@@ -55,7 +55,20 @@ func insertLog(ctx context.Context, q db.Queryer, workspaceID, id string, now ti
 	return nil
 }
 
-func deleteLog(ctx context.Context, q db.Queryer, workspaceID, id string) error {
+func deleteLog(ctx context.Context, q db.Queryer, d db.Dialect, workspaceID, id string) error {
+	// Lock the log's runs before the log, in the order an append takes them
+	// (its run, then the log): deleting the log first deadlocked with a run
+	// still appending (the cascade then waited for the run's row).
+	rows, err := q.QueryContext(ctx, "SELECT id FROM runs WHERE workspace_id = $1 AND log_id = $2 ORDER BY id"+d.ForUpdate(), workspaceID, id)
+	if err != nil {
+		return fmt.Errorf("runs: delete log: %w", err)
+	}
+	for rows.Next() { // locked as they are read
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("runs: delete log: %w", err)
+	}
+	rows.Close()
 	if _, err := q.ExecContext(ctx, "DELETE FROM event_logs WHERE workspace_id = $1 AND id = $2", workspaceID, id); err != nil {
 		return fmt.Errorf("runs: delete log: %w", err)
 	}

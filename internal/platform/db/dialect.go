@@ -43,6 +43,9 @@ type Dialect interface {
 	// rows it returns and skips rows other transactions locked; SQLite's one
 	// writer needs nothing.
 	SkipLocked() string
+	// ForUpdate ends a SELECT that locks the rows it returns until the
+	// transaction ends (PostgreSQL; SQLite's one writer needs nothing).
+	ForUpdate() string
 	// TimeColumn selects a timestamp column for scanning with UTC/NullUTC.
 	// On SQLite the column comes back as its text (which UTC parses fast)
 	// instead of being parsed by the driver's general-purpose time parser,
@@ -92,6 +95,8 @@ func (postgresDialect) AsyncCommit(ctx context.Context, tx *sql.Tx) error {
 
 func (sqliteDialect) SkipLocked() string { return "" }
 
+func (sqliteDialect) ForUpdate() string { return "" }
+
 // A unary plus is a no-op on text, but the result has no declared type, so
 // the driver hands the text over as it is.
 func (sqliteDialect) TimeColumn(col string) string { return "+" + col }
@@ -110,6 +115,8 @@ func (postgresDialect) XactLock(ctx context.Context, tx *sql.Tx, name string) er
 }
 
 func (postgresDialect) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+func (postgresDialect) ForUpdate() string { return " FOR UPDATE" }
 
 func (postgresDialect) TimeColumn(col string) string { return col }
 
