@@ -25,26 +25,62 @@ type UsersBody struct {
 	Total int            `json:"total"`
 }
 
+// PendingUser is an account waiting for approval, with the organizations
+// that invited its address.
+type PendingUser struct {
+	auth.Profile
+	InvitedBy []string `json:"invited_by" doc:"Names of the organizations that invited this address (an invite joins, approval stays here)"`
+}
+
+// PendingBody is a page of accounts waiting for approval.
+type PendingBody struct {
+	Users []PendingUser `json:"users"`
+	Total int           `json:"total"`
+}
+
+// Invitations names the organizations that invited addresses (tenancy).
+type Invitations interface {
+	InvitingOrganizations(ctx context.Context, emails []string) (map[string][]string, error)
+}
+
 type userIDInput struct {
 	UserID string `path:"user_id" doc:"Account id"`
 }
 
 // Register mounts the users tab's operations.
-func Register(api huma.API, s *auth.Service) {
+func Register(api huma.API, s *auth.Service, inv Invitations) {
 	ops := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
-	list := func(pending bool) func(context.Context, *usersInput) (*httpx.Out[UsersBody], error) {
-		return func(ctx context.Context, in *usersInput) (*httpx.Out[UsersBody], error) {
+	huma.Register(api, ops.Op("get_api_admin_users_pending", http.MethodGet, "/api/admin/users/pending", "Accounts waiting for approval, oldest first"),
+		func(ctx context.Context, in *usersInput) (*httpx.Out[PendingBody], error) {
 			if _, err := actor.RequireAdmin(ctx); err != nil {
 				return nil, err
 			}
-			users, total, err := s.ListUsers(ctx, pending, in.Limit, in.Offset)
-			return httpx.Reply(UsersBody{Users: users, Total: total}, err)
-		}
-	}
-	huma.Register(api, ops.Op("get_api_admin_users_pending", http.MethodGet, "/api/admin/users/pending", "Accounts waiting for approval, oldest first"),
-		list(true))
+			users, total, err := s.ListUsers(ctx, true, in.Limit, in.Offset)
+			if err != nil {
+				return nil, err
+			}
+			emails := make([]string, len(users))
+			for i, u := range users {
+				emails[i] = u.Email
+			}
+			by, err := inv.InvitingOrganizations(ctx, emails)
+			out := PendingBody{Users: make([]PendingUser, len(users)), Total: total}
+			for i, u := range users {
+				out.Users[i] = PendingUser{Profile: u, InvitedBy: by[u.Email]}
+				if out.Users[i].InvitedBy == nil {
+					out.Users[i].InvitedBy = []string{}
+				}
+			}
+			return httpx.Reply(out, err)
+		})
 	huma.Register(api, ops.Op("get_api_admin_users", http.MethodGet, "/api/admin/users", "All accounts, oldest first"),
-		list(false))
+		func(ctx context.Context, in *usersInput) (*httpx.Out[UsersBody], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			users, total, err := s.ListUsers(ctx, false, in.Limit, in.Offset)
+			return httpx.Reply(UsersBody{Users: users, Total: total}, err)
+		})
 	huma.Register(api, ops.Op("post_api_admin_users_user_id_approve", http.MethodPost, "/api/admin/users/{user_id}/approve", "Approve an account (safe to repeat)"),
 		func(ctx context.Context, in *userIDInput) (*httpx.Out[auth.Profile], error) {
 			a, err := actor.RequireAdmin(ctx)

@@ -68,12 +68,13 @@ func unsafeMethod(m string) bool {
 }
 
 // approvalExempt lists what an account waiting for approval may still do:
-// see its own profile and sign out. Probes are not API calls.
+// see its own profile, accept an invite (it joins the organization and
+// stays pending) and sign out. Probes are not API calls.
 func approvalExempt(r *http.Request) bool {
 	switch r.URL.Path {
 	case "/api/me":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead
-	case "/api/auth/logout":
+	case "/api/auth/logout", "/organization/invites/accept":
 		return r.Method == http.MethodPost
 	case "/livez", "/readyz", "/install-runner.sh", "/install-runner.ps1":
 		return true

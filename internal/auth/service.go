@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
-	"net/mail"
 	"slices"
 	"strings"
 	"time"
@@ -160,17 +159,7 @@ func (s *Service) Run(ctx context.Context) {
 func (s *Service) CookieSecure() bool { return s.cfg.CookieSecure }
 
 // NormalizeEmail validates an address and returns its lower-case form.
-func NormalizeEmail(raw string) (string, error) {
-	e := strings.ToLower(strings.TrimSpace(raw))
-	if len(e) > 254 {
-		return "", apperr.BadRequest("email is too long")
-	}
-	a, err := mail.ParseAddress(e)
-	if err != nil || a.Address != e || !strings.Contains(e[strings.IndexByte(e, '@')+1:], ".") && !strings.HasSuffix(e, "@localhost") {
-		return "", apperr.BadRequest("email is not a valid address")
-	}
-	return e, nil
-}
+func NormalizeEmail(raw string) (string, error) { return text.Email(raw) }
 
 func cleanDisplayName(raw string) (string, error) { return text.Name("display_name", raw, 100) }
 

@@ -80,6 +80,7 @@ type Config struct {
 	ToolApprovalTimeout          time.Duration
 	UndoWindow                   time.Duration
 	UndoGrace                    time.Duration
+	InviteTTL                    time.Duration
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -283,6 +284,10 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.UndoGrace = r.seconds("SERVICE_UNDO_GRACE_SECS", 30)
 	if c.UndoWindow < time.Minute || c.UndoGrace > c.UndoWindow {
 		r.failf("SERVICE_UNDO_WINDOW_SECS", "must be at least 60 seconds and at least SERVICE_UNDO_GRACE_SECS")
+	}
+	c.InviteTTL = r.seconds("SERVICE_INVITE_TTL_SECS", 7*86400)
+	if c.InviteTTL < time.Minute || c.InviteTTL > 90*24*time.Hour {
+		r.failf("SERVICE_INVITE_TTL_SECS", "must be between 60 and 7776000 seconds")
 	}
 	c.RunnerJWTLifetime = r.seconds("SERVICE_RUNNER_JWT_LIFETIME_SECS", 3600)
 	if c.RunnerJWTLifetime < time.Minute || c.RunnerJWTLifetime > 24*time.Hour {

@@ -84,6 +84,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", "86400", "ours: how long a tool call an agent asks approval for waits before it times out (60-2592000); the agent is told `timed_out` and does not run it"},
 	{"SERVICE_UNDO_WINDOW_SECS", "86400", "ours: how long after a task finished its published work may be undone (revert its commit, close its pull request, delete its branch)"},
 	{"SERVICE_UNDO_GRACE_SECS", "30", "ours: how long an undo action waits before it runs (`POST /api/undo/{id}/execute` runs it at once)"},
+	{"SERVICE_INVITE_TTL_SECS", "604800", "ours: how long an organization invite stays valid (60-7776000); resending gives it a new token and term"},
 	{"SERVICE_RUNNER_JWT_LIFETIME_SECS", "3600", "ours: lifetime of the `scrnj_` JWTs enrolled runners get (60-86400); runners refresh at about half"},
 	{"SERVICE_TLS_CERT_PATH", "", "PEM certificate; with the key, serves HTTPS"},
 	{"SERVICE_TLS_KEY_PATH", "", "PEM private key; both or neither"},

@@ -125,7 +125,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	documentPlainRoutes(pub)
 	auth.Register(pub, svc.Auth)
 	tenancy.Register(pub, svc.Tenancy)
-	admin.Register(pub, svc.Auth)
+	admin.Register(pub, svc.Auth, svc.Tenancy)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))

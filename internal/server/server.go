@@ -76,6 +76,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	clk := clock.System{}
 	bus := pubsub.New(d, log)
 	ten := tenancy.NewService(d, clk, cfg.SessionCacheTTL, bus, log)
+	ten.SetInvites(cfg.PublicURL, cfg.InviteTTL)
 	authSvc, err := auth.NewService(d, clk, auth.Config{
 		InitialAdminEmails: cfg.InitialAdminEmails,
 		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},

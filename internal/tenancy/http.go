@@ -122,6 +122,8 @@ func Register(api huma.API, s *Service) {
 			return httpx.Reply(s.Summary(ctx, u, in.selector()))
 		})
 
+	registerInvites(api, s)
+
 	wsOps := httpx.Operations{Tags: []string{"Workspaces"}, Security: httpx.SessionSecurity}
 	huma.Register(api, wsOps.Op("get_api_workspaces", http.MethodGet, "/api/workspaces", "Workspaces I have joined"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]Workspace], error) {
@@ -162,4 +164,70 @@ func Register(api huma.API, s *Service) {
 			}
 			return httpx.Deleted(), nil
 		})
+}
+
+type inviteInput struct {
+	SelectorHeaders
+	Body InviteInput
+}
+
+type bulkInviteInput struct {
+	SelectorHeaders
+	Body BulkInviteInput
+}
+
+type inviteIDInput struct {
+	SelectorHeaders
+	ID string `path:"id" doc:"Invite id"`
+}
+
+type acceptInput struct {
+	Body struct {
+		Token string `json:"token" maxLength:"200" doc:"The invite's token"`
+	}
+}
+
+// BulkVerdicts is the answer of a bulk invite.
+type BulkVerdicts struct {
+	Results []BulkVerdict `json:"results" doc:"One per address, in the order given"`
+}
+
+func registerInvites(api huma.API, s *Service) {
+	ops := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
+	user := func(ctx context.Context) *actor.User {
+		u, _ := actor.UserFrom(ctx) // the middleware guarantees one
+		return u
+	}
+	huma.Register(api, ops.Op("get_organization_invites", http.MethodGet, "/organization/invites", "Pending invites, newest first (owner or admin; never their tokens)"),
+		func(ctx context.Context, in *SelectorHeaders) (*httpx.Out[[]Invite], error) {
+			return httpx.Reply(s.Invites(ctx, user(ctx), in.selector()))
+		})
+	create := httpx.Created(ops.Op("post_organization_invites", http.MethodPost, "/organization/invites", "Invite an email address (owner or admin)"))
+	create.Description = "The token is in this answer only (and in the invite mail); it is single-use and expires. 409 for a member or an address already invited."
+	huma.Register(api, create, func(ctx context.Context, in *inviteInput) (*httpx.Out[*IssuedInvite], error) {
+		return httpx.Reply(s.CreateInvite(ctx, user(ctx), in.selector(), in.Body))
+	})
+	huma.Register(api, ops.Op("post_organization_invites_bulk", http.MethodPost, "/organization/invites/bulk", "Invite several addresses: a verdict per address"),
+		func(ctx context.Context, in *bulkInviteInput) (*httpx.Out[BulkVerdicts], error) {
+			vs, err := s.BulkInvite(ctx, user(ctx), in.selector(), in.Body)
+			return httpx.Reply(BulkVerdicts{Results: vs}, err)
+		})
+	huma.Register(api, ops.Op("delete_organization_invites_id", http.MethodDelete, "/organization/invites/{id}", "Revoke a pending invite"),
+		func(ctx context.Context, in *inviteIDInput) (*httpx.DeletedOutput, error) {
+			if err := s.RevokeInvite(ctx, user(ctx), in.selector(), in.ID); err != nil {
+				return nil, err
+			}
+			return httpx.Deleted(), nil
+		})
+	huma.Register(api, ops.Op("post_organization_invites_id_resend", http.MethodPost, "/organization/invites/{id}/resend", "A new token and expiry for a pending invite (the old token stops working)"),
+		func(ctx context.Context, in *inviteIDInput) (*httpx.Out[*IssuedInvite], error) {
+			return httpx.Reply(s.ResendInvite(ctx, user(ctx), in.selector(), in.ID))
+		})
+	accept := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.SignedIn(api)}}.
+		Op("post_organization_invites_accept", http.MethodPost, "/organization/invites/accept", "Accept an invite with the invited account")
+	accept.Description = "The signed-in account's email must be the invited address (403 otherwise); an unknown, used or expired token is 400. " +
+		"Joins the organization and the invite's workspaces; an account not yet approved stays pending until an instance admin approves it."
+	huma.Register(api, accept, func(ctx context.Context, in *acceptInput) (*httpx.Out[*Accepted], error) {
+		return httpx.Reply(s.AcceptInvite(ctx, user(ctx), in.Body.Token))
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"slipway/internal/audit"
@@ -30,6 +31,18 @@ type Service struct {
 	// (see Run).
 	resolved *ttlcache.Cache[actor.Workspace]
 	bus      Bus // nil: a single replica
+
+	publicURL string        // accept links start with it ("" gives relative links)
+	inviteTTL time.Duration // how long an invite stays valid
+}
+
+// SetInvites sets where accept links point and how long invites last (at
+// wiring time, before the service serves).
+func (s *Service) SetInvites(publicURL string, ttl time.Duration) {
+	s.publicURL = strings.TrimRight(publicURL, "/")
+	if ttl > 0 {
+		s.inviteTTL = ttl
+	}
 }
 
 // Bus is how replicas tell each other to forget resolved workspaces.
@@ -70,7 +83,7 @@ func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, nam
 // resolved workspace is kept (0: not at all); bus (optional) carries the
 // invalidations between replicas.
 func NewService(d *db.DB, clk clock.Clock, cacheTTL time.Duration, bus Bus, log *slog.Logger) *Service {
-	return &Service{db: d, clock: clk, log: log, bus: bus, resolved: ttlcache.New[actor.Workspace](cacheTTL, 10000)}
+	return &Service{db: d, clock: clk, log: log, bus: bus, resolved: ttlcache.New[actor.Workspace](cacheTTL, 10000), inviteTTL: DefaultInviteTTL}
 }
 
 // changed drops every resolved workspace once tx commits, here and on every

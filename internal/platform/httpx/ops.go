@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -57,13 +58,23 @@ func Deleted() *DeletedOutput {
 	return o
 }
 
+// SignedIn is the middleware of operations for any signed-in user, approved
+// or not (accepting an invite): it authenticates before anything else.
+func SignedIn(api huma.API) func(huma.Context, func(huma.Context)) {
+	return gate(api, actor.RequireUser)
+}
+
 // Approved is the middleware of operations for signed-in, approved users:
 // it authenticates before anything else, so a body is validated only for a
 // caller who may send it (an anonymous or unapproved caller gets 401 or 403
 // whatever the body).
 func Approved(api huma.API) func(huma.Context, func(huma.Context)) {
+	return gate(api, actor.RequireApproved)
+}
+
+func gate(api huma.API, require func(context.Context) (*actor.User, error)) func(huma.Context, func(huma.Context)) {
 	return func(hctx huma.Context, next func(huma.Context)) {
-		if _, err := actor.RequireApproved(hctx.Context()); err != nil {
+		if _, err := require(hctx.Context()); err != nil {
 			e := FromError(hctx.Context(), err)
 			_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
 			return

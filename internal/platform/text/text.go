@@ -6,6 +6,7 @@
 package text
 
 import (
+	"net/mail"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -104,4 +105,18 @@ func Clip(s string, max int) string {
 		cut--
 	}
 	return s[:cut]
+}
+
+// Email validates an address and returns its lower-case form (the one form
+// accounts and invites store and compare).
+func Email(raw string) (string, error) {
+	e := strings.ToLower(strings.TrimSpace(raw))
+	if len(e) > 254 {
+		return "", apperr.BadRequest("email is too long")
+	}
+	a, err := mail.ParseAddress(e)
+	if err != nil || a.Address != e || !strings.Contains(e[strings.IndexByte(e, '@')+1:], ".") && !strings.HasSuffix(e, "@localhost") {
+		return "", apperr.BadRequest("email is not a valid address")
+	}
+	return e, nil
 }

@@ -1,0 +1,25 @@
+-- +goose Up
+-- Teams (issue 12): invites into an organization (single-use tokens kept as
+-- hashes, expiring), and suspended members.
+
+CREATE TABLE organization_invites (
+    id              TEXT PRIMARY KEY,
+    organization_id TEXT NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    email           TEXT NOT NULL,
+    role            TEXT NOT NULL CHECK (role IN ('admin', 'member')),
+    workspace_ids   TEXT NOT NULL DEFAULT '[]',
+    token_hash      TEXT NOT NULL UNIQUE,
+    invited_by      TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at      TIMESTAMP NOT NULL,
+    expires_at      TIMESTAMP NOT NULL,
+    accepted_at     TIMESTAMP,
+    accepted_by     TEXT REFERENCES users (id) ON DELETE SET NULL
+);
+CREATE INDEX organization_invites_organization ON organization_invites (organization_id, created_at, id);
+CREATE UNIQUE INDEX organization_invites_pending ON organization_invites (organization_id, email) WHERE accepted_at IS NULL;
+CREATE INDEX organization_invites_email ON organization_invites (email) WHERE accepted_at IS NULL;
+
+ALTER TABLE organization_members ADD COLUMN suspended_at TIMESTAMP;
+
+-- +goose Down
+-- Slipway only migrates up.
