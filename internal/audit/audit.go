@@ -63,13 +63,23 @@ func snapshot(v any) (*string, error) {
 
 // List returns entries newest first (the admin audit board builds on it).
 func List(ctx context.Context, q db.Queryer, limit int) ([]Entry, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, actor_id, action, target_kind, target_id, before, after, created_at
+	return entries(ctx, q, `SELECT id, actor_id, action, target_kind, target_id, before, after, created_at
 		FROM audit_log ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
+}
+
+// ForTarget returns the entries about one target, newest first.
+func ForTarget(ctx context.Context, q db.Queryer, kind, id string, limit int) ([]Entry, error) {
+	return entries(ctx, q, `SELECT id, actor_id, action, target_kind, target_id, before, after, created_at
+		FROM audit_log WHERE target_kind = $1 AND target_id = $2 ORDER BY created_at DESC, id DESC LIMIT $3`, kind, id, limit)
+}
+
+func entries(ctx context.Context, q db.Queryer, query string, args ...any) ([]Entry, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("audit: list: %w", err)
 	}
 	defer rows.Close()
-	var out []Entry
+	out := []Entry{}
 	for rows.Next() {
 		var e Entry
 		var before, after *string

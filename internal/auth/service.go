@@ -483,6 +483,16 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 	})
 }
 
+// RevokeSessions revokes every session of a user inside tx (offboarding);
+// the user's cached sessions are dropped once it commits, on every replica.
+func (s *Service) RevokeSessions(ctx context.Context, tx *db.Tx, userID string) error {
+	if _, err := revokeOtherSessions(ctx, tx, userID, "", s.clock.Now()); err != nil {
+		return err
+	}
+	tx.AfterCommit(func() { s.forgetUser(userID) })
+	return nil
+}
+
 // ListUsers pages through accounts, oldest first.
 func (s *Service) ListUsers(ctx context.Context, pendingOnly bool, limit, offset int) ([]Profile, int, error) {
 	rows, total, err := listUsers(ctx, s.db.R, pendingOnly, limit, offset)

@@ -88,6 +88,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		bus.Close()
 		return nil, err
 	}
+	ten.SetSessions(authSvc)
 	sealer, err := vault.NewSealer([]byte(cfg.JWTSecret.Reveal()))
 	if err != nil {
 		bus.Close()

@@ -6,7 +6,9 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
 )
 
@@ -123,6 +125,7 @@ func Register(api huma.API, s *Service) {
 		})
 
 	registerInvites(api, s)
+	registerMembers(api, s)
 
 	wsOps := httpx.Operations{Tags: []string{"Workspaces"}, Security: httpx.SessionSecurity}
 	huma.Register(api, wsOps.Op("get_api_workspaces", http.MethodGet, "/api/workspaces", "Workspaces I have joined"),
@@ -230,4 +233,74 @@ func registerInvites(api huma.API, s *Service) {
 	huma.Register(api, accept, func(ctx context.Context, in *acceptInput) (*httpx.Out[*Accepted], error) {
 		return httpx.Reply(s.AcceptInvite(ctx, user(ctx), in.Body.Token))
 	})
+}
+
+type memberInput struct {
+	SelectorHeaders
+	UserID string `path:"user_id" doc:"Member's account id"`
+}
+
+type roleInput struct {
+	SelectorHeaders
+	UserID string `path:"user_id" doc:"Member's account id"`
+	Body   struct {
+		Role string `json:"role" enum:"owner,admin,member"`
+	}
+}
+
+type transferInput struct {
+	SelectorHeaders
+	Body struct {
+		UserID string `json:"user_id" format:"uuid" doc:"The member who becomes an owner; you become an admin"`
+	}
+}
+
+type membersBoardInput struct {
+	SelectorHeaders
+	MembersBoardInput
+}
+
+func registerMembers(api huma.API, s *Service) {
+	ops := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
+	user := func(ctx context.Context) *actor.User {
+		u, _ := actor.UserFrom(ctx) // the middleware guarantees one
+		return u
+	}
+	const base = "/organization/members/{user_id}"
+	huma.Register(api, ops.Op("get_api_organization_members_board", http.MethodGet, "/api/organization/members/board", "A page of members with role and status facets"),
+		func(ctx context.Context, in *membersBoardInput) (*httpx.Out[*board.Board[MemberView]], error) {
+			return httpx.Reply(s.MembersBoard(ctx, user(ctx), in.selector(), in.MembersBoardInput))
+		})
+	offboard := ops.Op("delete_organization_members_user_id", http.MethodDelete, base, "Offboard a member (or leave)")
+	offboard.Description = "Removes every workspace membership in the organization and revokes the person's sessions. Owners and admins offboard; a member may leave; the last owner cannot."
+	huma.Register(api, offboard, func(ctx context.Context, in *memberInput) (*httpx.DeletedOutput, error) {
+		if err := s.Offboard(ctx, user(ctx), in.selector(), in.UserID); err != nil {
+			return nil, err
+		}
+		return httpx.Deleted(), nil
+	})
+	huma.Register(api, ops.Op("get_organization_members_user_id_audit", http.MethodGet, base+"/audit", "Changes to a member, newest first (owner or admin)"),
+		func(ctx context.Context, in *memberInput) (*httpx.Out[[]audit.Entry], error) {
+			return httpx.Reply(s.MemberAudit(ctx, user(ctx), in.selector(), in.UserID))
+		})
+	huma.Register(api, ops.Op("post_organization_members_user_id_suspend", http.MethodPost, base+"/suspend", "Suspend a member: no access to the organization until reactivated"),
+		func(ctx context.Context, in *memberInput) (*httpx.Out[*MemberView], error) {
+			return httpx.Reply(s.Suspend(ctx, user(ctx), in.selector(), in.UserID))
+		})
+	huma.Register(api, ops.Op("post_organization_members_user_id_reactivate", http.MethodPost, base+"/reactivate", "End a member's suspension"),
+		func(ctx context.Context, in *memberInput) (*httpx.Out[*MemberView], error) {
+			return httpx.Reply(s.Reactivate(ctx, user(ctx), in.selector(), in.UserID))
+		})
+	huma.Register(api, ops.Op("put_organization_members_user_id_role", http.MethodPut, base+"/role", "Change a member's role"),
+		func(ctx context.Context, in *roleInput) (*httpx.Out[*MemberView], error) {
+			return httpx.Reply(s.SetRole(ctx, user(ctx), in.selector(), in.UserID, in.Body.Role))
+		})
+	huma.Register(api, ops.Op("get_organization_members_user_id_workspaces", http.MethodGet, base+"/workspaces", "A member's workspaces in the organization"),
+		func(ctx context.Context, in *memberInput) (*httpx.Out[[]Workspace], error) {
+			return httpx.Reply(s.MemberWorkspaces(ctx, user(ctx), in.selector(), in.UserID))
+		})
+	huma.Register(api, ops.Op("post_organization_transfer_ownership", http.MethodPost, "/organization/transfer-ownership", "Make a member an owner; you become an admin (owner only)"),
+		func(ctx context.Context, in *transferInput) (*httpx.Out[*Organization], error) {
+			return httpx.Reply(s.TransferOwnership(ctx, user(ctx), in.selector(), in.Body.UserID))
+		})
 }

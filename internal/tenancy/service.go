@@ -32,8 +32,9 @@ type Service struct {
 	resolved *ttlcache.Cache[actor.Workspace]
 	bus      Bus // nil: a single replica
 
-	publicURL string        // accept links start with it ("" gives relative links)
-	inviteTTL time.Duration // how long an invite stays valid
+	sessions  SessionRevoker // offboarding revokes the person's sessions
+	publicURL string         // accept links start with it ("" gives relative links)
+	inviteTTL time.Duration  // how long an invite stays valid
 }
 
 // SetInvites sets where accept links point and how long invites last (at

@@ -53,7 +53,7 @@ func insertWorkspaceMember(ctx context.Context, q db.Queryer, wsID, userID, role
 func orgForMember(ctx context.Context, q db.Queryer, orgID, userID string) (*Organization, error) {
 	var o Organization
 	err := q.QueryRowContext(ctx, `SELECT o.id, o.name, o.created_at, m.role FROM organizations o
-		JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $2
+		JOIN organization_members m ON m.organization_id = o.id AND m.user_id = $2 AND m.suspended_at IS NULL
 		WHERE o.id = $1`, orgID, userID).Scan(&o.ID, &o.Name, db.UTC(&o.CreatedAt), &o.Role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("organization")
@@ -110,7 +110,9 @@ const membershipSQL = `SELECT w.id, w.name, w.organization_id, o.name, wm.role, 
 	FROM workspace_members wm
 	JOIN workspaces w ON w.id = wm.workspace_id
 	JOIN organizations o ON o.id = w.organization_id
-	WHERE wm.workspace_id = $1 AND wm.user_id = $2`
+	WHERE wm.workspace_id = $1 AND wm.user_id = $2
+	AND NOT EXISTS (SELECT 1 FROM organization_members s WHERE s.organization_id = w.organization_id AND s.user_id = wm.user_id
+		AND s.suspended_at IS NOT NULL)`
 
 func membership(ctx context.Context, q db.Queryer, wsID, userID string) (*Workspace, error) {
 	return scanMembership(q.QueryRowContext(ctx, membershipSQL, wsID, userID))
@@ -140,7 +142,9 @@ func joinedWorkspaces(ctx context.Context, q db.Queryer, userID string) ([]Works
 		FROM workspace_members wm
 		JOIN workspaces w ON w.id = wm.workspace_id
 		JOIN organizations o ON o.id = w.organization_id
-		WHERE wm.user_id = $1 ORDER BY wm.created_at, w.id`, userID)
+		WHERE wm.user_id = $1
+		AND NOT EXISTS (SELECT 1 FROM organization_members s WHERE s.organization_id = w.organization_id AND s.user_id = wm.user_id
+			AND s.suspended_at IS NOT NULL) ORDER BY wm.created_at, w.id`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("tenancy: workspaces: %w", err)
 	}
@@ -167,7 +171,7 @@ func workspaceVisible(ctx context.Context, q db.Queryer, wsID, userID string) (w
 		JOIN organizations o ON o.id = w.organization_id
 		LEFT JOIN workspace_members wm ON wm.workspace_id = w.id AND wm.user_id = $2
 		LEFT JOIN organization_members om ON om.organization_id = w.organization_id AND om.user_id = $2
-		WHERE w.id = $1 AND (wm.user_id IS NOT NULL OR om.user_id IS NOT NULL)`, wsID, userID).
+		WHERE w.id = $1 AND (wm.user_id IS NOT NULL OR om.user_id IS NOT NULL) AND om.suspended_at IS NULL`, wsID, userID).
 		Scan(&ws.ID, &ws.Name, &ws.OrganizationID, &ws.OrganizationName, db.UTC(&ws.CreatedAt), &wsRole, &oRole)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", apperr.NotFound("workspace")

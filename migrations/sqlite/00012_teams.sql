@@ -20,6 +20,8 @@ CREATE UNIQUE INDEX organization_invites_pending ON organization_invites (organi
 CREATE INDEX organization_invites_email ON organization_invites (email) WHERE accepted_at IS NULL;
 
 ALTER TABLE organization_members ADD COLUMN suspended_at TIMESTAMP;
+-- A member's audit is read by target.
+CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 
 -- +goose Down
 -- Slipway only migrates up.
