@@ -55,7 +55,7 @@ func TestRegister(t *testing.T) {
 		app.DB.R.QueryRow(`SELECT COUNT(*) FROM organization_members m JOIN organizations o ON o.id = m.organization_id
 			WHERE m.user_id = $1 AND m.role = 'owner'`, ann.ID).Scan(&orgs)
 		app.DB.R.QueryRow(`SELECT COUNT(*) FROM workspace_members m JOIN users u ON u.default_workspace_id = m.workspace_id
-			WHERE m.user_id = $1 AND u.id = $1 AND m.role = 'admin'`, ann.ID).Scan(&workspaces)
+			WHERE m.user_id = $1 AND u.id = $1 AND m.role = 'owner'`, ann.ID).Scan(&workspaces)
 		if orgs != 1 || workspaces != 1 {
 			t.Fatalf("Ann owns %d organizations and administers %d default workspaces", orgs, workspaces)
 		}

@@ -104,7 +104,7 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 func (s *Service) visible(ws *actor.Workspace, word string) *command {
 	word = strings.ToLower(strings.TrimSpace(word))
 	for _, c := range s.commands {
-		if c.adminOnly && ws.Role != tenancy.RoleAdmin {
+		if c.adminOnly && !tenancy.WorkspaceAdmin(ws.Role) {
 			continue
 		}
 		if c.Word == word || slices.Contains(c.Aliases, word) {
@@ -118,7 +118,7 @@ func (s *Service) visible(ws *actor.Workspace, word string) *command {
 func (s *Service) List(ws *actor.Workspace) []Descriptor {
 	out := []Descriptor{}
 	for _, c := range s.commands {
-		if !c.adminOnly || ws.Role == tenancy.RoleAdmin {
+		if !c.adminOnly || tenancy.WorkspaceAdmin(ws.Role) {
 			out = append(out, c.Descriptor)
 		}
 	}

@@ -68,8 +68,8 @@ func (s *Service) SetAutonomy(ctx context.Context, u *actor.User, id string, lev
 		if err != nil {
 			return err
 		}
-		if w.Role != RoleAdmin && orgRole != RoleOwner && orgRole != RoleAdmin {
-			return apperr.New(apperr.CodeForbidden, "only the workspace's admin or the organization's owner or admin may change its autonomy level")
+		if !WorkspaceAdmin(w.Role) && orgRole != RoleOwner && orgRole != RoleAdmin {
+			return apperr.New(apperr.CodeForbidden, "only the workspace's owner or admin or the organization's owner or admin may change its autonomy level")
 		}
 		var before int
 		if err := tx.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, id).Scan(&before); err != nil {

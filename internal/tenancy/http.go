@@ -68,6 +68,19 @@ type workspaceIDInput struct {
 	ID string `path:"id" doc:"Workspace id"`
 }
 
+type wsMemberInput struct {
+	ID     string `path:"id" doc:"Workspace id"`
+	UserID string `path:"user_id" doc:"Account id"`
+}
+
+type wsMemberRoleInput struct {
+	ID     string `path:"id" doc:"Workspace id"`
+	UserID string `path:"user_id" doc:"Account id"`
+	Body   struct {
+		Role string `json:"role" enum:"owner,admin,member"`
+	}
+}
+
 type autonomyInput struct {
 	ID   string `path:"id" doc:"Workspace id"`
 	Body Autonomy
@@ -155,6 +168,27 @@ func Register(api huma.API, s *Service) {
 		func(ctx context.Context, in *autonomyInput) (*httpx.Out[*Autonomy], error) {
 			u, _ := actor.UserFrom(ctx)
 			return httpx.Reply(s.SetAutonomy(ctx, u, in.ID, in.Body.Level))
+		})
+	members := wsOps
+	members.Middlewares = huma.Middlewares{httpx.Approved(api)}
+	huma.Register(api, members.Op("get_api_workspaces_id_members", http.MethodGet, "/api/workspaces/{id}/members", "Members of a workspace with their roles"),
+		func(ctx context.Context, in *workspaceIDInput) (*httpx.Out[[]WorkspaceMember], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.WorkspaceMembers(ctx, u, in.ID))
+		})
+	setMember := members.Op("put_api_workspaces_id_members_user_id", http.MethodPut, "/api/workspaces/{id}/members/{user_id}", "Add a member of the organization to the workspace, or change their role")
+	setMember.Description = "Workspace owners and the organization's owners and admins manage every role; workspace admins manage admins and members. The last owner is not demoted."
+	huma.Register(api, setMember, func(ctx context.Context, in *wsMemberRoleInput) (*httpx.Out[*WorkspaceMember], error) {
+		u, _ := actor.UserFrom(ctx)
+		return httpx.Reply(s.SetWorkspaceMember(ctx, u, in.ID, in.UserID, in.Body.Role))
+	})
+	huma.Register(api, members.Op("delete_api_workspaces_id_members_user_id", http.MethodDelete, "/api/workspaces/{id}/members/{user_id}", "Remove someone from the workspace (or leave it)"),
+		func(ctx context.Context, in *wsMemberInput) (*httpx.DeletedOutput, error) {
+			u, _ := actor.UserFrom(ctx)
+			if err := s.RemoveWorkspaceMember(ctx, u, in.ID, in.UserID); err != nil {
+				return nil, err
+			}
+			return httpx.Deleted(), nil
 		})
 	huma.Register(api, wsOps.Op("delete_api_workspaces_id", http.MethodDelete, "/api/workspaces/{id}", "Delete a workspace (its organization's owner or admin)"),
 		func(ctx context.Context, in *workspaceIDInput) (*httpx.DeletedOutput, error) {

@@ -237,3 +237,101 @@ func decodeList(t *testing.T, r *apitest.Response) []map[string]any {
 	r.JSON(t, &out)
 	return out
 }
+
+// Workspace roles as data: who may give which workspace role to whom.
+func TestWorkspaceMemberRoleTable(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		tm := newTeam(t, e)
+		path := func(userID string) string { return "/api/workspaces/" + tm.ws + "/members/" + userID }
+		setWS := func(t *testing.T, c *apitest.Client, role string) {
+			t.Helper()
+			if r := tm.owner.Do("PUT", path(c.ID), map[string]any{"role": role}); r.Status != 200 {
+				t.Fatalf("make %s a workspace %s: %d %s", c.Email, role, r.Status, r.Body)
+			}
+		}
+		actors := map[string]*apitest.Client{"ws owner": tm.join(t, "Wanda Owner", "member"), "ws admin": tm.join(t, "Wes Admin", "member"),
+			"ws member": tm.join(t, "Will Member", "member"), "org admin": tm.join(t, "Ada Admin", "admin")}
+		setWS(t, actors["ws owner"], "owner")
+		setWS(t, actors["ws admin"], "admin")
+		setWS(t, actors["ws member"], "member")
+		// Whom each may manage (the current role and the new one both count).
+		may := map[string]map[string]bool{
+			"ws owner":  {"owner": true, "admin": true, "member": true},
+			"org admin": {"owner": true, "admin": true, "member": true},
+			"ws admin":  {"owner": false, "admin": true, "member": true},
+			"ws member": {"owner": false, "admin": false, "member": false},
+		}
+		n := 0
+		for _, actor := range []string{"ws owner", "org admin", "ws admin", "ws member"} {
+			for _, from := range []string{"", "owner", "admin", "member"} {
+				for _, to := range []string{"owner", "admin", "member"} {
+					n++
+					t.Run(fmt.Sprintf("%s: %q to %s", actor, from, to), func(t *testing.T) {
+						target := tm.join(t, fmt.Sprintf("Target %d", n), "member")
+						if from != "" {
+							setWS(t, target, from)
+						}
+						allowed := may[actor][to] && (from == "" || may[actor][from])
+						want := http.StatusForbidden
+						if allowed {
+							want = http.StatusOK
+						}
+						if r := actors[actor].Do("PUT", path(target.ID), map[string]any{"role": to}, "X-Organization-Id", tm.org); r.Status != want {
+							t.Fatalf("%d, want %d: %s", r.Status, want, r.Body)
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+func TestWorkspaceMembers(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		tm := newTeam(t, e)
+		app, owner := tm.app, tm.owner
+		mo := tm.join(t, "Mo Member", "member")
+		sue := tm.join(t, "Sue Suspended", "member")
+		outsider := app.Approved(tm.admin, "Otto Outsider")
+		path := "/api/workspaces/" + tm.ws + "/members"
+		if r := owner.Do("PUT", path+"/"+mo.ID, map[string]any{"role": "admin"}); r.Status != 200 || !strings.Contains(string(r.Body), `"role":"admin"`) {
+			t.Fatalf("set: %d %s", r.Status, r.Body)
+		}
+		r := owner.Do("GET", path, nil)
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"role":"owner"`) || !strings.Contains(string(r.Body), mo.ID) {
+			t.Fatalf("members: %d %s", r.Status, r.Body)
+		}
+		if r := tm.as(owner, "POST", "/organization/members/"+sue.ID+"/suspend", nil); r.Status != 200 {
+			t.Fatalf("suspend: %d", r.Status)
+		}
+		apitest.Run(t, app, []apitest.Scenario{
+			{Name: "anonymous set with a bad body is 401", Method: "PUT", Path: path + "/" + mo.ID, Body: map[string]any{"role": 1}, WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "a bad role", Client: owner, Method: "PUT", Path: path + "/" + mo.ID, Body: map[string]any{"role": "boss"}, WantStatus: 400, WantCode: "bad_request"},
+			{Name: "not a member of the organization", Client: owner, Method: "PUT", Path: path + "/" + outsider.ID, Body: map[string]any{"role": "member"},
+				WantStatus: 404, WantCode: "not_found"},
+			{Name: "a suspended member", Client: owner, Method: "PUT", Path: path + "/" + sue.ID, Body: map[string]any{"role": "member"}, WantStatus: 409, WantCode: "conflict"},
+			{Name: "the last owner is not demoted", Client: owner, Method: "PUT", Path: path + "/" + owner.ID, Body: map[string]any{"role": "admin"},
+				WantStatus: 409, WantCode: "conflict"},
+			{Name: "the last owner does not leave", Client: owner, Method: "DELETE", Path: path + "/" + owner.ID, WantStatus: 409, WantCode: "conflict"},
+			{Name: "an admin does not remove the owner", Client: mo, Method: "DELETE", Path: path + "/" + owner.ID, Header: []string{"X-Organization-Id", tm.org},
+				WantStatus: 403, WantCode: "forbidden"},
+			{Name: "someone not in it", Client: owner, Method: "DELETE", Path: path + "/" + outsider.ID, WantStatus: 404, WantCode: "not_found"},
+		})
+		// The workspace's admin now acts there; leaving takes that away.
+		if r := inWS(mo, tm.ws).Do("GET", "/api/projects", nil); r.Status != 200 {
+			t.Fatalf("mo in the workspace: %d", r.Status)
+		}
+		if r := mo.Do("DELETE", path+"/"+mo.ID, nil); r.Status != 200 {
+			t.Fatalf("leave: %d %s", r.Status, r.Body)
+		}
+		if r := inWS(mo, tm.ws).Do("GET", "/api/projects", nil); r.Status != 403 {
+			t.Fatalf("mo after leaving: %d", r.Status)
+		}
+		apitest.CheckTenancy(t, owner, outsider, []apitest.TenancyCase{
+			{Name: "members", Method: "GET", Path: "/api/workspaces/{id}/members", Create: func(t *testing.T, c *apitest.Client) string { return c.DefaultWorkspace() }},
+			{Name: "set", Method: "PUT", Path: "/api/workspaces/{id}/members/" + mo.ID, Body: map[string]any{"role": "member"},
+				Create: func(t *testing.T, c *apitest.Client) string { return c.DefaultWorkspace() }},
+			{Name: "remove", Method: "DELETE", Path: "/api/workspaces/{id}/members/" + owner.ID, Create: func(t *testing.T, c *apitest.Client) string { return c.DefaultWorkspace() }},
+		})
+	})
+}

@@ -44,7 +44,7 @@ type Workspace struct {
 	Name             string    `json:"name"`
 	OrganizationID   string    `json:"organization_id" format:"uuid"`
 	OrganizationName string    `json:"organization_name"`
-	Role             string    `json:"role" doc:"The caller's workspace role (admin or member); empty when the caller only manages it through the organization"`
+	Role             string    `json:"role" doc:"The caller's workspace role (owner, admin or member); empty when the caller only manages it through the organization"`
 	IsDefault        bool      `json:"is_default" doc:"The workspace used when a request has no X-Workspace-Id"`
 	CreatedAt        time.Time `json:"created_at"`
 }

@@ -65,7 +65,7 @@ func TestResolvedWorkspacesAcrossReplicas(t *testing.T) {
 	}
 	for _, r := range []*tenancy.Service{a, b} { // now kept by both
 		w, err := r.ResolveWorkspace(ctx, ann, extra.ID)
-		if err != nil || w.ID != extra.ID || w.Role != tenancy.RoleAdmin {
+		if err != nil || w.ID != extra.ID || w.Role != tenancy.RoleOwner {
 			t.Fatalf("resolve before the delete: %+v %v", w, err)
 		}
 	}

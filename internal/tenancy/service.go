@@ -69,7 +69,7 @@ func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, nam
 	if err := insertWorkspace(ctx, q, id, orgID, name, now); err != nil {
 		return err
 	}
-	if err := insertWorkspaceMember(ctx, q, id, userID, RoleAdmin, now); err != nil {
+	if err := insertWorkspaceMember(ctx, q, id, userID, RoleOwner, now); err != nil {
 		return err
 	}
 	for _, h := range s.hooks {
@@ -383,7 +383,7 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Select
 			return apperr.New(apperr.CodeForbidden, "only an organization owner or admin may create workspaces")
 		}
 		now := s.clock.Now()
-		w := &Workspace{ID: ids.New(), Name: name, OrganizationID: o.ID, OrganizationName: o.Name, Role: RoleAdmin, CreatedAt: now}
+		w := &Workspace{ID: ids.New(), Name: name, OrganizationID: o.ID, OrganizationName: o.Name, Role: RoleOwner, CreatedAt: now}
 		if err := s.newWorkspace(ctx, tx, w.ID, o.ID, name, u.ID, now); err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func TestOrganizationRead(t *testing.T) {
 
 		ws := workspaces(t, owner)
 		if len(ws) != 1 || ws[0].Name != tenancy.DefaultWorkspaceName || ws[0].OrganizationID != orgID ||
-			ws[0].OrganizationName != "Olivia Owner's organization" || ws[0].Role != tenancy.RoleAdmin || !ws[0].IsDefault {
+			ws[0].OrganizationName != "Olivia Owner's organization" || ws[0].Role != tenancy.RoleOwner || !ws[0].IsDefault {
 			t.Fatalf("a new account's workspaces = %+v", ws)
 		}
 	})
@@ -384,12 +384,12 @@ func TestWorkspaces(t *testing.T) {
 				Check: func(t *testing.T, r *apitest.Response) {
 					r.JSON(t, &created)
 					if !ids.Valid(created.ID) || created.Name != "Second" || created.OrganizationID != o.ID ||
-						created.Role != tenancy.RoleAdmin || created.IsDefault {
+						created.Role != tenancy.RoleOwner || created.IsDefault {
 						t.Fatalf("created = %+v", created)
 					}
-					if n := app.Count(t, "SELECT COUNT(*) FROM workspace_members WHERE workspace_id = $1 AND user_id = $2 AND role = 'admin'",
+					if n := app.Count(t, "SELECT COUNT(*) FROM workspace_members WHERE workspace_id = $1 AND user_id = $2 AND role = 'owner'",
 						created.ID, owner.ID); n != 1 {
-						t.Fatalf("the creator is not the workspace admin")
+						t.Fatalf("the creator is not the workspace owner")
 					}
 					if rows := app.AuditEntries(t, "workspace.create", created.ID); len(rows) != 1 || rows[0].ActorID != owner.ID ||
 						rows[0].Before != nil || rows[0].After["name"] != "Second" {
@@ -416,7 +416,7 @@ func TestWorkspaces(t *testing.T) {
 			t.Fatalf("owner's workspaces = %+v", ws)
 		}
 		for _, w := range ws {
-			if w.Role != tenancy.RoleAdmin || w.OrganizationID != o.ID {
+			if w.Role != tenancy.RoleOwner || w.OrganizationID != o.ID {
 				t.Fatalf("owner's workspace = %+v", w)
 			}
 		}
@@ -541,9 +541,9 @@ func TestWorkspaceScoped(t *testing.T) {
 		}
 		apitest.Run(t, app, []apitest.Scenario{
 			{Name: "default workspace without a header", Client: owner, Method: "GET", Path: path,
-				WantStatus: http.StatusOK, Check: want(defWS, o.ID, tenancy.RoleAdmin)},
+				WantStatus: http.StatusOK, Check: want(defWS, o.ID, tenancy.RoleOwner)},
 			{Name: "second joined workspace by header", Client: owner, Method: "GET", Path: path,
-				Header: []string{tenancy.WorkspaceHeader, second.ID}, WantStatus: http.StatusOK, Check: want(second.ID, o.ID, tenancy.RoleAdmin)},
+				Header: []string{tenancy.WorkspaceHeader, second.ID}, WantStatus: http.StatusOK, Check: want(second.ID, o.ID, tenancy.RoleOwner)},
 			{Name: "joined workspace of another organization, member role", Client: owner, Method: "GET", Path: path,
 				Header: []string{tenancy.WorkspaceHeader, joined.ID}, WantStatus: http.StatusOK, Check: want(joined.ID, otherOrg.ID, tenancy.RoleMember)},
 			{Name: "another account's workspace", Client: owner, Method: "GET", Path: path,
@@ -575,7 +575,7 @@ func TestWorkspaceScoped(t *testing.T) {
 		if r.Status != http.StatusOK {
 			t.Fatalf("after deleting the default workspace: %d %s", r.Status, r.Body)
 		}
-		want(second.ID, o.ID, tenancy.RoleAdmin)(t, r)
+		want(second.ID, o.ID, tenancy.RoleOwner)(t, r)
 		// The list marks the same workspace as the default.
 		var defaults []string
 		for _, w := range workspaces(t, owner) {

@@ -731,6 +731,8 @@ func (s *Service) PendingApprovals(ctx context.Context, u *actor.User) ([]Approv
 		FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id JOIN workflows w ON w.id = r.workflow_id
 		JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $1
 		WHERE n.status = 'waiting' AND n.kind = 'human' AND r.created_by = $1 AND r.status = 'running'
+		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
+			WHERE sw.id = r.workspace_id AND s.user_id = $1 AND s.suspended_at IS NOT NULL)
 		ORDER BY n.started_at, n.id LIMIT 500`, u.ID)
 	if err != nil {
 		return nil, fmt.Errorf("workflows: approvals: %w", err)
@@ -786,7 +788,9 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, runID, nodeKey stri
 	}
 	var member int
 	err := s.db.R.QueryRowContext(ctx, `SELECT 1 FROM workflow_runs r JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $2
-		WHERE r.id = $1 AND r.created_by = $2`, runID, u.ID).Scan(&member)
+		WHERE r.id = $1 AND r.created_by = $2
+		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
+			WHERE sw.id = r.workspace_id AND s.user_id = $2 AND s.suspended_at IS NOT NULL)`, runID, u.ID).Scan(&member)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("workflow run")
 	}

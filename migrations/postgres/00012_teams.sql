@@ -20,6 +20,14 @@ CREATE UNIQUE INDEX organization_invites_pending ON organization_invites (organi
 CREATE INDEX organization_invites_email ON organization_invites (email) WHERE accepted_at IS NULL;
 
 ALTER TABLE organization_members ADD COLUMN suspended_at TIMESTAMPTZ;
+-- Workspace roles gain owner.
+ALTER TABLE workspace_members DROP CONSTRAINT workspace_members_role_check;
+ALTER TABLE workspace_members ADD CONSTRAINT workspace_members_role_check CHECK (role IN ('owner', 'admin', 'member'));
+-- Each workspace's first admin (its creator) becomes its owner.
+UPDATE workspace_members SET role = 'owner' WHERE role = 'admin' AND NOT EXISTS (
+    SELECT 1 FROM workspace_members e WHERE e.workspace_id = workspace_members.workspace_id AND e.role = 'admin'
+    AND (e.created_at < workspace_members.created_at OR (e.created_at = workspace_members.created_at AND e.user_id < workspace_members.user_id)));
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

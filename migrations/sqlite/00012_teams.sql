@@ -20,6 +20,23 @@ CREATE UNIQUE INDEX organization_invites_pending ON organization_invites (organi
 CREATE INDEX organization_invites_email ON organization_invites (email) WHERE accepted_at IS NULL;
 
 ALTER TABLE organization_members ADD COLUMN suspended_at TIMESTAMP;
+-- Workspace roles gain owner (SQLite changes a CHECK by rebuilding the table).
+CREATE TABLE workspace_members_new (
+    workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
+    user_id      TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    role         TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member')),
+    created_at   TIMESTAMP NOT NULL,
+    PRIMARY KEY (workspace_id, user_id)
+);
+INSERT INTO workspace_members_new (workspace_id, user_id, role, created_at) SELECT workspace_id, user_id, role, created_at FROM workspace_members;
+DROP TABLE workspace_members;
+ALTER TABLE workspace_members_new RENAME TO workspace_members;
+CREATE INDEX workspace_members_user ON workspace_members (user_id);
+-- Each workspace's first admin (its creator) becomes its owner.
+UPDATE workspace_members SET role = 'owner' WHERE role = 'admin' AND NOT EXISTS (
+    SELECT 1 FROM workspace_members e WHERE e.workspace_id = workspace_members.workspace_id AND e.role = 'admin'
+    AND (e.created_at < workspace_members.created_at OR (e.created_at = workspace_members.created_at AND e.user_id < workspace_members.user_id)));
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

@@ -38,7 +38,7 @@ type User struct {
 type Workspace struct {
 	ID             string
 	OrganizationID string
-	Role           string // admin or member
+	Role           string // owner, admin or member
 }
 
 type ctxKey int
