@@ -101,7 +101,7 @@ func (s *Service) clearedCookies() []http.Cookie {
 func Register(api huma.API, s *Service) {
 	public := httpx.Operations{Tags: []string{"Auth"}}
 	session := httpx.Operations{Tags: []string{"Auth"}, Security: httpx.SessionSecurity}
-	account := httpx.Operations{Tags: []string{"Account"}, Security: httpx.SessionSecurity}
+	account := httpx.Operations{Tags: []string{"Account"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.SignedIn(api)}}
 
 	register := public.Op("post_api_auth_register", http.MethodPost, "/api/auth/register", "Create an account")
 	register.DefaultStatus = http.StatusAccepted

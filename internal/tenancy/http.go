@@ -88,7 +88,7 @@ type autonomyInput struct {
 
 // Register mounts the organization and workspace operations.
 func Register(api huma.API, s *Service) {
-	org := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity}
+	org := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
 	huma.Register(api, org.Op("get_organization", http.MethodGet, "/organization", "The active organization"),
 		func(ctx context.Context, in *SelectorHeaders) (*httpx.Out[*Organization], error) {
 			u, err := actor.RequireApproved(ctx)
@@ -140,7 +140,7 @@ func Register(api huma.API, s *Service) {
 	registerInvites(api, s)
 	registerMembers(api, s)
 
-	wsOps := httpx.Operations{Tags: []string{"Workspaces"}, Security: httpx.SessionSecurity}
+	wsOps := httpx.Operations{Tags: []string{"Workspaces"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
 	huma.Register(api, wsOps.Op("get_api_workspaces", http.MethodGet, "/api/workspaces", "Workspaces I have joined"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]Workspace], error) {
 			u, err := actor.RequireApproved(ctx)
@@ -157,32 +157,28 @@ func Register(api huma.API, s *Service) {
 			}
 			return httpx.Reply(s.CreateWorkspace(ctx, u, in.selector(), in.Body.OrganizationID, in.Body.Name))
 		})
-	autonomy := wsOps
-	autonomy.Middlewares = huma.Middlewares{httpx.Approved(api)}
-	huma.Register(api, autonomy.Op("get_api_workspaces_id_autonomy", http.MethodGet, "/api/workspaces/{id}/autonomy", "The workspace's autonomy level (any member)"),
+	huma.Register(api, wsOps.Op("get_api_workspaces_id_autonomy", http.MethodGet, "/api/workspaces/{id}/autonomy", "The workspace's autonomy level (any member)"),
 		func(ctx context.Context, in *workspaceIDInput) (*httpx.Out[*Autonomy], error) {
 			u, _ := actor.UserFrom(ctx)
 			return httpx.Reply(s.Autonomy(ctx, u, in.ID))
 		})
-	huma.Register(api, autonomy.Op("put_api_workspaces_id_autonomy", http.MethodPut, "/api/workspaces/{id}/autonomy", "Set the workspace's autonomy level (its admin, or the organization's owner or admin)"),
+	huma.Register(api, wsOps.Op("put_api_workspaces_id_autonomy", http.MethodPut, "/api/workspaces/{id}/autonomy", "Set the workspace's autonomy level (its admin, or the organization's owner or admin)"),
 		func(ctx context.Context, in *autonomyInput) (*httpx.Out[*Autonomy], error) {
 			u, _ := actor.UserFrom(ctx)
 			return httpx.Reply(s.SetAutonomy(ctx, u, in.ID, in.Body.Level))
 		})
-	members := wsOps
-	members.Middlewares = huma.Middlewares{httpx.Approved(api)}
-	huma.Register(api, members.Op("get_api_workspaces_id_members", http.MethodGet, "/api/workspaces/{id}/members", "Members of a workspace with their roles"),
+	huma.Register(api, wsOps.Op("get_api_workspaces_id_members", http.MethodGet, "/api/workspaces/{id}/members", "Members of a workspace with their roles"),
 		func(ctx context.Context, in *workspaceIDInput) (*httpx.Out[[]WorkspaceMember], error) {
 			u, _ := actor.UserFrom(ctx)
 			return httpx.Reply(s.WorkspaceMembers(ctx, u, in.ID))
 		})
-	setMember := members.Op("put_api_workspaces_id_members_user_id", http.MethodPut, "/api/workspaces/{id}/members/{user_id}", "Add a member of the organization to the workspace, or change their role")
+	setMember := wsOps.Op("put_api_workspaces_id_members_user_id", http.MethodPut, "/api/workspaces/{id}/members/{user_id}", "Add a member of the organization to the workspace, or change their role")
 	setMember.Description = "Workspace owners and the organization's owners and admins manage every role; workspace admins manage admins and members. The last owner is not demoted."
 	huma.Register(api, setMember, func(ctx context.Context, in *wsMemberRoleInput) (*httpx.Out[*WorkspaceMember], error) {
 		u, _ := actor.UserFrom(ctx)
 		return httpx.Reply(s.SetWorkspaceMember(ctx, u, in.ID, in.UserID, in.Body.Role))
 	})
-	huma.Register(api, members.Op("delete_api_workspaces_id_members_user_id", http.MethodDelete, "/api/workspaces/{id}/members/{user_id}", "Remove someone from the workspace (or leave it)"),
+	huma.Register(api, wsOps.Op("delete_api_workspaces_id_members_user_id", http.MethodDelete, "/api/workspaces/{id}/members/{user_id}", "Remove someone from the workspace (or leave it)"),
 		func(ctx context.Context, in *wsMemberInput) (*httpx.DeletedOutput, error) {
 			u, _ := actor.UserFrom(ctx)
 			if err := s.RemoveWorkspaceMember(ctx, u, in.ID, in.UserID); err != nil {

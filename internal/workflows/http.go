@@ -80,7 +80,7 @@ type yamlOutput struct {
 // workspace; the approval operations span all the caller's workspaces.
 func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
 	ops := httpx.Operations{Tags: []string{"Workflows"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
-	mine := httpx.Operations{Tags: []string{"Workflows"}, Security: httpx.SessionSecurity}
+	mine := httpx.Operations{Tags: []string{"Workflows"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
 	ws := func(ctx context.Context) *actor.Workspace {
 		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
 		return w
