@@ -1,6 +1,9 @@
 package auth_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -166,8 +169,8 @@ func TestLockout(t *testing.T) {
 		login := func(email, pw string) *apitest.Response {
 			return app.Anonymous().Do("POST", "/api/auth/login", map[string]string{"email": email, "password": pw})
 		}
-		// Five failures lock the account; the same holds for an email that has
-		// no account, with an identical answer.
+		// Five failures lock the account from this client; the same holds for
+		// an email that has no account, with an identical answer.
 		for _, email := range []string{"ann@example.test", "ghost@example.test"} {
 			for i := 0; i < 5; i++ {
 				if r := login(email, "wrong-password-"+strconv.Itoa(i)); r.Status != 401 {
@@ -200,6 +203,32 @@ func TestLockout(t *testing.T) {
 		}
 		if r := login("bob@example.test", apitest.Password); r.Status != 429 {
 			t.Fatalf("address lock: bob = %d %s", r.Status, r.Body)
+		}
+		// An attacker elsewhere cannot keep Ann out: the throttle is per
+		// account and client. (The test's other client is 127.0.0.2.)
+		elsewhere := fromAddress(t, "127.0.0.2")
+		loginFrom := func(c *http.Client, email, pw string) int {
+			b, _ := json.Marshal(map[string]string{"email": email, "password": pw})
+			resp, err := c.Post(app.URL+"/api/auth/login", "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp.StatusCode
+		}
+		app.Register("cat@example.test", apitest.Password, "Cat")
+		for i := 0; i < 6; i++ {
+			loginFrom(elsewhere, "cat@example.test", "wrong-password-"+strconv.Itoa(i))
+		}
+		if st := loginFrom(elsewhere, "cat@example.test", apitest.Password); st != 429 {
+			t.Fatalf("the attacking client is not throttled: %d", st)
+		}
+		if st := loginFrom(fromAddress(t, "127.0.0.3"), "cat@example.test", apitest.Password); st != 200 {
+			t.Fatalf("the owner, from their own client, during the attack: %d", st)
+		}
+		// Ann, locked at 127.0.0.1, signs in from another client.
+		if st := loginFrom(fromAddress(t, "127.0.0.4"), "ann@example.test", apitest.Password); st != 200 {
+			t.Fatalf("ann from another client: %d", st)
 		}
 		// When the lock has passed, the right password works again.
 		app.DB.W.Exec("UPDATE auth_failures SET locked_until = $1, window_start = $1", time.Now().UTC().Add(-time.Hour))
@@ -435,4 +464,12 @@ func TestNoSecretsInLogs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// fromAddress is an HTTP client whose connections come from a loopback
+// address of its own (the server tells clients apart by address).
+func fromAddress(t *testing.T, ip string) *http.Client {
+	t.Helper()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 }

@@ -262,8 +262,11 @@ var ErrInvalidCredentials = apperr.New(apperr.CodeUnauthorized, "invalid email o
 // ErrLocked answers while a lock is in force.
 var ErrLocked = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later")
 
-func accountKey(email string) string { return "account:" + email }
-func addressKey(ip string) string    { return "address:" + ip }
+// Throttle keys: an account from one client (so failures elsewhere never
+// keep an account's owner out), and a client across every account (a
+// password spray).
+func accountKey(email, ip string) string { return "account:" + email + "|client:" + ip }
+func addressKey(ip string) string        { return "address:" + ip }
 
 // LoginInput is a password sign-in.
 type LoginInput struct {
@@ -275,8 +278,9 @@ type LoginInput struct {
 
 // Login checks a password and opens a session. Unknown email and wrong
 // password give the same error after the same hashing work; repeated
-// failures for the account or the address lock further attempts (same for
-// existing and unknown emails).
+// failures for the account from one client, or from one client across
+// accounts, throttle further attempts from that client (same for existing
+// and unknown emails). Failures from elsewhere never lock the owner out.
 func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.Time, error) {
 	email := strings.ToLower(strings.TrimSpace(in.Email))
 	if email == "" || in.Password == "" {
@@ -286,7 +290,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return nil, time.Time{}, ErrInvalidCredentials
 	}
 	now := s.clock.Now()
-	keys := []string{accountKey(email), addressKey(in.IP)}
+	keys := []string{accountKey(email, in.IP), addressKey(in.IP)}
 	until, err := lockedUntil(ctx, s.db.R, now, keys...)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -446,7 +450,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 		return err
 	}
 	now := s.clock.Now()
-	keys := []string{accountKey(u.Email), addressKey(ip)}
+	keys := []string{accountKey(u.Email, ip), addressKey(ip)}
 	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
 		return err
 	} else if until != nil {
