@@ -81,6 +81,7 @@ type Config struct {
 	UndoWindow                   time.Duration
 	UndoGrace                    time.Duration
 	InviteTTL                    time.Duration
+	SMTP                         SMTP
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -285,6 +286,12 @@ func load(lookup Lookup) (*Config, *reader) {
 	if c.UndoWindow < time.Minute || c.UndoGrace > c.UndoWindow {
 		r.failf("SERVICE_UNDO_WINDOW_SECS", "must be at least 60 seconds and at least SERVICE_UNDO_GRACE_SECS")
 	}
+	c.SMTP = SMTP{Host: r.str("SERVICE_SMTP_HOST", ""), Port: int(r.integer("SERVICE_SMTP_PORT", 587, 1, 65535)),
+		Username: r.str("SERVICE_SMTP_USERNAME", ""), Password: Secret(r.str("SERVICE_SMTP_PASSWORD", "")),
+		From: r.str("SERVICE_SMTP_FROM", ""), Security: r.oneOf("SERVICE_SMTP_SECURITY", "starttls", "starttls", "tls", "none")}
+	if c.SMTP.Host != "" && c.SMTP.From == "" {
+		r.failf("SERVICE_SMTP_FROM", "is required with SERVICE_SMTP_HOST (the sender address of Slipway's mail)")
+	}
 	c.InviteTTL = r.seconds("SERVICE_INVITE_TTL_SECS", 7*86400)
 	if c.InviteTTL < time.Minute || c.InviteTTL > 90*24*time.Hour {
 		r.failf("SERVICE_INVITE_TTL_SECS", "must be between 60 and 7776000 seconds")
@@ -356,4 +363,15 @@ func readAgent(r *reader) Agent {
 		AttachmentsFileWait: time.Duration(r.integer("ATTACHMENTS_FILE_WAIT_MS", 30000, 0, 3600000)) * time.Millisecond,
 		TaskTimeout:         time.Duration(r.integer("AGENT_TASK_TIMEOUT_MINUTES", 90, 1, 7*24*60)) * time.Minute,
 	}
+}
+
+// SMTP is the outbound mail server (SERVICE_SMTP_*); no host: development,
+// mail is logged and kept in the dev outbox.
+type SMTP struct {
+	Host     string
+	Port     int
+	Username string
+	Password Secret
+	From     string
+	Security string // starttls, tls or none
 }

@@ -7,6 +7,7 @@ import (
 	"slipway/internal/approvals"
 	"slipway/internal/commands"
 	"slipway/internal/conversations"
+	"slipway/internal/mail"
 	"slipway/internal/undo"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -66,6 +67,7 @@ type Services struct {
 	Conversations *conversations.Service
 	Undo          *undo.Service
 	Commands      *commands.Service
+	Mail          *mail.Outbox
 	// RunnerPort is the hub's side of the worker port the runner API
 	// serves; RunnerClientCert makes that API require a client
 	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
@@ -126,6 +128,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	auth.Register(pub, svc.Auth)
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth, svc.Tenancy)
+	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))

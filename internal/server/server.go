@@ -24,6 +24,7 @@ import (
 	"slipway/internal/core"
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
+	"slipway/internal/mail"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/clock"
@@ -94,6 +95,9 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		bus.Close()
 		return nil, err
 	}
+	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
+		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
+	ten.SetMailer(outbox)
 	proj := projects.NewService(d, clk, sealer)
 	ten.OnWorkspaceCreated(proj)
 
@@ -144,6 +148,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Scans: workflowscan.NewService(proj, c.Workflows, git)}
 	s.Services.CodeFiles = codeFiles
 	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
+	s.Services.Mail = outbox
 	s.Services.Commands = commands.NewService(c.Tasks, proj, c.Workflows, c.Approvals, ten)
 	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
 	s.Services.N8nImport = n8nimport.NewService(trig)
@@ -260,6 +265,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Runners.Run(coreCtx)
 	go s.Services.Approvals.Run(coreCtx, time.Minute)
+	go s.Services.Mail.Run(workCtx, 5*time.Second)
 	go s.Services.Undo.Run(workCtx, 5*time.Second)
 	ln = guardAgentNetworks(coreCtx, ln, s.backend, s.log)
 	go func() {

@@ -113,6 +113,28 @@ func scanInvite(s interface{ Scan(...any) error }) (*Invite, error) {
 	return &in, nil
 }
 
+// Mailer queues a templated mail in a transaction (package mail).
+type Mailer interface {
+	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
+}
+
+// SetMailer gives invites their mail (at wiring time). Without one, the
+// token is only in the answer.
+func (s *Service) SetMailer(m Mailer) { s.mailer = m }
+
+// mailInvite queues the invite's mail, inside tx.
+func (s *Service) mailInvite(ctx context.Context, tx *db.Tx, o *Organization, u *actor.User, in *IssuedInvite) error {
+	if s.mailer == nil {
+		return nil
+	}
+	inviter := u.DisplayName
+	if inviter == "" {
+		inviter = u.Email
+	}
+	return s.mailer.Queue(ctx, tx, in.Email, "invite", map[string]string{"inviter": inviter, "organization": o.Name, "role": in.Role,
+		"link": in.AcceptURL, "expires": in.ExpiresAt.Format("2 January 2006 15:04 MST")})
+}
+
 // manager is the selected organization when the caller is its owner or
 // admin.
 func (s *Service) manager(ctx context.Context, q db.Queryer, u *actor.User, sel Selector, doing string) (*Organization, error) {
@@ -227,6 +249,9 @@ func (s *Service) issue(ctx context.Context, tx *db.Tx, o *Organization, u *acto
 		return nil, "", fmt.Errorf("tenancy: insert invite: %w", err)
 	}
 	if err := audit.Record(ctx, tx, now, u.ID, "organization.invite", "invite", in.ID, nil, in.Invite); err != nil {
+		return nil, "", err
+	}
+	if err := s.mailInvite(ctx, tx, o, u, in); err != nil {
 		return nil, "", err
 	}
 	return in, VerdictInvited, nil
@@ -351,6 +376,9 @@ func (s *Service) ResendInvite(ctx context.Context, u *actor.User, sel Selector,
 			return fmt.Errorf("tenancy: resend invite: %w", err)
 		}
 		out = &IssuedInvite{Invite: *in, Token: tok, AcceptURL: s.publicURL + "/invite?token=" + tok}
+		if err := s.mailInvite(ctx, tx, o, u, out); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, now, u.ID, "organization.invite.resend", "invite", in.ID, nil, in)
 	})
 	return out, err

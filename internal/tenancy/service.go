@@ -33,6 +33,7 @@ type Service struct {
 	bus      Bus // nil: a single replica
 
 	sessions  SessionRevoker // offboarding revokes the person's sessions
+	mailer    Mailer         // invite mail
 	publicURL string         // accept links start with it ("" gives relative links)
 	inviteTTL time.Duration  // how long an invite stays valid
 }

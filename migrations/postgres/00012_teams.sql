@@ -28,6 +28,32 @@ UPDATE workspace_members SET role = 'owner' WHERE role = 'admin' AND NOT EXISTS 
     SELECT 1 FROM workspace_members e WHERE e.workspace_id = workspace_members.workspace_id AND e.role = 'admin'
     AND (e.created_at < workspace_members.created_at OR (e.created_at = workspace_members.created_at AND e.user_id < workspace_members.user_id)));
 
+-- Outbound mail: a retrying outbox (bodies sealed: they carry single-use
+-- links) and the transactional templates an instance admin may edit.
+CREATE TABLE mail_outbox (
+    id              TEXT PRIMARY KEY,
+    to_addr         TEXT NOT NULL,
+    template_key    TEXT NOT NULL,
+    subject         TEXT NOT NULL,
+    body_sealed     TEXT NOT NULL,
+    status          TEXT NOT NULL CHECK (status IN ('queued', 'sent', 'failed')),
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TIMESTAMPTZ NOT NULL,
+    last_error      TEXT NOT NULL DEFAULT '',
+    created_at      TIMESTAMPTZ NOT NULL,
+    sent_at         TIMESTAMPTZ
+);
+CREATE INDEX mail_outbox_due ON mail_outbox (next_attempt_at) WHERE status = 'queued';
+CREATE INDEX mail_outbox_created ON mail_outbox (created_at, id);
+
+CREATE TABLE mail_templates (
+    key        TEXT PRIMARY KEY,
+    subject    TEXT NOT NULL,
+    body       TEXT NOT NULL,
+    updated_by TEXT REFERENCES users (id) ON DELETE SET NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

@@ -72,6 +72,12 @@ func Approved(api huma.API) func(huma.Context, func(huma.Context)) {
 	return gate(api, actor.RequireApproved)
 }
 
+// Admin is the middleware of instance admin operations (the admin layer
+// guards the tree too).
+func Admin(api huma.API) func(huma.Context, func(huma.Context)) {
+	return gate(api, actor.RequireAdmin)
+}
+
 func gate(api huma.API, require func(context.Context) (*actor.User, error)) func(huma.Context, func(huma.Context)) {
 	return func(hctx huma.Context, next func(huma.Context)) {
 		if _, err := require(hctx.Context()); err != nil {

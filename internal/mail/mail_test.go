@@ -1,0 +1,245 @@
+package mail_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+
+	"slipway/internal/apitest"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+)
+
+// mailServer is a real SMTP server in the test (go-smtp) keeping what it
+// receives.
+type mailServer struct {
+	mu   sync.Mutex
+	got  []received
+	srv  *smtp.Server
+	addr string
+}
+
+type received struct {
+	from string
+	to   []string
+	data string
+}
+
+type backend struct{ m *mailServer }
+
+func (b backend) NewSession(*smtp.Conn) (smtp.Session, error) { return &session{m: b.m}, nil }
+
+type session struct {
+	m   *mailServer
+	cur received
+}
+
+func (s *session) Reset()        { s.cur = received{} }
+func (s *session) Logout() error { return nil }
+func (s *session) Mail(from string, _ *smtp.MailOptions) error {
+	s.cur.from = from
+	return nil
+}
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.cur.to = append(s.cur.to, to)
+	return nil
+}
+func (s *session) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	s.cur.data = string(b)
+	s.m.mu.Lock()
+	s.m.got = append(s.m.got, s.cur)
+	s.m.mu.Unlock()
+	return nil
+}
+
+// startMailServer serves SMTP on addr ("" picks a port).
+func startMailServer(t *testing.T, addr string) *mailServer {
+	t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mailServer{addr: ln.Addr().String()}
+	m.srv = smtp.NewServer(backend{m})
+	m.srv.Domain = "mail.test"
+	m.srv.AllowInsecureAuth = true
+	go m.srv.Serve(ln)
+	t.Cleanup(func() { m.srv.Close() })
+	return m
+}
+
+func (m *mailServer) mails() []received {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]received(nil), m.got...)
+}
+
+func (m *mailServer) wait(t *testing.T, n int) []received {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(m.mails()) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d mails arrived, want %d", len(m.mails()), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return m.mails()
+}
+
+var inviteLink = regexp.MustCompile(`/invite\?token=(sinv_[A-Za-z0-9_-]+)`)
+
+func smtpEnv(addr string) []string {
+	host, port, _ := net.SplitHostPort(addr)
+	return []string{"SERVICE_SMTP_HOST", host, "SERVICE_SMTP_PORT", port, "SERVICE_SMTP_FROM", "slipway@mail.test",
+		"SERVICE_SMTP_SECURITY", "none", "PUBLIC_URL", "https://slipway.example"}
+}
+
+// An invite travels by mail: the link read out of the received mail
+// accepts it. A mail server outage delays mail and loses none.
+func TestInviteMailEndToEnd(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ms := startMailServer(t, "")
+		app := apitest.New(t, e, smtpEnv(ms.addr)...)
+		admin := app.Admin()
+		owner := app.Approved(admin, "Olga Owner")
+		ivy := app.Approved(admin, "Ivy Invitee")
+
+		r := owner.Do("POST", "/organization/invites", map[string]any{"email": ivy.Email})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("invite: %d %s", r.Status, r.Body)
+		}
+		app.Remember(r.Map(t)["token"].(string))
+		got := ms.wait(t, 1)[0]
+		if got.from != "slipway@mail.test" || len(got.to) != 1 || got.to[0] != ivy.Email ||
+			!strings.Contains(got.data, "Subject: Olga Owner invited you to Olga Owner's organization on Slipway") {
+			t.Fatalf("mail %+v", got)
+		}
+		m := inviteLink.FindStringSubmatch(got.data)
+		if m == nil || !strings.Contains(got.data, "https://slipway.example/invite?token=") {
+			t.Fatalf("no link in the mail:\n%s", got.data)
+		}
+		if r := ivy.Do("POST", "/organization/invites/accept", map[string]any{"token": m[1]}); r.Status != 200 {
+			t.Fatalf("accept with the mailed link: %d %s", r.Status, r.Body)
+		}
+		// The body is sealed at rest: the token is not in the database.
+		var sealed string
+		if err := app.DB.R.QueryRow(`SELECT body_sealed FROM mail_outbox`).Scan(&sealed); err != nil || strings.Contains(sealed, m[1]) {
+			t.Fatalf("body at rest %q, %v", sealed, err)
+		}
+
+		// Outage: the server goes away; the mail waits, then goes once.
+		ms.srv.Close()
+		r = owner.Do("POST", "/organization/invites", map[string]any{"email": "late@example.test"})
+		if r.Status != http.StatusCreated {
+			t.Fatalf("invite during the outage: %d %s", r.Status, r.Body)
+		}
+		app.Remember(r.Map(t)["token"].(string))
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			var attempts int
+			var lastErr, status string
+			app.DB.R.QueryRow(`SELECT attempts, last_error, status FROM mail_outbox WHERE to_addr = 'late@example.test'`).Scan(&attempts, &lastErr, &status)
+			if attempts >= 1 && lastErr != "" && status == "queued" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the failed delivery is not recorded: %d %q %s", attempts, lastErr, status)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		back := startMailServer(t, ms.addr) // the same address again
+		app.DB.W.Exec(`UPDATE mail_outbox SET next_attempt_at = $1 WHERE status = 'queued'`, time.Now().UTC().Add(-time.Second))
+		for i := 0; i < 3; i++ { // repeated sends deliver it once
+			if _, err := app.Server.Services.Mail.Send(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got2 := back.wait(t, 1)
+		time.Sleep(200 * time.Millisecond)
+		if n := len(back.mails()); n != 1 || got2[0].to[0] != "late@example.test" {
+			t.Fatalf("%d mails after the outage: %+v", n, back.mails())
+		}
+	})
+}
+
+func TestTemplates(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ms := startMailServer(t, "")
+		app := apitest.New(t, e, smtpEnv(ms.addr)...)
+		admin := app.Admin()
+		owner := app.Approved(admin, "Olga Owner")
+
+		r := admin.Do("GET", "/api/admin/templates", nil)
+		if r.Status != 200 || !strings.Contains(string(r.Body), `"key":"invite"`) ||
+			!strings.Contains(string(r.Body), `"variables":["expires","inviter","link","organization","role"]`) ||
+			!strings.Contains(string(r.Body), `"custom":false`) {
+			t.Fatalf("templates: %d %s", r.Status, r.Body)
+		}
+		apitest.Run(t, app, []apitest.Scenario{
+			{Name: "anonymous with a bad body is 401", Method: "PUT", Path: "/api/admin/templates/invite", Body: map[string]any{"subject": 1}, WantStatus: 401, WantCode: "unauthorized"},
+			{Name: "not an admin", Client: owner, Method: "PUT", Path: "/api/admin/templates/invite", Body: map[string]any{"subject": "x", "body": "y"},
+				WantStatus: 403, WantCode: "forbidden"},
+			{Name: "not an admin reads", Client: owner, Method: "GET", Path: "/api/admin/templates", WantStatus: 403, WantCode: "forbidden"},
+			{Name: "unknown template", Client: admin, Method: "PUT", Path: "/api/admin/templates/nope", Body: map[string]any{"subject": "x", "body": "y"},
+				WantStatus: 404, WantCode: "not_found"},
+			{Name: "a placeholder the mail does not fill", Client: admin, Method: "PUT", Path: "/api/admin/templates/invite",
+				Body: map[string]any{"subject": "Hi {{name}}", "body": "{{link}}"}, WantStatus: 400, WantCode: "bad_request", WantContains: []string{"{{name}}"}},
+			{Name: "control characters", Client: admin, Method: "PUT", Path: "/api/admin/templates/invite",
+				Body: map[string]any{"subject": "Hi\x07", "body": "{{link}}"}, WantStatus: 400, WantCode: "bad_request"},
+			{Name: "empty body", Client: admin, Method: "PUT", Path: "/api/admin/templates/invite",
+				Body: map[string]any{"subject": "Hi", "body": "  "}, WantStatus: 400, WantCode: "bad_request"},
+			{Name: "edit", Client: admin, Method: "PUT", Path: "/api/admin/templates/invite",
+				Body:       map[string]any{"subject": "Join {{organization}}", "body": "Use {{ link }} before {{expires}}.", "reason": "shorter"},
+				WantStatus: 200, WantContains: []string{`"custom":true`, `"variables":["expires","link","organization"]`}},
+		})
+		var reason string
+		if err := app.DB.R.QueryRow(`SELECT after FROM audit_log WHERE action = 'template.update'`).Scan(&reason); err != nil || !strings.Contains(reason, "shorter") {
+			t.Fatalf("audit %q, %v", reason, err)
+		}
+		r = owner.Do("POST", "/organization/invites", map[string]any{"email": "new@example.test"})
+		app.Remember(r.Map(t)["token"].(string))
+		got := ms.wait(t, 1)[0]
+		if !strings.Contains(got.data, "Subject: Join Olga Owner's organization") || !inviteLink.MatchString(got.data) {
+			t.Fatalf("the edited template is not used:\n%s", got.data)
+		}
+	})
+}
+
+// Without an SMTP server, mail is kept for the dev outbox, bodies included.
+func TestDevOutbox(t *testing.T) {
+	app := apitest.New(t, db.SQLite)
+	admin := app.Admin()
+	owner := app.Approved(admin, "Olga Owner")
+	r := owner.Do("POST", "/organization/invites", map[string]any{"email": "dev@example.test"})
+	tok := r.Map(t)["token"].(string)
+	app.Remember(tok)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = admin.Do("GET", "/api/admin/mail/outbox", nil)
+		if strings.Contains(string(r.Body), `"status":"sent"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("outbox: %s", r.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(r.Body), "/invite?token="+tok) || !strings.Contains(string(r.Body), `"to":"dev@example.test"`) {
+		t.Fatalf("dev outbox: %s", r.Body)
+	}
+}
