@@ -230,7 +230,8 @@ func (s *Service) setSuspended(ctx context.Context, u *actor.User, sel Selector,
 
 // Offboard removes a member from the organization: every workspace
 // membership in it goes, and the person's sessions are revoked. A member
-// may leave (offboard themselves) unless they are the last owner.
+// may leave (offboard themselves) unless they are the last owner; leaving
+// keeps their sessions.
 func (s *Service) Offboard(ctx context.Context, u *actor.User, sel Selector, userID string) error {
 	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		o, m, err := s.managed(ctx, tx, u, sel, userID)
@@ -252,7 +253,7 @@ func (s *Service) Offboard(ctx context.Context, u *actor.User, sel Selector, use
 		if _, err := tx.ExecContext(ctx, `DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2`, o.ID, userID); err != nil {
 			return fmt.Errorf("tenancy: offboard: %w", err)
 		}
-		if s.sessions != nil {
+		if s.sessions != nil && userID != u.ID { // leaving keeps your own sessions
 			if err := s.sessions.RevokeSessions(ctx, tx, userID); err != nil {
 				return err
 			}

@@ -198,6 +198,9 @@ func TestMembers(t *testing.T) {
 		if r := tm.as(sue, "DELETE", "/organization/members/"+sue.ID, nil); r.Status != 200 {
 			t.Fatalf("leave: %d %s", r.Status, r.Body)
 		}
+		if r := sue.Do("GET", "/api/me", nil); r.Status != 200 {
+			t.Fatalf("leaving signed sue out: %d", r.Status)
+		}
 
 		// Transfer: ada becomes owner, olga admin.
 		apitest.Run(t, app, []apitest.Scenario{
