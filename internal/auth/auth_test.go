@@ -473,3 +473,28 @@ func fromAddress(t *testing.T, ip string) *http.Client {
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DialContext: d.DialContext}}
 }
+
+func TestDiscoverAndForget(t *testing.T) {
+	app := apitest.New(t, db.SQLite)
+	app.Register("ann@example.test", apitest.Password, "Ann")
+	known := app.Anonymous().Do("POST", "/api/auth/discover", map[string]string{"email": "ann@example.test"})
+	unknown := app.Anonymous().Do("POST", "/api/auth/discover", map[string]string{"email": "nobody@example.test"})
+	if known.Status != 200 || unknown.Status != 200 || string(known.Body) != string(unknown.Body) || strings.TrimSpace(string(known.Body)) != `{"start_url":null}` {
+		t.Fatalf("discover: %d %s / %d %s", known.Status, known.Body, unknown.Status, unknown.Body)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i := 0; i < 2; i++ { // idempotent
+		resp, err := c.Get(app.URL + "/api/auth/sso/forget")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		var cleared bool
+		for _, ck := range resp.Cookies() {
+			cleared = cleared || (ck.Name == auth.RealmCookie && ck.MaxAge < 0)
+		}
+		if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/login" || !cleared {
+			t.Fatalf("forget: %d %q cleared %v", resp.StatusCode, resp.Header.Get("Location"), cleared)
+		}
+	}
+}

@@ -97,9 +97,43 @@ func (s *Service) clearedCookies() []http.Cookie {
 	}
 }
 
+// RealmCookie remembers which organization's identity provider a browser
+// signs in with (set by per-organization OIDC; cleared by sso/forget).
+const RealmCookie = "service_realm"
+
+type discoverInput struct {
+	Body struct {
+		Email string `json:"email" maxLength:"320" doc:"The address about to sign in"`
+	}
+}
+
+// Discovery answers where an address signs in.
+type Discovery struct {
+	StartURL *string `json:"start_url" nullable:"true" doc:"The organization's identity provider sign-in when the address's verified domain has one; null otherwise (always null until per-organization OIDC exists)"`
+}
+
+type forgetOutput struct {
+	Status    int
+	Location  string        `header:"Location"`
+	SetCookie []http.Cookie `header:"Set-Cookie"`
+}
+
 // Register mounts the account and session operations.
 func Register(api huma.API, s *Service) {
 	public := httpx.Operations{Tags: []string{"Auth"}}
+
+	discover := public.Op("post_api_auth_discover", http.MethodPost, "/api/auth/discover", "Where an address signs in")
+	discover.Description = "Always 200, the same answer for addresses with and without an account. Null until per-organization identity providers exist."
+	huma.Register(api, discover, func(ctx context.Context, _ *discoverInput) (*httpx.Out[Discovery], error) {
+		return httpx.Reply(Discovery{}, nil)
+	})
+	forget := public.Op("get_api_auth_sso_forget", http.MethodGet, "/api/auth/sso/forget", "Forget the remembered sign-in realm and go back to the login form")
+	forget.DefaultStatus = http.StatusFound
+	forget.Description = "No authentication; idempotent. Clears the realm hint cookie and redirects to /login."
+	huma.Register(api, forget, func(ctx context.Context, _ *struct{}) (*forgetOutput, error) {
+		return &forgetOutput{Status: http.StatusFound, Location: "/login",
+			SetCookie: []http.Cookie{{Name: RealmCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode}}}, nil
+	})
 	session := httpx.Operations{Tags: []string{"Auth"}, Security: httpx.SessionSecurity}
 	account := httpx.Operations{Tags: []string{"Account"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.SignedIn(api)}}
 
