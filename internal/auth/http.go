@@ -101,6 +101,20 @@ func (s *Service) clearedCookies() []http.Cookie {
 // signs in with (set by per-organization OIDC; cleared by sso/forget).
 const RealmCookie = "service_realm"
 
+type resetRequestInput struct {
+	Body struct {
+		Email   string         `json:"email" maxLength:"320"`
+		Captcha map[string]any `json:"captcha,omitempty" doc:"A solved captcha envelope (required once a captcha is configured)"`
+	}
+}
+
+type resetConsumeInput struct {
+	Body struct {
+		Token    string `json:"token" maxLength:"200"`
+		Password string `json:"password" maxLength:"1024"`
+	}
+}
+
 type discoverInput struct {
 	Body struct {
 		Email string `json:"email" maxLength:"320" doc:"The address about to sign in"`
@@ -121,6 +135,25 @@ type forgetOutput struct {
 // Register mounts the account and session operations.
 func Register(api huma.API, s *Service) {
 	public := httpx.Operations{Tags: []string{"Auth"}}
+
+	resetReq := public.Op("post_api_auth_reset_request", http.MethodPost, "/api/auth/reset/request", "Mail a password reset link")
+	resetReq.DefaultStatus = http.StatusAccepted
+	resetReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an account with a password gets the mail). " +
+		"`captcha` is the solved-captcha envelope; it becomes required when a captcha is configured."
+	huma.Register(api, resetReq, func(ctx context.Context, in *resetRequestInput) (*OK, error) {
+		if err := s.RequestReset(ctx, in.Body.Email); err != nil {
+			return nil, err
+		}
+		return ok(), nil
+	})
+	resetConsume := public.Op("post_api_auth_reset_consume", http.MethodPost, "/api/auth/reset/consume", "Set a new password with a reset token")
+	resetConsume.Description = "400 for a weak password or an unknown, used or expired token (both checked before any hashing). Signs the account out everywhere."
+	huma.Register(api, resetConsume, func(ctx context.Context, in *resetConsumeInput) (*OK, error) {
+		if err := s.ConsumeReset(ctx, in.Body.Token, in.Body.Password); err != nil {
+			return nil, err
+		}
+		return ok(), nil
+	})
 
 	discover := public.Op("post_api_auth_discover", http.MethodPost, "/api/auth/discover", "Where an address signs in")
 	discover.Description = "Always 200, the same answer for addresses with and without an account. Null until per-organization identity providers exist."

@@ -58,11 +58,13 @@ const (
 
 // Service implements accounts, sessions and approvals.
 type Service struct {
-	db      *db.DB
-	clock   clock.Clock
-	cfg     Config
-	tenancy Tenancy
-	log     *slog.Logger
+	db        *db.DB
+	clock     clock.Clock
+	cfg       Config
+	tenancy   Tenancy
+	log       *slog.Logger
+	mailer    Mailer // account mail (password reset); nil: none is sent
+	publicURL string // links in mail start with it
 	// dummyHash is verified against when the email is unknown, so a wrong
 	// email costs the same work as a wrong password.
 	dummyHash string

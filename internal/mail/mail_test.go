@@ -243,3 +243,92 @@ func TestDevOutbox(t *testing.T) {
 		t.Fatalf("dev outbox: %s", r.Body)
 	}
 }
+
+var resetLink = regexp.MustCompile(`/reset\?token=(srst_[A-Za-z0-9_-]+)`)
+
+// Password reset, end to end through the mail: the request answers the
+// same for any address, only an account gets the mail, the link sets a new
+// password once and signs the account out everywhere.
+func TestPasswordResetByMail(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ms := startMailServer(t, "")
+		app := apitest.New(t, e, smtpEnv(ms.addr)...)
+		admin := app.Admin()
+		ann := app.Approved(admin, "Ann Reset")
+		anon := app.Anonymous()
+
+		known := anon.Do("POST", "/api/auth/reset/request", map[string]any{"email": ann.Email})
+		unknown := anon.Do("POST", "/api/auth/reset/request", map[string]any{"email": "nobody@example.test"})
+		malformed := anon.Do("POST", "/api/auth/reset/request", map[string]any{"email": "not an address"})
+		for _, r := range []*apitest.Response{known, unknown, malformed} {
+			if r.Status != 202 || string(r.Body) != string(known.Body) {
+				t.Fatalf("reset requests differ: %d %s / %d %s / %d %s", known.Status, known.Body, unknown.Status, unknown.Body, malformed.Status, malformed.Body)
+			}
+		}
+		got := ms.wait(t, 1)
+		time.Sleep(300 * time.Millisecond)
+		if n := len(ms.mails()); n != 1 || got[0].to[0] != ann.Email {
+			t.Fatalf("%d mails: %+v", n, ms.mails())
+		}
+		m := resetLink.FindStringSubmatch(got[0].data)
+		if m == nil {
+			t.Fatalf("no reset link:\n%s", got[0].data)
+		}
+		tok := m[1]
+		app.Remember(tok)
+		// A second request within the minute sends nothing more.
+		anon.Do("POST", "/api/auth/reset/request", map[string]any{"email": ann.Email})
+
+		apitest.Run(t, app, []apitest.Scenario{
+			{Name: "weak password, the token stays usable", Method: "POST", Path: "/api/auth/reset/consume", Body: map[string]any{"token": tok, "password": "short"},
+				WantStatus: 400, WantCode: "bad_request"},
+			{Name: "unknown token", Method: "POST", Path: "/api/auth/reset/consume", Body: map[string]any{"token": "srst_nope", "password": "a-new-long-passphrase"},
+				WantStatus: 400, WantCode: "bad_request"},
+			{Name: "not a token", Method: "POST", Path: "/api/auth/reset/consume", Body: map[string]any{"token": "hello", "password": "a-new-long-passphrase"},
+				WantStatus: 400, WantCode: "bad_request"},
+		})
+		// Racing consumes: one sets the password.
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses[i] = app.Anonymous().Do("POST", "/api/auth/reset/consume", map[string]any{"token": tok, "password": "a-new-long-passphrase"}).Status
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, s := range statuses {
+			if s == 200 {
+				won++
+			} else if s != 400 {
+				t.Fatalf("a consume got %d", s)
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d consumes won: %v", won, statuses)
+		}
+		app.Remember("a-new-long-passphrase")
+		if r := ann.Do("GET", "/api/me", nil); r.Status != 401 {
+			t.Fatalf("the old session after a reset: %d", r.Status)
+		}
+		if r := anon.Do("POST", "/api/auth/login", map[string]any{"email": ann.Email, "password": apitest.Password}); r.Status != 401 {
+			t.Fatalf("the old password: %d", r.Status)
+		}
+		if r := anon.Do("POST", "/api/auth/login", map[string]any{"email": ann.Email, "password": "a-new-long-passphrase"}); r.Status != 200 {
+			t.Fatalf("the new password: %d %s", r.Status, r.Body)
+		}
+		// Expired links do nothing.
+		time.Sleep(1100 * time.Millisecond)
+		app.DB.W.Exec(`UPDATE auth_tokens SET created_at = $1`, time.Now().UTC().Add(-time.Hour))
+		anon.Do("POST", "/api/auth/reset/request", map[string]any{"email": ann.Email})
+		all := ms.wait(t, 2)
+		m2 := resetLink.FindStringSubmatch(all[1].data)
+		app.Remember(m2[1])
+		app.DB.W.Exec(`UPDATE auth_tokens SET expires_at = $1 WHERE used_at IS NULL`, time.Now().UTC().Add(-time.Second))
+		if r := anon.Do("POST", "/api/auth/reset/consume", map[string]any{"token": m2[1], "password": "another-long-passphrase"}); r.Status != 400 {
+			t.Fatalf("an expired token: %d", r.Status)
+		}
+	})
+}

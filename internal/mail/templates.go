@@ -19,9 +19,10 @@ import (
 	"slipway/internal/platform/text"
 )
 
-// MailTemplate keys.
+// Template keys.
 const (
 	TemplateInvite = "invite"
+	TemplateReset  = "reset"
 )
 
 // MailTemplate is a transactional mail template: plain text with {{variable}}
@@ -49,6 +50,13 @@ var defaults = map[string]builtin{
 		body: "Hello,\n\n{{inviter}} invited you to join {{organization}} on Slipway as {{role}}.\n\n" +
 			"Accept the invite (signed in with this address) here:\n{{link}}\n\nThe link works once and expires on {{expires}}.\n",
 		vars: []string{"inviter", "organization", "role", "link", "expires"},
+	},
+	TemplateReset: {
+		subject: "Reset your Slipway password",
+		body: "Hello {{name}},\n\nSomeone (we hope you) asked to reset the password of your Slipway account.\n" +
+			"Choose a new one here:\n{{link}}\n\nThe link works once and expires on {{expires}}. " +
+			"If you did not ask for it, ignore this mail: your password stays as it is.\n",
+		vars: []string{"name", "link", "expires"},
 	},
 }
 

@@ -98,6 +98,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	ten.SetMailer(outbox)
+	authSvc.SetMail(outbox, cfg.PublicURL)
 	proj := projects.NewService(d, clk, sealer)
 	ten.OnWorkspaceCreated(proj)
 

@@ -54,6 +54,19 @@ CREATE TABLE mail_templates (
     updated_at TIMESTAMPTZ NOT NULL
 );
 
+-- Single-use tokens mailed to an account (password reset; address checks
+-- and sign-in links later), kept as hashes.
+CREATE TABLE auth_tokens (
+    id         TEXT PRIMARY KEY,
+    user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    purpose    TEXT NOT NULL CHECK (purpose IN ('reset', 'verify', 'magic')),
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at TIMESTAMPTZ NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL,
+    used_at    TIMESTAMPTZ
+);
+CREATE INDEX auth_tokens_user ON auth_tokens (user_id, purpose, created_at);
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

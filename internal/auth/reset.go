@@ -1,0 +1,126 @@
+package auth
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	"slipway/internal/platform/text"
+	tokens "slipway/internal/platform/token"
+)
+
+// Password reset: a request always answers the same (202), whether or not
+// the address has an account; an account with a password gets a mail with
+// a single-use link that expires. Consuming it checks the token and the new
+// password before any hashing work, sets the password, and signs the
+// account out everywhere.
+
+// Token purposes and lifetimes.
+const (
+	PurposeReset     = "reset"
+	ResetTokenPrefix = "srst_"
+	ResetTTL         = time.Hour
+	// resetPause is how soon after one reset mail an address gets another.
+	resetPause = time.Minute
+)
+
+// Mailer queues a templated mail in a transaction (package mail).
+type Mailer interface {
+	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
+}
+
+// SetMail gives the account mails their outbox and where links point (at
+// wiring time).
+func (s *Service) SetMail(m Mailer, publicURL string) {
+	s.mailer, s.publicURL = m, strings.TrimRight(publicURL, "/")
+}
+
+// ErrBadResetToken is the one answer for an unknown, used or expired token.
+var ErrBadResetToken = apperr.BadRequest("this reset link is not valid: it is unknown, already used or expired")
+
+// RequestReset mails a reset link to the address if it has an account with
+// a password; it answers nothing either way.
+func (s *Service) RequestReset(ctx context.Context, rawEmail string) error {
+	email, err := text.Email(rawEmail)
+	if err != nil || s.mailer == nil {
+		return nil // the same answer as for an address without an account
+	}
+	u, err := userByEmail(ctx, s.db.R, email)
+	if errors.Is(err, apperr.ErrNotFound) || (err == nil && u.PasswordHash == nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
+		var recent int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'reset' AND created_at > $2`,
+			u.ID, now.Add(-resetPause)).Scan(&recent); err != nil {
+			return fmt.Errorf("auth: reset: %w", err)
+		}
+		if recent > 0 {
+			return nil // one mail a minute is plenty
+		}
+		tok, hash := tokens.New(ResetTokenPrefix)
+		expires := now.Add(ResetTTL)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, 'reset', $3, $4, $5)`,
+			ids.New(), u.ID, hash, now, expires); err != nil {
+			return fmt.Errorf("auth: reset: %w", err)
+		}
+		return s.mailer.Queue(ctx, tx, u.Email, "reset", map[string]string{"name": u.DisplayName,
+			"link": s.publicURL + "/reset?token=" + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
+	})
+}
+
+// ConsumeReset sets a new password with a reset token, once.
+func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error {
+	if !strings.HasPrefix(tok, ResetTokenPrefix) || len(tok) > 200 {
+		return ErrBadResetToken
+	}
+	now := s.clock.Now()
+	var tokenID, userID string
+	err := s.db.R.QueryRowContext(ctx, `SELECT id, user_id FROM auth_tokens WHERE token_hash = $1 AND purpose = 'reset' AND used_at IS NULL
+		AND expires_at > $2`, tokens.Hash(tok), now).Scan(&tokenID, &userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrBadResetToken
+	}
+	if err != nil {
+		return fmt.Errorf("auth: reset: %w", err)
+	}
+	u, err := userByID(ctx, s.db.R, userID)
+	if err != nil {
+		return err
+	}
+	// Both checked before the hashing work.
+	if err := CheckPassword(password, u.Email); err != nil {
+		return err
+	}
+	hash, err := HashPassword(password, s.cfg.HashParams)
+	if err != nil {
+		return err
+	}
+	defer s.forgetUser(userID)
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE auth_tokens SET used_at = $2 WHERE id = $1 AND used_at IS NULL`, tokenID, now)
+		if err != nil {
+			return fmt.Errorf("auth: reset: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return ErrBadResetToken // a racing consume won
+		}
+		if err := updatePasswordHash(ctx, tx, userID, hash, now); err != nil {
+			return err
+		}
+		if _, err := revokeOtherSessions(ctx, tx, userID, "", now); err != nil {
+			return err
+		}
+		return nil
+	})
+}
