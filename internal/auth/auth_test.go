@@ -100,7 +100,7 @@ func TestLoginAndCookies(t *testing.T) {
 		if body.TOTPRequired || body.User["email"] != "ann@example.test" || body.User["id"] == "" {
 			t.Fatalf("login body = %s", r.Body)
 		}
-		for _, k := range []string{"id", "email", "display_name", "approved", "is_admin", "verbosity", "created_at"} {
+		for _, k := range []string{"id", "email", "display_name", "approved", "is_admin", "verbosity", "created_at", "email_verified"} {
 			if _, ok := body.User[k]; !ok {
 				t.Errorf("profile lacks %s", k)
 			}

@@ -115,6 +115,21 @@ type resetConsumeInput struct {
 	}
 }
 
+type verifyRequestInput struct {
+	Body struct {
+		Email string `json:"email" maxLength:"320"`
+	}
+}
+
+type verifyConsumeInput struct {
+	Token string `query:"token" doc:"The mailed token (any value redirects)"`
+}
+
+type redirectOutput struct {
+	Status   int
+	Location string `header:"Location"`
+}
+
 type discoverInput struct {
 	Body struct {
 		Email string `json:"email" maxLength:"320" doc:"The address about to sign in"`
@@ -153,6 +168,30 @@ func Register(api huma.API, s *Service) {
 			return nil, err
 		}
 		return ok(), nil
+	})
+
+	verifyReq := public.Op("post_api_auth_verify_request", http.MethodPost, "/api/auth/verify/request", "Mail an address check")
+	verifyReq.DefaultStatus = http.StatusAccepted
+	verifyReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an unverified account gets the mail)."
+	huma.Register(api, verifyReq, func(ctx context.Context, in *verifyRequestInput) (*OK, error) {
+		if err := s.RequestVerify(ctx, in.Body.Email); err != nil {
+			return nil, err
+		}
+		return ok(), nil
+	})
+	verifyConsume := public.Op("get_api_auth_verify_consume", http.MethodGet, "/api/auth/verify/consume", "Confirm an address (the mailed link)")
+	verifyConsume.DefaultStatus = http.StatusFound
+	verifyConsume.Description = "Always redirects to /login with ?verified=1, or ?verified=0 for an unknown, used or expired token."
+	huma.Register(api, verifyConsume, func(ctx context.Context, in *verifyConsumeInput) (*redirectOutput, error) {
+		ok, err := s.ConsumeVerify(ctx, in.Token)
+		if err != nil {
+			return nil, err
+		}
+		flag := "0"
+		if ok {
+			flag = "1"
+		}
+		return &redirectOutput{Status: http.StatusFound, Location: "/login?verified=" + flag}, nil
 	})
 
 	discover := public.Op("post_api_auth_discover", http.MethodPost, "/api/auth/discover", "Where an address signs in")

@@ -69,8 +69,12 @@ func unsafeMethod(m string) bool {
 
 // approvalExempt lists what an account waiting for approval may still do:
 // see its own profile, accept an invite (it joins the organization and
-// stays pending) and sign out. Probes are not API calls.
+// stays pending), use the sign-in flows (sign out, reset a password,
+// confirm its address). Probes are not API calls.
 func approvalExempt(r *http.Request) bool {
+	if strings.HasPrefix(r.URL.Path, "/api/auth/") {
+		return true
+	}
 	switch r.URL.Path {
 	case "/api/me":
 		return r.Method == http.MethodGet || r.Method == http.MethodHead

@@ -21,12 +21,14 @@ type Profile struct {
 	IsAdmin     bool      `json:"is_admin" doc:"Instance admin (flag set at creation, or a system_admin role)"`
 	Verbosity   *string   `json:"verbosity" enum:"quiet,normal,verbose" nullable:"true" doc:"Default live-feed verbosity; null when unset"`
 	CreatedAt   time.Time `json:"created_at"`
+	// EmailVerified is set once the address answered a verification mail.
+	EmailVerified bool `json:"email_verified" doc:"The address answered a verification mail"`
 }
 
 // ProfileOf renders an authenticated user.
 func ProfileOf(u *actor.User) Profile {
 	return Profile{ID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Approved: u.Approved, IsAdmin: u.Admin,
-		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt}
+		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt, EmailVerified: u.EmailVerified}
 }
 
 // user is a users row.
@@ -41,11 +43,12 @@ type user struct {
 	DefaultWorkspaceID *string
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
+	EmailVerified      bool
 }
 
 func (u *user) profile() Profile {
 	return Profile{ID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Approved: u.Approved, IsAdmin: u.Admin,
-		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt}
+		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt, EmailVerified: u.EmailVerified}
 }
 
 // Session is a newly issued browser session. Token and CSRF go into cookies

@@ -332,3 +332,42 @@ func TestPasswordResetByMail(t *testing.T) {
 		}
 	})
 }
+
+var verifyLink = regexp.MustCompile(`(/api/auth/verify/consume\?token=svfy_[A-Za-z0-9_-]+)`)
+
+// Address verification through the mail: the link flips email_verified
+// once and always redirects to the login page with a flag.
+func TestVerifyByMail(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ms := startMailServer(t, "")
+		app := apitest.New(t, e, smtpEnv(ms.addr)...)
+		app.Admin()
+		bea := app.Pending("Bea Verify") // waiting for approval: may still confirm her address
+		anon := app.Anonymous()
+		a := anon.Do("POST", "/api/auth/verify/request", map[string]any{"email": bea.Email})
+		b := anon.Do("POST", "/api/auth/verify/request", map[string]any{"email": "nobody@example.test"})
+		if a.Status != 202 || string(a.Body) != string(b.Body) || b.Status != 202 {
+			t.Fatalf("verify requests differ: %d %s / %d %s", a.Status, a.Body, b.Status, b.Body)
+		}
+		got := ms.wait(t, 1)[0]
+		m := verifyLink.FindStringSubmatch(got.data)
+		if m == nil || got.to[0] != bea.Email {
+			t.Fatalf("mail %+v", got)
+		}
+		link := m[1]
+		app.Remember(link[strings.Index(link, "svfy_"):])
+		follow := func(c *apitest.Client, path string) *apitest.Response { return c.Do("GET", path, nil) }
+		r := follow(bea, link)
+		if r.Status != http.StatusFound || r.Header.Get("Location") != "/login?verified=1" {
+			t.Fatalf("first follow: %d %q", r.Status, r.Header.Get("Location"))
+		}
+		if r := bea.Do("GET", "/api/me", nil); !strings.Contains(string(r.Body), `"email_verified":true`) {
+			t.Fatalf("me after verifying: %s", r.Body)
+		}
+		for _, p := range []string{link, "/api/auth/verify/consume?token=svfy_nope", "/api/auth/verify/consume?token=" + strings.Repeat("x", 500)} {
+			if r := follow(anon, p); r.Status != http.StatusFound || r.Header.Get("Location") != "/login?verified=0" {
+				t.Fatalf("%s: %d %q", p, r.Status, r.Header.Get("Location"))
+			}
+		}
+	})
+}

@@ -23,6 +23,7 @@ import (
 const (
 	TemplateInvite = "invite"
 	TemplateReset  = "reset"
+	TemplateVerify = "verify"
 )
 
 // MailTemplate is a transactional mail template: plain text with {{variable}}
@@ -57,6 +58,11 @@ var defaults = map[string]builtin{
 			"Choose a new one here:\n{{link}}\n\nThe link works once and expires on {{expires}}. " +
 			"If you did not ask for it, ignore this mail: your password stays as it is.\n",
 		vars: []string{"name", "link", "expires"},
+	},
+	TemplateVerify: {
+		subject: "Confirm your address for Slipway",
+		body:    "Hello {{name}},\n\nConfirm that this address is yours by opening:\n{{link}}\n\nThe link works once and expires on {{expires}}.\n",
+		vars:    []string{"name", "link", "expires"},
 	},
 }
 

@@ -67,6 +67,9 @@ CREATE TABLE auth_tokens (
 );
 CREATE INDEX auth_tokens_user ON auth_tokens (user_id, purpose, created_at);
 
+-- Whether an account's address answered a verification mail.
+ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE;
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

@@ -27,7 +27,9 @@ type User struct {
 	Approved    bool
 	Admin       bool // is_admin flag or a system_admin role row
 	Verbosity   *string
-	CreatedAt   time.Time
+	// EmailVerified: the address answered a verification mail.
+	EmailVerified bool
+	CreatedAt     time.Time
 	// DefaultWorkspaceID is the user's default joined workspace, "" if none.
 	DefaultWorkspaceID string
 	Method             Method

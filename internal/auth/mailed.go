@@ -15,19 +15,23 @@ import (
 	tokens "slipway/internal/platform/token"
 )
 
-// Password reset: a request always answers the same (202), whether or not
-// the address has an account; an account with a password gets a mail with
-// a single-use link that expires. Consuming it checks the token and the new
-// password before any hashing work, sets the password, and signs the
-// account out everywhere.
+// Account mail: password reset and address verification. A request always
+// answers the same (202), whether or not the address has an account; an
+// account gets a mail with a single-use link that expires (the token kept
+// as a hash). Consuming a reset checks the token and the new password
+// before any hashing work, sets the password and signs the account out
+// everywhere; consuming a verification marks the address verified.
 
 // Token purposes and lifetimes.
 const (
-	PurposeReset     = "reset"
-	ResetTokenPrefix = "srst_"
-	ResetTTL         = time.Hour
-	// resetPause is how soon after one reset mail an address gets another.
-	resetPause = time.Minute
+	PurposeReset      = "reset"
+	ResetTokenPrefix  = "srst_"
+	ResetTTL          = time.Hour
+	PurposeVerify     = "verify"
+	VerifyTokenPrefix = "svfy_"
+	VerifyTTL         = 24 * time.Hour
+	// mailPause is how soon after one such mail an address gets another.
+	mailPause = time.Minute
 )
 
 // Mailer queues a templated mail in a transaction (package mail).
@@ -62,7 +66,7 @@ func (s *Service) RequestReset(ctx context.Context, rawEmail string) error {
 	return s.db.Tx(ctx, func(tx *db.Tx) error {
 		var recent int
 		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'reset' AND created_at > $2`,
-			u.ID, now.Add(-resetPause)).Scan(&recent); err != nil {
+			u.ID, now.Add(-mailPause)).Scan(&recent); err != nil {
 			return fmt.Errorf("auth: reset: %w", err)
 		}
 		if recent > 0 {
@@ -123,4 +127,64 @@ func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error 
 		}
 		return nil
 	})
+}
+
+// RequestVerify mails an address check to an account whose address is not
+// verified yet; it answers nothing either way.
+func (s *Service) RequestVerify(ctx context.Context, rawEmail string) error {
+	email, err := text.Email(rawEmail)
+	if err != nil || s.mailer == nil {
+		return nil
+	}
+	u, err := userByEmail(ctx, s.db.R, email)
+	if errors.Is(err, apperr.ErrNotFound) || (err == nil && u.EmailVerified) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
+		var recent int
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'verify' AND created_at > $2`,
+			u.ID, now.Add(-mailPause)).Scan(&recent); err != nil || recent > 0 {
+			return err
+		}
+		tok, hash := tokens.New(VerifyTokenPrefix)
+		expires := now.Add(VerifyTTL)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, 'verify', $3, $4, $5)`,
+			ids.New(), u.ID, hash, now, expires); err != nil {
+			return fmt.Errorf("auth: verify: %w", err)
+		}
+		return s.mailer.Queue(ctx, tx, u.Email, "verify", map[string]string{"name": u.DisplayName,
+			"link": s.publicURL + "/api/auth/verify/consume?token=" + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
+	})
+}
+
+// ConsumeVerify marks the token's address verified, once; false for an
+// unknown, used or expired token.
+func (s *Service) ConsumeVerify(ctx context.Context, tok string) (bool, error) {
+	if !strings.HasPrefix(tok, VerifyTokenPrefix) || len(tok) > 200 {
+		return false, nil
+	}
+	now := s.clock.Now()
+	verified := false
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		var userID string
+		err := tx.QueryRowContext(ctx, `UPDATE auth_tokens SET used_at = $2 WHERE token_hash = $1 AND purpose = 'verify' AND used_at IS NULL
+			AND expires_at > $2 RETURNING user_id`, tokens.Hash(tok), now).Scan(&userID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("auth: verify: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET email_verified = TRUE, updated_at = $2 WHERE id = $1`, userID, now); err != nil {
+			return fmt.Errorf("auth: verify: %w", err)
+		}
+		verified = true
+		tx.AfterCommit(func() { s.forgetUser(userID) })
+		return nil
+	})
+	return verified, err
 }
