@@ -41,11 +41,25 @@ type loginInput struct {
 	}
 }
 
-// LoginBody is the answer to a sign-in. With 2FA armed (a later feature) it
-// will be {totp_required: true} without a user and without cookies.
+// LoginBody is the answer to a sign-in. With 2FA armed it is
+// {totp_required: true, totp_token} without a user and without cookies.
 type LoginBody struct {
 	TOTPRequired bool     `json:"totp_required"`
+	TOTPToken    string   `json:"totp_token,omitempty" doc:"With totp_required: send it with a code to POST /api/auth/2fa/verify (valid 5 minutes)"`
 	User         *Profile `json:"user,omitempty"`
+}
+
+type verify2FAInput struct {
+	Body struct {
+		Token string `json:"token" maxLength:"400" doc:"The login's totp_token"`
+		Code  string `json:"code" maxLength:"40" doc:"A code from the authenticator, or a recovery code"`
+	}
+}
+
+type codeInput struct {
+	Body struct {
+		Code string `json:"code" maxLength:"40"`
+	}
 }
 
 type loginOutput struct {
@@ -236,6 +250,28 @@ func Register(api huma.API, s *Service) {
 		if err != nil {
 			return nil, err
 		}
+		if res.TOTPRequired {
+			out := &loginOutput{}
+			out.Body.TOTPRequired, out.Body.TOTPToken = true, res.Interim
+			return out, nil
+		}
+		out := &loginOutput{SetCookie: s.sessionCookies(res.Session)}
+		out.Body.User = &res.Profile
+		return out, nil
+	})
+
+	verify2FA := public.Op("post_api_auth_2fa_verify", http.MethodPost, "/api/auth/2fa/verify", "Finish a sign-in with a two-factor code")
+	verify2FA.Description = "Exchanges the login's totp_token and a current code (or an unused recovery code) for the session, " +
+		"answering like a login. A code is accepted once; failures count toward the sign-in throttle (429)."
+	huma.Register(api, verify2FA, func(ctx context.Context, in *verify2FAInput) (*loginOutput, error) {
+		res, until, err := s.VerifySecondFactor(ctx, in.Body.Token, in.Body.Code, httpx.ClientIP(ctx), httpx.UserAgent(ctx))
+		if err == ErrLocked {
+			secs := int(time.Until(until).Seconds()) + 1
+			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
+		}
+		if err != nil {
+			return nil, err
+		}
 		out := &loginOutput{SetCookie: s.sessionCookies(res.Session)}
 		out.Body.User = &res.Profile
 		return out, nil
@@ -253,6 +289,25 @@ func Register(api huma.API, s *Service) {
 			out := &logoutOutput{SetCookie: s.clearedCookies()}
 			out.Body.OK = true
 			return out, nil
+		})
+
+	huma.Register(api, account.Op("post_api_me_2fa_enroll", http.MethodPost, "/api/me/2fa/enroll", "Start two-factor sign-in: a new TOTP secret (pending until confirmed)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*TOTPEnrollment], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.Enroll(ctx, u))
+		})
+	huma.Register(api, account.Op("post_api_me_2fa_confirm", http.MethodPost, "/api/me/2fa/confirm", "Arm two-factor sign-in with a live code; the recovery codes are shown once"),
+		func(ctx context.Context, in *codeInput) (*httpx.Out[*RecoveryCodesOut], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.Confirm(ctx, u, in.Body.Code))
+		})
+	huma.Register(api, account.Op("post_api_me_2fa_disable", http.MethodPost, "/api/me/2fa/disable", "Turn two-factor sign-in off (needs a valid code or recovery code)"),
+		func(ctx context.Context, in *codeInput) (*OK, error) {
+			u, _ := actor.UserFrom(ctx)
+			if err := s.Disable(ctx, u, in.Body.Code); err != nil {
+				return nil, err
+			}
+			return ok(), nil
 		})
 
 	me := account.Op("get_api_me", http.MethodGet, "/api/me", "My profile")

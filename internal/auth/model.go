@@ -64,4 +64,8 @@ type Session struct {
 type LoginResult struct {
 	Profile Profile
 	Session Session
+	// TOTPRequired: the password was right and 2FA is armed; Interim goes
+	// to POST /api/auth/2fa/verify with a code (no session yet).
+	TOTPRequired bool
+	Interim      string
 }

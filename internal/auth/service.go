@@ -18,6 +18,7 @@ import (
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
 	"slipway/internal/platform/ttlcache"
+	"slipway/internal/platform/vault"
 
 	"golang.org/x/sync/singleflight"
 	tokens "slipway/internal/platform/token"
@@ -63,8 +64,9 @@ type Service struct {
 	cfg       Config
 	tenancy   Tenancy
 	log       *slog.Logger
-	mailer    Mailer // account mail (password reset); nil: none is sent
-	publicURL string // links in mail start with it
+	mailer    Mailer        // account mail (password reset); nil: none is sent
+	sealer    *vault.Sealer // TOTP secrets at rest
+	publicURL string        // links in mail start with it
 	// dummyHash is verified against when the email is unknown, so a wrong
 	// email costs the same work as a wrong password.
 	dummyHash string
@@ -102,7 +104,11 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *
 	if cfg.HashParams == (HashParams{}) {
 		cfg.HashParams = DefaultHashParams
 	}
-	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams),
+	sealer, err := vault.NewSealer(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams), sealer: sealer,
 		cache: ttlcache.New[actor.User](cfg.SessionCacheTTL, 10000), bus: bus}, nil
 }
 
@@ -323,6 +329,14 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 			return nil, time.Time{}, err
 		}
 		return nil, time.Time{}, ErrInvalidCredentials
+	}
+
+	if st, err := totpOf(ctx, s.db.R, u.ID); err != nil {
+		return nil, time.Time{}, err
+	} else if st.secret != nil {
+		// The second factor decides; the password's failures stay counted
+		// until it passes.
+		return &LoginResult{TOTPRequired: true, Interim: s.interimToken(u.ID, now)}, time.Time{}, nil
 	}
 
 	sess := Session{ID: ids.New(), Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}

@@ -79,6 +79,19 @@ CREATE INDEX auth_tokens_user ON auth_tokens (user_id, purpose, created_at);
 -- Whether an account's address answered a verification mail.
 ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE;
 
+-- TOTP two-factor sign-in: the secret sealed (pending until confirmed), the
+-- last time step accepted (a code is not accepted twice), and single-use
+-- recovery codes kept as hashes.
+ALTER TABLE users ADD COLUMN totp_secret TEXT;
+ALTER TABLE users ADD COLUMN totp_pending TEXT;
+ALTER TABLE users ADD COLUMN totp_last_step INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE user_recovery_codes (
+    user_id   TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    code_hash TEXT NOT NULL,
+    used_at   TIMESTAMP,
+    PRIMARY KEY (user_id, code_hash)
+);
+
 -- A member's audit is read by target.
 CREATE INDEX audit_log_target ON audit_log (target_kind, target_id, created_at);
 

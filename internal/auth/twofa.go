@@ -1,0 +1,296 @@
+package auth
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base32"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+	tokens "slipway/internal/platform/token"
+)
+
+// Two-factor sign-in with TOTP (RFC 6238). Enrolling stores a new secret,
+// sealed and pending; confirming with a live code arms it and hands out
+// ten single-use recovery codes once (kept as hashes). With 2FA armed, a
+// right password answers {totp_required: true} and a short-lived interim
+// token instead of a session; POST /api/auth/2fa/verify exchanges it and a
+// code (or a recovery code) for the session, counting failures like a
+// password. A code is accepted once: its time step is remembered.
+
+// Recovery codes and interim tokens.
+const (
+	RecoveryCodes       = 10
+	InterimTokenPrefix  = "s2fa_"
+	interimTTL          = 5 * time.Minute
+	totpSealContext     = "totp secret"
+	recoveryCodeLetters = "abcdefghjkmnpqrstuvwxyz23456789"
+)
+
+// TOTPEnrollment is a pending TOTP enrolment: scan the URI or type the secret.
+type TOTPEnrollment struct {
+	Secret string `json:"secret" doc:"Base32 secret for an authenticator app"`
+	URI    string `json:"uri" doc:"otpauth:// provisioning URI (a QR code of it)"`
+}
+
+// RecoveryCodesOut are shown once, when 2FA is armed.
+type RecoveryCodesOut struct {
+	RecoveryCodes []string `json:"recovery_codes" doc:"Single-use codes for when the authenticator is lost; shown only now"`
+}
+
+type totpState struct {
+	secret, pending *string
+	lastStep        int64
+}
+
+func totpOf(ctx context.Context, q db.Queryer, userID string) (*totpState, error) {
+	var st totpState
+	err := q.QueryRowContext(ctx, `SELECT totp_secret, totp_pending, totp_last_step FROM users WHERE id = $1`, userID).Scan(&st.secret, &st.pending, &st.lastStep)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("user")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auth: totp: %w", err)
+	}
+	return &st, nil
+}
+
+// Enroll starts (or restarts) an enrolment for the signed-in account.
+func (s *Service) Enroll(ctx context.Context, u *actor.User) (*TOTPEnrollment, error) {
+	st, err := totpOf(ctx, s.db.R, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	if st.secret != nil {
+		return nil, apperr.New(apperr.CodeConflict, "two-factor sign-in is on already; disable it first to enrol again")
+	}
+	secret := make([]byte, 20)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, err
+	}
+	b32 := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(secret)
+	if _, err := s.db.W.ExecContext(ctx, `UPDATE users SET totp_pending = $2 WHERE id = $1`, u.ID, s.sealer.Seal(b32, totpSealContext)); err != nil {
+		return nil, fmt.Errorf("auth: enroll: %w", err)
+	}
+	label := url.PathEscape("Slipway:" + u.Email)
+	return &TOTPEnrollment{Secret: b32, URI: "otpauth://totp/" + label + "?secret=" + b32 + "&issuer=Slipway&algorithm=SHA1&digits=6&period=30"}, nil
+}
+
+func (s *Service) secretBytes(sealed string) ([]byte, error) {
+	b32, err := s.sealer.Open(sealed, totpSealContext)
+	if err != nil {
+		return nil, fmt.Errorf("auth: totp secret: %w", err)
+	}
+	return base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(b32)
+}
+
+// ErrBadCode is the one answer to a wrong two-factor code.
+var ErrBadCode = apperr.BadRequest("the code is not valid")
+
+// Confirm arms 2FA with a live code from the pending secret and returns the
+// recovery codes (once).
+func (s *Service) Confirm(ctx context.Context, u *actor.User, code string) (*RecoveryCodesOut, error) {
+	var out *RecoveryCodesOut
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		st, err := totpOf(ctx, tx, u.ID)
+		if err != nil {
+			return err
+		}
+		if st.secret != nil {
+			return apperr.New(apperr.CodeConflict, "two-factor sign-in is on already")
+		}
+		if st.pending == nil {
+			return apperr.New(apperr.CodeConflict, "no enrolment is pending: enrol first")
+		}
+		secret, err := s.secretBytes(*st.pending)
+		if err != nil {
+			return err
+		}
+		step := checkTOTP(secret, strings.TrimSpace(code), s.clock.Now(), 0)
+		if step == 0 {
+			return ErrBadCode
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $2 WHERE id = $1`,
+			u.ID, step); err != nil {
+			return fmt.Errorf("auth: confirm: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, u.ID); err != nil {
+			return fmt.Errorf("auth: confirm: %w", err)
+		}
+		out = &RecoveryCodesOut{}
+		for i := 0; i < RecoveryCodes; i++ {
+			c := recoveryCode()
+			if _, err := tx.ExecContext(ctx, `INSERT INTO user_recovery_codes (user_id, code_hash) VALUES ($1, $2)`, u.ID, tokens.Hash(c)); err != nil {
+				return fmt.Errorf("auth: confirm: %w", err)
+			}
+			out.RecoveryCodes = append(out.RecoveryCodes, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func recoveryCode() string {
+	b := make([]byte, 10)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported systems
+	}
+	out := make([]byte, 0, 11)
+	for i, x := range b {
+		if i == 5 {
+			out = append(out, '-')
+		}
+		out = append(out, recoveryCodeLetters[int(x)%len(recoveryCodeLetters)])
+	}
+	return string(out)
+}
+
+// useCode accepts a live TOTP code (once per time step) or an unused
+// recovery code of an armed account, inside tx.
+func (s *Service) useCode(ctx context.Context, tx *db.Tx, userID, code string) (bool, error) {
+	st, err := totpOf(ctx, tx, userID)
+	if err != nil || st.secret == nil {
+		return false, err
+	}
+	code = strings.ToLower(strings.TrimSpace(code))
+	if len(code) == totpDigits {
+		secret, err := s.secretBytes(*st.secret)
+		if err != nil {
+			return false, err
+		}
+		step := checkTOTP(secret, code, s.clock.Now(), st.lastStep)
+		if step == 0 {
+			return false, nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE users SET totp_last_step = $2 WHERE id = $1 AND totp_last_step < $2`, userID, step)
+		if err != nil {
+			return false, fmt.Errorf("auth: totp: %w", err)
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE user_recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL`,
+		userID, tokens.Hash(code), s.clock.Now())
+	if err != nil {
+		return false, fmt.Errorf("auth: recovery code: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// Disable turns 2FA off with a valid code or recovery code.
+func (s *Service) Disable(ctx context.Context, u *actor.User, code string) error {
+	return s.db.Tx(ctx, func(tx *db.Tx) error {
+		st, err := totpOf(ctx, tx, u.ID)
+		if err != nil {
+			return err
+		}
+		if st.secret == nil {
+			return apperr.New(apperr.CodeConflict, "two-factor sign-in is off")
+		}
+		ok, err := s.useCode(ctx, tx, u.ID, code)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrBadCode
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = $1`, u.ID); err != nil {
+			return fmt.Errorf("auth: disable: %w", err)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, u.ID)
+		return err
+	})
+}
+
+// interimToken binds a passed password step to an account for a few
+// minutes: s2fa_ base64url(user id "." expiry "." HMAC).
+func (s *Service) interimToken(userID string, now time.Time) string {
+	payload := userID + "." + strconv.FormatInt(now.Add(interimTTL).Unix(), 10)
+	mac := hmac.New(sha256.New, s.cfg.Secret)
+	mac.Write([]byte("2fa interim:" + payload))
+	return InterimTokenPrefix + base64.RawURLEncoding.EncodeToString([]byte(payload+"."+base64.RawURLEncoding.EncodeToString(mac.Sum(nil))))
+}
+
+func (s *Service) interimUser(tok string, now time.Time) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(tok, InterimTokenPrefix))
+	if err != nil || !strings.HasPrefix(tok, InterimTokenPrefix) {
+		return "", false
+	}
+	parts := strings.Split(string(raw), ".")
+	if len(parts) != 3 {
+		return "", false
+	}
+	mac := hmac.New(sha256.New, s.cfg.Secret)
+	mac.Write([]byte("2fa interim:" + parts[0] + "." + parts[1]))
+	want := base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	exp, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || !hmac.Equal([]byte(want), []byte(parts[2])) || now.Unix() > exp {
+		return "", false
+	}
+	return parts[0], true
+}
+
+// ErrBadInterim refuses an unknown or expired interim token.
+var ErrBadInterim = apperr.New(apperr.CodeUnauthorized, "sign in again: the two-factor step expired or is not valid")
+
+// VerifySecondFactor exchanges an interim token and a code for a session;
+// failures count toward the sign-in throttle of the account and client.
+func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAgent string) (*LoginResult, time.Time, error) {
+	now := s.clock.Now()
+	userID, ok := s.interimUser(tok, now)
+	if !ok {
+		return nil, time.Time{}, ErrBadInterim
+	}
+	u, err := userByID(ctx, s.db.R, userID)
+	if err != nil {
+		return nil, time.Time{}, ErrBadInterim
+	}
+	keys := []string{accountKey(u.Email, ip), addressKey(ip)}
+	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
+		return nil, time.Time{}, err
+	} else if until != nil {
+		return nil, *until, ErrLocked
+	}
+	sess := Session{ID: "", Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	var good bool
+	err = s.db.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		if good, err = s.useCode(ctx, tx, u.ID, code); err != nil || !good {
+			return err
+		}
+		sess.ID = ids.New()
+		sess.CSRF = csrfToken(s.cfg.Secret, sess.ID)
+		if err := clearFailures(ctx, tx, keys[0]); err != nil {
+			return err
+		}
+		return insertSession(ctx, tx, sess.ID, u.ID, tokens.Hash(sess.Token), now, sess.ExpiresAt, truncate(userAgent, 512), ip)
+	})
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !good {
+		if err := s.db.Tx(ctx, func(tx *db.Tx) error {
+			if err := recordFailure(ctx, tx, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
+				return err
+			}
+			return recordFailure(ctx, tx, keys[1], now, lockWindow, addressLimit, lockFor)
+		}); err != nil {
+			return nil, time.Time{}, err
+		}
+		return nil, time.Time{}, ErrBadCode
+	}
+	return &LoginResult{Profile: u.profile(), Session: sess}, time.Time{}, nil
+}
