@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -129,6 +130,41 @@ type resetConsumeInput struct {
 	}
 }
 
+type magicRequestInput struct {
+	Body struct {
+		Email string `json:"email" maxLength:"320"`
+	}
+}
+
+type magicRequestOutput struct {
+	Status    int
+	SetCookie []http.Cookie `header:"Set-Cookie"`
+	Body      struct {
+		OK bool `json:"ok"`
+	}
+}
+
+type magicPendingInput struct {
+	Pending string `cookie:"service_magic"`
+}
+
+type magicCodeInput struct {
+	Pending string `cookie:"service_magic"`
+	Body    struct {
+		Code string `json:"code" maxLength:"20"`
+	}
+}
+
+type magicConsumeGetInput struct {
+	Token string `query:"token" doc:"The mailed token (not consumed here)"`
+}
+
+type magicConsumeInput struct {
+	Body struct {
+		Token string `json:"token" maxLength:"200"`
+	}
+}
+
 type verifyRequestInput struct {
 	Body struct {
 		Email string `json:"email" maxLength:"320"`
@@ -208,6 +244,42 @@ func Register(api huma.API, s *Service) {
 		return &redirectOutput{Status: http.StatusFound, Location: "/login?verified=" + flag}, nil
 	})
 
+	magicReq := public.Op("post_api_auth_magic_request", http.MethodPost, "/api/auth/magic/request", "Mail a one-time sign-in link")
+	magicReq.DefaultStatus = http.StatusAccepted
+	magicReq.Description = "Always 202 {ok: true} with a pending cookie for this browser, whether or not the address has an account."
+	huma.Register(api, magicReq, func(ctx context.Context, in *magicRequestInput) (*magicRequestOutput, error) {
+		pending, err := s.RequestMagic(ctx, in.Body.Email)
+		if err != nil {
+			return nil, err
+		}
+		out := &magicRequestOutput{Status: http.StatusAccepted, SetCookie: []http.Cookie{{Name: PendingCookie, Value: pending, Path: "/api/auth/magic",
+			MaxAge: int(MagicTTL / time.Second), HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode}}}
+		out.Body.OK = true
+		return out, nil
+	})
+	huma.Register(api, public.Op("get_api_auth_magic_pending", http.MethodGet, "/api/auth/magic/pending", "This browser's sign-in request, as it waits"),
+		func(ctx context.Context, in *magicPendingInput) (*httpx.Out[*MagicPending], error) {
+			return httpx.Reply(s.MagicPendingOf(ctx, in.Pending))
+		})
+	magicCode := public.Op("post_api_auth_magic_code", http.MethodPost, "/api/auth/magic/code", "Sign this waiting browser in with the mailed code")
+	magicCode.Description = "Answers like a login; a wrong, used or expired code is 400."
+	huma.Register(api, magicCode, func(ctx context.Context, in *magicCodeInput) (*loginOutput, error) {
+		res, err := s.MagicCode(ctx, in.Pending, in.Body.Code, httpx.ClientIP(ctx), httpx.UserAgent(ctx))
+		return s.loginAnswer(res, err)
+	})
+	magicGet := public.Op("get_api_auth_magic_consume", http.MethodGet, "/api/auth/magic/consume", "The mailed link: on to the confirm page")
+	magicGet.DefaultStatus = http.StatusFound
+	magicGet.Description = "Never consumes the token (mail scanners follow links): redirects to /magic/confirm, which consumes it by POST."
+	huma.Register(api, magicGet, func(ctx context.Context, in *magicConsumeGetInput) (*redirectOutput, error) {
+		return &redirectOutput{Status: http.StatusFound, Location: "/magic/confirm?token=" + url.QueryEscape(in.Token)}, nil
+	})
+	magicPost := public.Op("post_api_auth_magic_consume", http.MethodPost, "/api/auth/magic/consume", "Sign in with the mailed token, once")
+	magicPost.Description = "Answers like a login (with 2FA armed: {totp_required, totp_token}); an unknown, used or expired token is 400."
+	huma.Register(api, magicPost, func(ctx context.Context, in *magicConsumeInput) (*loginOutput, error) {
+		res, err := s.ConsumeMagic(ctx, in.Body.Token, httpx.ClientIP(ctx), httpx.UserAgent(ctx))
+		return s.loginAnswer(res, err)
+	})
+
 	discover := public.Op("post_api_auth_discover", http.MethodPost, "/api/auth/discover", "Where an address signs in")
 	discover.Description = "Always 200, the same answer for addresses with and without an account. Null until per-organization identity providers exist."
 	huma.Register(api, discover, func(ctx context.Context, _ *discoverInput) (*httpx.Out[Discovery], error) {
@@ -247,17 +319,7 @@ func Register(api huma.API, s *Service) {
 			secs := int(time.Until(until).Seconds()) + 1
 			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
 		}
-		if err != nil {
-			return nil, err
-		}
-		if res.TOTPRequired {
-			out := &loginOutput{}
-			out.Body.TOTPRequired, out.Body.TOTPToken = true, res.Interim
-			return out, nil
-		}
-		out := &loginOutput{SetCookie: s.sessionCookies(res.Session)}
-		out.Body.User = &res.Profile
-		return out, nil
+		return s.loginAnswer(res, err)
 	})
 
 	verify2FA := public.Op("post_api_auth_2fa_verify", http.MethodPost, "/api/auth/2fa/verify", "Finish a sign-in with a two-factor code")
@@ -269,12 +331,7 @@ func Register(api huma.API, s *Service) {
 			secs := int(time.Until(until).Seconds()) + 1
 			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
 		}
-		if err != nil {
-			return nil, err
-		}
-		out := &loginOutput{SetCookie: s.sessionCookies(res.Session)}
-		out.Body.User = &res.Profile
-		return out, nil
+		return s.loginAnswer(res, err)
 	})
 
 	huma.Register(api, session.Op("post_api_auth_logout", http.MethodPost, "/api/auth/logout", "Sign out: revoke this session and clear its cookies"),
@@ -353,4 +410,20 @@ func Register(api huma.API, s *Service) {
 			}
 			return httpx.Reply(s.SetVerbosity(ctx, u, in.Body.Verbosity))
 		})
+}
+
+// loginAnswer is the answer of a sign-in: session cookies and the profile,
+// or the second-factor step.
+func (s *Service) loginAnswer(res *LoginResult, err error) (*loginOutput, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := &loginOutput{}
+	if res.TOTPRequired {
+		out.Body.TOTPRequired, out.Body.TOTPToken = true, res.Interim
+		return out, nil
+	}
+	out.SetCookie = s.sessionCookies(res.Session)
+	out.Body.User = &res.Profile
+	return out, nil
 }

@@ -339,13 +339,13 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return &LoginResult{TOTPRequired: true, Interim: s.interimToken(u.ID, now)}, time.Time{}, nil
 	}
 
-	sess := Session{ID: ids.New(), Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}
-	sess.CSRF = csrfToken(s.cfg.Secret, sess.ID)
+	var sess Session
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		if err := clearFailures(ctx, tx, keys[0]); err != nil {
 			return err
 		}
-		return insertSession(ctx, tx, sess.ID, u.ID, tokens.Hash(sess.Token), now, sess.ExpiresAt, truncate(in.UserAgent, 512), in.IP)
+		sess, err = s.openSession(ctx, tx, u.ID, in.IP, in.UserAgent, now)
+		return err
 	})
 	if err != nil {
 		return nil, time.Time{}, err

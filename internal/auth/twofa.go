@@ -18,7 +18,6 @@ import (
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/ids"
 	tokens "slipway/internal/platform/token"
 )
 
@@ -264,19 +263,18 @@ func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAge
 	} else if until != nil {
 		return nil, *until, ErrLocked
 	}
-	sess := Session{ID: "", Token: newSessionToken(), ExpiresAt: now.Add(s.cfg.SessionTTL)}
+	var sess Session
 	var good bool
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		var err error
 		if good, err = s.useCode(ctx, tx, u.ID, code); err != nil || !good {
 			return err
 		}
-		sess.ID = ids.New()
-		sess.CSRF = csrfToken(s.cfg.Secret, sess.ID)
 		if err := clearFailures(ctx, tx, keys[0]); err != nil {
 			return err
 		}
-		return insertSession(ctx, tx, sess.ID, u.ID, tokens.Hash(sess.Token), now, sess.ExpiresAt, truncate(userAgent, 512), ip)
+		sess, err = s.openSession(ctx, tx, u.ID, ip, userAgent, now)
+		return err
 	})
 	if err != nil {
 		return nil, time.Time{}, err

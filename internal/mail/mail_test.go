@@ -371,3 +371,100 @@ func TestVerifyByMail(t *testing.T) {
 		}
 	})
 }
+
+var (
+	magicLink = regexp.MustCompile(`(/api/auth/magic/consume\?token=(smgc_[A-Za-z0-9_-]+))`)
+	magicCode = regexp.MustCompile(`waiting: ([0-9]{8})`)
+)
+
+// Magic link sign-in through the mail: the request answers the same for
+// every address; the mailed GET link only redirects; POST consumes once;
+// the waiting browser can sign in with the code instead.
+func TestMagicLinkByMail(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ms := startMailServer(t, "")
+		app := apitest.New(t, e, smtpEnv(ms.addr)...)
+		admin := app.Admin()
+		mia := app.Approved(admin, "Mia Magic")
+
+		waiting := app.Anonymous()
+		stranger := app.Anonymous()
+		a := waiting.Do("POST", "/api/auth/magic/request", map[string]any{"email": mia.Email})
+		b := stranger.Do("POST", "/api/auth/magic/request", map[string]any{"email": "nobody@example.test"})
+		if a.Status != 202 || b.Status != 202 || string(a.Body) != string(b.Body) || a.Header.Get("Set-Cookie") == "" || b.Header.Get("Set-Cookie") == "" {
+			t.Fatalf("magic requests differ: %d %s %q / %d %s %q", a.Status, a.Body, a.Header.Get("Set-Cookie"), b.Status, b.Body, b.Header.Get("Set-Cookie"))
+		}
+		pa, pb := waiting.Do("GET", "/api/auth/magic/pending", nil), stranger.Do("GET", "/api/auth/magic/pending", nil)
+		if !strings.Contains(string(pa.Body), `"status":"waiting"`) || !strings.Contains(string(pb.Body), `"status":"waiting"`) {
+			t.Fatalf("pending: %s / %s", pa.Body, pb.Body)
+		}
+		if r := app.Anonymous().Do("GET", "/api/auth/magic/pending", nil); !strings.Contains(string(r.Body), `"status":"unknown"`) {
+			t.Fatalf("a browser without a request: %s", r.Body)
+		}
+		got := ms.wait(t, 1)
+		time.Sleep(200 * time.Millisecond)
+		if n := len(ms.mails()); n != 1 || got[0].to[0] != mia.Email {
+			t.Fatalf("%d mails", n)
+		}
+		link, code := magicLink.FindStringSubmatch(got[0].data), magicCode.FindStringSubmatch(got[0].data)
+		if link == nil || code == nil {
+			t.Fatalf("mail:\n%s", got[0].data)
+		}
+		app.Remember(link[2], code[1])
+		// The GET only redirects: scanners do not spend the link.
+		for i := 0; i < 2; i++ {
+			r := app.Anonymous().Do("GET", link[1], nil)
+			if r.Status != http.StatusFound || r.Header.Get("Location") != "/magic/confirm?token="+link[2] {
+				t.Fatalf("GET link: %d %q", r.Status, r.Header.Get("Location"))
+			}
+		}
+		// The waiting browser types the code: signed in, once.
+		if r := waiting.Do("POST", "/api/auth/magic/code", map[string]any{"code": "00000000"}); r.Status != 400 {
+			t.Fatalf("a wrong code: %d", r.Status)
+		}
+		if r := stranger.Do("POST", "/api/auth/magic/code", map[string]any{"code": code[1]}); r.Status != 400 {
+			t.Fatalf("the code from another browser: %d", r.Status)
+		}
+		r := waiting.Do("POST", "/api/auth/magic/code", map[string]any{"code": code[1]})
+		if r.Status != 200 || waiting.SessionToken() == "" || !strings.Contains(string(r.Body), mia.Email) {
+			t.Fatalf("code sign-in: %d %s", r.Status, r.Body)
+		}
+		app.Remember(waiting.SessionToken(), waiting.CSRFToken())
+		if r := waiting.Do("GET", "/api/me", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"email_verified":true`) {
+			t.Fatalf("me after the magic sign-in: %d %s", r.Status, r.Body)
+		}
+		// The link of a used request does nothing more; racing consumes of a fresh one win once.
+		if r := app.Anonymous().Do("POST", "/api/auth/magic/consume", map[string]any{"token": link[2]}); r.Status != 400 {
+			t.Fatalf("a used link: %d", r.Status)
+		}
+		if r := waiting.Do("GET", "/api/auth/magic/pending", nil); !strings.Contains(string(r.Body), `"status":"used"`) {
+			t.Fatalf("pending after use: %s", r.Body)
+		}
+		time.Sleep(1100 * time.Millisecond)
+		app.DB.W.Exec(`UPDATE auth_tokens SET created_at = $1`, time.Now().UTC().Add(-time.Hour))
+		app.Anonymous().Do("POST", "/api/auth/magic/request", map[string]any{"email": mia.Email})
+		fresh := magicLink.FindStringSubmatch(ms.wait(t, 2)[1].data)
+		app.Remember(fresh[2])
+		var wg sync.WaitGroup
+		statuses := make([]int, 6)
+		for i := range statuses {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := app.Anonymous()
+				statuses[i] = c.Do("POST", "/api/auth/magic/consume", map[string]any{"token": fresh[2]}).Status
+				app.Remember(c.SessionToken(), c.CSRFToken())
+			}()
+		}
+		wg.Wait()
+		won := 0
+		for _, s := range statuses {
+			if s == 200 {
+				won++
+			}
+		}
+		if won != 1 {
+			t.Fatalf("%d consumes won: %v", won, statuses)
+		}
+	})
+}

@@ -24,6 +24,7 @@ const (
 	TemplateInvite = "invite"
 	TemplateReset  = "reset"
 	TemplateVerify = "verify"
+	TemplateMagic  = "magic"
 )
 
 // MailTemplate is a transactional mail template: plain text with {{variable}}
@@ -63,6 +64,12 @@ var defaults = map[string]builtin{
 		subject: "Confirm your address for Slipway",
 		body:    "Hello {{name}},\n\nConfirm that this address is yours by opening:\n{{link}}\n\nThe link works once and expires on {{expires}}.\n",
 		vars:    []string{"name", "link", "expires"},
+	},
+	TemplateMagic: {
+		subject: "Your Slipway sign-in link",
+		body: "Hello {{name}},\n\nSign in to Slipway by opening:\n{{link}}\n\nOr type this code into the window that is waiting: {{code}}\n\n" +
+			"The link and the code work once, until {{expires}}. If you did not ask to sign in, ignore this mail.\n",
+		vars: []string{"name", "link", "code", "expires"},
 	},
 }
 

@@ -72,9 +72,12 @@ CREATE TABLE auth_tokens (
     token_hash TEXT NOT NULL UNIQUE,
     created_at TIMESTAMP NOT NULL,
     expires_at TIMESTAMP NOT NULL,
+    request_id TEXT,
+    code_hash  TEXT,
     used_at    TIMESTAMP
 );
 CREATE INDEX auth_tokens_user ON auth_tokens (user_id, purpose, created_at);
+CREATE INDEX auth_tokens_request ON auth_tokens (request_id) WHERE request_id IS NOT NULL;
 
 -- Whether an account's address answered a verification mail.
 ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE;
