@@ -101,6 +101,44 @@ func (m *mailServer) wait(t *testing.T, n int) []received {
 	return m.mails()
 }
 
+// mailApp is an app whose mail goes to a real SMTP server in the test, with
+// its instance admin signed in.
+func mailApp(t *testing.T, e db.Engine) (*apitest.App, *apitest.Client, *mailServer) {
+	t.Helper()
+	ms := startMailServer(t, "")
+	app := apitest.New(t, e, smtpEnv(ms.addr)...)
+	return app, app.Admin(), ms
+}
+
+// race runs n requests at once and counts the 200s; any answer but 200 or
+// 400 fails the test.
+func race(t *testing.T, app *apitest.App, n int, do func(c *apitest.Client) int) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := app.Anonymous()
+			statuses[i] = do(c)
+			app.Remember(c.SessionToken(), c.CSRFToken())
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, st := range statuses {
+		switch st {
+		case 200:
+			won++
+		case 400:
+		default:
+			t.Fatalf("a racer got %d (%v)", st, statuses)
+		}
+	}
+	return won
+}
+
 var inviteLink = regexp.MustCompile(`/invite\?token=(sinv_[A-Za-z0-9_-]+)`)
 
 func smtpEnv(addr string) []string {
@@ -251,9 +289,7 @@ var resetLink = regexp.MustCompile(`/reset\?token=(srst_[A-Za-z0-9_-]+)`)
 // password once and signs the account out everywhere.
 func TestPasswordResetByMail(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		ms := startMailServer(t, "")
-		app := apitest.New(t, e, smtpEnv(ms.addr)...)
-		admin := app.Admin()
+		app, admin, ms := mailApp(t, e)
 		ann := app.Approved(admin, "Ann Reset")
 		anon := app.Anonymous()
 
@@ -288,26 +324,10 @@ func TestPasswordResetByMail(t *testing.T) {
 				WantStatus: 400, WantCode: "bad_request"},
 		})
 		// Racing consumes: one sets the password.
-		var wg sync.WaitGroup
-		statuses := make([]int, 6)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				statuses[i] = app.Anonymous().Do("POST", "/api/auth/reset/consume", map[string]any{"token": tok, "password": "a-new-long-passphrase"}).Status
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, s := range statuses {
-			if s == 200 {
-				won++
-			} else if s != 400 {
-				t.Fatalf("a consume got %d", s)
-			}
-		}
-		if won != 1 {
-			t.Fatalf("%d consumes won: %v", won, statuses)
+		if won := race(t, app, 6, func(c *apitest.Client) int {
+			return c.Do("POST", "/api/auth/reset/consume", map[string]any{"token": tok, "password": "a-new-long-passphrase"}).Status
+		}); won != 1 {
+			t.Fatalf("%d consumes won", won)
 		}
 		app.Remember("a-new-long-passphrase")
 		if r := ann.Do("GET", "/api/me", nil); r.Status != 401 {
@@ -382,9 +402,7 @@ var (
 // the waiting browser can sign in with the code instead.
 func TestMagicLinkByMail(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		ms := startMailServer(t, "")
-		app := apitest.New(t, e, smtpEnv(ms.addr)...)
-		admin := app.Admin()
+		app, admin, ms := mailApp(t, e)
 		mia := app.Approved(admin, "Mia Magic")
 
 		waiting := app.Anonymous()
@@ -445,26 +463,10 @@ func TestMagicLinkByMail(t *testing.T) {
 		app.Anonymous().Do("POST", "/api/auth/magic/request", map[string]any{"email": mia.Email})
 		fresh := magicLink.FindStringSubmatch(ms.wait(t, 2)[1].data)
 		app.Remember(fresh[2])
-		var wg sync.WaitGroup
-		statuses := make([]int, 6)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c := app.Anonymous()
-				statuses[i] = c.Do("POST", "/api/auth/magic/consume", map[string]any{"token": fresh[2]}).Status
-				app.Remember(c.SessionToken(), c.CSRFToken())
-			}()
-		}
-		wg.Wait()
-		won := 0
-		for _, s := range statuses {
-			if s == 200 {
-				won++
-			}
-		}
-		if won != 1 {
-			t.Fatalf("%d consumes won: %v", won, statuses)
+		if won := race(t, app, 6, func(c *apitest.Client) int {
+			return c.Do("POST", "/api/auth/magic/consume", map[string]any{"token": fresh[2]}).Status
+		}); won != 1 {
+			t.Fatalf("%d consumes won", won)
 		}
 	})
 }
