@@ -152,11 +152,33 @@ func (s *Service) ConsumeMagic(ctx context.Context, tok, ip, userAgent string) (
 func (s *Service) MagicCode(ctx context.Context, cookie, code, ip, userAgent string) (*LoginResult, error) {
 	requestID, _, ok := s.pendingRequest(cookie)
 	code = strings.TrimSpace(code)
-	if !ok || len(code) != magicCodeDigits {
+	if !ok {
 		return nil, ErrBadMagic
 	}
-	return s.magicSignIn(ctx, `request_id = $1 AND code_hash = $3`, requestID, ip, userAgent, tokens.Hash(requestID+":"+code))
+	// Five wrong codes end a request's code (the link still works): an
+	// 8-digit code cannot be guessed in so few tries.
+	key := "magic:" + requestID
+	now := s.clock.Now()
+	if until, err := lockedUntil(ctx, s.db.R, now, key, key); err != nil {
+		return nil, err
+	} else if until != nil {
+		return nil, ErrBadMagic
+	}
+	var res *LoginResult
+	var err error = ErrBadMagic
+	if len(code) == magicCodeDigits {
+		res, err = s.magicSignIn(ctx, `request_id = $1 AND code_hash = $3`, requestID, ip, userAgent, tokens.Hash(requestID+":"+code))
+	}
+	if errors.Is(err, ErrBadMagic) {
+		if ferr := recordFailure(ctx, s.db.W, key, now, MagicTTL, magicCodeTries, MagicTTL); ferr != nil {
+			return nil, ferr
+		}
+	}
+	return res, err
 }
+
+// magicCodeTries is how many wrong codes a request takes.
+const magicCodeTries = 5
 
 // magicSignIn uses the magic token that cond selects (compare-and-set on
 // used_at) and opens a session, or asks for the second factor.

@@ -2,6 +2,7 @@ package mail_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -467,6 +468,21 @@ func TestMagicLinkByMail(t *testing.T) {
 			return c.Do("POST", "/api/auth/magic/consume", map[string]any{"token": fresh[2]}).Status
 		}); won != 1 {
 			t.Fatalf("%d consumes won", won)
+		}
+		// Guessing a code: five wrong tries end the request's code.
+		time.Sleep(1100 * time.Millisecond)
+		app.DB.W.Exec(`UPDATE auth_tokens SET created_at = $1`, time.Now().UTC().Add(-time.Hour))
+		guesser := app.Anonymous()
+		guesser.Do("POST", "/api/auth/magic/request", map[string]any{"email": mia.Email})
+		third := magicCode.FindStringSubmatch(ms.wait(t, 3)[2].data)
+		app.Remember(third[1])
+		for i := 0; i < 5; i++ {
+			if r := guesser.Do("POST", "/api/auth/magic/code", map[string]any{"code": fmt.Sprintf("%08d", i)}); r.Status != 400 {
+				t.Fatalf("guess %d: %d", i, r.Status)
+			}
+		}
+		if r := guesser.Do("POST", "/api/auth/magic/code", map[string]any{"code": third[1]}); r.Status != 400 {
+			t.Fatalf("the right code after five wrong ones: %d", r.Status)
 		}
 	})
 }
