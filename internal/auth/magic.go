@@ -129,15 +129,15 @@ func (s *Service) MagicPendingOf(ctx context.Context, cookie string) (*MagicPend
 	if s.clock.Now().After(expires) {
 		return &MagicPending{Status: PendingExpired}, nil
 	}
-	var used sql.NullTime
-	err := s.db.R.QueryRowContext(ctx, `SELECT used_at IS NOT NULL FROM auth_tokens WHERE request_id = $1 AND purpose = 'magic'`, requestID).Scan(&used.Valid)
+	used := false // no row: an address without an account, which looks the same
+	err := s.db.R.QueryRowContext(ctx, `SELECT used_at IS NOT NULL FROM auth_tokens WHERE request_id = $1 AND purpose = 'magic'`, requestID).Scan(&used)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return nil, fmt.Errorf("auth: magic pending: %w", err)
 	}
-	if used.Valid {
+	if used {
 		return &MagicPending{Status: PendingUsed}, nil
 	}
-	return &MagicPending{Status: PendingWaiting, ExpiresAt: &expires}, nil // also for an address without an account
+	return &MagicPending{Status: PendingWaiting, ExpiresAt: &expires}, nil
 }
 
 // ConsumeMagic signs in with the mailed token, once.
