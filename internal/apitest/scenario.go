@@ -3,6 +3,7 @@ package apitest
 import (
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 
 	"slipway/internal/platform/ids"
@@ -105,4 +106,34 @@ func CheckTenancy(t *testing.T, owner, outsider *Client, cases []TenancyCase) {
 			}
 		})
 	}
+}
+
+// Race runs do n times at once and returns how many answered won; an
+// answer other than won or lost fails the test.
+func Race(t *testing.T, n, won, lost int, do func() int) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	statuses := make([]int, n)
+	start := make(chan struct{})
+	for i := range statuses {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			statuses[i] = do()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	wins := 0
+	for _, s := range statuses {
+		switch s {
+		case won:
+			wins++
+		case lost:
+		default:
+			t.Fatalf("a racer got %d (%v)", s, statuses)
+		}
+	}
+	return wins
 }

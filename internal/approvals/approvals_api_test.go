@@ -259,36 +259,17 @@ func TestToolApprovalDecideRace(t *testing.T) {
 		owner := f.Owner
 		w := newWorking(t, f, owner, "Raced")
 		id := ask(t, f, w, "call_1", "deploy")
-		const racers = 20
-		statuses := make([]int, racers)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range racers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				verdict := "approve"
-				if i%2 == 1 {
-					verdict = "reject"
-				}
-				statuses[i] = owner.Do("POST", "/api/tool-approvals/"+id+"/decide", map[string]any{"verdict": verdict}).Status
-			}()
-		}
-		close(start)
-		wg.Wait()
-		won := 0
-		for _, s := range statuses {
-			switch s {
-			case http.StatusOK:
-				won++
-			case http.StatusBadRequest:
-			default:
-				t.Fatalf("a racer got %d", s)
-			}
-		}
+		i := 0
+		var mu sync.Mutex
+		won := apitest.Race(t, 20, http.StatusOK, http.StatusBadRequest, func() int {
+			mu.Lock()
+			verdict := []string{"approve", "reject"}[i%2]
+			i++
+			mu.Unlock()
+			return owner.Do("POST", "/api/tool-approvals/"+id+"/decide", map[string]any{"verdict": verdict}).Status
+		})
 		if won != 1 {
-			t.Fatalf("%d decisions won, want 1 (%v)", won, statuses)
+			t.Fatalf("%d decisions won, want 1", won)
 		}
 		if lines := inboxLines(t, f, w.job); len(lines) != 1 {
 			t.Fatalf("the agent was told %d verdicts: %v", len(lines), lines)

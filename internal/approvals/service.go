@@ -13,6 +13,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/text"
 )
 
@@ -171,20 +172,7 @@ func (s *Service) Expire(ctx context.Context) (int, error) {
 // Run times out pending approvals every interval until ctx ends. Every
 // replica may run it: each approval is decided once.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.Expire(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("timing out tool approvals failed", "err", err)
-			} else if n > 0 {
-				s.log.Info("tool approvals timed out", "count", n)
-			}
-		}
-	}
+	sweep.Every(ctx, every, s.log, "tool approvals timed out", s.Expire)
 }
 
 // Page bounds of the lists.

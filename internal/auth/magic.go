@@ -205,9 +205,7 @@ func (s *Service) magicSignIn(ctx context.Context, cond, key, ip, userAgent stri
 			return fmt.Errorf("auth: magic: %w", err)
 		}
 		u.EmailVerified = true
-		if st, err := totpOf(ctx, tx, userID); err != nil {
-			return err
-		} else if st.secret != nil {
+		if u.TOTPArmed {
 			out = &LoginResult{TOTPRequired: true, Interim: s.interimToken(userID, now)}
 			return nil
 		}

@@ -44,6 +44,7 @@ type user struct {
 	CreatedAt          time.Time
 	UpdatedAt          time.Time
 	EmailVerified      bool
+	TOTPArmed          bool // two-factor sign-in is on
 }
 
 func (u *user) profile() Profile {

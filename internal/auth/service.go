@@ -331,9 +331,7 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return nil, time.Time{}, ErrInvalidCredentials
 	}
 
-	if st, err := totpOf(ctx, s.db.R, u.ID); err != nil {
-		return nil, time.Time{}, err
-	} else if st.secret != nil {
+	if u.TOTPArmed {
 		// The second factor decides; the password's failures stay counted
 		// until it passes.
 		return &LoginResult{TOTPRequired: true, Interim: s.interimToken(u.ID, now)}, time.Time{}, nil

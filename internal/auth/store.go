@@ -17,12 +17,12 @@ import (
 
 const userColumns = `u.id, u.email, u.display_name, u.password_hash, u.approved,
 	u.is_admin OR EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin'),
-	u.verbosity, u.default_workspace_id, u.created_at, u.updated_at, u.email_verified`
+	u.verbosity, u.default_workspace_id, u.created_at, u.updated_at, u.email_verified, u.totp_secret IS NOT NULL`
 
 func scanUser(row interface{ Scan(...any) error }) (*user, error) {
 	var u user
 	err := row.Scan(&u.ID, &u.Email, &u.DisplayName, &u.PasswordHash, &u.Approved, &u.Admin, &u.Verbosity,
-		&u.DefaultWorkspaceID, db.UTC(&u.CreatedAt), db.UTC(&u.UpdatedAt), &u.EmailVerified)
+		&u.DefaultWorkspaceID, db.UTC(&u.CreatedAt), db.UTC(&u.UpdatedAt), &u.EmailVerified, &u.TOTPArmed)
 	if err != nil {
 		return nil, err
 	}

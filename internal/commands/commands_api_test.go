@@ -103,6 +103,8 @@ func TestCommandsAPI(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		fixture.Want(t, owner.Do("POST", "/api/agent-profiles", obj{"name": "modelled", "agent_type": "llm", "model": "gpt-test-model",
+			"base_url": "http://127.0.0.1:1/v1"}), http.StatusCreated)
 		queued := f.Task(t, owner, project, "echo queued", nil)
 		done := f.Task(t, owner, project, "echo done", nil)
 		f.SetStatus(t, done.ID, tasks.StatusDone)
@@ -118,7 +120,7 @@ func TestCommandsAPI(t *testing.T) {
 			{"recent_tasks", "queued", queued.ID, done.ID},
 			{"workflows", "night", workflow, ""},
 			{"pending_approvals", "deploy", approval, ""},
-			{"models", "", "[", ""},
+			{"models", "gpt", `"value":"gpt-test-model"`, ""},
 		}
 		for _, oc := range optionCases {
 			r := owner.Do("GET", "/api/commands/options/"+oc.provider+"?q="+oc.q, nil)

@@ -111,33 +111,16 @@ func mailApp(t *testing.T, e db.Engine) (*apitest.App, *apitest.Client, *mailSer
 	return app, app.Admin(), ms
 }
 
-// race runs n requests at once and counts the 200s; any answer but 200 or
-// 400 fails the test.
+// race runs n sign-ins at once, each from its own browser, and counts the
+// ones that won (200); the others must be refused (400).
 func race(t *testing.T, app *apitest.App, n int, do func(c *apitest.Client) int) int {
 	t.Helper()
-	var wg sync.WaitGroup
-	statuses := make([]int, n)
-	for i := range statuses {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := app.Anonymous()
-			statuses[i] = do(c)
-			app.Remember(c.SessionToken(), c.CSRFToken())
-		}()
-	}
-	wg.Wait()
-	won := 0
-	for _, st := range statuses {
-		switch st {
-		case 200:
-			won++
-		case 400:
-		default:
-			t.Fatalf("a racer got %d (%v)", st, statuses)
-		}
-	}
-	return won
+	return apitest.Race(t, n, 200, 400, func() int {
+		c := app.Anonymous()
+		st := do(c)
+		app.Remember(c.SessionToken(), c.CSRFToken())
+		return st
+	})
 }
 
 var inviteLink = regexp.MustCompile(`/invite\?token=(sinv_[A-Za-z0-9_-]+)`)

@@ -20,6 +20,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/sweep"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
 	"slipway/internal/tasks"
@@ -314,18 +315,5 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 
 // Run sweeps every interval until ctx ends; every replica may run it.
 func (s *Service) Run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.log.Error("executing due undo actions failed", "err", err)
-			} else if n > 0 {
-				s.log.Info("executed undo actions", "count", n)
-			}
-		}
-	}
+	sweep.Every(ctx, every, s.log, "undo actions executed", s.Sweep)
 }

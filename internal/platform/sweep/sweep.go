@@ -1,0 +1,28 @@
+// Package sweep runs a periodic pass (timing out approvals, running due
+// undo actions) until its context ends, logging what each pass did.
+package sweep
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Every runs pass every interval until ctx ends. A pass reports how many
+// things it handled; what names them in the log.
+func Every(ctx context.Context, every time.Duration, log *slog.Logger, what string, pass func(context.Context) (int, error)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := pass(ctx); err != nil && ctx.Err() == nil {
+				log.Error("sweep failed", "what", what, "err", err)
+			} else if n > 0 {
+				log.Info("sweep", "what", what, "count", n)
+			}
+		}
+	}
+}
