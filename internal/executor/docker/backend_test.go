@@ -34,25 +34,15 @@ const DockerHostEnv = "SERVICE_TEST_DOCKER_HOST"
 // rootfs); no registry is reachable.
 const testImage = "slipway-test-busybox:latest"
 
-// testNetwork is shared by the tests (the engine has room for a few dozen
-// bridge networks only); TestMain removes it.
+// testNetwork is shared by the tests of every package (the engine has room
+// for a few dozen bridge networks only). It is never removed: the packages'
+// tests run in parallel processes, and removing it when this one ends failed
+// the containers another package was starting (the backend creates it when
+// it is missing).
 const testNetwork = "slipway-test-agents"
 
 // timeout is generous: nothing here is a timing assertion.
 const timeout = 2 * time.Minute
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if host := os.Getenv(DockerHostEnv); host != "" {
-		if cli, err := client.New(client.WithHost(host)); err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_, _ = cli.NetworkRemove(ctx, testNetwork, client.NetworkRemoveOptions{})
-			cancel()
-			_ = cli.Close()
-		}
-	}
-	os.Exit(code)
-}
 
 // engine returns the test engine's address, skipping the test without one
 // (failing it when SERVICE_TEST_REQUIRE lists docker).
