@@ -498,3 +498,23 @@ func TestDiscoverAndForget(t *testing.T) {
 		}
 	}
 }
+
+// The sign-in page learns whether an instance admin exists yet (and that
+// only: no web control grants admin).
+func TestSetup(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		anon := app.Anonymous()
+		if r := anon.Do("GET", "/api/auth/setup", nil); r.Status != 200 || strings.TrimSpace(string(r.Body)) != `{"has_admin":false,"captcha":false}` {
+			t.Fatalf("a fresh instance: %d %s", r.Status, r.Body)
+		}
+		app.Pending("Pat Pending") // an account waiting for approval is not an admin
+		if r := anon.Do("GET", "/api/auth/setup", nil); !strings.Contains(string(r.Body), `"has_admin":false`) {
+			t.Fatalf("with a pending account: %s", r.Body)
+		}
+		app.Admin()
+		if r := anon.Do("GET", "/api/auth/setup", nil); !strings.Contains(string(r.Body), `"has_admin":true`) {
+			t.Fatalf("with an admin: %s", r.Body)
+		}
+	})
+}

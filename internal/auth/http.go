@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"slipway/internal/captcha"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/httpx"
@@ -21,9 +22,11 @@ type OK struct {
 	}
 }
 
-func ok() *OK {
+func ok() *OK { return answer(true) }
+
+func answer(b bool) *OK {
 	o := &OK{}
-	o.Body.OK = true
+	o.Body.OK = b
 	return o
 }
 
@@ -37,8 +40,9 @@ type registerInput struct {
 
 type loginInput struct {
 	Body struct {
-		Email    string `json:"email" maxLength:"254"`
-		Password string `json:"password" maxLength:"1024"`
+		Email    string            `json:"email" maxLength:"254"`
+		Password string            `json:"password" maxLength:"1024"`
+		Captcha  *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha: lifts this account's sign-in throttle for this client, for this attempt"`
 	}
 }
 
@@ -118,8 +122,8 @@ const RealmCookie = "service_realm"
 
 type resetRequestInput struct {
 	Body struct {
-		Email   string         `json:"email" maxLength:"320"`
-		Captcha map[string]any `json:"captcha,omitempty" doc:"A solved captcha envelope (required once a captcha is configured)"`
+		Email   string            `json:"email" maxLength:"320"`
+		Captcha *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha (required when a captcha is configured)"`
 	}
 }
 
@@ -132,7 +136,8 @@ type resetConsumeInput struct {
 
 type magicRequestInput struct {
 	Body struct {
-		Email string `json:"email" maxLength:"320"`
+		Email   string            `json:"email" maxLength:"320"`
+		Captcha *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha (required when a captcha is configured)"`
 	}
 }
 
@@ -167,7 +172,8 @@ type magicConsumeInput struct {
 
 type verifyRequestInput struct {
 	Body struct {
-		Email string `json:"email" maxLength:"320"`
+		Email   string            `json:"email" maxLength:"320"`
+		Captcha *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha (required when a captcha is configured)"`
 	}
 }
 
@@ -197,19 +203,42 @@ type forgetOutput struct {
 	SetCookie []http.Cookie `header:"Set-Cookie"`
 }
 
+// Setup says what a sign-in page needs to know about the instance.
+type Setup struct {
+	HasAdmin bool `json:"has_admin" doc:"False until an approved instance admin exists: the page then says how to make one (SERVICE_INITIAL_ADMIN_EMAILS, or slipway users create --admin); no web control grants admin"`
+	Captcha  bool `json:"captcha" doc:"A solved captcha is asked for on reset, verification and magic-link requests"`
+}
+
+type setupOutput struct{ Body Setup }
+
+// captchaNote describes the captcha gate of the anonymous mail requests.
+const captchaNote = "With a captcha configured (SERVICE_CAPTCHA_SECRET), `captcha` must carry a solved challenge " +
+	"(GET /api/auth/captcha/challenge), which is spent: without one, or with a wrong, expired or spent one, the answer is 202 {ok: false} " +
+	"and nothing is sent; a malformed envelope is 400."
+
 // Register mounts the account and session operations.
 func Register(api huma.API, s *Service) {
 	public := httpx.Operations{Tags: []string{"Auth"}}
 
+	huma.Register(api, public.Op("get_api_auth_setup", http.MethodGet, "/api/auth/setup", "What the sign-in page needs to know about this instance"),
+		func(ctx context.Context, _ *struct{}) (*setupOutput, error) {
+			has, err := s.HasAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return &setupOutput{Body: Setup{HasAdmin: has, Captcha: s.captcha.Enabled()}}, nil
+		})
+
 	resetReq := public.Op("post_api_auth_reset_request", http.MethodPost, "/api/auth/reset/request", "Mail a password reset link")
 	resetReq.DefaultStatus = http.StatusAccepted
 	resetReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an account with a password gets the mail). " +
-		"`captcha` is the solved-captcha envelope; it becomes required when a captcha is configured."
+		captchaNote
 	huma.Register(api, resetReq, func(ctx context.Context, in *resetRequestInput) (*OK, error) {
-		if err := s.RequestReset(ctx, in.Body.Email); err != nil {
+		passed, err := s.RequestReset(ctx, in.Body.Email, in.Body.Captcha)
+		if err != nil {
 			return nil, err
 		}
-		return ok(), nil
+		return answer(passed), nil
 	})
 	resetConsume := public.Op("post_api_auth_reset_consume", http.MethodPost, "/api/auth/reset/consume", "Set a new password with a reset token")
 	resetConsume.Description = "400 for a weak password or an unknown, used or expired token (both checked before any hashing). Signs the account out everywhere."
@@ -222,12 +251,13 @@ func Register(api huma.API, s *Service) {
 
 	verifyReq := public.Op("post_api_auth_verify_request", http.MethodPost, "/api/auth/verify/request", "Mail an address check")
 	verifyReq.DefaultStatus = http.StatusAccepted
-	verifyReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an unverified account gets the mail)."
+	verifyReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an unverified account gets the mail). " + captchaNote
 	huma.Register(api, verifyReq, func(ctx context.Context, in *verifyRequestInput) (*OK, error) {
-		if err := s.RequestVerify(ctx, in.Body.Email); err != nil {
+		passed, err := s.RequestVerify(ctx, in.Body.Email, in.Body.Captcha)
+		if err != nil {
 			return nil, err
 		}
-		return ok(), nil
+		return answer(passed), nil
 	})
 	verifyConsume := public.Op("get_api_auth_verify_consume", http.MethodGet, "/api/auth/verify/consume", "Confirm an address (the mailed link)")
 	verifyConsume.DefaultStatus = http.StatusFound
@@ -246,11 +276,14 @@ func Register(api huma.API, s *Service) {
 
 	magicReq := public.Op("post_api_auth_magic_request", http.MethodPost, "/api/auth/magic/request", "Mail a one-time sign-in link")
 	magicReq.DefaultStatus = http.StatusAccepted
-	magicReq.Description = "Always 202 {ok: true} with a pending cookie for this browser, whether or not the address has an account."
+	magicReq.Description = "Always 202 {ok: true} with a pending cookie for this browser, whether or not the address has an account. " + captchaNote
 	huma.Register(api, magicReq, func(ctx context.Context, in *magicRequestInput) (*magicRequestOutput, error) {
-		pending, err := s.RequestMagic(ctx, in.Body.Email)
+		pending, err := s.RequestMagic(ctx, in.Body.Email, in.Body.Captcha)
 		if err != nil {
 			return nil, err
+		}
+		if pending == "" { // the captcha did not pass
+			return &magicRequestOutput{Status: http.StatusAccepted}, nil
 		}
 		out := &magicRequestOutput{Status: http.StatusAccepted, SetCookie: []http.Cookie{{Name: PendingCookie, Value: pending, Path: "/api/auth/magic",
 			MaxAge: int(MagicTTL / time.Second), HttpOnly: true, Secure: s.cfg.CookieSecure, SameSite: http.SameSiteLaxMode}}}
@@ -310,12 +343,13 @@ func Register(api huma.API, s *Service) {
 	login := public.Op("post_api_auth_login", http.MethodPost, "/api/auth/login", "Sign in with email and password")
 	login.Description = "Sets the service_session cookie (HttpOnly) and the service_csrf cookie, whose value must be sent " +
 		"as X-CSRF-Token on unsafe requests. Wrong email and wrong password are the same 401; repeated failures " +
-		"for an account or an address answer 429 with Retry-After for a while."
+		"for an account or an address answer 429 with Retry-After for a while. The account's throttle (per client) " +
+		"yields to a solved captcha sent as `captcha` when a captcha is configured; the client's throttle across accounts does not."
 	login.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusTooManyRequests}
 	huma.Register(api, login, func(ctx context.Context, in *loginInput) (*loginOutput, error) {
 		res, until, err := s.Login(ctx, LoginInput{Email: in.Body.Email, Password: in.Body.Password,
-			IP: httpx.ClientIP(ctx), UserAgent: httpx.UserAgent(ctx)})
-		if err == ErrLocked {
+			IP: httpx.ClientIP(ctx), UserAgent: httpx.UserAgent(ctx), Captcha: in.Body.Captcha})
+		if err == ErrLocked || err == ErrLockedCaptcha {
 			secs := int(time.Until(until).Seconds()) + 1
 			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/internal/captcha"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
@@ -86,7 +87,10 @@ func magicCode() string {
 
 // RequestMagic queues a sign-in mail for an account and returns the pending
 // cookie value for the asking browser (whatever the address).
-func (s *Service) RequestMagic(ctx context.Context, rawEmail string) (string, error) {
+func (s *Service) RequestMagic(ctx context.Context, rawEmail string, solved *captcha.Envelope) (string, error) {
+	if ok, err := s.captchaPasses(ctx, solved); !ok || err != nil {
+		return "", err
+	}
 	now := s.clock.Now()
 	requestID := ids.New()
 	expires := now.Add(MagicTTL)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/internal/captcha"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
@@ -45,41 +46,84 @@ func (s *Service) SetMail(m Mailer, publicURL string) {
 	s.mailer, s.publicURL = m, strings.TrimRight(publicURL, "/")
 }
 
+// SetCaptcha gives the anonymous mail requests and the sign-in throttle
+// their captcha (at wiring time; a disabled one asks for nothing).
+func (s *Service) SetCaptcha(c *captcha.Service) { s.captcha = c }
+
+// captchaPasses: with a captcha configured, a request must carry a good
+// solution, which it spends; without one, every request passes.
+func (s *Service) captchaPasses(ctx context.Context, solved *captcha.Envelope) (bool, error) {
+	if !s.captcha.Enabled() {
+		return true, nil
+	}
+	if solved == nil {
+		return false, nil
+	}
+	return s.captcha.Spend(ctx, *solved)
+}
+
 // ErrBadResetToken is the one answer for an unknown, used or expired token.
 var ErrBadResetToken = apperr.BadRequest("this reset link is not valid: it is unknown, already used or expired")
 
 // RequestReset mails a reset link to the address if it has an account with
-// a password; it answers nothing either way.
-func (s *Service) RequestReset(ctx context.Context, rawEmail string) error {
+// a password; it answers nothing about the address. False: a captcha is
+// configured and the request did not carry a good, unspent solution.
+func (s *Service) RequestReset(ctx context.Context, rawEmail string, solved *captcha.Envelope) (bool, error) {
+	return s.requestMail(ctx, rawEmail, solved, resetMail)
+}
+
+// mailedToken is a single-use link sent by mail: its purpose (also the
+// template's key), token prefix, lifetime, where the link points, and which
+// accounts get one.
+type mailedToken struct {
+	purpose, prefix, path string
+	ttl                   time.Duration
+	wants                 func(u *user) bool
+}
+
+var (
+	resetMail = mailedToken{purpose: PurposeReset, prefix: ResetTokenPrefix, ttl: ResetTTL, path: "/reset?token=",
+		wants: func(u *user) bool { return u.PasswordHash != nil }}
+	verifyMail = mailedToken{purpose: PurposeVerify, prefix: VerifyTokenPrefix, ttl: VerifyTTL, path: "/api/auth/verify/consume?token=",
+		wants: func(u *user) bool { return !u.EmailVerified }}
+)
+
+// requestMail queues m's mail for the address when its account wants one
+// and has had none in the last minute; every other address gets the same
+// answer and no mail.
+func (s *Service) requestMail(ctx context.Context, rawEmail string, solved *captcha.Envelope, m mailedToken) (bool, error) {
+	if ok, err := s.captchaPasses(ctx, solved); !ok || err != nil {
+		return false, err
+	}
 	email, err := text.Email(rawEmail)
 	if err != nil || s.mailer == nil {
-		return nil // the same answer as for an address without an account
+		return true, nil // the same answer as for an address without an account
 	}
 	u, err := userByEmail(ctx, s.db.R, email)
-	if errors.Is(err, apperr.ErrNotFound) || (err == nil && u.PasswordHash == nil) {
-		return nil
+	if errors.Is(err, apperr.ErrNotFound) || (err == nil && !m.wants(u)) {
+		return true, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	now := s.clock.Now()
-	return s.db.Tx(ctx, func(tx *db.Tx) error {
+	return true, s.db.Tx(ctx, func(tx *db.Tx) error {
 		var recent int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'reset' AND created_at > $2`,
-			u.ID, now.Add(-mailPause)).Scan(&recent); err != nil {
-			return fmt.Errorf("auth: reset: %w", err)
+		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3`,
+			u.ID, m.purpose, now.Add(-mailPause)).Scan(&recent); err != nil {
+			return fmt.Errorf("auth: %s: %w", m.purpose, err)
 		}
 		if recent > 0 {
 			return nil // one mail a minute is plenty
 		}
-		tok, hash := tokens.New(ResetTokenPrefix)
-		expires := now.Add(ResetTTL)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, 'reset', $3, $4, $5)`,
-			ids.New(), u.ID, hash, now, expires); err != nil {
-			return fmt.Errorf("auth: reset: %w", err)
+		tok, hash := tokens.New(m.prefix)
+		expires := now.Add(m.ttl)
+		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
+			ids.New(), u.ID, m.purpose, hash, now, expires); err != nil {
+			return fmt.Errorf("auth: %s: %w", m.purpose, err)
 		}
-		return s.mailer.Queue(ctx, tx, u.Email, "reset", map[string]string{"name": u.DisplayName,
-			"link": s.publicURL + "/reset?token=" + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
+		return s.mailer.Queue(ctx, tx, u.Email, m.purpose, map[string]string{"name": u.DisplayName,
+			"link": s.publicURL + m.path + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
 	})
 }
 
@@ -130,35 +174,10 @@ func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error 
 }
 
 // RequestVerify mails an address check to an account whose address is not
-// verified yet; it answers nothing either way.
-func (s *Service) RequestVerify(ctx context.Context, rawEmail string) error {
-	email, err := text.Email(rawEmail)
-	if err != nil || s.mailer == nil {
-		return nil
-	}
-	u, err := userByEmail(ctx, s.db.R, email)
-	if errors.Is(err, apperr.ErrNotFound) || (err == nil && u.EmailVerified) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	now := s.clock.Now()
-	return s.db.Tx(ctx, func(tx *db.Tx) error {
-		var recent int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'verify' AND created_at > $2`,
-			u.ID, now.Add(-mailPause)).Scan(&recent); err != nil || recent > 0 {
-			return err
-		}
-		tok, hash := tokens.New(VerifyTokenPrefix)
-		expires := now.Add(VerifyTTL)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, 'verify', $3, $4, $5)`,
-			ids.New(), u.ID, hash, now, expires); err != nil {
-			return fmt.Errorf("auth: verify: %w", err)
-		}
-		return s.mailer.Queue(ctx, tx, u.Email, "verify", map[string]string{"name": u.DisplayName,
-			"link": s.publicURL + "/api/auth/verify/consume?token=" + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
-	})
+// verified yet; it answers nothing about the address (false: the captcha,
+// as for RequestReset).
+func (s *Service) RequestVerify(ctx context.Context, rawEmail string, solved *captcha.Envelope) (bool, error) {
+	return s.requestMail(ctx, rawEmail, solved, verifyMail)
 }
 
 // ConsumeVerify marks the token's address verified, once; false for an

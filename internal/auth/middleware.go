@@ -42,7 +42,7 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 		}
 
 		u, authed := actor.UserFrom(ctx)
-		if authed && !u.Approved && !approvalExempt(r) {
+		if authed && !u.Approved && !approvalExempt(r) && (s.pages == nil || !s.pages(r)) {
 			httpx.WriteError(w, r, actor.ErrApprovalPending)
 			return
 		}
@@ -59,6 +59,10 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// ExemptPages names the console's pages (HTML and assets, no data): an
+// account waiting for approval loads them like anyone (at wiring time).
+func (s *Service) ExemptPages(isPage func(*http.Request) bool) { s.pages = isPage }
 
 // RunnerAPIPrefix is where runner bearer tokens are accepted.
 const RunnerAPIPrefix = "/api/runner/"

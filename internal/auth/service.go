@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"slipway/internal/audit"
+	"slipway/internal/captcha"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
@@ -64,9 +67,11 @@ type Service struct {
 	cfg       Config
 	tenancy   Tenancy
 	log       *slog.Logger
-	mailer    Mailer        // account mail (password reset); nil: none is sent
-	sealer    *vault.Sealer // TOTP secrets at rest
-	publicURL string        // links in mail start with it
+	mailer    Mailer           // account mail (password reset); nil: none is sent
+	sealer    *vault.Sealer    // TOTP secrets at rest
+	captcha   *captcha.Service // nil or disabled: no captcha asked for
+	pages     func(*http.Request) bool
+	publicURL string // links in mail start with it
 	// dummyHash is verified against when the email is unknown, so a wrong
 	// email costs the same work as a wrong password.
 	dummyHash string
@@ -110,6 +115,17 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *
 	}
 	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams), sealer: sealer,
 		cache: ttlcache.New[actor.User](cfg.SessionCacheTTL, 10000), bus: bus}, nil
+}
+
+// HasAdmin reports whether an approved instance admin exists.
+func (s *Service) HasAdmin(ctx context.Context) (bool, error) {
+	var n int
+	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM users u WHERE u.approved AND (u.is_admin OR
+		EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin'))`).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("auth: has admin: %w", err)
+	}
+	return n > 0, nil
 }
 
 // forgetUser drops a user's cached sessions here and on every replica.
@@ -267,8 +283,45 @@ func (s *Service) CreateUser(ctx context.Context, in RegisterInput, admin bool) 
 // ErrInvalidCredentials is the one answer to a wrong email or password.
 var ErrInvalidCredentials = apperr.New(apperr.CodeUnauthorized, "invalid email or password")
 
-// ErrLocked answers while a lock is in force.
-var ErrLocked = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later")
+// ErrLocked answers while a lock is in force; ErrLockedCaptcha when a
+// solved captcha would lift it.
+var (
+	ErrLocked        = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later")
+	ErrLockedCaptcha = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later, or now with a solved captcha")
+)
+
+func (s *Service) lockedError() error {
+	if s.captcha.Enabled() {
+		return ErrLockedCaptcha
+	}
+	return ErrLocked
+}
+
+func deref(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
+// throttled answers until when a sign-in from this client must wait (nil:
+// it may go ahead). The client's lock across accounts holds; the account's
+// lock from this client yields to a solved captcha, spent here, so its owner
+// can always get back in.
+func (s *Service) throttled(ctx context.Context, now time.Time, keys []string, solved *captcha.Envelope) (*time.Time, error) {
+	until, err := lockedUntil(ctx, s.db.R, now, keys...)
+	if err != nil || until == nil || solved == nil || !s.captcha.Enabled() {
+		return until, err
+	}
+	if client, err := lockedUntil(ctx, s.db.R, now, keys[1], keys[1]); err != nil || client != nil {
+		return client, err
+	}
+	ok, err := s.captcha.Spend(ctx, *solved)
+	if err != nil || ok {
+		return nil, err
+	}
+	return until, nil
+}
 
 // Throttle keys: an account from one client (so failures elsewhere never
 // keep an account's owner out), and a client across every account (a
@@ -282,6 +335,7 @@ type LoginInput struct {
 	Password  string
 	IP        string
 	UserAgent string
+	Captcha   *captcha.Envelope // lifts this account's throttle for this client, once
 }
 
 // Login checks a password and opens a session. Unknown email and wrong
@@ -299,12 +353,11 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 	}
 	now := s.clock.Now()
 	keys := []string{accountKey(email, in.IP), addressKey(in.IP)}
-	until, err := lockedUntil(ctx, s.db.R, now, keys...)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	if until != nil {
-		return nil, *until, ErrLocked
+	if until, err := s.throttled(ctx, now, keys, in.Captcha); err != nil || until != nil {
+		if until != nil {
+			err = s.lockedError()
+		}
+		return nil, deref(until), err
 	}
 
 	u, err := userByEmail(ctx, s.db.R, email)
@@ -468,7 +521,7 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
 		return err
 	} else if until != nil {
-		return ErrLocked
+		return s.lockedError()
 	}
 	row, err := userByID(ctx, s.db.R, u.ID)
 	if err != nil {

@@ -82,6 +82,9 @@ type Config struct {
 	UndoGrace                    time.Duration
 	InviteTTL                    time.Duration
 	SMTP                         SMTP
+	// CaptchaSecret enables the proof-of-work captcha (empty: disabled).
+	CaptchaSecret     Secret
+	CaptchaDifficulty int
 
 	TLS           TLS
 	RunnerRelease RunnerRelease
@@ -292,6 +295,11 @@ func load(lookup Lookup) (*Config, *reader) {
 	if c.SMTP.Host != "" && c.SMTP.From == "" {
 		r.failf("SERVICE_SMTP_FROM", "is required with SERVICE_SMTP_HOST (the sender address of Slipway's mail)")
 	}
+	c.CaptchaSecret = Secret(r.str("SERVICE_CAPTCHA_SECRET", ""))
+	if n := len(c.CaptchaSecret); n > 0 && n < 16 {
+		r.failf("SERVICE_CAPTCHA_SECRET", "must be at least 16 bytes (got %d)", n)
+	}
+	c.CaptchaDifficulty = int(r.integer("SERVICE_CAPTCHA_DIFFICULTY", 18, 1, 28))
 	c.InviteTTL = r.seconds("SERVICE_INVITE_TTL_SECS", 7*86400)
 	if c.InviteTTL < time.Minute || c.InviteTTL > 90*24*time.Hour {
 		r.failf("SERVICE_INVITE_TTL_SECS", "must be between 60 and 7776000 seconds")

@@ -90,6 +90,8 @@ var ServerVars = join([]Var{
 	{"SERVICE_SMTP_PASSWORD", "", "ours: SMTP password"},
 	{"SERVICE_SMTP_FROM", "", "ours: sender address; required with SERVICE_SMTP_HOST"},
 	{"SERVICE_SMTP_SECURITY", "starttls", "ours: `starttls`, `tls` (implicit, port 465) or `none` (a local relay)"},
+	{"SERVICE_CAPTCHA_SECRET", "", "ours: HMAC key of the proof-of-work captcha (at least 16 bytes); set, a solved captcha is required to request reset, verification and magic-link mail, and lifts a sign-in throttle; unset: captcha disabled"},
+	{"SERVICE_CAPTCHA_DIFFICULTY", "18", "ours: leading zero bits a captcha solution needs (1-28); each bit doubles the browser's work (18 is about a quarter second)"},
 	{"SERVICE_INVITE_TTL_SECS", "604800", "ours: how long an organization invite stays valid (60-7776000); resending gives it a new token and term"},
 	{"SERVICE_RUNNER_JWT_LIFETIME_SECS", "3600", "ours: lifetime of the `scrnj_` JWTs enrolled runners get (60-86400); runners refresh at about half"},
 	{"SERVICE_TLS_CERT_PATH", "", "PEM certificate; with the key, serves HTTPS"},

@@ -222,6 +222,7 @@ func TestMembers(t *testing.T) {
 
 		apitest.CheckTenancy(t, owner, outsider, []apitest.TenancyCase{
 			{Name: "suspend", Method: "POST", Path: "/organization/members/{id}/suspend", Create: func(t *testing.T, c *apitest.Client) string { return ada.ID }},
+			{Name: "reactivate", Method: "POST", Path: "/organization/members/{id}/reactivate", Create: func(t *testing.T, c *apitest.Client) string { return ada.ID }},
 			{Name: "role", Method: "PUT", Path: "/organization/members/{id}/role", Body: map[string]any{"role": "member"},
 				Create: func(t *testing.T, c *apitest.Client) string { return ada.ID }},
 			{Name: "offboard", Method: "DELETE", Path: "/organization/members/{id}", Create: func(t *testing.T, c *apitest.Client) string { return ada.ID }},
