@@ -3,6 +3,7 @@ package approvals
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/realtime"
 	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/text"
 )
@@ -35,7 +37,15 @@ type Service struct {
 	timeout time.Duration
 	log     *slog.Logger
 	decided []DecidedFunc
+	hub     *realtime.Hub // nil: nothing is live
 }
+
+// TopicApprovals hints that a workspace's pending approvals changed (the
+// count to show moved).
+const TopicApprovals = "approvals"
+
+// SetHub makes approval changes live (at wiring time).
+func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
 
 // NewService returns the approvals service; a pending approval times out
 // after timeout (default a day).
@@ -62,7 +72,10 @@ func (s *Service) Request(ctx context.Context, tx *db.Tx, workspaceID, taskID, r
 		Arguments: args, Reason: text.Clip(req.Reason, 1000), Status: StatusPending, CreatedAt: now, ExpiresAt: now.Add(s.timeout),
 		jobID: jobID, requestID: text.Clip(req.ID, 200)}
 	created, err := insert(ctx, tx, a)
-	return a, created, err
+	if err != nil || !created {
+		return a, created, err
+	}
+	return a, true, s.hub.NotifyTx(ctx, tx, workspaceID, TopicApprovals, a.ID)
 }
 
 // Decide records a member's verdict (approve or reject). Exactly one
@@ -129,15 +142,35 @@ func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status
 			return false, err
 		}
 	}
-	return true, nil
+	return true, s.hub.NotifyTx(ctx, tx, a.WorkspaceID, TopicApprovals, a.ID)
 }
 
 // Supersede closes the pending approvals of a task whose run ended (its
 // agent is gone), inside tx.
 func (s *Service) Supersede(ctx context.Context, tx *db.Tx, taskID string) error {
-	_, err := tx.ExecContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $2
-		WHERE task_id = $1 AND status = 'pending'`, taskID, s.clock.Now())
-	return err
+	rows, err := tx.QueryContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $2
+		WHERE task_id = $1 AND status = 'pending' RETURNING id, workspace_id`, taskID, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	var closed [][2]string
+	for rows.Next() {
+		var id, ws string
+		if err := rows.Scan(&id, &ws); err != nil {
+			rows.Close()
+			return err
+		}
+		closed = append(closed, [2]string{id, ws})
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return err
+	}
+	for _, c := range closed {
+		if err := s.hub.NotifyTx(ctx, tx, c[1], TopicApprovals, c[0]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // PendingOfTask counts a task's pending approvals (in q: a transaction sees

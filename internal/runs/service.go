@@ -14,6 +14,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/realtime"
 	"slipway/internal/platform/redact"
 )
 
@@ -23,6 +24,7 @@ type Service struct {
 	clock     clock.Clock
 	redact    *redact.Redactor
 	observers map[string][]ObserveFunc // by run kind
+	hub       *realtime.Hub            // nil: nothing is live
 }
 
 // ObserveFunc reads the events a worker reported for a run, in the
@@ -110,7 +112,44 @@ func (s *Service) Append(ctx context.Context, tx *db.Tx, workspaceID, logID, run
 	for i := range rs {
 		rs[i].logSeq = last - int64(len(rs)) + int64(i) + 1
 	}
-	return insertEvents(ctx, tx, s.db.Dialect, rs)
+	if err := insertEvents(ctx, tx, s.db.Dialect, rs); err != nil {
+		return err
+	}
+	streams := []string{StreamTask + ":" + logID}
+	if runID != "" {
+		streams = append(streams, StreamRun+":"+runID)
+	}
+	return s.hub.PublishTx(ctx, tx, workspaceID, streams, func() []realtime.Item { return liveItems(rs) })
+}
+
+// The realtime streams of event logs: a task's log (any log, named by its
+// id) and a run's events.
+const (
+	StreamTask = "task"
+	StreamRun  = "run"
+)
+
+// SetHub makes appended events live (at wiring time).
+func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
+
+// liveItems are the rows as their streams' items: the log's, then the
+// run's, each as the events endpoints return it.
+func liveItems(rs []row) []realtime.Item {
+	out := make([]realtime.Item, 0, 2*len(rs))
+	event := func(r row, seq int64) json.RawMessage {
+		b, _ := json.Marshal(TaskEvent{EventID: r.id, EventType: r.ev.Type, Payload: r.ev.Payload, SequenceNum: int32(seq),
+			TaskID: r.logID, Timestamp: clock.Normalize(r.ev.At)})
+		return b
+	}
+	for _, r := range rs {
+		out = append(out, realtime.Item{Stream: StreamTask + ":" + r.logID, Seq: r.logSeq, Data: event(r, r.logSeq)})
+	}
+	for _, r := range rs {
+		if r.runID != nil {
+			out = append(out, realtime.Item{Stream: StreamRun + ":" + *r.runID, Seq: *r.runSeq, Data: event(r, *r.runSeq)})
+		}
+	}
+	return out
 }
 
 func (s *Service) rows(logID string, runID *string, lastRunSeq int64, evs []NewEvent) []row {
@@ -120,7 +159,7 @@ func (s *Service) rows(logID string, runID *string, lastRunSeq int64, evs []NewE
 		if e.At.IsZero() {
 			e.At = s.clock.Now()
 		}
-		out[i] = row{logID: logID, runID: runID, ev: e}
+		out[i] = row{id: ids.New(), logID: logID, runID: runID, ev: e}
 		if runID != nil {
 			seq := lastRunSeq - int64(len(evs)) + int64(i) + 1
 			out[i].runSeq = &seq
@@ -231,15 +270,22 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, n NewRun) (*Run, error) 
 	if err := insertRun(ctx, tx, r); err != nil {
 		return nil, err
 	}
-	return r, nil
+	return r, s.hub.NotifyTx(ctx, tx, r.WorkspaceID, TopicRuns, r.ID)
 }
+
+// TopicRuns hints that a run started or ended.
+const TopicRuns = "runs"
 
 // Finish ends a running run in tx; false when it had ended already.
 func (s *Service) Finish(ctx context.Context, tx *db.Tx, workspaceID, id, status string, exit *int, errText string) (bool, error) {
 	if !Terminal(status) {
 		return false, apperr.New(apperr.CodeInternal, "runs: %q is not a terminal status", status)
 	}
-	return finishRun(ctx, tx, workspaceID, id, status, exit, s.redact.Text(errText), s.clock.Now())
+	ended, err := finishRun(ctx, tx, workspaceID, id, status, exit, s.redact.Text(errText), s.clock.Now())
+	if err != nil || !ended {
+		return ended, err
+	}
+	return true, s.hub.NotifyTx(ctx, tx, workspaceID, TopicRuns, id)
 }
 
 // SetExitCode records the exit code of a run that ended before its process

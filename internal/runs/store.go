@@ -12,7 +12,6 @@ import (
 
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/ids"
 )
 
 // Every statement on a run or a log names its workspace: another
@@ -201,6 +200,7 @@ func reserveRun(ctx context.Context, tx *db.Tx, workspaceID, runID string, n int
 
 // row is an event ready to insert.
 type row struct {
+	id     string
 	logID  string
 	logSeq int64
 	runID  *string
@@ -222,7 +222,7 @@ func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row
 		}
 		args := make([]any, 0, n*8)
 		for _, r := range rows[start : start+n] {
-			args = append(args, ids.New(), r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
+			args = append(args, r.id, r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
 		}
 		if _, err := tx.ExecContext(ctx, insertEventsQuery(dialect, n), args...); err != nil {
 			return fmt.Errorf("runs: append: %w", err)

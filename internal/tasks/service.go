@@ -16,6 +16,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/realtime"
 	"slipway/internal/platform/text"
 	"slipway/internal/projects"
 	"slipway/internal/runs"
@@ -82,6 +83,7 @@ type Service struct {
 	approvals Approvals
 	inbox     Inbox
 	autonomy  Autonomy
+	hub       *realtime.Hub // nil: nothing is live
 }
 
 // SetRouter gives the service its router to remote runners (at wiring
@@ -204,9 +206,20 @@ func (s *Service) enqueue(ctx context.Context, tx *db.Tx, t *Task) error {
 
 // event appends lifecycle events to the task's log in tx (runID "" for
 // events that belong to no run).
+// Each is a change the task board shows, so watchers of the workspace's
+// tasks topic hear of it.
 func (s *Service) event(ctx context.Context, tx *db.Tx, t *Task, runID string, evs ...runs.NewEvent) error {
-	return s.runs.Append(ctx, tx, t.WorkspaceID, t.ID, runID, evs...)
+	if err := s.runs.Append(ctx, tx, t.WorkspaceID, t.ID, runID, evs...); err != nil {
+		return err
+	}
+	return s.hub.NotifyTx(ctx, tx, t.WorkspaceID, TopicTasks, t.ID)
 }
+
+// TopicTasks hints that a task was created, changed status or was deleted.
+const TopicTasks = "tasks"
+
+// SetHub makes task changes live (at wiring time).
+func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
 
 func (s *Service) value(typ string, v any) runs.NewEvent { return runs.Value(typ, v, s.clock.Now()) }
 
@@ -517,7 +530,10 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 		if err := s.runs.DeleteLog(ctx, tx, ws.ID, t.ID); err != nil {
 			return nil, err
 		}
-		return nil, deleteTask(ctx, tx, ws.ID, id)
+		if err := deleteTask(ctx, tx, ws.ID, id); err != nil {
+			return nil, err
+		}
+		return nil, s.hub.NotifyTx(ctx, tx, ws.ID, TopicTasks, id)
 	})
 	return err
 }

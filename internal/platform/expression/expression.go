@@ -171,8 +171,12 @@ func (p *Program) run(ctx context.Context, env map[string]any, b Budget) (any, e
 	if err := ctx.Err(); err != nil {
 		return nil, &exprError{msg: fmt.Sprintf("expression %s: %v", quote(p.src), err), cause: err}
 	}
-	ctx, cancel := context.WithTimeoutCause(ctx, b.Time, budgetError(fmt.Sprintf("time budget of %v exceeded", b.Time)))
-	defer cancel()
+	// The budget runs from when the VM starts, not from when its goroutine
+	// was asked for: on a starved machine the wait to be scheduled is not
+	// the expression's doing.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	over := budgetError(fmt.Sprintf("time budget of %v exceeded", b.Time))
 
 	vars := make(map[string]any, len(env)+1)
 	maps.Copy(vars, env)
@@ -184,8 +188,10 @@ func (p *Program) run(ctx context.Context, env map[string]any, b Budget) (any, e
 	}
 	done := make(chan result, 1) // buffered: an abandoned run must not block
 	go func() {
+		timer := time.AfterFunc(b.Time, func() { cancel(over) })
 		machine := vm.VM{MemoryBudget: b.MaxMemory}
 		v, err := machine.Run(p.prog, vars)
+		timer.Stop()
 		done <- result{v, err}
 	}()
 	select {

@@ -339,6 +339,10 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("httpx: response does not support hijacking")
 	}
+	if w.status != 0 && !w.sent {
+		// The held status (a WebSocket's 101) goes out with the hijack.
+		w.ResponseWriter.WriteHeader(w.status)
+	}
 	w.status = http.StatusSwitchingProtocols
 	w.sent = true
 	return h.Hijack()
