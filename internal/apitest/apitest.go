@@ -95,6 +95,36 @@ func New(t testing.TB, engine db.Engine, env ...string) *App {
 	} else {
 		m["DATABASE_URL"] = target.URL
 	}
+	return boot(t, engine, m, env)
+}
+
+// Replica boots a second server on the app's database (PostgreSQL: how
+// Slipway scales), with its own data directory and instance identity.
+func (a *App) Replica(t testing.TB, env ...string) *App {
+	t.Helper()
+	if a.Engine != db.Postgres {
+		t.Fatal("apitest: replicas share a PostgreSQL database")
+	}
+	m := map[string]string{
+		"SERVICE_DATA_DIR":               t.TempDir(),
+		"SERVICE_SHUTDOWN_LB_DELAY_SECS": "0",
+		"SERVICE_SHUTDOWN_GRACE_SECS":    "5",
+		"SERVICE_INITIAL_ADMIN_EMAILS":   AdminEmail,
+		"SERVICE_ARGON2_MEMORY_KIB":      "64",
+		"SERVICE_ARGON2_TIME":            "1",
+		"SERVICE_LOG_LEVEL":              "debug",
+		"DATABASE_URL":                   a.DB.Target.URL,
+		"SERVICE_JWT_SECRET":             a.Config.JWTSecret.Reveal(),
+	}
+	r := boot(t, a.Engine, m, env)
+	a.mu.Lock()
+	r.secrets = append(r.secrets, a.secrets...)
+	a.mu.Unlock()
+	return r
+}
+
+func boot(t testing.TB, engine db.Engine, m map[string]string, env []string) *App {
+	t.Helper()
 	for i := 0; i+1 < len(env); i += 2 {
 		m[env[i]] = env[i+1]
 	}
@@ -277,6 +307,29 @@ func (c *Client) cookie(name string) string {
 	}
 	return ""
 }
+
+// CookieHeader is the client's cookies as a Cookie header (for sockets and
+// streams opened by other clients).
+func (c *Client) CookieHeader() string {
+	return auth.SessionCookie + "=" + c.SessionToken() + "; " + auth.CSRFCookie + "=" + c.CSRFToken()
+}
+
+// On is the client talking to another replica, with the same cookies.
+func (c *Client) On(replica *App) *Client {
+	cc := *c
+	cc.app = replica
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		replica.t.Fatal(err)
+	}
+	u, _ := url.Parse(replica.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: auth.SessionCookie, Value: c.SessionToken(), Path: "/"}, {Name: auth.CSRFCookie, Value: c.CSRFToken(), Path: "/"}})
+	cc.http = &http.Client{Jar: jar, Timeout: c.http.Timeout, CheckRedirect: c.http.CheckRedirect}
+	return &cc
+}
+
+// URL is the address of the client's server.
+func (c *Client) URL() string { return c.app.URL }
 
 // SessionToken returns the client's session cookie value ("" if none).
 func (c *Client) SessionToken() string { return c.cookie(auth.SessionCookie) }

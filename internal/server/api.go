@@ -16,9 +16,11 @@ import (
 	"slipway/internal/admin"
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
+	"slipway/internal/captcha"
 	"slipway/internal/codefiles"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/platform/realtime"
 	"slipway/internal/projects"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
@@ -68,6 +70,9 @@ type Services struct {
 	Undo          *undo.Service
 	Commands      *commands.Service
 	Mail          *mail.Outbox
+	Captcha       *captcha.Service
+	Realtime      *realtime.Hub
+	Live          realtime.Access
 	// RunnerPort is the hub's side of the worker port the runner API
 	// serves; RunnerClientCert makes that API require a client
 	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
@@ -126,6 +131,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	registerMeta(pub)
 	documentPlainRoutes(pub)
 	auth.Register(pub, svc.Auth)
+	captcha.Register(pub, svc.Captcha)
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth, svc.Tenancy)
 	mail.Register(pub, svc.Mail)
@@ -137,6 +143,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	undo.Register(pub, svc.Undo, svc.Tenancy.WorkspaceScoped(pub))
 	commands.Register(pub, svc.Commands, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
+	realtime.Register(pub, svc.Realtime, svc.Live, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).
 	templates.Register(pub, svc.Templates, svc.Tenancy.WorkspaceScoped(pub))

@@ -18,9 +18,11 @@ import (
 	"time"
 
 	"slipway/internal/auth"
+	"slipway/internal/captcha"
 	"slipway/internal/codefiles"
 	"slipway/internal/commands"
 	"slipway/internal/config"
+	"slipway/internal/console"
 	"slipway/internal/core"
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
@@ -46,6 +48,7 @@ import (
 	"slipway/internal/worker"
 	"slipway/internal/workflows"
 	"slipway/internal/workflowscan"
+	"slipway/web"
 )
 
 // ReadyTimeout bounds the readiness database ping (spec: two seconds).
@@ -99,6 +102,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	ten.SetMailer(outbox)
 	authSvc.SetMail(outbox, cfg.PublicURL)
+	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
+	authSvc.SetCaptcha(captchaSvc)
 	proj := projects.NewService(d, clk, sealer)
 	ten.OnWorkspaceCreated(proj)
 
@@ -150,6 +155,9 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.Services.CodeFiles = codeFiles
 	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
 	s.Services.Mail = outbox
+	s.Services.Captcha = captchaSvc
+	s.Services.Realtime = newHub(cfg.HubEventRelay, bus, c.Runs, c.Tasks, c.Approvals, log)
+	s.Services.Live = liveAccess(authSvc, ten, cfg.PublicURL)
 	s.Services.Commands = commands.NewService(c.Tasks, proj, c.Workflows, c.Approvals, ten)
 	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
 	s.Services.N8nImport = n8nimport.NewService(trig)
@@ -160,8 +168,13 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.mux.HandleFunc("GET /install-runner.sh", s.installer("install-runner.sh"))
 	s.mux.HandleFunc("GET /install-runner.ps1", s.installer("install-runner.ps1"))
 	mountE2E(s.mux)
+	ui := console.New(web.Dist())
+	ui.Mount(s.mux)
+	authSvc.ExemptPages(func(r *http.Request) bool {
+		return console.IsPage(r.URL.Path) || (console.Shares(r.URL.Path) && console.WantsPage(r))
+	})
 	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
-		authSvc.Middleware(auth.AdminLayer(httpx.Router(s.mux))))))
+		authSvc.Middleware(auth.AdminLayer(pages(ui, httpx.Router(s.mux)))))))
 	return s, nil
 }
 
@@ -176,6 +189,24 @@ func (o orgs) Resolve(ctx context.Context, u *actor.User, sel runners.Selector) 
 	}
 	return org.ID, org.Role, nil
 }
+
+// pages answers a browser navigating to a path that is both an API
+// operation and a console page (GET /tasks/board) with the page.
+func pages(ui *console.Console, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if console.Shares(r.URL.Path) {
+			w.Header().Add("Vary", "Accept") // one address, two answers
+			if console.WantsPage(r) {
+				ui.Page(w, r)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Bus is the server's notification bus (tests wait for it to listen).
+func (s *Server) Bus() *pubsub.Bus { return s.bus }
 
 // Handler is the whole middleware chain and router.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -261,6 +292,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		close(dispatched)
 	}()
 	go s.Services.Auth.Run(coreCtx)
+	go s.Services.Realtime.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
@@ -314,6 +346,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		case <-graceCtx.Done():
 		}
 	}()
+	// Browser sockets and event streams are told to reconnect (to another
+	// replica) and end: they would hold the shutdown for its whole grace.
+	s.Services.Realtime.Shutdown()
 	s.log.Info("closing listeners; waiting for open requests")
 	if err := srv.Shutdown(graceCtx); err != nil {
 		s.log.Warn("open requests outlived the grace period; closing their connections", "err", err)

@@ -1,0 +1,85 @@
+package console_test
+
+import (
+	"io/fs"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"slipway/internal/apitest"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/web"
+)
+
+// The console answers its page routes with the app, its assets with long
+// caching, and leaves every API route and unknown path to JSON.
+func TestServing(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		admin := app.Admin()
+		pending := app.Pending("Pat Pending")
+		anon := app.Anonymous()
+		index, err := fs.ReadFile(web.Dist(), "index.html")
+		if err != nil {
+			t.Fatalf("the console is not built (web/dist): %v", err)
+		}
+		html := []string{"Accept", "text/html,application/xhtml+xml,*/*;q=0.8"}
+		for _, p := range []string{"/", "/login", "/register", "/settings", "/tasks/board", "/tasks/0191f3a0-0000-7000-8000-000000000000",
+			"/projects", "/workflows", "/runs", "/runners", "/members", "/admin/?tab=users", "/admin/?tab=nonsense", "/operator", "/reports/operations",
+			"/invite?token=x", "/reset?token=x", "/magic/confirm?token=x"} {
+			for name, c := range map[string]*apitest.Client{"anonymous": anon, "admin": admin, "pending": pending} {
+				r := c.Do("GET", p, nil, html...)
+				if r.Status != 200 || string(r.Body) != string(index) || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
+					t.Fatalf("%s %s: %d %s %.80s", name, p, r.Status, r.Header.Get("Content-Type"), r.Body)
+				}
+				if !strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'self'") || r.Header.Get("Cache-Control") != "no-cache" {
+					t.Fatalf("%s: headers %v", p, r.Header)
+				}
+			}
+		}
+		// /tasks/board is also the board's data: JSON unless a browser navigates.
+		if r := admin.Do("GET", "/tasks/board", nil); r.Status != 200 || !strings.Contains(string(r.Body), `"rows"`) || r.Header.Get("Vary") != "Accept" {
+			t.Fatalf("the board's data: %d %.200s", r.Status, r.Body)
+		}
+		if r := anon.Do("GET", "/tasks/board", nil, "Accept", "application/json"); r.Status != 401 || r.Map(t)["code"] != "unauthorized" {
+			t.Fatalf("anonymous board data: %d %s", r.Status, r.Body)
+		}
+		if r := pending.Do("GET", "/api/projects", nil, html...); r.Status != 403 {
+			t.Fatalf("the approval gate still guards the API: %d", r.Status)
+		}
+		for _, p := range []string{"/api/nothing", "/nothing", "/tasks", "/assets/nothing.js"} {
+			r := anon.Do("GET", p, nil, html...)
+			if r.Status/100 == 2 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("%s: %d %s", p, r.Status, r.Header.Get("Content-Type"))
+			}
+		}
+		// Every asset index.html names is served, cached for good.
+		assets := regexp.MustCompile(`/assets/[^"]+`).FindAllString(string(index), -1)
+		if len(assets) == 0 {
+			t.Fatalf("index.html names no assets:\n%s", index)
+		}
+		for _, a := range assets {
+			r := anon.Do("GET", a, nil)
+			if r.Status != 200 || len(r.Body) == 0 || r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+				t.Fatalf("%s: %d %v", a, r.Status, r.Header)
+			}
+			if strings.HasSuffix(a, ".js") {
+				z := anon.Do("GET", a, nil, "Accept-Encoding", "gzip")
+				if z.Header.Get("Content-Encoding") != "gzip" || len(z.Body) >= len(r.Body) || !strings.Contains(z.Header.Get("Vary"), "Accept-Encoding") {
+					t.Fatalf("%s gzipped: %v, %d bytes of %d", a, z.Header, len(z.Body), len(r.Body))
+				}
+			}
+			want := map[string]string{".js": "text/javascript", ".css": "text/css"}
+			for ext, ct := range want {
+				if strings.HasSuffix(a, ext) && !strings.HasPrefix(r.Header.Get("Content-Type"), ct) {
+					t.Fatalf("%s: %s", a, r.Header.Get("Content-Type"))
+				}
+			}
+		}
+		if r := anon.Do("POST", "/login", nil); r.Status != http.StatusMethodNotAllowed && r.Status != http.StatusNotFound {
+			t.Fatalf("POST to a page: %d", r.Status)
+		}
+	})
+}

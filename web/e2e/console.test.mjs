@@ -1,0 +1,183 @@
+// The console end to end: the real binary, a real browser.
+import { after, before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import path from 'node:path'
+import { admin, apiSession, browser, startServer } from './harness.mjs'
+
+let server, chrome, page
+const shots = process.env.SCREENSHOTS // a directory: screenshots of the main pages go there
+
+async function shot(name) {
+  if (shots) await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
+}
+
+before(async () => {
+  server = await startServer()
+  chrome = await browser()
+  page = await (await chrome.newContext({ viewport: { width: 1360, height: 860 } })).newPage()
+  page.setDefaultTimeout(20_000)
+})
+
+after(async () => {
+  await chrome?.close()
+  await server?.stop()
+})
+
+const state = {}
+
+test('the sign-in page says how the first admin is made; registering the listed address signs in', async () => {
+  await page.goto(server.url + '/')
+  await page.waitForURL(/\/login/)
+  await page.getByTestId('no-admin').waitFor()
+  assert.match(await page.getByTestId('no-admin').innerText(), /SERVICE_INITIAL_ADMIN_EMAILS/)
+  await shot('login')
+  await page.getByRole('link', { name: 'Create an account' }).click()
+  await page.getByLabel('Name').fill(admin.name)
+  await page.getByLabel('Email').fill(admin.email)
+  await page.locator('input[type=password]').fill(admin.password)
+  await page.getByRole('button', { name: 'Create account' }).click()
+  await page.waitForURL(/\/tasks\/board/)
+  await page.getByText('Create a project first').waitFor()
+})
+
+test('a wrong password shows the API message', async () => {
+  const ctx = await chrome.newContext()
+  const p = await ctx.newPage()
+  await p.goto(server.url + '/login')
+  await p.getByLabel('Email').fill(admin.email)
+  await p.locator('input[type=password]').fill('not-the-password')
+  await p.getByRole('button', { name: 'Sign in' }).click()
+  await p.getByRole('alert').getByText('invalid email or password').waitFor()
+  await ctx.close()
+})
+
+test('create a project', async () => {
+  await page.getByRole('link', { name: 'Projects' }).click()
+  await page.getByTestId('project-name').fill('demo')
+  await page.getByTestId('project-repo').fill(server.repo)
+  await page.getByTestId('create-project').click()
+  await page.getByTestId('project-demo').waitFor()
+  await shot('projects')
+})
+
+test('start a task and watch its log arrive live', async () => {
+  await page.getByRole('link', { name: 'Tasks' }).click()
+  await page.getByTestId('task-prompt').fill('for i in 1 2 3 4; do echo "tick $i"; sleep 1; done; echo done > result.txt')
+  await page.getByTestId('start-task').click()
+  await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/)
+  state.taskURL = page.url()
+  const log = page.getByTestId('event-log')
+  // The page loaded before the agent printed: these lines can only come live.
+  await log.getByText('tick 1').waitFor()
+  const before = await log.locator('[data-seq]').count()
+  await log.getByText('tick 4').waitFor()
+  assert.ok((await log.locator('[data-seq]').count()) > before, 'events arrived after the first ones')
+  await page.locator('[data-status="done_pr"], [data-status="done"]').first().waitFor({ timeout: 60_000 })
+  const seqs = await log.locator('[data-seq]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))))
+  assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'every event once, in order')
+  await shot('task')
+})
+
+test('cancel a running task', async () => {
+  await page.getByRole('link', { name: 'Tasks' }).click()
+  await page.getByTestId('task-prompt').fill('echo waiting; sleep 120')
+  await page.getByTestId('start-task').click()
+  await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/)
+  await page.getByTestId('event-log').getByText('waiting').waitFor()
+  await page.getByTestId('cancel-task').click()
+  await page.locator('[data-status="cancelled"]').first().waitFor()
+  const cancelled = page.url().split('/').pop()
+  const done = state.taskURL.split('/').pop()
+  await page.getByRole('link', { name: 'Tasks' }).click()
+  // The board shows both: the finished one with the done ones, the cancelled one with the failed ones.
+  await page.getByTestId('column-done_pr').getByTestId(`task-${done}`).waitFor()
+  await page.getByTestId('column-failed').getByTestId(`task-${cancelled}`).waitFor()
+  await shot('task-board')
+})
+
+test('build a three-node workflow on the canvas, run it, approve its human gate, see it finish', async () => {
+  await page.getByRole('link', { name: 'Workflows' }).click()
+  await page.getByTestId('new-workflow-name').fill('ship it')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.getByTestId('new-workflow').click()
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  await page.getByTestId('workflow-canvas').waitFor()
+  for (const [kind, key] of [['transform', 'start'], ['human', 'review']]) {
+    await page.getByTestId('add-node-kind').selectOption(kind)
+    await page.getByTestId('add-node-key').fill(key)
+    await page.getByTestId('add-node').click()
+    await page.getByTestId(`node-${key}`).waitFor()
+  }
+  // A human node's edge must name its output: saving without one shows the error on the node.
+  await page.getByTestId('edge-source').selectOption('start')
+  await page.getByTestId('edge-target').selectOption('review')
+  await page.getByTestId('add-edge').click()
+  await page.getByTestId('edge-source').selectOption('review')
+  await page.getByTestId('edge-handle').selectOption('approved')
+  await page.getByTestId('edge-target').selectOption('done')
+  await page.getByTestId('add-edge').click()
+  await page.getByTestId('arrange').click()
+  await page.getByTestId('save-workflow').click()
+  await page.getByTestId('workflow-saved').waitFor()
+  await shot('workflow-canvas')
+  await page.getByTestId('run-workflow').click()
+  await page.waitForURL(/\/workflows\/runs\/[0-9a-f-]{36}$/)
+  state.runURL = page.url()
+  await page.locator('[data-testid="run-status"][data-status="running"]').waitFor()
+  await page.getByTestId('gate-approve').waitFor()
+  await shot('workflow-run-waiting')
+  await page.getByTestId('gate-approve').click()
+  await page.locator('[data-testid="run-status"][data-status="succeeded"]').waitFor()
+  await shot('workflow-run-done')
+})
+
+test('a validation error shows on the node it names', async () => {
+  await page.getByRole('link', { name: 'Workflows' }).click()
+  await page.getByTestId('new-workflow-name').fill('broken')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.getByTestId('new-workflow').click()
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  await page.getByTestId('add-node-kind').selectOption('gate')
+  await page.getByTestId('add-node-key').fill('check')
+  await page.getByTestId('add-node').click()
+  await page.getByTestId('save-workflow').click()
+  await page.getByTestId('workflow-error').waitFor()
+  await page.getByTestId('node-error-check').waitFor()
+})
+
+test('a second user in another workspace sees none of it', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  await fetch(server.url + '/api/auth/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: 'bo@example.test', password: 'bo-passphrase-123', display_name: 'Bo Other' }),
+  })
+  // The admin approves Bo in the owner console's users tab.
+  await page.goto(server.url + '/admin/?tab=users')
+  await page.getByTestId('approve-bo@example.test').click()
+  await page.getByTestId('approve-bo@example.test').waitFor({ state: 'detached' })
+  await shot('admin-users')
+  const users = await call('GET', '/api/admin/users')
+  assert.ok(JSON.stringify(users).includes('bo@example.test'))
+
+  const ctx = await chrome.newContext()
+  const bo = await ctx.newPage()
+  await bo.goto(server.url + '/login')
+  await bo.getByLabel('Email').fill('bo@example.test')
+  await bo.locator('input[type=password]').fill('bo-passphrase-123')
+  await bo.getByRole('button', { name: 'Sign in' }).click()
+  await bo.waitForURL(/\/tasks\/board/)
+  await bo.getByText('Create a project first').waitFor()
+  await bo.goto(state.taskURL)
+  await bo.getByRole('alert').getByText('not found').waitFor()
+  await bo.goto(state.runURL)
+  await bo.getByRole('alert').first().waitFor()
+  assert.equal(await bo.getByTestId('gate-approve').count(), 0)
+  await bo.goto(server.url + '/workflows')
+  await bo.getByTestId('new-workflow').waitFor()
+  assert.equal(await bo.getByText('ship it').count(), 0, "another workspace's workflow is not listed")
+  await bo.goto(server.url + '/projects')
+  await bo.getByText('No projects yet').waitFor()
+  assert.equal(await bo.getByText('demo').count(), 0)
+  await ctx.close()
+})

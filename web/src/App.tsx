@@ -1,0 +1,127 @@
+import { AppShell, Badge, Burger, Group, NavLink, Select, Text, Button, Title } from '@mantine/core'
+import { useDisclosure } from '@mantine/hooks'
+import { lazy, Suspense, useEffect, useState } from 'react'
+import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom'
+import { onConnection } from './live'
+import { Palette } from './Palette'
+import { SessionProvider, useSession } from './session'
+import { Loading } from './ui'
+import { Login } from './pages/Login'
+import { Projects } from './pages/Projects'
+import { TaskBoard } from './pages/TaskBoard'
+import { TaskPage } from './pages/Task'
+
+// The canvas and the consoles load when first visited.
+const Workflows = lazy(() => import('./pages/Workflows'))
+const WorkflowPage = lazy(() => import('./pages/Workflow'))
+const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
+const Runs = lazy(() => import('./pages/Runs'))
+const RunPage = lazy(() => import('./pages/Run'))
+const Runners = lazy(() => import('./pages/Runners'))
+const Members = lazy(() => import('./pages/Members'))
+const Admin = lazy(() => import('./pages/Admin'))
+const Settings = lazy(() => import('./pages/Settings'))
+
+export function App() {
+  return (
+    <SessionProvider>
+      <Routes>
+        <Route path="/login" element={<Login />} />
+        <Route path="/register" element={<Login register />} />
+        <Route path="*" element={<Shell />} />
+      </Routes>
+    </SessionProvider>
+  )
+}
+
+function LiveBadge() {
+  const [up, setUp] = useState(false)
+  useEffect(() => onConnection(setUp), [])
+  return (
+    <Badge variant="dot" color={up ? 'teal' : 'gray'} title={up ? 'Live updates connected' : 'Live updates not connected'}>
+      {up ? 'live' : 'offline'}
+    </Badge>
+  )
+}
+
+const nav = [
+  { to: '/tasks/board', label: 'Tasks' },
+  { to: '/projects', label: 'Projects' },
+  { to: '/workflows', label: 'Workflows' },
+  { to: '/runs', label: 'Runs' },
+  { to: '/runners', label: 'Runners' },
+  { to: '/members', label: 'Members' },
+  { to: '/settings', label: 'Settings' },
+]
+
+function Shell() {
+  const { me, loading, workspaces, workspace, chooseWorkspace, signOut } = useSession()
+  const [opened, { toggle }] = useDisclosure()
+  const loc = useLocation()
+  if (loading) return <Loading label="Signing in…" />
+  if (!me) return <Navigate to={`/login?next=${encodeURIComponent(loc.pathname + loc.search)}`} replace />
+  if (!me.approved) return <Navigate to="/login?pending=1" replace />
+  return (
+    <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
+      <AppShell.Header>
+        <Group h="100%" px="md" justify="space-between">
+          <Group>
+            <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Menu" />
+            <Title order={4}>Slipway</Title>
+            <Select
+              aria-label="Workspace"
+              data-testid="workspace-switcher"
+              size="xs"
+              w={240}
+              value={workspace?.id ?? null}
+              data={workspaces.map((w) => ({ value: w.id, label: `${w.name} · ${w.organization_name}` }))}
+              onChange={(v) => v && chooseWorkspace(v)}
+              allowDeselect={false}
+            />
+          </Group>
+          <Group>
+            {workspace && <Palette />}
+            <LiveBadge />
+            <Text size="sm" c="dimmed">
+              {me.display_name}
+            </Text>
+            <Button size="xs" variant="subtle" onClick={() => signOut()}>
+              Sign out
+            </Button>
+          </Group>
+        </Group>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs">
+        {nav.map((n) => (
+          <NavLink key={n.to} component={Link} to={n.to} label={n.label} active={loc.pathname.startsWith(n.to)} />
+        ))}
+        {me.is_admin && <NavLink component={Link} to="/admin/?tab=users" label="Owner console" active={loc.pathname.startsWith('/admin')} />}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        {workspace ? (
+          <Suspense fallback={<Loading />}>
+            <Routes key={workspace.id}>
+              <Route path="/" element={<Navigate to="/tasks/board" replace />} />
+              <Route path="/tasks/board" element={<TaskBoard />} />
+              <Route path="/tasks/:id" element={<TaskPage />} />
+              <Route path="/projects" element={<Projects />} />
+              <Route path="/workflows" element={<Workflows />} />
+              <Route path="/workflows/:id" element={<WorkflowPage />} />
+              <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
+              <Route path="/runs" element={<Runs />} />
+              <Route path="/runs/:id" element={<RunPage />} />
+              <Route path="/runners" element={<Runners />} />
+              <Route path="/members" element={<Members />} />
+              <Route path="/settings" element={<Settings />} />
+              <Route path="/admin/" element={<Admin />} />
+              <Route path="/admin" element={<Admin />} />
+              <Route path="*" element={<Text>This page does not exist.</Text>} />
+            </Routes>
+          </Suspense>
+        ) : (
+          <Text>You have not joined a workspace yet. Ask an organization owner or admin to invite you.</Text>
+        )}
+      </AppShell.Main>
+    </AppShell>
+  )
+}

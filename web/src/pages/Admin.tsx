@@ -1,0 +1,219 @@
+import { Badge, Button, Group, Modal, Pagination, Stack, Table, Tabs, Text, Title } from '@mantine/core'
+import { useState } from 'react'
+import { Navigate, useSearchParams } from 'react-router-dom'
+import { del, get, post, type Schemas } from '../api'
+import { useSession } from '../session'
+import { ErrorNote, Loading, useLoad, when } from '../ui'
+
+type Pending = Schemas['PendingUser']
+type Profile = Schemas['Profile']
+
+// The owner console's tabs built so far; an unknown or absent tab shows the first.
+const tabs = [{ key: 'users', label: 'Users' }] as const
+type TabKey = (typeof tabs)[number]['key']
+
+function tabOf(v: string | null): TabKey {
+  return tabs.find((t) => t.key === v)?.key ?? 'users'
+}
+
+/** The owner console (/admin/?tab=…): instance-wide administration, for instance admins only. */
+export default function Admin() {
+  const { me } = useSession()
+  const [params, setParams] = useSearchParams()
+  const tab = tabOf(params.get('tab'))
+  // Not a security boundary: every /api/admin call is refused to non-admins anyway.
+  if (me && !me.is_admin) return <Navigate to="/settings" replace />
+  return (
+    <Stack>
+      <Title order={2}>Owner console</Title>
+      <Tabs value={tab} onChange={(v) => setParams({ tab: tabOf(v) }, { replace: true })} keepMounted={false}>
+        <Tabs.List>
+          {tabs.map((t) => (
+            <Tabs.Tab key={t.key} value={t.key} data-testid={`tab-${t.key}`}>
+              {t.label}
+            </Tabs.Tab>
+          ))}
+        </Tabs.List>
+        <Tabs.Panel value="users" pt="md">
+          <UsersTab />
+        </Tabs.Panel>
+      </Tabs>
+    </Stack>
+  )
+}
+
+const pageSize = 100
+
+/** Approval of accounts: the pending ones first, then everyone. No control here grants admin. */
+function UsersTab() {
+  const pending = useLoad(() => get<Schemas['PendingBody']>('/api/admin/users/pending?limit=500'), [])
+  const [page, setPage] = useState(1)
+  const all = useLoad(() => get<Schemas['UsersBody']>(`/api/admin/users?limit=${pageSize}&offset=${(page - 1) * pageSize}`), [page])
+  const [busy, setBusy] = useState('')
+  const [error, setError] = useState<unknown>(null)
+  const [rejecting, setRejecting] = useState<Pending | null>(null)
+
+  const decide = async (u: Pending, verdict: 'approve' | 'reject') => {
+    setBusy(`${verdict}-${u.id}`)
+    setError(null)
+    try {
+      if (verdict === 'approve') await post(`/api/admin/users/${u.id}/approve`)
+      else await del(`/api/admin/users/${u.id}/reject`)
+      await Promise.all([pending.reload(), all.reload()])
+    } catch (e) {
+      setError(e)
+    } finally {
+      setBusy('')
+    }
+  }
+
+  const users = pending.data?.users ?? []
+  const total = all.data?.total ?? 0
+  return (
+    <Stack>
+      <Group gap="xs">
+        <Title order={4}>Waiting for approval</Title>
+        <Badge variant="light">{pending.data?.total ?? 0}</Badge>
+      </Group>
+      <ErrorNote error={error} />
+      <ErrorNote error={pending.error} />
+      {pending.loading && !pending.data ? (
+        <Loading />
+      ) : users.length === 0 ? (
+        !pending.error && <Text c="dimmed" data-testid="no-pending">No account is waiting.</Text>
+      ) : (
+        <Table striped highlightOnHover data-testid="pending-users">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Email</Table.Th>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Registered</Table.Th>
+              <Table.Th>Invited by</Table.Th>
+              <Table.Th>Decision</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {users.map((u) => (
+              <Table.Tr key={u.id} data-testid={`pending-${u.email}`}>
+                <Table.Td>
+                  {u.email}
+                  {u.email_verified && (
+                    <Badge size="xs" variant="outline" color="teal" ml={6}>
+                      verified
+                    </Badge>
+                  )}
+                </Table.Td>
+                <Table.Td>{u.display_name}</Table.Td>
+                <Table.Td>{when(u.created_at)}</Table.Td>
+                <Table.Td>
+                  {(u.invited_by ?? []).length === 0 ? (
+                    <Text size="sm" c="dimmed">
+                      nobody (signed up)
+                    </Text>
+                  ) : (
+                    <Group gap={4}>
+                      {(u.invited_by ?? []).map((o) => (
+                        <Badge key={o} variant="default" size="sm">
+                          {o}
+                        </Badge>
+                      ))}
+                    </Group>
+                  )}
+                </Table.Td>
+                <Table.Td>
+                  <Group gap={4}>
+                    <Button size="compact-sm" loading={busy === `approve-${u.id}`} disabled={!!busy} onClick={() => decide(u, 'approve')} data-testid={`approve-${u.email}`}>
+                      Approve
+                    </Button>
+                    <Button
+                      size="compact-sm"
+                      color="red"
+                      variant="light"
+                      loading={busy === `reject-${u.id}`}
+                      disabled={!!busy}
+                      onClick={() => setRejecting(u)}
+                      data-testid={`reject-${u.email}`}
+                    >
+                      Reject
+                    </Button>
+                  </Group>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+
+      <Group gap="xs" mt="md">
+        <Title order={4}>All users</Title>
+        <Badge variant="light">{total}</Badge>
+      </Group>
+      <ErrorNote error={all.error} />
+      {all.loading && !all.data ? <Loading /> : <UserTable users={all.data?.users ?? []} />}
+      {total > pageSize && <Pagination total={Math.ceil(total / pageSize)} value={page} onChange={setPage} />}
+
+      <Modal opened={!!rejecting} onClose={() => setRejecting(null)} title={`Reject ${rejecting?.email ?? ''}?`}>
+        <Stack>
+          <Text size="sm">The account is deleted with its sessions and its personal organization. There is no undo; the person may register again.</Text>
+          <Group justify="end">
+            <Button variant="default" onClick={() => setRejecting(null)}>
+              Cancel
+            </Button>
+            <Button
+              color="red"
+              data-testid="confirm-reject"
+              onClick={() => {
+                const u = rejecting
+                setRejecting(null)
+                if (u) decide(u, 'reject')
+              }}
+            >
+              Reject and delete
+            </Button>
+          </Group>
+        </Stack>
+      </Modal>
+    </Stack>
+  )
+}
+
+function UserTable({ users }: { users: Profile[] }) {
+  return (
+    <Table striped highlightOnHover data-testid="all-users">
+      <Table.Thead>
+        <Table.Tr>
+          <Table.Th>Email</Table.Th>
+          <Table.Th>Name</Table.Th>
+          <Table.Th>State</Table.Th>
+          <Table.Th>Registered</Table.Th>
+        </Table.Tr>
+      </Table.Thead>
+      <Table.Tbody>
+        {users.map((u) => (
+          <Table.Tr key={u.id} data-testid={`user-${u.email}`}>
+            <Table.Td>{u.email}</Table.Td>
+            <Table.Td>{u.display_name}</Table.Td>
+            <Table.Td>
+              <Group gap={4}>
+                <Badge color={u.approved ? 'teal' : 'yellow'} variant="light">
+                  {u.approved ? 'approved' : 'pending'}
+                </Badge>
+                {u.is_admin && (
+                  <Badge color="grape" variant="light">
+                    instance admin
+                  </Badge>
+                )}
+                {u.email_verified && (
+                  <Badge color="gray" variant="outline">
+                    email verified
+                  </Badge>
+                )}
+              </Group>
+            </Table.Td>
+            <Table.Td>{when(u.created_at)}</Table.Td>
+          </Table.Tr>
+        ))}
+      </Table.Tbody>
+    </Table>
+  )
+}

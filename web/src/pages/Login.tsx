@@ -1,0 +1,122 @@
+import { Alert, Anchor, Button, Card, Center, Code, PasswordInput, Stack, Text, TextInput, Title } from '@mantine/core'
+import { useEffect, useState } from 'react'
+import { Link, useNavigate, useSearchParams } from 'react-router-dom'
+import { get, messageOf, post } from '../api'
+import { useSession } from '../session'
+
+type Setup = { has_admin: boolean; captcha: boolean }
+
+/** Sign-in and registration; explains the wait for approval and how the first admin is made. */
+export function Login({ register = false }: { register?: boolean }) {
+  const { me, refresh } = useSession()
+  const [params] = useSearchParams()
+  const navigate = useNavigate()
+  const [email, setEmail] = useState('')
+  const [password, setPassword] = useState('')
+  const [name, setName] = useState('')
+  const [code, setCode] = useState('')
+  const [totpToken, setTotpToken] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState('')
+  const [registered, setRegistered] = useState(false)
+  const [setup, setSetup] = useState<Setup | null>(null)
+
+  useEffect(() => {
+    get<Setup>('/api/auth/setup').then(setSetup, () => undefined)
+  }, [])
+
+  const pending = me && !me.approved
+  useEffect(() => {
+    if (me?.approved) navigate(params.get('next') || '/tasks/board', { replace: true })
+  }, [me, navigate, params])
+
+  const signIn = async (e: React.FormEvent) => {
+    e.preventDefault()
+    setBusy(true)
+    setError('')
+    try {
+      if (register) {
+        await post('/api/auth/register', { email, password, display_name: name })
+        setRegistered(true)
+      }
+      const r = totpToken
+        ? await post<{ totp_required: boolean; totp_token?: string }>('/api/auth/2fa/verify', { token: totpToken, code })
+        : await post<{ totp_required: boolean; totp_token?: string }>('/api/auth/login', { email, password })
+      if (r.totp_required && r.totp_token) {
+        setTotpToken(r.totp_token)
+      } else {
+        await refresh()
+      }
+    } catch (err) {
+      setError(messageOf(err))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  return (
+    <Center mih="100vh" p="md">
+      <Card withBorder shadow="sm" w={420} p="lg">
+        <Stack>
+          <Title order={2}>{register ? 'Create an account' : 'Sign in to Slipway'}</Title>
+          {setup && !setup.has_admin && (
+            <Alert color="blue" title="No instance admin yet" data-testid="no-admin">
+              <Text size="sm">
+                This instance has no administrator. Make one on the server: list the address in <Code>SERVICE_INITIAL_ADMIN_EMAILS</Code> before
+                it registers, or run <Code>slipway users create --admin --email you@example.com</Code> offline. No control in this console grants
+                admin.
+              </Text>
+            </Alert>
+          )}
+          {(pending || params.get('pending')) && (
+            <Alert color="yellow" title="Waiting for approval" data-testid="pending">
+              Your account exists and waits for an instance admin to approve it. You can sign in, but nothing is shown until then; an invite
+              from an organization still needs the approval.
+            </Alert>
+          )}
+          {registered && !pending && <Alert color="teal">Account created.</Alert>}
+          <form onSubmit={signIn}>
+            <Stack>
+              {!totpToken && (
+                <>
+                  {register && <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} />}
+                  <TextInput label="Email" type="email" value={email} onChange={(e) => setEmail(e.currentTarget.value)} required autoComplete="username" />
+                  <PasswordInput
+                    label="Password"
+                    value={password}
+                    onChange={(e) => setPassword(e.currentTarget.value)}
+                    required
+                    autoComplete={register ? 'new-password' : 'current-password'}
+                    description={register ? 'At least 10 characters, not a common password' : undefined}
+                  />
+                </>
+              )}
+              {totpToken && (
+                <TextInput label="Two-factor code" value={code} onChange={(e) => setCode(e.currentTarget.value)} required autoComplete="one-time-code" />
+              )}
+              {error && (
+                <Alert color="red" role="alert">
+                  {error}
+                </Alert>
+              )}
+              <Button type="submit" loading={busy}>
+                {register ? 'Create account' : totpToken ? 'Verify' : 'Sign in'}
+              </Button>
+            </Stack>
+          </form>
+          <Text size="sm">
+            {register ? (
+              <>
+                Have an account? <Anchor component={Link} to="/login">Sign in</Anchor>
+              </>
+            ) : (
+              <>
+                New here? <Anchor component={Link} to="/register">Create an account</Anchor>
+              </>
+            )}
+          </Text>
+        </Stack>
+      </Card>
+    </Center>
+  )
+}

@@ -1,0 +1,102 @@
+import { Anchor, Badge, Button, Card, Group, Stack, Switch, Table, Text, TextInput, Title } from '@mantine/core'
+import { useState } from 'react'
+import { Link } from 'react-router-dom'
+import { post, get, type Project } from '../api'
+import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { useSession } from '../session'
+
+/** The workspace's projects: list, create, archive and restore. */
+export function Projects() {
+  const { workspace } = useSession()
+  const { data, error, loading, reload } = useLoad(() => get<Project[]>('/api/projects'), [workspace?.id])
+  const [name, setName] = useState('')
+  const [repo, setRepo] = useState('')
+  const [autodev, setAutodev] = useState(false)
+  const { busy, error: actionError, run } = useAction()
+
+  const create = (e: React.FormEvent) => {
+    e.preventDefault()
+    run('create', async () => {
+      await post('/api/projects', { name, repo_url: repo, autodev })
+      setName('')
+      setRepo('')
+      await reload()
+    })
+  }
+  const archive = (p: Project) =>
+    run(p.id, async () => {
+      await post(`/api/projects/${p.id}/${p.archived_at ? 'restore' : 'archive'}`)
+      await reload()
+    })
+
+  return (
+    <Stack>
+      <Title order={2}>Projects</Title>
+      <Card withBorder>
+        <form onSubmit={create}>
+          <Group align="end">
+            <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} data-testid="project-name" />
+            <TextInput
+              label="Repository"
+              placeholder="https://… or a path to a local repository"
+              value={repo}
+              onChange={(e) => setRepo(e.currentTarget.value)}
+              required
+              w={360}
+              data-testid="project-repo"
+            />
+            <Switch label="Open pull requests automatically" checked={autodev} onChange={(e) => setAutodev(e.currentTarget.checked)} />
+            <Button type="submit" loading={busy === 'create'} data-testid="create-project">
+              Create project
+            </Button>
+          </Group>
+        </form>
+      </Card>
+      <ErrorNote error={actionError} />
+      <ErrorNote error={error} />
+      {loading && !data ? (
+        <Loading />
+      ) : (
+        <Table striped highlightOnHover>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Repository</Table.Th>
+              <Table.Th>Branch</Table.Th>
+              <Table.Th>Created</Table.Th>
+              <Table.Th />
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(data ?? []).map((p) => (
+              <Table.Tr key={p.id} data-testid={`project-${p.name}`}>
+                <Table.Td>
+                  <Group gap="xs">
+                    <Anchor component={Link} to={`/tasks/board?project=${p.id}`}>
+                      {p.name}
+                    </Anchor>
+                    {p.archived_at && <Badge color="gray">archived</Badge>}
+                    {p.autodev && <Badge color="indigo" variant="light">autodev</Badge>}
+                  </Group>
+                </Table.Td>
+                <Table.Td>
+                  <Text size="sm" ff="monospace">
+                    {p.repo_url}
+                  </Text>
+                </Table.Td>
+                <Table.Td>{p.default_branch}</Table.Td>
+                <Table.Td>{when(p.created_at)}</Table.Td>
+                <Table.Td>
+                  <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
+                    {p.archived_at ? 'Restore' : 'Archive'}
+                  </Button>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      {data && data.length === 0 && <Text c="dimmed">No projects yet: create one on a repository above.</Text>}
+    </Stack>
+  )
+}

@@ -1,0 +1,302 @@
+import { Alert, Button, Card, Code, CopyButton, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
+import { useState } from 'react'
+import { patch, post, put, type Profile, type Schemas } from '../api'
+import { useSession } from '../session'
+import { ErrorNote, useAction } from '../ui'
+
+/** The signed-in person's settings: profile, password and two-factor sign-in. */
+export default function Settings() {
+  const { me } = useSession()
+  if (!me) return null
+  return (
+    <Stack maw={720}>
+      <Title order={2}>Settings</Title>
+      <ProfileCard me={me} />
+      <PasswordCard />
+      <TwoFactorCard />
+    </Stack>
+  )
+}
+
+function Copy({ value, label, testid }: { value: string; label: string; testid?: string }) {
+  return (
+    <CopyButton value={value}>
+      {({ copied, copy }) => (
+        <Button size="xs" variant="light" color={copied ? 'teal' : 'blue'} onClick={copy} data-testid={testid}>
+          {copied ? 'Copied' : label}
+        </Button>
+      )}
+    </CopyButton>
+  )
+}
+
+const verbosities = [
+  { value: 'unset', label: 'Not set' },
+  { value: 'quiet', label: 'Quiet' },
+  { value: 'normal', label: 'Normal' },
+  { value: 'verbose', label: 'Verbose' },
+]
+
+function ProfileCard({ me }: { me: Profile }) {
+  const { refresh } = useSession()
+  const [name, setName] = useState(me.display_name)
+  const [verbosity, setVerbosity] = useState<string>(me.verbosity ?? 'unset')
+  const [saved, setSaved] = useState(false)
+  const action = useAction()
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault()
+    setSaved(false)
+    const ok = await action.run('profile', async () => {
+      if (name !== me.display_name) await put<Profile>('/api/me', { display_name: name })
+      if (verbosity !== (me.verbosity ?? 'unset')) await patch<Profile>('/api/me/verbosity', { verbosity: verbosity === 'unset' ? null : verbosity })
+      return true
+    })
+    if (ok) {
+      setSaved(true)
+      await refresh()
+    }
+  }
+  return (
+    <Card withBorder>
+      <form onSubmit={save}>
+        <Stack gap="xs">
+          <Title order={4}>Profile</Title>
+          <TextInput label="Email" value={me.email} readOnly description={me.email_verified ? 'Verified' : 'Not verified yet'} />
+          <TextInput
+            label="Display name"
+            value={name}
+            onChange={(e) => {
+              setName(e.currentTarget.value)
+              setSaved(false)
+            }}
+            required
+            maxLength={100}
+            data-testid="display-name"
+          />
+          <Select
+            label="Live feed verbosity"
+            description="How much a running agent's feed shows by default"
+            data={verbosities}
+            value={verbosity}
+            onChange={(v) => {
+              setVerbosity(v ?? 'unset')
+              setSaved(false)
+            }}
+            allowDeselect={false}
+            data-testid="verbosity"
+          />
+          <ErrorNote error={action.error} />
+          {saved && (
+            <Alert color="teal" data-testid="profile-saved">
+              Saved.
+            </Alert>
+          )}
+          <Group>
+            <Button type="submit" loading={action.busy === 'profile'} data-testid="save-profile">
+              Save profile
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Card>
+  )
+}
+
+function PasswordCard() {
+  const [current, setCurrent] = useState('')
+  const [next, setNext] = useState('')
+  const [again, setAgain] = useState('')
+  const [done, setDone] = useState(false)
+  const action = useAction()
+  const mismatch = again !== '' && next !== again
+  const change = async (e: React.FormEvent) => {
+    e.preventDefault()
+    if (mismatch) return
+    setDone(false)
+    const ok = await action.run('password', () => put<Schemas['OKBody']>('/api/me/password', { current_password: current, new_password: next }))
+    if (ok) {
+      setCurrent('')
+      setNext('')
+      setAgain('')
+      setDone(true)
+    }
+  }
+  return (
+    <Card withBorder>
+      <form onSubmit={change}>
+        <Stack gap="xs">
+          <Title order={4}>Password</Title>
+          <PasswordInput label="Current password" value={current} onChange={(e) => setCurrent(e.currentTarget.value)} required autoComplete="current-password" data-testid="current-password" />
+          <PasswordInput
+            label="New password"
+            description="At least 10 characters, not a common password"
+            value={next}
+            onChange={(e) => setNext(e.currentTarget.value)}
+            required
+            autoComplete="new-password"
+            data-testid="new-password"
+          />
+          <PasswordInput
+            label="Repeat the new password"
+            value={again}
+            onChange={(e) => setAgain(e.currentTarget.value)}
+            required
+            autoComplete="new-password"
+            error={mismatch ? 'The passwords differ' : undefined}
+            data-testid="repeat-password"
+          />
+          <ErrorNote error={action.error} />
+          {done && (
+            <Alert color="teal" data-testid="password-changed">
+              Password changed. Your other sessions were signed out.
+            </Alert>
+          )}
+          <Group>
+            <Button type="submit" loading={action.busy === 'password'} disabled={mismatch} data-testid="change-password">
+              Change password
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Card>
+  )
+}
+
+/** TOTP: enrol (secret and URI), confirm with a code (recovery codes, once), or turn it off with a code. */
+function TwoFactorCard() {
+  const [enrollment, setEnrollment] = useState<Schemas['TOTPEnrollment'] | null>(null)
+  const [code, setCode] = useState('')
+  const [recovery, setRecovery] = useState<string[] | null>(null)
+  const [offCode, setOffCode] = useState('')
+  const [disabled, setDisabled] = useState(false)
+  const action = useAction()
+
+  const enroll = async () => {
+    setRecovery(null)
+    setDisabled(false)
+    const r = await action.run('enroll', () => post<Schemas['TOTPEnrollment']>('/api/me/2fa/enroll'))
+    if (r) {
+      setEnrollment(r)
+      setCode('')
+    }
+  }
+  const confirm = async (e: React.FormEvent) => {
+    e.preventDefault()
+    const r = await action.run('confirm', () => post<Schemas['RecoveryCodesOut']>('/api/me/2fa/confirm', { code: code.trim() }))
+    if (r) {
+      setEnrollment(null)
+      setCode('')
+      setRecovery(r.recovery_codes ?? [])
+    }
+  }
+  const disable = async (e: React.FormEvent) => {
+    e.preventDefault()
+    const r = await action.run('disable', () => post<Schemas['OKBody']>('/api/me/2fa/disable', { code: offCode.trim() }))
+    if (r) {
+      setOffCode('')
+      setRecovery(null)
+      setDisabled(true)
+    }
+  }
+
+  return (
+    <Card withBorder>
+      <Stack gap="sm">
+        <Title order={4}>Two-factor sign-in</Title>
+        <Text size="sm" c="dimmed">
+          With two-factor sign-in on, signing in asks for a code from an authenticator app after the password.
+        </Text>
+        <ErrorNote error={action.error} />
+        {recovery && <RecoveryCodes codes={recovery} />}
+        {disabled && (
+          <Alert color="teal" data-testid="2fa-disabled">
+            Two-factor sign-in is off.
+          </Alert>
+        )}
+        {!enrollment ? (
+          <Group>
+            <Button variant="light" loading={action.busy === 'enroll'} onClick={enroll} data-testid="2fa-enroll">
+              Set up two-factor sign-in
+            </Button>
+          </Group>
+        ) : (
+          <form onSubmit={confirm}>
+            <Stack gap="xs" data-testid="2fa-enrollment">
+              <Text size="sm">Add this account to your authenticator app with the link or the secret, then enter the code it shows.</Text>
+              <Text size="sm" fw={500}>
+                Setup link
+              </Text>
+              <Group gap="xs" wrap="nowrap" align="start">
+                <Code block style={{ wordBreak: 'break-all', whiteSpace: 'pre-wrap', flex: 1 }} data-testid="2fa-uri">
+                  {enrollment.uri}
+                </Code>
+                <Copy value={enrollment.uri} label="Copy link" />
+              </Group>
+              <Text size="sm" fw={500}>
+                Secret (base32)
+              </Text>
+              <Group gap="xs">
+                <Code fz="md" data-testid="2fa-secret">
+                  {enrollment.secret}
+                </Code>
+                <Copy value={enrollment.secret} label="Copy secret" />
+              </Group>
+              <Group align="end">
+                <TextInput
+                  label="Code from the app"
+                  value={code}
+                  onChange={(e) => setCode(e.currentTarget.value)}
+                  required
+                  maxLength={40}
+                  inputMode="numeric"
+                  autoComplete="one-time-code"
+                  data-testid="2fa-code"
+                />
+                <Button type="submit" loading={action.busy === 'confirm'} data-testid="2fa-confirm">
+                  Turn on
+                </Button>
+                <Button variant="subtle" color="gray" onClick={() => setEnrollment(null)}>
+                  Cancel
+                </Button>
+              </Group>
+            </Stack>
+          </form>
+        )}
+        <form onSubmit={disable}>
+          <Group align="end">
+            <TextInput
+              label="Turn off: a code or a recovery code"
+              value={offCode}
+              onChange={(e) => setOffCode(e.currentTarget.value)}
+              required
+              maxLength={40}
+              autoComplete="one-time-code"
+              data-testid="2fa-disable-code"
+            />
+            <Button type="submit" color="red" variant="light" loading={action.busy === 'disable'} data-testid="2fa-disable">
+              Turn off two-factor sign-in
+            </Button>
+          </Group>
+        </form>
+      </Stack>
+    </Card>
+  )
+}
+
+function RecoveryCodes({ codes }: { codes: string[] }) {
+  return (
+    <Alert color="yellow" title="Two-factor sign-in is on: keep these recovery codes" data-testid="recovery-codes">
+      <Stack gap="xs">
+        <Text size="sm">Each code signs in once when the authenticator is lost. They are shown only now and will not be shown again.</Text>
+        <SimpleGrid cols={{ base: 2, sm: 5 }} spacing={4}>
+          {codes.map((c) => (
+            <Code key={c}>{c}</Code>
+          ))}
+        </SimpleGrid>
+        <Group>
+          <Copy value={codes.join('\n')} label="Copy all codes" testid="copy-recovery-codes" />
+        </Group>
+      </Stack>
+    </Alert>
+  )
+}

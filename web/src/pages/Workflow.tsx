@@ -1,0 +1,728 @@
+import '@xyflow/react/dist/style.css'
+import {
+  Alert,
+  Anchor,
+  Box,
+  Button,
+  Card,
+  CloseButton,
+  Grid,
+  Group,
+  NativeSelect,
+  Stack,
+  Text,
+  TextInput,
+  Textarea,
+  Title,
+  useComputedColorScheme,
+} from '@mantine/core'
+import {
+  Background,
+  Controls,
+  Handle,
+  MarkerType,
+  Position,
+  ReactFlow,
+  applyEdgeChanges,
+  applyNodeChanges,
+  type Connection,
+  type Edge,
+  type EdgeChange,
+  type Node,
+  type NodeChange,
+  type NodeProps,
+  type NodeTypes,
+  type ReactFlowInstance,
+} from '@xyflow/react'
+import { useEffect, useRef, useState } from 'react'
+import { Link, useNavigate, useParams } from 'react-router-dom'
+import { ApiError, get, messageOf, post, put, type Project, type Schemas } from '../api'
+import { useSession } from '../session'
+import { ErrorNote, Loading, useLoad } from '../ui'
+
+type Workflow = Schemas['Workflow']
+type NodeType = Schemas['NodeType']
+
+// ---------------------------------------------------------------------------
+// The canvas pieces, shared with the run page (WorkflowRun.tsx).
+
+/** What a canvas node carries: the workflow node plus what the page shows on it. */
+export type WfNodeData = {
+  key: string
+  kind: string
+  config: Record<string, unknown>
+  handles: string[]
+  ordinal?: number
+  parent?: string | null
+  /** A validation message naming this node (shown in red under the label). */
+  error?: string
+  /** The node's state in a run (run page). */
+  status?: string
+}
+export type WfNode = Node<WfNodeData, 'wf'>
+
+/** Colours of the node states of a run. */
+export const stateColor: Record<string, string> = {
+  pending: 'gray',
+  ready: 'cyan',
+  running: 'blue',
+  waiting: 'yellow',
+  succeeded: 'green',
+  failed: 'red',
+  skipped: 'gray',
+  cancelled: 'dark',
+  queued: 'gray',
+}
+
+// Output handles of the built-in kinds, for when the node types cannot be read.
+const builtinHandles: Record<string, string[]> = {
+  gate: ['true', 'false'],
+  human: ['approved', 'rejected'],
+  end: [],
+  wait_event: ['event', 'timeout'],
+}
+
+/** The output handles of a node: its kind's, or llm_classify's categories plus error. */
+export function handlesFor(kind: string, config: Record<string, unknown>, types: NodeType[]): string[] {
+  if (kind === 'llm_classify') {
+    const cats = Array.isArray(config.categories) ? config.categories.filter((c): c is string => typeof c === 'string') : []
+    return [...cats, 'error']
+  }
+  const t = types.find((x) => x.slug === kind)
+  if (t) return t.handles ?? []
+  return builtinHandles[kind] ?? ['out', 'error']
+}
+
+/** Left-to-right positions by depth in the DAG (longest path from an entry node). */
+export function layout(keys: string[], edges: { source: string; target: string }[]): Map<string, { x: number; y: number }> {
+  const depth = new Map(keys.map((k) => [k, 0]))
+  const indeg = new Map(keys.map((k) => [k, 0]))
+  for (const e of edges) if (indeg.has(e.target) && depth.has(e.source)) indeg.set(e.target, (indeg.get(e.target) ?? 0) + 1)
+  const queue = keys.filter((k) => indeg.get(k) === 0)
+  while (queue.length) {
+    const k = queue.shift()!
+    for (const e of edges) {
+      if (e.source !== k || !indeg.has(e.target)) continue
+      depth.set(e.target, Math.max(depth.get(e.target) ?? 0, (depth.get(k) ?? 0) + 1))
+      indeg.set(e.target, (indeg.get(e.target) ?? 0) - 1)
+      if (indeg.get(e.target) === 0) queue.push(e.target)
+    }
+  }
+  const rows = new Map<number, number>()
+  const out = new Map<string, { x: number; y: number }>()
+  for (const k of keys) {
+    const d = depth.get(k) ?? 0
+    const row = rows.get(d) ?? 0
+    rows.set(d, row + 1)
+    out.set(k, { x: d * 300, y: row * 130 })
+  }
+  return out
+}
+
+export function edgeId(source: string, handle: string | null | undefined, target: string): string {
+  return `${source}:${handle ?? ''}->${target}`
+}
+
+/** A canvas edge; the handle is its label unless it is the plain out. */
+export function flowEdge(source: string, handle: string | null | undefined, target: string): Edge {
+  return {
+    id: edgeId(source, handle, target),
+    source,
+    target,
+    sourceHandle: handle || null,
+    label: handle && handle !== 'out' ? handle : undefined,
+    markerEnd: { type: MarkerType.ArrowClosed },
+  }
+}
+
+/** The workflow as canvas nodes and edges; stored positions unless every node sits at the origin. */
+export function toFlow(wf: Workflow, types: NodeType[]): { nodes: WfNode[]; edges: Edge[] } {
+  const nodes = wf.nodes ?? []
+  const edges = wf.edges ?? []
+  const unplaced = nodes.every((n) => !n.position || (n.position.x === 0 && n.position.y === 0))
+  const auto = layout(
+    nodes.map((n) => n.key),
+    edges,
+  )
+  return {
+    nodes: nodes.map((n) => ({
+      id: n.key,
+      type: 'wf',
+      position: unplaced || !n.position ? auto.get(n.key)! : { x: n.position.x, y: n.position.y },
+      data: { key: n.key, kind: n.kind, config: n.config ?? {}, handles: handlesFor(n.kind, n.config ?? {}, types), ordinal: n.ordinal, parent: n.parent_node_key },
+    })),
+    edges: edges.map((e) => flowEdge(e.source, e.source_handle, e.target)),
+  }
+}
+
+/** A node on the canvas: key, kind, run state or validation message, one target and its source handles. */
+function WfNodeView({ data, selected }: NodeProps<WfNode>) {
+  const color = data.error ? 'red' : data.status ? (stateColor[data.status] ?? 'gray') : ''
+  const border = color ? `2px ${data.status === 'skipped' ? 'dashed' : 'solid'} var(--mantine-color-${color}-6)` : '1px solid var(--mantine-color-default-border)'
+  const multi = data.handles.length > 1
+  return (
+    <div
+      data-testid={`node-${data.key}`}
+      data-kind={data.kind}
+      data-status={data.status}
+      data-invalid={data.error ? 'true' : undefined}
+      style={{
+        border,
+        outline: selected ? '2px solid var(--mantine-color-indigo-4)' : undefined,
+        outlineOffset: 2,
+        borderRadius: 8,
+        padding: multi ? '6px 64px 6px 10px' : '6px 10px',
+        minWidth: 150,
+        maxWidth: 280,
+        minHeight: multi ? 22 * data.handles.length + 12 : undefined,
+        background: data.status ? `var(--mantine-color-${color}-light)` : 'var(--mantine-color-body)',
+        color: 'var(--mantine-color-text)',
+      }}
+    >
+      <Handle type="target" position={Position.Left} />
+      <Text fw={600} size="sm">
+        {data.key}
+      </Text>
+      <Text size="xs" c="dimmed">
+        {data.kind}
+        {data.parent ? ` · in ${data.parent}` : ''}
+      </Text>
+      {data.status && (
+        <Text size="xs" fw={500}>
+          {data.status}
+        </Text>
+      )}
+      {data.error && (
+        <Text size="xs" c="red" data-testid={`node-error-${data.key}`} style={{ whiteSpace: 'normal' }}>
+          {data.error}
+        </Text>
+      )}
+      {data.handles.map((h, i) => {
+        const top = `${((i + 1) * 100) / (data.handles.length + 1)}%`
+        return (
+          <div key={h}>
+            <Handle id={h} type="source" position={Position.Right} style={{ top }} title={h} />
+            {multi && (
+              <span style={{ position: 'absolute', right: 8, top, transform: 'translateY(-50%)', fontSize: 10, opacity: 0.7 }}>{h}</span>
+            )}
+          </div>
+        )
+      })}
+    </div>
+  )
+}
+
+export const nodeTypes: NodeTypes = { wf: WfNodeView }
+
+/** The node kinds (built-in and the workspace's), or [] when they cannot be read. */
+export function loadNodeTypes(): Promise<NodeType[]> {
+  return get<NodeType[] | null>('/api/workflow-node-types').then(
+    (t) => t ?? [],
+    () => [],
+  )
+}
+
+// ---------------------------------------------------------------------------
+// Validation messages. The backend names the node as `node "key": …`
+// (`node at index N: …` when it has no key), an edge as `edge a -> b: …` or
+// `edge a -> b crosses …`, a cycle as `cycle through node "key" (…)`, and
+// schema errors of the body as `… body.nodes[N]…`.
+
+export type GraphProblem = { node?: string; edge?: { source: string; target: string }; detail: string }
+
+const quoted = String.raw`"((?:[^"\\]|\\.)*)"`
+const unquote = (s: string) => {
+  try {
+    return JSON.parse(`"${s}"`) as string
+  } catch {
+    return s
+  }
+}
+const edgeEnd = String.raw`("(?:[^"\\]|\\.)*"|[A-Za-z][A-Za-z0-9_-]*)`
+
+/** Which node (or edge) a validation message names; keys are those of the body that was sent. */
+export function parseProblem(message: string, sentKeys: string[]): GraphProblem {
+  let m = message.match(new RegExp(`^node ${quoted}…?: (.*)$`, 's'))
+  if (m) return { node: unquote(m[1]), detail: m[2] }
+  m = message.match(/^node at index (\d+): (.*)$/s)
+  if (m) return { node: sentKeys[Number(m[1])], detail: m[2] }
+  m = message.match(new RegExp(`^cycle through node ${quoted}`))
+  if (m) return { node: unquote(m[1]), detail: message }
+  m = message.match(new RegExp(`^edge ${edgeEnd} -> ${edgeEnd}(?::| )\\s*(.*)$`, 's'))
+  if (m) {
+    const end = (s: string) => (s.startsWith('"') ? unquote(s.slice(1, -1)) : s)
+    return { edge: { source: end(m[1]), target: end(m[2]) }, detail: m[3] }
+  }
+  m = message.match(/body\.nodes\[(\d+)\]/)
+  if (m) return { node: sentKeys[Number(m[1])], detail: message }
+  return { detail: message }
+}
+
+// ---------------------------------------------------------------------------
+// The page.
+
+const keyPattern = /^[A-Za-z][A-Za-z0-9_-]*$/
+
+/** A starting config: the kind's required fields, empty. */
+function skeleton(kind: string, types: NodeType[]): Record<string, unknown> {
+  const schema = types.find((t) => t.slug === kind)?.config_schema as { required?: string[]; properties?: Record<string, { type?: string | string[] }> } | undefined
+  const out: Record<string, unknown> = {}
+  for (const f of schema?.required ?? []) {
+    const t = schema?.properties?.[f]?.type
+    const type = Array.isArray(t) ? t[0] : t
+    out[f] = type === 'array' ? [] : type === 'object' ? {} : type === 'integer' || type === 'number' ? 0 : type === 'boolean' ? false : ''
+  }
+  return out
+}
+
+/** /workflows/:id: the workflow's graph on a canvas, edited and saved whole, and run. */
+export default function WorkflowPage() {
+  const { id = '' } = useParams()
+  const { workspace } = useSession()
+  const load = useLoad(async () => {
+    const [wf, types] = await Promise.all([get<Workflow>(`/api/workflows/${id}`), loadNodeTypes()])
+    const projects = await get<Project[] | null>('/api/projects').catch(() => null)
+    return { wf, types, project: projects?.find((p) => p.id === wf.project_id)?.name }
+  }, [id, workspace?.id])
+
+  if (load.loading && !load.data) return <Loading label="Loading the workflow…" />
+  if (!load.data) return <ErrorNote error={load.error} />
+  return <Editor key={load.data.wf.id} wf={load.data.wf} types={load.data.types} project={load.data.project} />
+}
+
+type Busy = '' | 'save' | 'run'
+
+function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; project?: string }) {
+  const navigate = useNavigate()
+  const scheme = useComputedColorScheme('light')
+  const initial = useState(() => toFlow(wf, types))[0]
+  const [nodes, setNodes] = useState<WfNode[]>(initial.nodes)
+  const [edges, setEdges] = useState<Edge[]>(initial.edges)
+  const [dirty, setDirty] = useState(false)
+  const [busy, setBusy] = useState<Busy>('')
+  const [error, setError] = useState('')
+  const [saved, setSaved] = useState(false)
+  const [configInvalid, setConfigInvalid] = useState(false)
+  const [runInput, setRunInput] = useState('')
+  const flow = useRef<ReactFlowInstance<WfNode, Edge> | null>(null)
+  // Brings every node into view once the canvas has drawn the change.
+  const refit = () => setTimeout(() => flow.current?.fitView({ maxZoom: 1.2, duration: 200 }), 50)
+
+  const changed = () => {
+    setDirty(true)
+    setSaved(false)
+  }
+  const selNode = nodes.find((n) => n.selected)
+  const selEdge = selNode ? undefined : edges.find((e) => e.selected)
+
+  const onNodesChange = (changes: NodeChange<WfNode>[]) => {
+    setNodes((ns) => applyNodeChanges(changes, ns))
+    if (changes.some((c) => c.type === 'remove' || (c.type === 'position' && c.dragging === false))) changed()
+  }
+  const onEdgesChange = (changes: EdgeChange<Edge>[]) => {
+    setEdges((es) => applyEdgeChanges(changes, es))
+    if (changes.some((c) => c.type === 'remove')) changed()
+  }
+
+  /** Adds an edge, or says why it cannot be. */
+  const connect = (source: string, handle: string | null, target: string): string => {
+    const src = nodes.find((n) => n.id === source)
+    if (!src || !nodes.some((n) => n.id === target)) return 'Choose a source and a target node.'
+    if (source === target) return 'An edge cannot connect a node to itself.'
+    if (src.data.handles.length === 0) return `${src.data.kind} nodes have no outputs.`
+    const h = handle ?? src.data.handles[0]
+    if (!src.data.handles.includes(h)) return `${h} is not an output of ${source} (${src.data.handles.join(', ')}).`
+    if (edges.some((e) => e.id === edgeId(source, h, target))) return `${source} → ${target} (${h}) exists already.`
+    setEdges((es) => [...es, flowEdge(source, h, target)])
+    changed()
+    return ''
+  }
+  const onConnect = (c: Connection) => setError(connect(c.source, c.sourceHandle ?? null, c.target))
+
+  const addNode = (kind: string, key: string): string => {
+    if (!keyPattern.test(key)) return 'A node key starts with a letter and holds only letters, digits, _ and -.'
+    if (nodes.some((n) => n.id === key)) return `There is a node ${key} already.`
+    const right = nodes.reduce((m, n) => Math.max(m, n.position.x), -300)
+    const config = skeleton(kind, types)
+    const ordinal = nodes.reduce((m, n) => Math.max(m, n.data.ordinal ?? 0), -1) + 1
+    const node: WfNode = {
+      id: key,
+      type: 'wf',
+      position: { x: right + 300, y: nodes[nodes.length - 1]?.position.y ?? 0 },
+      selected: true,
+      data: { key, kind, config, handles: handlesFor(kind, config, types), ordinal },
+    }
+    setNodes((ns) => [...ns.map((n) => (n.selected ? { ...n, selected: false } : n)), node])
+    setEdges((es) => es.map((e) => (e.selected ? { ...e, selected: false } : e)))
+    changed()
+    refit()
+    return ''
+  }
+
+  /** Lays the nodes out left to right by their depth in the graph. */
+  const arrange = () => {
+    const at = layout(
+      nodes.map((n) => n.id),
+      edges,
+    )
+    setNodes((ns) => ns.map((n) => ({ ...n, position: at.get(n.id) ?? n.position })))
+    changed()
+    refit()
+  }
+
+  const setConfig = (key: string, config: Record<string, unknown>) => {
+    setNodes((ns) => ns.map((n) => (n.id === key ? { ...n, data: { ...n.data, config, handles: handlesFor(n.data.kind, config, types) } } : n)))
+    changed()
+  }
+  const removeNode = (key: string) => {
+    setNodes((ns) => ns.filter((n) => n.id !== key))
+    setEdges((es) => es.filter((e) => e.source !== key && e.target !== key))
+    setConfigInvalid(false)
+    changed()
+  }
+  const removeEdge = (id: string) => {
+    setEdges((es) => es.filter((e) => e.id !== id))
+    changed()
+  }
+
+  /** Marks what a validation message names, and clears the old marks. */
+  const mark = (p: GraphProblem | null) => {
+    setNodes((ns) => ns.map((n) => ({ ...n, data: { ...n.data, error: p?.node === n.id ? p.detail : undefined } })))
+    setEdges((es) =>
+      es.map((e) => {
+        const bad = !!p?.edge && p.edge.source === e.source && p.edge.target === e.target
+        return { ...e, animated: bad, style: bad ? { stroke: 'var(--mantine-color-red-6)', strokeWidth: 2 } : undefined, label: bad ? p!.detail : e.sourceHandle && e.sourceHandle !== 'out' ? e.sourceHandle : undefined }
+      }),
+    )
+  }
+
+  const save = async (): Promise<boolean> => {
+    if (configInvalid) {
+      setError('The selected node’s config is not valid JSON: fix it before saving.')
+      return false
+    }
+    const body: Schemas['Input'] = {
+      nodes: nodes.map((n) => ({
+        key: n.data.key,
+        kind: n.data.kind,
+        config: n.data.config,
+        position: { x: Math.round(n.position.x), y: Math.round(n.position.y) },
+        ordinal: n.data.ordinal,
+        parent_node_key: n.data.parent || undefined,
+      })),
+      edges: edges.map((e) => ({ source: e.source, target: e.target, source_handle: e.sourceHandle ?? undefined })),
+    }
+    setError('')
+    setSaved(false)
+    try {
+      await put<Workflow>(`/api/workflows/${wf.id}`, body)
+      mark(null)
+      setDirty(false)
+      setSaved(true)
+      return true
+    } catch (e) {
+      setError(messageOf(e))
+      mark(e instanceof ApiError && e.status === 400 ? parseProblem(e.message, nodes.map((n) => n.id)) : null)
+      return false
+    }
+  }
+
+  const onSave = async () => {
+    setBusy('save')
+    await save()
+    setBusy('')
+  }
+
+  const onRun = async () => {
+    let input: unknown = undefined
+    if (runInput.trim()) {
+      try {
+        input = JSON.parse(runInput)
+      } catch {
+        setError('The run input is not valid JSON.')
+        return
+      }
+    }
+    setBusy('run')
+    try {
+      if (dirty && !(await save())) return
+      const r = await post<Schemas['RunStarted']>(`/api/workflows/${wf.id}/runs`, input === undefined ? {} : { input })
+      navigate(`/workflows/runs/${r.run_id}`)
+    } catch (e) {
+      setError(messageOf(e))
+    } finally {
+      setBusy('')
+    }
+  }
+
+  return (
+    <Stack>
+      <Group justify="space-between" align="end">
+        <div>
+          <Anchor component={Link} to="/workflows" size="sm">
+            ← Workflows
+          </Anchor>
+          <Title order={2}>{wf.name}</Title>
+          <Text size="sm" c="dimmed">
+            {project ? `Project ${project}` : null}
+            {dirty ? ' · unsaved changes' : ''}
+          </Text>
+        </div>
+        <Group align="end">
+          <Textarea
+            label="Run input (JSON, optional)"
+            placeholder='{"key": "value"}'
+            value={runInput}
+            onChange={(e) => setRunInput(e.currentTarget.value)}
+            autosize
+            minRows={1}
+            maxRows={4}
+            w={240}
+            styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
+            data-testid="run-input"
+          />
+          <Button variant="default" onClick={onSave} loading={busy === 'save'} disabled={busy === 'run'} data-testid="save-workflow">
+            Save
+          </Button>
+          <Button onClick={onRun} loading={busy === 'run'} disabled={busy === 'save'} data-testid="run-workflow">
+            {dirty ? 'Save and run' : 'Run'}
+          </Button>
+        </Group>
+      </Group>
+      {error && (
+        <Alert color="red" role="alert" data-testid="workflow-error" withCloseButton onClose={() => setError('')}>
+          {error}
+        </Alert>
+      )}
+      {saved && !error && (
+        <Text size="sm" c="teal" data-testid="workflow-saved">
+          Saved.
+        </Text>
+      )}
+      <Card withBorder p="sm">
+        <Group align="end" gap="xl">
+          <AddNode types={types} onAdd={addNode} />
+          <AddEdge nodes={nodes} onAdd={connect} />
+          <Button variant="subtle" onClick={arrange} data-testid="arrange">
+            Arrange
+          </Button>
+        </Group>
+      </Card>
+      <Grid>
+        <Grid.Col span={{ base: 12, md: 8 }}>
+          <Box h={560} style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 8 }} data-testid="workflow-canvas">
+            <ReactFlow
+              nodes={nodes}
+              edges={edges}
+              nodeTypes={nodeTypes}
+              onNodesChange={onNodesChange}
+              onEdgesChange={onEdgesChange}
+              onConnect={onConnect}
+              onInit={(i) => (flow.current = i)}
+              deleteKeyCode={['Backspace', 'Delete']}
+              colorMode={scheme}
+              fitView
+              fitViewOptions={{ maxZoom: 1.2 }}
+            >
+              <Background />
+              <Controls />
+            </ReactFlow>
+          </Box>
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 4 }}>
+          <Card withBorder h="100%">
+            {selNode ? (
+              <NodePanel
+                key={selNode.id}
+                node={selNode}
+                type={types.find((t) => t.slug === selNode.data.kind)}
+                edges={edges.filter((e) => e.source === selNode.id || e.target === selNode.id)}
+                onConfig={setConfig}
+                onInvalid={setConfigInvalid}
+                onRemove={removeNode}
+                onRemoveEdge={removeEdge}
+              />
+            ) : selEdge ? (
+              <Stack gap="xs">
+                <Title order={5}>Edge</Title>
+                <Text size="sm">
+                  {selEdge.source} → {selEdge.target} {selEdge.sourceHandle ? `(${selEdge.sourceHandle})` : ''}
+                </Text>
+                <Button color="red" variant="light" onClick={() => removeEdge(selEdge.id)} data-testid="remove-edge">
+                  Remove edge
+                </Button>
+              </Stack>
+            ) : (
+              <Text size="sm" c="dimmed">
+                Select a node to edit its config. Connect nodes by dragging from an output handle (right) to another node, or with Add edge.
+                Backspace removes the selection.
+              </Text>
+            )}
+          </Card>
+        </Grid.Col>
+      </Grid>
+    </Stack>
+  )
+}
+
+function AddNode({ types, onAdd }: { types: NodeType[]; onAdd: (kind: string, key: string) => string }) {
+  const kinds = types.length ? types.map((t) => ({ value: t.slug, label: t.available ? t.name : `${t.name} (not available yet)` })) : ['agent', 'gate', 'human', 'end', 'code', 'http_request', 'transform', 'notify_webhook', 'loop', 'wait_event']
+  const [kind, setKind] = useState(types[0]?.slug ?? 'agent')
+  const [key, setKey] = useState('')
+  const [error, setError] = useState('')
+  const add = (e: React.FormEvent) => {
+    e.preventDefault()
+    const err = onAdd(kind, key.trim())
+    setError(err)
+    if (!err) setKey('')
+  }
+  return (
+    <form onSubmit={add}>
+      <Group align="end" gap="xs">
+        <NativeSelect label="Node kind" value={kind} onChange={(e) => setKind(e.currentTarget.value)} data={kinds} data-testid="add-node-kind" />
+        <TextInput label="Node key" placeholder="review" value={key} onChange={(e) => setKey(e.currentTarget.value)} error={error || undefined} maxLength={64} w={150} data-testid="add-node-key" />
+        <Button type="submit" variant="light" data-testid="add-node">
+          Add node
+        </Button>
+      </Group>
+    </form>
+  )
+}
+
+function AddEdge({ nodes, onAdd }: { nodes: WfNode[]; onAdd: (source: string, handle: string | null, target: string) => string }) {
+  const [source, setSource] = useState('')
+  const [target, setTarget] = useState('')
+  const [handle, setHandle] = useState('')
+  const [error, setError] = useState('')
+  const keys = nodes.map((n) => n.id)
+  // The choices follow the graph: a removed node falls back to the first one.
+  const src = keys.includes(source) ? source : (keys[0] ?? '')
+  const tgt = keys.includes(target) ? target : (keys.find((k) => k !== src) ?? '')
+  const handles = nodes.find((n) => n.id === src)?.data.handles ?? []
+  const h = handles.includes(handle) ? handle : (handles[0] ?? '')
+  const add = (e: React.FormEvent) => {
+    e.preventDefault()
+    setError(onAdd(src, h || null, tgt))
+  }
+  return (
+    <form onSubmit={add}>
+      <Group align="end" gap="xs">
+        <NativeSelect label="From" value={src} onChange={(e) => setSource(e.currentTarget.value)} data={keys} data-testid="edge-source" />
+        <NativeSelect
+          label="Output"
+          value={h}
+          onChange={(e) => setHandle(e.currentTarget.value)}
+          data={handles.length ? handles : [{ value: '', label: 'none' }]}
+          disabled={handles.length <= 1}
+          data-testid="edge-handle"
+        />
+        <NativeSelect label="To" value={tgt} onChange={(e) => setTarget(e.currentTarget.value)} data={keys} data-testid="edge-target" />
+        <Button type="submit" variant="light" disabled={keys.length < 2} data-testid="add-edge">
+          Add edge
+        </Button>
+        {error && (
+          <Text size="sm" c="red" role="alert">
+            {error}
+          </Text>
+        )}
+      </Group>
+    </form>
+  )
+}
+
+type PanelProps = {
+  node: WfNode
+  type?: NodeType
+  edges: Edge[]
+  onConfig: (key: string, config: Record<string, unknown>) => void
+  onInvalid: (invalid: boolean) => void
+  onRemove: (key: string) => void
+  onRemoveEdge: (id: string) => void
+}
+
+/** The selected node: its config as JSON, its edges, and removal. */
+function NodePanel({ node, type, edges, onConfig, onInvalid, onRemove, onRemoveEdge }: PanelProps) {
+  const { key, kind, config, error } = node.data
+  const [text, setText] = useState(() => JSON.stringify(config, null, 2))
+  const [invalid, setInvalid] = useState('')
+  // Leaving the node drops its unparsable text: the last valid config stays.
+  useEffect(() => () => onInvalid(false), [onInvalid])
+
+  const edit = (v: string) => {
+    setText(v)
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(v)
+    } catch (e) {
+      setInvalid(`Not valid JSON: ${messageOf(e)}`)
+      onInvalid(true)
+      return
+    }
+    if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      setInvalid('The config must be a JSON object.')
+      onInvalid(true)
+      return
+    }
+    setInvalid('')
+    onInvalid(false)
+    onConfig(key, parsed as Record<string, unknown>)
+  }
+
+  return (
+    <Stack gap="xs" data-testid="node-panel">
+      <Group justify="space-between">
+        <Title order={5}>{key}</Title>
+        <Text size="sm" c="dimmed">
+          {type?.name ?? kind}
+        </Text>
+      </Group>
+      {type?.description && (
+        <Text size="xs" c="dimmed">
+          {type.description}
+          {type.available ? '' : ' Not available yet in this build: it saves but fails when run.'}
+        </Text>
+      )}
+      {error && (
+        <Text size="sm" c="red">
+          {error}
+        </Text>
+      )}
+      <Textarea
+        label="Config (JSON)"
+        value={text}
+        onChange={(e) => edit(e.currentTarget.value)}
+        error={invalid || undefined}
+        autosize
+        minRows={6}
+        maxRows={18}
+        spellCheck={false}
+        styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+        data-testid="node-config"
+      />
+      {node.data.handles.length > 0 && (
+        <Text size="xs" c="dimmed">
+          Outputs: {node.data.handles.join(', ')}
+        </Text>
+      )}
+      {edges.length > 0 && (
+        <Stack gap={2}>
+          <Text size="sm" fw={500}>
+            Edges
+          </Text>
+          {edges.map((e) => (
+            <Group key={e.id} gap={4} justify="space-between">
+              <Text size="sm">
+                {e.source} → {e.target}
+                {e.sourceHandle && e.sourceHandle !== 'out' ? ` (${e.sourceHandle})` : ''}
+              </Text>
+              <CloseButton size="sm" aria-label={`Remove edge ${e.source} → ${e.target}`} onClick={() => onRemoveEdge(e.id)} />
+            </Group>
+          ))}
+        </Stack>
+      )}
+      <Button color="red" variant="light" onClick={() => onRemove(key)} data-testid="remove-node">
+        Remove node
+      </Button>
+    </Stack>
+  )
+}

@@ -1,0 +1,126 @@
+import { Anchor, Button, Card, Group, NativeSelect, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { useEffect, useState } from 'react'
+import { Link, useNavigate } from 'react-router-dom'
+import { get, messageOf, post, type Project, type Schemas } from '../api'
+import { useSession } from '../session'
+import { ErrorNote, Loading, useLoad, when } from '../ui'
+
+type Workflow = Schemas['Workflow']
+
+// A workflow needs at least one node: a new one starts as a single end node
+// that the canvas then grows.
+const starterNodes: Schemas['NodeInput'][] = [{ key: 'done', kind: 'end', position: { x: 0, y: 0 } }]
+
+/** The workspace's workflows, and a form that creates one. */
+export default function Workflows() {
+  const { workspace } = useSession()
+  const workflows = useLoad(() => get<Workflow[] | null>('/api/workflows'), [workspace?.id])
+  const projects = useLoad(() => get<Project[] | null>('/api/projects'), [workspace?.id])
+  const projectName = new Map((projects.data ?? []).map((p) => [p.id, p.name]))
+  const list = workflows.data ?? []
+
+  return (
+    <Stack>
+      <Title order={2}>Workflows</Title>
+      <NewWorkflow projects={(projects.data ?? []).filter((p) => !p.archived_at)} loading={projects.loading} />
+      <ErrorNote error={projects.error} />
+      <ErrorNote error={workflows.error} />
+      {workflows.loading && !workflows.data ? (
+        <Loading label="Loading workflows…" />
+      ) : list.length === 0 ? (
+        !workflows.error && <Text c="dimmed">No workflows yet: create one above.</Text>
+      ) : (
+        <Table striped highlightOnHover data-testid="workflow-list">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Name</Table.Th>
+              <Table.Th>Project</Table.Th>
+              <Table.Th>Nodes</Table.Th>
+              <Table.Th>Created</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {list.map((w) => (
+              <Table.Tr key={w.id} data-testid={`workflow-${w.name}`}>
+                <Table.Td>
+                  <Anchor component={Link} to={`/workflows/${w.id}`}>
+                    {w.name}
+                  </Anchor>
+                </Table.Td>
+                <Table.Td>{projectName.get(w.project_id) ?? '—'}</Table.Td>
+                <Table.Td>{w.nodes?.length ?? 0}</Table.Td>
+                <Table.Td>{when(w.created_at)}</Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+    </Stack>
+  )
+}
+
+function NewWorkflow({ projects, loading }: { projects: Project[]; loading: boolean }) {
+  const navigate = useNavigate()
+  const [name, setName] = useState('')
+  const [project, setProject] = useState('')
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState('')
+
+  // Default to the first project once they load.
+  useEffect(() => {
+    if (!project && projects.length > 0) setProject(projects[0].id)
+  }, [project, projects])
+
+  const create = async (e: React.FormEvent) => {
+    e.preventDefault()
+    setBusy(true)
+    setError('')
+    try {
+      const w = await post<Workflow>('/api/workflows', { name: name.trim(), project_id: project, nodes: starterNodes })
+      navigate(`/workflows/${w.id}`)
+    } catch (err) {
+      setError(messageOf(err))
+      setBusy(false)
+    }
+  }
+
+  return (
+    <Card withBorder>
+      <form onSubmit={create} aria-label="New workflow">
+        <Stack gap="xs">
+          <Title order={4}>New workflow</Title>
+          <Group align="end">
+            <TextInput
+              label="Name"
+              value={name}
+              onChange={(e) => setName(e.currentTarget.value)}
+              required
+              maxLength={200}
+              w={280}
+              data-testid="new-workflow-name"
+            />
+            <NativeSelect
+              label="Project"
+              value={project}
+              onChange={(e) => setProject(e.currentTarget.value)}
+              data={projects.length ? projects.map((p) => ({ value: p.id, label: p.name })) : [{ value: '', label: loading ? 'Loading…' : 'No projects' }]}
+              disabled={projects.length === 0}
+              required
+              w={240}
+              data-testid="new-workflow-project"
+            />
+            <Button type="submit" loading={busy} disabled={!project} data-testid="new-workflow">
+              Create workflow
+            </Button>
+          </Group>
+          {!loading && projects.length === 0 && (
+            <Text size="sm" c="dimmed">
+              A workflow belongs to a project: <Anchor component={Link} to="/projects">create a project</Anchor> first.
+            </Text>
+          )}
+          {error && <ErrorNote error={error} />}
+        </Stack>
+      </form>
+    </Card>
+  )
+}

@@ -1,0 +1,92 @@
+// Small shared pieces: loading and error states, status badges, dates.
+import { Alert, Badge, Center, Loader } from '@mantine/core'
+import { useCallback, useEffect, useState } from 'react'
+import { messageOf } from './api'
+
+export function Loading({ label = 'Loading…' }: { label?: string }) {
+  return (
+    <Center py="xl" aria-busy="true" aria-label={label}>
+      <Loader size="sm" />
+    </Center>
+  )
+}
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null
+  return (
+    <Alert color="red" title="Something went wrong" role="alert">
+      {messageOf(error)}
+    </Alert>
+  )
+}
+
+const statusColor: Record<string, string> = {
+  queued: 'gray',
+  running: 'blue',
+  needs_input: 'yellow',
+  waiting: 'yellow',
+  done: 'teal',
+  done_pr: 'green',
+  succeeded: 'green',
+  failed: 'red',
+  cancelled: 'dark',
+  timed_out: 'orange',
+}
+
+export function Status({ status }: { status: string }) {
+  return (
+    <Badge color={statusColor[status] ?? 'gray'} variant="light" data-status={status}>
+      {status.replace('_', ' ')}
+    </Badge>
+  )
+}
+
+export function when(ts?: string | null): string {
+  if (!ts) return '—'
+  const d = new Date(ts)
+  return d.toLocaleString()
+}
+
+/** Loads data with a loading and an error state; reload() fetches again. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
+  const [data, setData] = useState<T | undefined>(undefined)
+  const [error, setError] = useState<unknown>(null)
+  const [loading, setLoading] = useState(true)
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(load, deps)
+  const reload = useCallback(async () => {
+    try {
+      const d = await run()
+      setData(d)
+      setError(null)
+    } catch (e) {
+      setError(e)
+    } finally {
+      setLoading(false)
+    }
+  }, [run])
+  useEffect(() => {
+    setLoading(true)
+    reload()
+  }, [reload])
+  return { data, error, loading, reload, setData }
+}
+
+/** One action at a time: its name while busy, its error after. */
+export function useAction() {
+  const [busy, setBusy] = useState('')
+  const [error, setError] = useState<unknown>(null)
+  const run = async <T,>(name: string, fn: () => Promise<T>): Promise<T | undefined> => {
+    setBusy(name)
+    setError(null)
+    try {
+      return await fn()
+    } catch (e) {
+      setError(e)
+      return undefined
+    } finally {
+      setBusy('')
+    }
+  }
+  return { busy, error, run }
+}
