@@ -75,11 +75,10 @@ func (a *App) remember(secrets ...string) {
 	a.secrets = append(a.secrets, secrets...)
 }
 
-// New boots a server on a fresh database of the engine. env adds or
-// overrides configuration (pairs of name, value).
-func New(t testing.TB, engine db.Engine, env ...string) *App {
-	t.Helper()
-	m := map[string]string{
+// baseEnv is the configuration every test server starts from: its own
+// data directory, no shutdown delay, the admin, cheap password hashing.
+func baseEnv(t testing.TB) map[string]string {
+	return map[string]string{
 		"SERVICE_DATA_DIR":               t.TempDir(),
 		"SERVICE_SHUTDOWN_LB_DELAY_SECS": "0",
 		"SERVICE_SHUTDOWN_GRACE_SECS":    "5",
@@ -89,6 +88,13 @@ func New(t testing.TB, engine db.Engine, env ...string) *App {
 		"SERVICE_ARGON2_TIME":       "1",
 		"SERVICE_LOG_LEVEL":         "debug",
 	}
+}
+
+// New boots a server on a fresh database of the engine. env adds or
+// overrides configuration (pairs of name, value).
+func New(t testing.TB, engine db.Engine, env ...string) *App {
+	t.Helper()
+	m := baseEnv(t)
 	target := dbtest.EmptyTarget(t, engine)
 	if target.Engine == db.SQLite {
 		m["DATABASE_URL"] = "sqlite:" + target.Path
@@ -105,17 +111,9 @@ func (a *App) Replica(t testing.TB, env ...string) *App {
 	if a.Engine != db.Postgres {
 		t.Fatal("apitest: replicas share a PostgreSQL database")
 	}
-	m := map[string]string{
-		"SERVICE_DATA_DIR":               t.TempDir(),
-		"SERVICE_SHUTDOWN_LB_DELAY_SECS": "0",
-		"SERVICE_SHUTDOWN_GRACE_SECS":    "5",
-		"SERVICE_INITIAL_ADMIN_EMAILS":   AdminEmail,
-		"SERVICE_ARGON2_MEMORY_KIB":      "64",
-		"SERVICE_ARGON2_TIME":            "1",
-		"SERVICE_LOG_LEVEL":              "debug",
-		"DATABASE_URL":                   a.DB.Target.URL,
-		"SERVICE_JWT_SECRET":             a.Config.JWTSecret.Reveal(),
-	}
+	m := baseEnv(t)
+	m["DATABASE_URL"] = a.DB.Target.URL
+	m["SERVICE_JWT_SECRET"] = a.Config.JWTSecret.Reveal()
 	r := boot(t, a.Engine, m, env)
 	a.mu.Lock()
 	r.secrets = append(r.secrets, a.secrets...)

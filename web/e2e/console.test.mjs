@@ -181,3 +181,39 @@ test('a second user in another workspace sees none of it', async () => {
   assert.equal(await bo.getByText('demo').count(), 0)
   await ctx.close()
 })
+
+test('destructive actions ask first: cancel keeps, confirm does it', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  await fetch(server.url + '/api/auth/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: 'cy@example.test', password: 'cy-passphrase-123', display_name: 'Cy Spam' }),
+  })
+  const pending = async () => JSON.stringify(await call('GET', '/api/admin/users/pending')).includes('cy@example.test')
+
+  await page.goto(server.url + '/admin/?tab=users')
+  await page.getByTestId('reject-cy@example.test').click()
+  await page.getByRole('dialog', { name: 'Reject cy@example.test?' }).waitFor()
+  await page.getByRole('button', { name: 'Cancel' }).click()
+  await page.getByRole('dialog').waitFor({ state: 'detached' })
+  assert.ok(await pending(), 'cancelling keeps the account')
+  await page.getByTestId('reject-cy@example.test').click()
+  await page.getByTestId('confirm-reject').click()
+  await page.getByTestId('pending-cy@example.test').waitFor({ state: 'detached' })
+  assert.equal(await pending(), false, 'confirming rejects the account')
+
+  // A runner: created with its token shown once, then deleted.
+  await page.goto(server.url + '/runners')
+  await page.getByTestId('runner-name').fill('spare')
+  await page.getByTestId('create-runner').click()
+  assert.match(await page.getByTestId('runner-token').innerText(), /^scrn_/)
+  await page.getByTestId('close-runner-token').click()
+  await page.getByTestId('delete-spare').click()
+  await page.getByRole('button', { name: 'Cancel' }).click()
+  await page.getByRole('dialog').waitFor({ state: 'detached' })
+  await page.getByTestId('runner-spare').waitFor()
+  await page.getByTestId('delete-spare').click()
+  await page.getByTestId('confirm-delete-runner').click()
+  await page.getByTestId('runner-spare').waitFor({ state: 'detached' })
+  assert.equal(JSON.stringify(await call('GET', '/api/organization/runners')).includes('"spare"'), false)
+})

@@ -1,6 +1,6 @@
 // Small shared pieces: loading and error states, status badges, dates.
-import { Alert, Badge, Center, Loader } from '@mantine/core'
-import { useCallback, useEffect, useState } from 'react'
+import { Alert, Badge, Button, Center, Group, Loader, Modal, Stack, Text } from '@mantine/core'
+import { type ReactNode, useCallback, useEffect, useState } from 'react'
 import { messageOf } from './api'
 
 export function Loading({ label = 'Loading…' }: { label?: string }) {
@@ -89,4 +89,44 @@ export function useAction() {
     }
   }
   return { busy, error, run }
+}
+
+/**
+ * Asks before a destructive action on item (open while item is set). The
+ * confirm button clears the item first, then hands it to onConfirm.
+ */
+export function Confirm<T>(props: {
+  item: T | null
+  title: (item: T) => string
+  message: (item: T) => ReactNode
+  action: (item: T) => string
+  testid: string
+  onCancel: () => void
+  onConfirm: (item: T) => unknown
+}) {
+  const { item } = props
+  return (
+    <Modal opened={item !== null} onClose={props.onCancel} title={item !== null ? props.title(item) : ''}>
+      {item !== null && (
+        <Stack>
+          <Text size="sm">{props.message(item)}</Text>
+          <Group justify="end">
+            <Button variant="default" onClick={props.onCancel}>
+              Cancel
+            </Button>
+            <Button
+              color="red"
+              data-testid={props.testid}
+              onClick={() => {
+                props.onCancel()
+                void props.onConfirm(item)
+              }}
+            >
+              {props.action(item)}
+            </Button>
+          </Group>
+        </Stack>
+      )}
+    </Modal>
+  )
 }

@@ -1,9 +1,9 @@
-import { Badge, Button, Group, Modal, Pagination, Stack, Table, Tabs, Text, Title } from '@mantine/core'
+import { Badge, Button, Group, Pagination, Stack, Table, Tabs, Text, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useLoad, when } from '../ui'
+import { Confirm, ErrorNote, Loading, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
 type Profile = Schemas['Profile']
@@ -152,27 +152,15 @@ function UsersTab() {
       {all.loading && !all.data ? <Loading /> : <UserTable users={all.data?.users ?? []} />}
       {total > pageSize && <Pagination total={Math.ceil(total / pageSize)} value={page} onChange={setPage} />}
 
-      <Modal opened={!!rejecting} onClose={() => setRejecting(null)} title={`Reject ${rejecting?.email ?? ''}?`}>
-        <Stack>
-          <Text size="sm">The account is deleted with its sessions and its personal organization. There is no undo; the person may register again.</Text>
-          <Group justify="end">
-            <Button variant="default" onClick={() => setRejecting(null)}>
-              Cancel
-            </Button>
-            <Button
-              color="red"
-              data-testid="confirm-reject"
-              onClick={() => {
-                const u = rejecting
-                setRejecting(null)
-                if (u) decide(u, 'reject')
-              }}
-            >
-              Reject and delete
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
+      <Confirm
+        item={rejecting}
+        title={(u) => `Reject ${u.email}?`}
+        message={() => 'The account is deleted with its sessions and its personal organization. There is no undo; the person may register again.'}
+        action={() => 'Reject and delete'}
+        testid="confirm-reject"
+        onCancel={() => setRejecting(null)}
+        onConfirm={(u) => decide(u, 'reject')}
+      />
     </Stack>
   )
 }

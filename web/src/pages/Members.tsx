@@ -1,8 +1,8 @@
-import { Alert, Badge, Button, Card, Code, CopyButton, Group, Modal, MultiSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Badge, Button, Card, Code, CopyButton, Group, MultiSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas, type Workspace } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Member = Schemas['MemberView']
 type Invite = Schemas['Invite']
@@ -44,7 +44,6 @@ export default function Members() {
     if (ok) await after()
   }
   const offboard = async (m: Member) => {
-    setOffboarding(null)
     const self = m.user_id === me?.id
     await act(`offboard-${m.user_id}`, () => del(`/organization/members/${m.user_id}`), self ? refresh : members.reload)
   }
@@ -142,23 +141,19 @@ export default function Members() {
         />
       )}
 
-      <Modal opened={!!offboarding} onClose={() => setOffboarding(null)} title={offboarding?.user_id === me?.id ? 'Leave the organization?' : `Offboard ${offboarding?.display_name ?? ''}?`}>
-        <Stack>
-          <Text size="sm">
-            {offboarding?.user_id === me?.id
-              ? 'You lose access to the organization and every workspace in it. Your other organizations stay.'
-              : `${offboarding?.email ?? ''} leaves the organization and every workspace in it, and is signed out everywhere. Invite them again to bring them back.`}
-          </Text>
-          <Group justify="end">
-            <Button variant="default" onClick={() => setOffboarding(null)}>
-              Cancel
-            </Button>
-            <Button color="red" onClick={() => offboarding && offboard(offboarding)} data-testid="confirm-offboard">
-              {offboarding?.user_id === me?.id ? 'Leave' : 'Offboard'}
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
+      <Confirm
+        item={offboarding}
+        title={(m) => (m.user_id === me?.id ? 'Leave the organization?' : `Offboard ${m.display_name}?`)}
+        message={(m) =>
+          m.user_id === me?.id
+            ? 'You lose access to the organization and every workspace in it. Your other organizations stay.'
+            : `${m.email} leaves the organization and every workspace in it, and is signed out everywhere. Invite them again to bring them back.`
+        }
+        action={(m) => (m.user_id === me?.id ? 'Leave' : 'Offboard')}
+        testid="confirm-offboard"
+        onCancel={() => setOffboarding(null)}
+        onConfirm={offboard}
+      />
     </Stack>
   )
 }

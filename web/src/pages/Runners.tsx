@@ -20,7 +20,7 @@ import {
 import { useEffect, useState } from 'react'
 import { del, get, patch, post, type Schemas, type Workspace } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Runner = Schemas['Runner']
 type Onboarding = Schemas['Onboarding']
@@ -145,28 +145,15 @@ export default function Runners() {
           }}
         />
       )}
-      <Modal opened={!!deleting} onClose={() => setDeleting(null)} title={`Delete ${deleting?.name ?? ''}?`}>
-        <Stack>
-          <Text size="sm">Its token stops working at once and the work it holds loses its lease. This cannot be undone.</Text>
-          <Group justify="end">
-            <Button variant="default" onClick={() => setDeleting(null)}>
-              Cancel
-            </Button>
-            <Button
-              color="red"
-              data-testid="confirm-delete-runner"
-              onClick={async () => {
-                if (!deleting) return
-                const r = deleting
-                setDeleting(null)
-                await act(`delete-${r.id}`, () => del(`/api/organization/runners/${r.id}`))
-              }}
-            >
-              Delete runner
-            </Button>
-          </Group>
-        </Stack>
-      </Modal>
+      <Confirm
+        item={deleting}
+        title={(r) => `Delete ${r.name}?`}
+        message={() => 'Its token stops working at once and the work it holds loses its lease. This cannot be undone.'}
+        action={() => 'Delete runner'}
+        testid="confirm-delete-runner"
+        onCancel={() => setDeleting(null)}
+        onConfirm={(r) => act(`delete-${r.id}`, () => del(`/api/organization/runners/${r.id}`))}
+      />
     </Stack>
   )
 }
