@@ -197,6 +197,7 @@ func startReplica(t *testing.T, dir, name string, env []string) *proc {
 // wherever it runs, and when one is killed with SIGKILL the other takes over
 // its running work after the lease, with nothing lost, stuck or run twice.
 func TestTwoReplicas(t *testing.T) {
+	t.Parallel()
 	dbtest.RequirePostgres(t)
 	dir := t.TempDir()
 	bare := bareRepo(t, dir)
@@ -323,6 +324,7 @@ func commitsOnce(t *testing.T, bare string, ids []string) {
 // on the same Docker engine keeps its agent through the other's crash and
 // restart. On both databases and both backends.
 func TestCrashWithTasksRunning(t *testing.T) {
+	t.Parallel()
 	for _, backend := range []string{"process", "docker"} {
 		for _, engine := range []db.Engine{db.SQLite, db.Postgres} {
 			t.Run(backend+"/"+string(engine), func(t *testing.T) {

@@ -92,6 +92,7 @@ func (c *apiClient) labelledTask(project, prompt string, labels ...string) strin
 func (c *apiClient) ranOn(id string) []string { return claimedBy(c.events(id)) }
 
 func TestRunners(t *testing.T) {
+	t.Parallel()
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) { runnersEndToEnd(t, e) })
 }
 
@@ -262,6 +263,7 @@ func runOnce(t *testing.T, dir string, within time.Duration, env ...string) (int
 // kept token (no second redeem), and refuses a kept token readable by
 // others, after which the used enrollment token is refused.
 func TestRunnerEnrollment(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process")
 	c := s.c
@@ -335,6 +337,7 @@ func TestRunnerEnrollment(t *testing.T) {
 // says so; with one it runs work; a runner pinned to another CA never
 // talks to the hub.
 func TestRunnerMutualTLS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := tlstest.NewCA(t, "slipway-test-ca")
 	cert, key := ca.Issue(t, "hub", true)
@@ -411,6 +414,7 @@ func TestRunnerMutualTLS(t *testing.T) {
 // containers labelled service.instance=runner@<id>; killed with SIGKILL,
 // its container stops with it; started again, it cleans up only its own.
 func TestRunnerDocker(t *testing.T) {
+	t.Parallel()
 	host := agenttest.DockerHost(t)
 	dir := t.TempDir()
 	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process", "SERVICE_WORKER_LEASE_SECS=5",
@@ -471,6 +475,7 @@ func TestRunnerDocker(t *testing.T) {
 // runner works and comes back within the lease: the runner's work goes on,
 // its events and result arrive once, nothing runs twice.
 func TestHubCrashWithRunnerWorking(t *testing.T) {
+	t.Parallel()
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		dir := t.TempDir()
 		port := freePort(t)
@@ -503,6 +508,7 @@ func TestHubCrashWithRunnerWorking(t *testing.T) {
 // one to a runner: it talks to one of them, work created on the other
 // reaches its long poll, and a cancel sent to the other stops its agent.
 func TestRunnersAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	dbtest.RequirePostgres(t)
 	dir := t.TempDir()
 	bare := bareRepo(t, dir)
@@ -550,6 +556,7 @@ func TestRunnersAcrossReplicas(t *testing.T) {
 // ssh-docker (the engine reached through ssh, the worktree copied into the
 // container and back); both publish the agent's change.
 func TestRunnerSSHBackends(t *testing.T) {
+	t.Parallel()
 	host := agenttest.DockerHost(t)
 	srv := sshtest.Start(t, "DOCKER_HOST="+host)
 	dir := t.TempDir()
@@ -601,6 +608,7 @@ func TestRunnerSSHBackends(t *testing.T) {
 // its agent at once (its next lease renewal is refused), the runner exits,
 // and the task fails with the reason after the lease: never a zombie.
 func TestRevokedRunnerStopsItsWork(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_WORKER_LEASE_SECS=5", "SERVICE_AGENT_BACKEND=process")
 	id, token := s.c.createRunner("revoked")

@@ -120,6 +120,7 @@ func (c *apiClient) workflowRun(id string) apiRun {
 // exactly once (one succeeded event each, one delivery key each), and only
 // the calls in flight at the kill were delivered again, under their key.
 func TestCrashWithWorkflowsRunning(t *testing.T) {
+	t.Parallel()
 	for _, engine := range []db.Engine{db.SQLite, db.Postgres} {
 		t.Run(string(engine), func(t *testing.T) {
 			if engine == db.Postgres {
