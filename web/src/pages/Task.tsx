@@ -1,9 +1,10 @@
-import { Alert, Anchor, Badge, Button, Card, Code, Group, ScrollArea, Stack, Text, Textarea, Title } from '@mantine/core'
-import { useEffect, useRef, useState } from 'react'
+import { Alert, Anchor, Badge, Button, Card, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core'
+import { useEffect, useState } from 'react'
 import { useParams } from 'react-router-dom'
-import { get, messageOf, post, type Schemas, type Task, type TaskEvent } from '../api'
-import { followEvents, watchTopic } from '../live'
+import { get, post, type Schemas, type Task } from '../api'
+import { watchTopic } from '../live'
 import { useSession } from '../session'
+import { EventLog, useEventLog } from '../events'
 import { ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
 
 type Approval = Schemas['ToolApproval']
@@ -16,45 +17,16 @@ export function TaskPage() {
   const { workspace } = useSession()
   const task = useLoad(() => get<Task>(`/api/tasks/${id}`), [id])
   const approvals = useLoad(async () => (await get<Approval[]>('/api/tool-approvals/pending?limit=100')).filter((a) => a.task_id === id), [id])
-  const [events, setEvents] = useState<TaskEvent[]>([])
-  const [logError, setLogError] = useState('')
+  const log = useEventLog('task', id)
   const action = useAction()
   const busy = action.busy
   const [message, setMessage] = useState('')
-  const bottom = useRef<HTMLDivElement>(null)
-
-  // The log: what is stored, then every new event live, in order.
-  useEffect(() => {
-    let stop: (() => void) | undefined
-    let cancelled = false
-    setEvents([])
-    ;(async () => {
-      const all: TaskEvent[] = []
-      for (;;) {
-        const after = all.length ? all[all.length - 1].sequence_num : 0
-        const page = await get<TaskEvent[]>(`/api/tasks/${id}/events?after_sequence=${after}&limit=1000`)
-        all.push(...(page ?? []))
-        if (!page || page.length < 1000) break
-      }
-      if (cancelled) return
-      setEvents(all)
-      const last = all.length ? all[all.length - 1].sequence_num : 0
-      stop = followEvents('task', id, last, (_, e) => setEvents((prev) => [...prev, e as TaskEvent]), setLogError)
-    })().catch((e) => setLogError(messageOf(e)))
-    return () => {
-      cancelled = true
-      stop?.()
-    }
-  }, [id])
 
   // Status and approvals follow the workspace's topics.
   const reloadTask = task.reload
   const reloadApprovals = approvals.reload
   useEffect(() => (workspace ? watchTopic('tasks', workspace.id, (changed) => (!changed || changed === id) && reloadTask()) : undefined), [workspace, id, reloadTask])
   useEffect(() => (workspace ? watchTopic('approvals', workspace.id, () => reloadApprovals()) : undefined), [workspace, reloadApprovals])
-  useEffect(() => {
-    bottom.current?.scrollIntoView({ block: 'end' })
-  }, [events.length])
 
   const act = (name: string, path: string, body?: unknown) =>
     action.run(name, async () => {
@@ -161,33 +133,9 @@ export function TaskPage() {
         </form>
       )}
       <Title order={4}>Event log</Title>
-      {logError && <ErrorNote error={logError} />}
-      <ScrollArea h={420} type="auto">
-        <Stack gap={0} ff="monospace" fz="xs" data-testid="event-log">
-          {events.map((e) => (
-            <EventLine key={e.sequence_num} e={e} />
-          ))}
-          <div ref={bottom} />
-        </Stack>
-      </ScrollArea>
+      {log.error && <ErrorNote error={log.error} />}
+      <EventLog events={log.list} loading={log.loading} height={420} />
     </Stack>
   )
 }
 
-function EventLine({ e }: { e: TaskEvent }) {
-  const p = (e.payload ?? {}) as Record<string, unknown>
-  const line = typeof p.line === 'string' ? p.line : typeof p.text === 'string' ? p.text : JSON.stringify(p)
-  return (
-    <Group gap="xs" wrap="nowrap" data-seq={e.sequence_num} data-type={e.event_type}>
-      <Text span c="dimmed" fz="xs" w={40} ta="right">
-        {e.sequence_num}
-      </Text>
-      <Text span c="dimmed" fz="xs" w={90}>
-        {e.event_type}
-      </Text>
-      <Text span fz="xs" style={{ whiteSpace: 'pre-wrap', wordBreak: 'break-all' }}>
-        {line}
-      </Text>
-    </Group>
-  )
-}
