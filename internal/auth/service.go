@@ -19,6 +19,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/text"
 	"slipway/internal/platform/ttlcache"
 	"slipway/internal/platform/vault"
@@ -153,9 +154,32 @@ func (s *Service) announce(what string) {
 	}
 }
 
-// Run applies the other replicas' invalidations to this one's cache until
-// ctx ends. A gap in them (a dropped connection) empties the cache.
+// pruneAfter is how long a sign-in record is kept once it can no longer
+// matter (an expired or revoked session, a finished failure window, an
+// expired mailed token), and pruneEvery how often the pass runs.
+const (
+	pruneAfter = 24 * time.Hour
+	pruneEvery = time.Hour
+)
+
+// Prune deletes the sign-in records that stopped mattering more than a day
+// ago, so the tables hold live state and not every sign-in ever made. It
+// returns how many rows went; replicas may run it at the same time.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		var err error
+		n, err = pruneExpired(ctx, tx, s.clock.Now().Add(-pruneAfter))
+		return err
+	})
+	return n, err
+}
+
+// Run prunes expired sign-in records every hour and applies the other
+// replicas' invalidations to this one's cache until ctx ends. A gap in
+// them (a dropped connection) empties the cache.
 func (s *Service) Run(ctx context.Context) {
+	go sweep.Every(ctx, pruneEvery, s.log, "expired sign-in records deleted", s.Prune)
 	if s.bus == nil || s.cache == nil {
 		return
 	}

@@ -215,3 +215,26 @@ func clearFailures(ctx context.Context, q db.Queryer, key string) error {
 	}
 	return nil
 }
+
+// pruneExpired deletes what stopped mattering before cutoff: sessions that
+// expired or were revoked, failure counts whose window began and whose lock
+// ended, and reset, verification and magic-link tokens that expired.
+func pruneExpired(ctx context.Context, q db.Queryer, cutoff time.Time) (int, error) {
+	var n int64
+	for _, stmt := range []string{
+		"DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1",
+		"DELETE FROM auth_failures WHERE window_start < $1 AND (locked_until IS NULL OR locked_until < $1)",
+		"DELETE FROM auth_tokens WHERE expires_at < $1",
+	} {
+		res, err := q.ExecContext(ctx, stmt, cutoff)
+		if err != nil {
+			return 0, fmt.Errorf("auth: prune: %w", err)
+		}
+		rows, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("auth: prune: %w", err)
+		}
+		n += rows
+	}
+	return int(n), nil
+}

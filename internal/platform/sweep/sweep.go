@@ -1,5 +1,6 @@
 // Package sweep runs a periodic pass (timing out approvals, running due
-// undo actions) until its context ends, logging what each pass did.
+// undo actions, pruning expired sign-in records) until its context ends,
+// logging what each pass did.
 package sweep
 
 import (
