@@ -24,6 +24,7 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/vault"
 )
 
@@ -48,6 +49,10 @@ const (
 
 // GiveUpAfter is how long a mail is retried before it is marked failed.
 const GiveUpAfter = 72 * time.Hour
+
+// KeepFor is how long a sent or failed mail stays in the outbox (for the
+// dev outbox view and for looking into a delivery) before Prune deletes it.
+const KeepFor = 30 * 24 * time.Hour
 
 // Outbox queues and sends mail.
 type Outbox struct {
@@ -285,9 +290,21 @@ func encodeHeader(s string) string {
 	return s
 }
 
-// Run sends due mail when woken by a queued mail and every few seconds,
-// until ctx ends.
+// Prune deletes sent and failed mail older than KeepFor; queued mail stays
+// until it is sent or given up on.
+func (o *Outbox) Prune(ctx context.Context) (int, error) {
+	res, err := o.db.W.ExecContext(ctx, `DELETE FROM mail_outbox WHERE status <> 'queued' AND created_at < $1`, o.clock.Now().Add(-KeepFor))
+	if err != nil {
+		return 0, fmt.Errorf("mail: prune: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// Run sends due mail when woken by a queued mail and every few seconds, and
+// prunes old mail every hour, until ctx ends.
 func (o *Outbox) Run(ctx context.Context, every time.Duration) {
+	go sweep.Every(ctx, time.Hour, o.log, "old mail deleted from the outbox", o.Prune)
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
