@@ -1,6 +1,7 @@
 // The console end to end: the real binary, a real browser.
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
+import http from 'node:http'
 import path from 'node:path'
 import { admin, apiSession, browser, startServer } from './harness.mjs'
 
@@ -217,4 +218,80 @@ test('destructive actions ask first: cancel keeps, confirm does it', async () =>
   await page.getByTestId('confirm-delete-runner').click()
   await page.getByTestId('runner-spare').waitFor({ state: 'detached' })
   assert.equal(JSON.stringify(await call('GET', '/api/organization/runners')).includes('"spare"'), false)
+})
+
+test("the owner console's templates tab: edit a mail for the whole instance, and the next mail uses it (dev outbox)", async () => {
+  await page.goto(server.url + '/admin/?tab=templates')
+  await page.getByTestId('template-reset').click()
+  await page.getByTestId('template-placeholders').getByText('{{link}}').waitFor()
+  await page.getByTestId('template-subject').fill('Reset your Slipway password, {{name}}')
+  // A placeholder the mail does not fill in: flagged here, refused by the API.
+  await page.getByTestId('template-body').fill('Hi {{name}}, {{nope}}')
+  assert.match(await page.getByTestId('template-unknown').innerText(), /\{\{nope\}\}/)
+  await page.getByTestId('save-template').click()
+  await page.getByRole('alert').waitFor()
+  await page.getByTestId('template-body').fill('Hi {{name}}, reset here: {{link}} (until {{expires}})')
+  assert.equal(await page.getByTestId('template-unknown').count(), 0)
+  await page.getByTestId('template-reason').fill('clearer')
+  await page.getByTestId('save-template').click()
+  await page.getByTestId('template-saved').waitFor()
+  await page.getByTestId('template-reset').getByText(/edited/).waitFor()
+  await shot('admin-templates')
+
+  const r = await fetch(server.url + '/api/auth/reset/request', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: admin.email }),
+  })
+  assert.equal(r.status, 202)
+  const row = page.getByTestId(`mail-${admin.email}`)
+  await row.getByText(`Reset your Slipway password, ${admin.name}`).waitFor({ timeout: 30_000 })
+  await row.click()
+  assert.match(await page.getByTestId('mail-body').innerText(), new RegExp(`^Hi ${admin.name}, reset here: \\S*/reset\\?token=srst_`))
+})
+
+test('an agent asks to run a tool: the header counts it live, its task page approves it, the task finishes', async () => {
+  // A model that speaks the chat completions protocol: first a bash call
+  // (which needs approval at this autonomy), then finish.
+  let calls = 0
+  const completion = (tool, args) => ({
+    id: 'c',
+    model: 'test-model',
+    choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: '', tool_calls: [{ id: `call_${calls}`, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }] } }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  })
+  const model = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      calls++
+      res.setHeader('Content-Type', 'application/json')
+      res.end(JSON.stringify(calls === 1 ? completion('bash', { command: 'echo approved > approved.txt' }) : completion('finish', { summary: 'wrote it' })))
+    })
+  })
+  await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))
+  try {
+    const call = await apiSession(server.url, admin.email, admin.password)
+    await call('POST', '/api/agent-profiles', { name: 'asker', agent_type: 'llm', model: 'test-model', base_url: `http://127.0.0.1:${model.address().port}/v1`, api_key: 'test-key' })
+    const [ws] = await call('GET', '/api/workspaces')
+    await call('PUT', `/api/workspaces/${ws.id}/autonomy`, { level: 20 })
+    const project = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
+
+    await page.goto(server.url + '/projects')
+    await page.getByTestId('project-demo').waitFor()
+    assert.equal(await page.getByTestId('approvals-waiting').count(), 0)
+    const task = await call('POST', '/api/tasks', { project_id: project.id, prompt: 'Write approved.txt', agent_profile: 'asker' })
+    const waiting = page.getByTestId('approvals-waiting')
+    await waiting.getByText('1 waiting for approval').waitFor({ timeout: 30_000 })
+    await waiting.click()
+    await page.getByRole('menuitem', { name: /bash/ }).click()
+    await page.waitForURL(new RegExp(`/tasks/${task.id}$`))
+    const ask = page.getByTestId('tool-approval')
+    assert.match(await ask.innerText(), /echo approved > approved\.txt/)
+    await ask.getByRole('button', { name: 'Approve' }).click()
+    await page.locator('[data-status^="done"]').first().waitFor({ timeout: 30_000 })
+    await waiting.waitFor({ state: 'detached' })
+    assert.equal(calls, 2)
+  } finally {
+    model.close()
+  }
 })

@@ -2,6 +2,7 @@ import { AppShell, Badge, Burger, Group, NavLink, Select, Text, Button, Title } 
 import { useDisclosure } from '@mantine/hooks'
 import { lazy, Suspense, useEffect, useState } from 'react'
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom'
+import { ApprovalsWaiting } from './Approvals'
 import { onConnection } from './live'
 import { Palette } from './Palette'
 import { SessionProvider, useSession } from './session'
@@ -80,6 +81,7 @@ function Shell() {
             />
           </Group>
           <Group>
+            {workspace && <ApprovalsWaiting key={workspace.id} workspace={workspace.id} />}
             {workspace && <Palette />}
             <LiveBadge />
             <Text size="sm" c="dimmed">

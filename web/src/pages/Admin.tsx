@@ -3,13 +3,17 @@ import { useState } from 'react'
 import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
+import { TemplatesTab } from './AdminTemplates'
 import { Confirm, ErrorNote, Loading, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
 type Profile = Schemas['Profile']
 
 // The owner console's tabs built so far; an unknown or absent tab shows the first.
-const tabs = [{ key: 'users', label: 'Users' }] as const
+const tabs = [
+  { key: 'users', label: 'Users' },
+  { key: 'templates', label: 'Mail templates' },
+] as const
 type TabKey = (typeof tabs)[number]['key']
 
 function tabOf(v: string | null): TabKey {
@@ -36,6 +40,9 @@ export default function Admin() {
         </Tabs.List>
         <Tabs.Panel value="users" pt="md">
           <UsersTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="templates" pt="md">
+          <TemplatesTab />
         </Tabs.Panel>
       </Tabs>
     </Stack>
