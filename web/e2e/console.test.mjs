@@ -26,6 +26,16 @@ after(async () => {
 
 const state = {}
 
+/** Registers an account through the API (it waits for the admin's approval). */
+async function register(email, password, name) {
+  const r = await fetch(server.url + '/api/auth/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email, password, display_name: name }),
+  })
+  assert.ok(r.ok, `register ${email}: ${r.status}`)
+}
+
 test('the sign-in page says how the first admin is made; registering the listed address signs in', async () => {
   await page.goto(server.url + '/')
   await page.waitForURL(/\/login/)
@@ -148,11 +158,7 @@ test('a validation error shows on the node it names', async () => {
 
 test('a second user in another workspace sees none of it', async () => {
   const call = await apiSession(server.url, admin.email, admin.password)
-  await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: 'bo@example.test', password: 'bo-passphrase-123', display_name: 'Bo Other' }),
-  })
+  await register('bo@example.test', 'bo-passphrase-123', 'Bo Other')
   // The admin approves Bo in the owner console's users tab.
   await page.goto(server.url + '/admin/?tab=users')
   await page.getByTestId('approve-bo@example.test').click()
@@ -185,11 +191,7 @@ test('a second user in another workspace sees none of it', async () => {
 
 test('destructive actions ask first: cancel keeps, confirm does it', async () => {
   const call = await apiSession(server.url, admin.email, admin.password)
-  await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: 'cy@example.test', password: 'cy-passphrase-123', display_name: 'Cy Spam' }),
-  })
+  await register('cy@example.test', 'cy-passphrase-123', 'Cy Spam')
   const pending = async () => JSON.stringify(await call('GET', '/api/admin/users/pending')).includes('cy@example.test')
 
   await page.goto(server.url + '/admin/?tab=users')
