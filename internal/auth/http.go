@@ -57,7 +57,8 @@ type LoginBody struct {
 type verify2FAInput struct {
 	Body struct {
 		Token string `json:"token" maxLength:"400" doc:"The login's totp_token"`
-		Code  string `json:"code" maxLength:"40" doc:"A code from the authenticator, or a recovery code"`
+		Code    string            `json:"code" maxLength:"40" doc:"A code from the authenticator, or a recovery code"`
+		Captcha *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha: lifts this account's sign-in throttle for this client, for this attempt"`
 	}
 }
 
@@ -360,8 +361,8 @@ func Register(api huma.API, s *Service) {
 	verify2FA.Description = "Exchanges the login's totp_token and a current code (or an unused recovery code) for the session, " +
 		"answering like a login. A code is accepted once; failures count toward the sign-in throttle (429)."
 	huma.Register(api, verify2FA, func(ctx context.Context, in *verify2FAInput) (*loginOutput, error) {
-		res, until, err := s.VerifySecondFactor(ctx, in.Body.Token, in.Body.Code, httpx.ClientIP(ctx), httpx.UserAgent(ctx))
-		if err == ErrLocked {
+		res, until, err := s.VerifySecondFactor(ctx, in.Body.Token, in.Body.Code, httpx.ClientIP(ctx), httpx.UserAgent(ctx), in.Body.Captcha)
+		if err == ErrLocked || err == ErrLockedCaptcha {
 			secs := int(time.Until(until).Seconds()) + 1
 			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
 		}

@@ -163,7 +163,7 @@ func (s *Service) MagicCode(ctx context.Context, cookie, code, ip, userAgent str
 	// 8-digit code cannot be guessed in so few tries.
 	key := "magic:" + requestID
 	now := s.clock.Now()
-	if until, err := lockedUntil(ctx, s.db.R, now, key, key); err != nil {
+	if until, _, err := lockedUntil(ctx, s.db.R, now, key, key); err != nil {
 		return nil, err
 	} else if until != nil {
 		return nil, ErrBadMagic

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -119,15 +118,7 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *
 }
 
 // HasAdmin reports whether an approved instance admin exists.
-func (s *Service) HasAdmin(ctx context.Context) (bool, error) {
-	var n int
-	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM users u WHERE u.approved AND (u.is_admin OR
-		EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin'))`).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("auth: has admin: %w", err)
-	}
-	return n > 0, nil
-}
+func (s *Service) HasAdmin(ctx context.Context) (bool, error) { return hasAdmin(ctx, s.db.R) }
 
 // forgetUser drops a user's cached sessions here and on every replica.
 func (s *Service) forgetUser(userID string) {
@@ -307,44 +298,38 @@ func (s *Service) CreateUser(ctx context.Context, in RegisterInput, admin bool) 
 // ErrInvalidCredentials is the one answer to a wrong email or password.
 var ErrInvalidCredentials = apperr.New(apperr.CodeUnauthorized, "invalid email or password")
 
-// ErrLocked answers while a lock is in force; ErrLockedCaptcha when a
-// solved captcha would lift it.
+// ErrLocked answers while a lock is in force; ErrLockedCaptcha while only
+// the account's lock from this client holds and a solved captcha would lift
+// it.
 var (
 	ErrLocked        = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later")
 	ErrLockedCaptcha = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later, or now with a solved captcha")
 )
 
-func (s *Service) lockedError() error {
-	if s.captcha.Enabled() {
-		return ErrLockedCaptcha
+// throttled answers whether a sign-in step from this client must wait: nil,
+// or ErrLocked or ErrLockedCaptcha with the time the lock ends. The
+// client's lock across accounts holds; the account's lock from this client
+// yields to a solved captcha, spent here, so its owner can always get back
+// in. One query when nothing is locked.
+func (s *Service) throttled(ctx context.Context, now time.Time, keys []string, solved *captcha.Envelope) (time.Time, error) {
+	account, client, err := lockedUntil(ctx, s.db.R, now, keys[0], keys[1])
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case client != nil:
+		return *client, ErrLocked
+	case account == nil:
+		return time.Time{}, nil
+	case !s.captcha.Enabled():
+		return *account, ErrLocked
 	}
-	return ErrLocked
-}
-
-func deref(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
+	if solved != nil {
+		ok, err := s.captcha.Spend(ctx, *solved)
+		if err != nil || ok {
+			return time.Time{}, err
+		}
 	}
-	return *t
-}
-
-// throttled answers until when a sign-in from this client must wait (nil:
-// it may go ahead). The client's lock across accounts holds; the account's
-// lock from this client yields to a solved captcha, spent here, so its owner
-// can always get back in.
-func (s *Service) throttled(ctx context.Context, now time.Time, keys []string, solved *captcha.Envelope) (*time.Time, error) {
-	until, err := lockedUntil(ctx, s.db.R, now, keys...)
-	if err != nil || until == nil || solved == nil || !s.captcha.Enabled() {
-		return until, err
-	}
-	if client, err := lockedUntil(ctx, s.db.R, now, keys[1], keys[1]); err != nil || client != nil {
-		return client, err
-	}
-	ok, err := s.captcha.Spend(ctx, *solved)
-	if err != nil || ok {
-		return nil, err
-	}
-	return until, nil
+	return *account, ErrLockedCaptcha
 }
 
 // Throttle keys: an account from one client (so failures elsewhere never
@@ -377,11 +362,8 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 	}
 	now := s.clock.Now()
 	keys := []string{accountKey(email, in.IP), addressKey(in.IP)}
-	if until, err := s.throttled(ctx, now, keys, in.Captcha); err != nil || until != nil {
-		if until != nil {
-			err = s.lockedError()
-		}
-		return nil, deref(until), err
+	if until, err := s.throttled(ctx, now, keys, in.Captcha); err != nil {
+		return nil, until, err
 	}
 
 	u, err := userByEmail(ctx, s.db.R, email)
@@ -542,10 +524,11 @@ func (s *Service) ChangePassword(ctx context.Context, u *actor.User, current, ne
 	}
 	now := s.clock.Now()
 	keys := []string{accountKey(u.Email, ip), addressKey(ip)}
-	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
+	// No captcha input here: a lock holds until it ends.
+	if account, client, err := lockedUntil(ctx, s.db.R, now, keys[0], keys[1]); err != nil {
 		return err
-	} else if until != nil {
-		return s.lockedError()
+	} else if account != nil || client != nil {
+		return ErrLocked
 	}
 	row, err := userByID(ctx, s.db.R, u.ID)
 	if err != nil {

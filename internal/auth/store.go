@@ -178,15 +178,42 @@ func revokeOtherSessions(ctx context.Context, q db.Queryer, userID, keepID strin
 	return res.RowsAffected()
 }
 
-// lockedUntil returns the latest lock among keys that is still in force.
-func lockedUntil(ctx context.Context, q db.Queryer, now time.Time, keys ...string) (*time.Time, error) {
-	var until *time.Time
-	err := q.QueryRowContext(ctx, "SELECT MAX(locked_until) FROM auth_failures WHERE key IN ($1, $2) AND locked_until > $3",
-		keys[0], keys[1], now).Scan(db.NullUTC(&until))
+// lockedUntil returns the locks still in force on an account key and a
+// client key (nil: none), in one query.
+func lockedUntil(ctx context.Context, q db.Queryer, now time.Time, accountKey, clientKey string) (account, client *time.Time, err error) {
+	rows, err := q.QueryContext(ctx, "SELECT key, locked_until FROM auth_failures WHERE key IN ($1, $2) AND locked_until > $3",
+		accountKey, clientKey, now)
 	if err != nil {
-		return nil, fmt.Errorf("auth: lockout lookup: %w", err)
+		return nil, nil, fmt.Errorf("auth: lockout lookup: %w", err)
 	}
-	return until, nil
+	defer rows.Close()
+	for rows.Next() {
+		var key string
+		var until time.Time
+		if err := rows.Scan(&key, db.UTC(&until)); err != nil {
+			return nil, nil, fmt.Errorf("auth: lockout lookup: %w", err)
+		}
+		if key == accountKey {
+			account = &until
+		} else {
+			client = &until
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, fmt.Errorf("auth: lockout lookup: %w", err)
+	}
+	return account, client, nil
+}
+
+// hasAdmin reports whether an approved instance admin exists.
+func hasAdmin(ctx context.Context, q db.Queryer) (bool, error) {
+	var yes bool
+	err := q.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users u WHERE u.approved AND (u.is_admin OR
+		EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin')))`).Scan(&yes)
+	if err != nil {
+		return false, fmt.Errorf("auth: has admin: %w", err)
+	}
+	return yes, nil
 }
 
 // recordFailure counts one failure for key within a window starting at the

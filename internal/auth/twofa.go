@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slipway/internal/captcha"
 	"strconv"
 	"strings"
 	"time"
@@ -246,8 +247,9 @@ func (s *Service) interimUser(tok string, now time.Time) (string, bool) {
 var ErrBadInterim = apperr.New(apperr.CodeUnauthorized, "sign in again: the two-factor step expired or is not valid")
 
 // VerifySecondFactor exchanges an interim token and a code for a session;
-// failures count toward the sign-in throttle of the account and client.
-func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAgent string) (*LoginResult, time.Time, error) {
+// failures count toward the sign-in throttle of the account and client,
+// which a solved captcha lifts as on sign-in.
+func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAgent string, solved *captcha.Envelope) (*LoginResult, time.Time, error) {
 	now := s.clock.Now()
 	userID, ok := s.interimUser(tok, now)
 	if !ok {
@@ -258,10 +260,8 @@ func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAge
 		return nil, time.Time{}, ErrBadInterim
 	}
 	keys := []string{accountKey(u.Email, ip), addressKey(ip)}
-	if until, err := lockedUntil(ctx, s.db.R, now, keys...); err != nil {
-		return nil, time.Time{}, err
-	} else if until != nil {
-		return nil, *until, ErrLocked
+	if until, err := s.throttled(ctx, now, keys, solved); err != nil {
+		return nil, until, err
 	}
 	var sess Session
 	var good bool
