@@ -30,7 +30,9 @@ var binary string
 // The long tests (crashes, replicas, runners) run in parallel: each starts
 // its own processes on port 0 with its own data directories and databases,
 // and tells its agents apart by a marker of its own. Most of their time is
-// spent waiting on processes, so overlapping them shortens CI.
+// spent waiting on processes, so overlapping them shortens CI. Tests that
+// restart a hub on a port chosen beforehand (freePort) stay serial: a
+// parallel server could take the port in between.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "slipway-e2e-")
 	if err != nil {

@@ -475,7 +475,6 @@ func TestRunnerDocker(t *testing.T) {
 // runner works and comes back within the lease: the runner's work goes on,
 // its events and result arrive once, nothing runs twice.
 func TestHubCrashWithRunnerWorking(t *testing.T) {
-	t.Parallel()
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		dir := t.TempDir()
 		port := freePort(t)

@@ -94,7 +94,6 @@ func (c *apiClient) pending() []apiApproval {
 // the change. Another agent on the runner is interrupted mid model call and
 // goes on with the message it is sent.
 func TestSteeringARemoteAgent(t *testing.T) {
-	t.Parallel()
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		const approvePrompt, steerPrompt = "Write approved.txt", "Think, then do as told"
 		held := make(chan struct{}, 1)
