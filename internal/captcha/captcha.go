@@ -150,8 +150,7 @@ func ZeroBits(challenge, solution string) int {
 	return n
 }
 
-// Solve finds a solution (what the console's script does; tests and the
-// CLI use it).
+// Solve finds a solution, as the console's script does (tests use it).
 func Solve(c Challenge) string {
 	for i := uint64(0); ; i++ {
 		sol := strconv.FormatUint(i, 10)
@@ -175,11 +174,11 @@ func (s *Service) Check(ctx context.Context, e Envelope) (bool, error) {
 	if !s.valid(p, e, s.clock.Now()) {
 		return false, nil
 	}
-	var spent int
-	if err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM captcha_spent WHERE nonce = $1`, p.nonce).Scan(&spent); err != nil {
+	spent, err := isSpent(ctx, s.db.R, p.nonce)
+	if err != nil {
 		return false, fmt.Errorf("captcha: check: %w", err)
 	}
-	return spent == 0, nil
+	return !spent, nil
 }
 
 // Spend accepts a good, unspent solution once, across replicas: of two
@@ -196,23 +195,22 @@ func (s *Service) Spend(ctx context.Context, e Envelope) (bool, error) {
 	if !s.valid(p, e, now) {
 		return false, nil
 	}
-	spent := false
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		// Expired nonces can go: their challenges no longer pass.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM captcha_spent WHERE expires_at < $1`, now); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `INSERT INTO captcha_spent (nonce, expires_at) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING`,
-			p.nonce, p.expires)
-		if err != nil {
-			return err
-		}
-		n, err := res.RowsAffected()
-		spent = n == 1
-		return err
-	})
+	spent, err := spend(ctx, s.db.W, p.nonce, p.expires)
 	if err != nil {
 		return false, fmt.Errorf("captcha: spend: %w", err)
 	}
 	return spent, nil
+}
+
+// Prune forgets the nonces of expired challenges (they no longer pass
+// anyway); every replica runs it hourly.
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	if s.db == nil {
+		return 0, nil
+	}
+	n, err := pruneSpent(ctx, s.db.W, s.clock.Now())
+	if err != nil {
+		return 0, fmt.Errorf("captcha: prune: %w", err)
+	}
+	return n, nil
 }

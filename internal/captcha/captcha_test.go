@@ -127,6 +127,9 @@ func TestChallenges(t *testing.T) {
 		if ok, err := s.Spend(ctx, captcha.Envelope{Challenge: fresh.Challenge, Solution: captcha.Solve(fresh)}); !ok || err != nil {
 			t.Fatalf("a fresh challenge: %v %v", ok, err)
 		}
+		if n, err := s.Prune(ctx); n != 1 || err != nil {
+			t.Fatalf("Prune = %d, %v; want the expired nonce", n, err)
+		}
 		var kept int
 		d.R.QueryRow(`SELECT COUNT(*) FROM captcha_spent`).Scan(&kept)
 		if kept != 1 {

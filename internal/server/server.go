@@ -35,6 +35,7 @@ import (
 	"slipway/internal/platform/outbound"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/redact"
+	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
@@ -171,7 +172,10 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	ui := console.New(web.Dist())
 	ui.Mount(s.mux)
 	authSvc.ExemptPages(func(r *http.Request) bool {
-		return console.IsPage(r.URL.Path) || (console.Shares(r.URL.Path) && console.WantsPage(r))
+		if console.Shares(r.URL.Path) { // a page for a browser, an API answer for anyone else
+			return console.WantsPage(r)
+		}
+		return console.IsPage(r.URL.Path)
 	})
 	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
 		authSvc.Middleware(auth.AdminLayer(pages(ui, httpx.Router(s.mux)))))))
@@ -292,6 +296,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 		close(dispatched)
 	}()
 	go s.Services.Auth.Run(coreCtx)
+	go sweep.Every(coreCtx, time.Hour, s.log, "spent captcha nonces deleted", s.Services.Captcha.Prune)
 	go s.Services.Realtime.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)

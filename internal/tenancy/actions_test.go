@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"slipway/internal/apitest"
@@ -67,17 +69,14 @@ func TestOrganizationActionTable(t *testing.T) {
 				t.Run(a.name+" as "+role, func(t *testing.T) {
 					path := a.path
 					if a.id != nil {
-						path = replaceID(path, a.id(t))
+						path = strings.Replace(path, "{id}", a.id(t), 1)
 					}
 					var body any
 					if a.body != nil {
 						body = a.body()
 					}
 					r := tm.as(actors[role], a.method, path, body)
-					allowed := false
-					for _, m := range a.may {
-						allowed = allowed || m == role
-					}
+					allowed := slices.Contains(a.may, role)
 					switch {
 					case !allowed && (r.Status != http.StatusForbidden || r.Map(t)["code"] != "forbidden"):
 						t.Fatalf("refused: %d %s, want 403", r.Status, r.Body)
@@ -94,16 +93,6 @@ func TestOrganizationActionTable(t *testing.T) {
 }
 
 var inviteToken = regexp.MustCompile(`sinv_[A-Za-z0-9_-]+`)
-
-func replaceID(path, id string) string {
-	const p = "{id}"
-	for i := 0; i+len(p) <= len(path); i++ {
-		if path[i:i+len(p)] == p {
-			return path[:i] + id + path[i+len(p):]
-		}
-	}
-	return path
-}
 
 // Naming another organization answers exactly as naming an unknown one, on
 // every organization route.
