@@ -1,4 +1,4 @@
-import { AppShell, Badge, Burger, Group, NavLink, Select, Text, Button, Title } from '@mantine/core'
+import { AppShell, Badge, Burger, Button, Group, NavLink, Select, Stack, Text, Title } from '@mantine/core'
 import { useDisclosure } from '@mantine/hooks'
 import { lazy, Suspense, useEffect, useState } from 'react'
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom'
@@ -6,7 +6,7 @@ import { ApprovalsWaiting } from './Approvals'
 import { onConnection } from './live'
 import { Palette } from './Palette'
 import { SessionProvider, useSession } from './session'
-import { Loading } from './ui'
+import { ErrorNote, Loading } from './ui'
 import { Login } from './pages/Login'
 import { Projects } from './pages/Projects'
 import { TaskBoard } from './pages/TaskBoard'
@@ -56,10 +56,19 @@ const nav = [
 ]
 
 function Shell() {
-  const { me, loading, workspaces, workspace, chooseWorkspace, signOut } = useSession()
+  const { me, loading, error, refresh, workspaces, workspace, chooseWorkspace, signOut } = useSession()
   const [opened, { toggle }] = useDisclosure()
   const loc = useLocation()
   if (loading) return <Loading label="Signing in…" />
+  if (!me && error)
+    return (
+      <Stack p="xl" maw={560}>
+        <ErrorNote error={error} />
+        <Button variant="light" onClick={() => refresh()}>
+          Try again
+        </Button>
+      </Stack>
+    )
   if (!me) return <Navigate to={`/login?next=${encodeURIComponent(loc.pathname + loc.search)}`} replace />
   if (!me.approved) return <Navigate to="/login?pending=1" replace />
   return (
@@ -115,7 +124,6 @@ function Shell() {
               <Route path="/runners" element={<Runners />} />
               <Route path="/members" element={<Members />} />
               <Route path="/settings" element={<Settings />} />
-              <Route path="/admin/" element={<Admin />} />
               <Route path="/admin" element={<Admin />} />
               <Route path="*" element={<Text>This page does not exist.</Text>} />
             </Routes>

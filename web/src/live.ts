@@ -3,7 +3,7 @@
 // with back-off otherwise) and resumes each event stream after the last
 // sequence it delivered, so a subscriber sees every event once and in order.
 
-export type LiveMessage = {
+type LiveMessage = {
   type: 'subscribed' | 'event' | 'changed' | 'reset' | 'error' | 'unsubscribed' | 'reconnect'
   sub?: string
   seq?: number

@@ -5,6 +5,7 @@ import { ApiError, activeWorkspace, get, post, setActiveWorkspace, type Profile,
 type Session = {
   me: Profile | null
   loading: boolean
+  error: unknown // what kept the session from loading, other than being signed out
   workspaces: Workspace[]
   workspace: Workspace | null
   chooseWorkspace: (id: string) => void
@@ -18,30 +19,34 @@ export function SessionProvider({ children }: { children: React.ReactNode }) {
   const [me, setMe] = useState<Profile | null>(null)
   const [loading, setLoading] = useState(true)
   const [workspaces, setWorkspaces] = useState<Workspace[]>([])
+  const [error, setError] = useState<unknown>(null)
   const [wsID, setWsID] = useState(activeWorkspace())
 
+  // Who is signed in and their workspaces; choosing a workspace needs no refetch.
   const refresh = useCallback(async () => {
     try {
       const p = await get<Profile>('/api/me')
       setMe(p)
+      setError(null)
       if (p.approved) {
-        const list = await get<Workspace[]>('/api/workspaces')
-        setWorkspaces(list ?? [])
-        if (wsID && !(list ?? []).some((w) => w.id === wsID)) {
+        const list = (await get<Workspace[]>('/api/workspaces')) ?? []
+        setWorkspaces(list)
+        const chosen = activeWorkspace()
+        if (chosen && !list.some((w) => w.id === chosen)) {
           setActiveWorkspace('')
           setWsID('')
         }
       }
     } catch (e) {
-      if (!(e instanceof ApiError && e.status === 401)) throw e
-      setMe(null)
+      if (e instanceof ApiError && e.status === 401) setMe(null)
+      else setError(e)
     } finally {
       setLoading(false)
     }
-  }, [wsID])
+  }, [])
 
   useEffect(() => {
-    refresh().catch(() => setLoading(false))
+    refresh()
   }, [refresh])
 
   const chooseWorkspace = (id: string) => {
@@ -54,7 +59,7 @@ export function SessionProvider({ children }: { children: React.ReactNode }) {
     setWorkspaces([])
   }
   const workspace = workspaces.find((w) => w.id === wsID) ?? workspaces.find((w) => w.is_default) ?? workspaces[0] ?? null
-  return <Ctx.Provider value={{ me, loading, workspaces, workspace, chooseWorkspace, refresh, signOut }}>{children}</Ctx.Provider>
+  return <Ctx.Provider value={{ me, loading, error, workspaces, workspace, chooseWorkspace, refresh, signOut }}>{children}</Ctx.Provider>
 }
 
 export function useSession(): Session {

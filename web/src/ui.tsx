@@ -1,6 +1,6 @@
 // Small shared pieces: loading and error states, status badges, dates.
-import { Alert, Badge, Button, Center, Group, Loader, Modal, Stack, Text } from '@mantine/core'
-import { type ReactNode, useCallback, useEffect, useState } from 'react'
+import { Alert, Badge, Button, Center, CopyButton, Group, Loader, Modal, Stack, Text } from '@mantine/core'
+import { type ReactNode, useCallback, useEffect, useRef, useState } from 'react'
 import { messageOf } from './api'
 
 export function Loading({ label = 'Loading…' }: { label?: string }) {
@@ -54,15 +54,19 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]) {
   const [loading, setLoading] = useState(true)
   // eslint-disable-next-line react-hooks/exhaustive-deps
   const run = useCallback(load, deps)
+  // Loads may overlap (a filter typed, a live hint): only the latest lands.
+  const latest = useRef(0)
   const reload = useCallback(async () => {
+    const n = ++latest.current
     try {
       const d = await run()
+      if (n !== latest.current) return
       setData(d)
       setError(null)
     } catch (e) {
-      setError(e)
+      if (n === latest.current) setError(e)
     } finally {
-      setLoading(false)
+      if (n === latest.current) setLoading(false)
     }
   }, [run])
   useEffect(() => {
@@ -128,5 +132,18 @@ export function Confirm<T>(props: {
         </Stack>
       )}
     </Modal>
+  )
+}
+
+/** A button that copies value (a link or a token shown once). */
+export function Copy({ value, label, testid, size = 'xs' }: { value: string; label: string; testid?: string; size?: 'xs' | 'sm' }) {
+  return (
+    <CopyButton value={value}>
+      {({ copied, copy }) => (
+        <Button size={size} variant="light" color={copied ? 'teal' : 'blue'} onClick={copy} data-testid={testid}>
+          {copied ? 'Copied' : label}
+        </Button>
+      )}
+    </CopyButton>
   )
 }

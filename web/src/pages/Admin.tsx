@@ -4,7 +4,7 @@ import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { TemplatesTab } from './AdminTemplates'
-import { Confirm, ErrorNote, Loading, useLoad, when } from '../ui'
+import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
 type Profile = Schemas['Profile']
@@ -56,22 +56,17 @@ function UsersTab() {
   const pending = useLoad(() => get<Schemas['PendingBody']>('/api/admin/users/pending?limit=500'), [])
   const [page, setPage] = useState(1)
   const all = useLoad(() => get<Schemas['UsersBody']>(`/api/admin/users?limit=${pageSize}&offset=${(page - 1) * pageSize}`), [page])
-  const [busy, setBusy] = useState('')
-  const [error, setError] = useState<unknown>(null)
+  const action = useAction()
+  const busy = action.busy
   const [rejecting, setRejecting] = useState<Pending | null>(null)
 
   const decide = async (u: Pending, verdict: 'approve' | 'reject') => {
-    setBusy(`${verdict}-${u.id}`)
-    setError(null)
-    try {
+    const done = await action.run(`${verdict}-${u.id}`, async () => {
       if (verdict === 'approve') await post(`/api/admin/users/${u.id}/approve`)
       else await del(`/api/admin/users/${u.id}/reject`)
-      await Promise.all([pending.reload(), all.reload()])
-    } catch (e) {
-      setError(e)
-    } finally {
-      setBusy('')
-    }
+      return true
+    })
+    if (done) await Promise.all([pending.reload(), all.reload()])
   }
 
   const users = pending.data?.users ?? []
@@ -82,7 +77,7 @@ function UsersTab() {
         <Title order={4}>Waiting for approval</Title>
         <Badge variant="light">{pending.data?.total ?? 0}</Badge>
       </Group>
-      <ErrorNote error={error} />
+      <ErrorNote error={action.error} />
       <ErrorNote error={pending.error} />
       {pending.loading && !pending.data ? (
         <Loading />

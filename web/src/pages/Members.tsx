@@ -1,8 +1,8 @@
-import { Alert, Badge, Button, Card, Code, CopyButton, Group, MultiSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Badge, Button, Card, Code, Group, MultiSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas, type Workspace } from '../api'
 import { useSession } from '../session'
-import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Member = Schemas['MemberView']
 type Invite = Schemas['Invite']
@@ -34,7 +34,8 @@ export default function Members() {
   const [offboarding, setOffboarding] = useState<Member | null>(null)
   const orgWorkspaces = workspaces.filter((w) => w.organization_id === workspace?.organization_id)
   const rows = members.data?.rows ?? []
-  const myRole = rows.find((m) => m.user_id === me?.id)?.role
+  const org = useLoad(() => get<Schemas['Organization']>('/organization'), [workspace?.id])
+  const myRole = org.data?.role
 
   const act = async (name: string, fn: () => Promise<unknown>, after: () => Promise<unknown>) => {
     const ok = await action.run(name, async () => {
@@ -335,13 +336,7 @@ function IssuedLink({ invite, onDismiss }: { invite: Issued; onDismiss: () => vo
           <Code data-testid="invite-link" style={{ wordBreak: 'break-all' }}>
             {url}
           </Code>
-          <CopyButton value={url}>
-            {({ copied, copy }) => (
-              <Button size="xs" variant="light" color={copied ? 'teal' : 'blue'} onClick={copy} data-testid="copy-invite-link">
-                {copied ? 'Copied' : 'Copy link'}
-              </Button>
-            )}
-          </CopyButton>
+          <Copy value={url} label="Copy link" testid="copy-invite-link" />
         </Group>
       </Stack>
     </Alert>

@@ -4,7 +4,6 @@ import {
   Button,
   Card,
   Code,
-  CopyButton,
   Group,
   Modal,
   MultiSelect,
@@ -20,7 +19,7 @@ import {
 import { useEffect, useState } from 'react'
 import { del, get, patch, post, type Schemas, type Workspace } from '../api'
 import { useSession } from '../session'
-import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Runner = Schemas['Runner']
 type Onboarding = Schemas['Onboarding']
@@ -100,7 +99,7 @@ export default function Runners() {
       <ErrorNote error={runners.error} />
       {runners.loading && !runners.data ? (
         <Loading />
-      ) : (runners.data ?? []).length === 0 ? (
+      ) : runners.error ? null : (runners.data ?? []).length === 0 ? (
         <Text c="dimmed" data-testid="no-runners">
           No runners yet.
         </Text>
@@ -381,13 +380,7 @@ function SecretModal({ secret, onClose }: { secret: Secret | null; onClose: () =
             {secret.token}
           </Code>
           <Group justify="end">
-            <CopyButton value={secret.token}>
-              {({ copied, copy }) => (
-                <Button variant="light" color={copied ? 'teal' : 'blue'} onClick={copy} data-testid="copy-runner-token">
-                  {copied ? 'Copied' : 'Copy token'}
-                </Button>
-              )}
-            </CopyButton>
+            <Copy value={secret.token} label="Copy token" testid="copy-runner-token" size="sm" />
             <Button onClick={onClose} data-testid="close-runner-token">
               Done
             </Button>

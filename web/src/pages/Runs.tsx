@@ -52,7 +52,7 @@ export default function Runs() {
       <ErrorNote error={board.error} />
       {board.loading && !data ? (
         <Loading />
-      ) : (data?.rows ?? []).length === 0 ? (
+      ) : board.error ? null : (data?.rows ?? []).length === 0 ? (
         <Text c="dimmed" data-testid="runs-empty">
           No runs match.
         </Text>

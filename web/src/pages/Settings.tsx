@@ -1,8 +1,8 @@
-import { Alert, Button, Card, Code, CopyButton, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Button, Card, Code, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { patch, post, put, type Profile, type Schemas } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, useAction } from '../ui'
+import { Copy, ErrorNote, useAction } from '../ui'
 
 /** The signed-in person's settings: profile, password and two-factor sign-in. */
 export default function Settings() {
@@ -15,18 +15,6 @@ export default function Settings() {
       <PasswordCard />
       <TwoFactorCard />
     </Stack>
-  )
-}
-
-function Copy({ value, label, testid }: { value: string; label: string; testid?: string }) {
-  return (
-    <CopyButton value={value}>
-      {({ copied, copy }) => (
-        <Button size="xs" variant="light" color={copied ? 'teal' : 'blue'} onClick={copy} data-testid={testid}>
-          {copied ? 'Copied' : label}
-        </Button>
-      )}
-    </CopyButton>
   )
 }
 

@@ -16,7 +16,7 @@ export function TaskPage() {
   const { id = '' } = useParams()
   const { workspace } = useSession()
   const task = useLoad(() => get<Task>(`/api/tasks/${id}`), [id])
-  const approvals = useLoad(async () => (await get<Approval[]>('/api/tool-approvals/pending?limit=100')).filter((a) => a.task_id === id), [id])
+  const approvals = useLoad(async () => (await get<Approval[]>('/api/tool-approvals/pending?limit=200')).filter((a) => a.task_id === id), [id])
   const log = useEventLog('task', id)
   const action = useAction()
   const busy = action.busy
@@ -101,16 +101,17 @@ export function TaskPage() {
           )}
         </Group>
       </Card>
+      <ErrorNote error={approvals.error} />
       {(approvals.data ?? []).map((a) => (
         <Alert key={a.id} color="yellow" title={`The agent asks to run ${a.tool}`} data-testid="tool-approval">
           <Stack gap="xs">
             {a.reason && <Text size="sm">{a.reason}</Text>}
             <Code block>{JSON.stringify(a.arguments, null, 2)}</Code>
             <Group>
-              <Button size="xs" loading={busy === 'approve'} onClick={() => act('approve', `/api/tool-approvals/${a.id}/decide`, { verdict: 'approve' })}>
+              <Button size="xs" loading={busy === `approve-${a.id}`} onClick={() => act(`approve-${a.id}`, `/api/tool-approvals/${a.id}/decide`, { verdict: 'approve' })}>
                 Approve
               </Button>
-              <Button size="xs" color="red" variant="light" loading={busy === 'reject'} onClick={() => act('reject', `/api/tool-approvals/${a.id}/decide`, { verdict: 'reject' })}>
+              <Button size="xs" color="red" variant="light" loading={busy === `reject-${a.id}`} onClick={() => act(`reject-${a.id}`, `/api/tool-approvals/${a.id}/decide`, { verdict: 'reject' })}>
                 Reject
               </Button>
             </Group>

@@ -47,7 +47,7 @@ type NodeType = Schemas['NodeType']
 // The canvas pieces, shared with the run page (WorkflowRun.tsx).
 
 /** What a canvas node carries: the workflow node plus what the page shows on it. */
-export type WfNodeData = {
+type WfNodeData = {
   key: string
   kind: string
   config: Record<string, unknown>
@@ -83,7 +83,7 @@ const builtinHandles: Record<string, string[]> = {
 }
 
 /** The output handles of a node: its kind's, or llm_classify's categories plus error. */
-export function handlesFor(kind: string, config: Record<string, unknown>, types: NodeType[]): string[] {
+function handlesFor(kind: string, config: Record<string, unknown>, types: NodeType[]): string[] {
   if (kind === 'llm_classify') {
     const cats = Array.isArray(config.categories) ? config.categories.filter((c): c is string => typeof c === 'string') : []
     return [...cats, 'error']
@@ -119,12 +119,12 @@ export function layout(keys: string[], edges: { source: string; target: string }
   return out
 }
 
-export function edgeId(source: string, handle: string | null | undefined, target: string): string {
+function edgeId(source: string, handle: string | null | undefined, target: string): string {
   return `${source}:${handle ?? ''}->${target}`
 }
 
 /** A canvas edge; the handle is its label unless it is the plain out. */
-export function flowEdge(source: string, handle: string | null | undefined, target: string): Edge {
+function flowEdge(source: string, handle: string | null | undefined, target: string): Edge {
   return {
     id: edgeId(source, handle, target),
     source,
@@ -228,7 +228,7 @@ export function loadNodeTypes(): Promise<NodeType[]> {
 // `edge a -> b crosses …`, a cycle as `cycle through node "key" (…)`, and
 // schema errors of the body as `… body.nodes[N]…`.
 
-export type GraphProblem = { node?: string; edge?: { source: string; target: string }; detail: string }
+type GraphProblem = { node?: string; edge?: { source: string; target: string }; detail: string }
 
 const quoted = String.raw`"((?:[^"\\]|\\.)*)"`
 const unquote = (s: string) => {
@@ -241,7 +241,7 @@ const unquote = (s: string) => {
 const edgeEnd = String.raw`("(?:[^"\\]|\\.)*"|[A-Za-z][A-Za-z0-9_-]*)`
 
 /** Which node (or edge) a validation message names; keys are those of the body that was sent. */
-export function parseProblem(message: string, sentKeys: string[]): GraphProblem {
+function parseProblem(message: string, sentKeys: string[]): GraphProblem {
   let m = message.match(new RegExp(`^node ${quoted}…?: (.*)$`, 's'))
   if (m) return { node: unquote(m[1]), detail: m[2] }
   m = message.match(/^node at index (\d+): (.*)$/s)

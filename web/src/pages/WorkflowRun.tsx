@@ -3,8 +3,8 @@ import { Alert, Anchor, Badge, Box, Button, Card, Code, Grid, Group, Stack, Tabl
 import { Background, Controls, ReactFlow, type Edge } from '@xyflow/react'
 import { useEffect, useState } from 'react'
 import { Link, useParams } from 'react-router-dom'
-import { get, messageOf, post, type Schemas } from '../api'
-import { followEvents, watchTopic } from '../live'
+import { ApiError, get, messageOf, post, type Schemas } from '../api'
+import { followEvents, onConnection, watchTopic } from '../live'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad, when } from '../ui'
 import { layout, loadNodeTypes, nodeTypes, stateColor, toFlow, type WfNode } from './Workflow'
@@ -65,13 +65,17 @@ export default function WorkflowRunPage() {
   const wfId = run.data?.workflow_id
   const graph = useLoad(async () => {
     if (!wfId) return null
-    const [wf, types] = await Promise.all([get<Workflow>(`/api/workflows/${wfId}`).catch(() => null), loadNodeTypes()])
+    const [wf, types] = await Promise.all([get<Workflow>(`/api/workflows/${wfId}`).catch((e) => {
+        if (e instanceof ApiError && e.status === 404) return null // deleted since: the run still shows
+        throw e
+      }), loadNodeTypes()])
     return { wfId, wf, types }
   }, [wfId])
   const ready = !!graph.data && graph.data.wfId === wfId
 
   // Live: the workspace's run changes and this run's own events refetch the
-  // view (coalesced), and a poll covers a socket that is down.
+  // view (coalesced); while the socket is down a poll stands in, and a
+  // reconnect refetches once.
   const { reload } = run
   useEffect(() => {
     if (!workspace) return
@@ -91,11 +95,17 @@ export default function WorkflowRunPage() {
     }
   }, [workspace, runId, reload])
   const ended = run.data ? terminal.has(run.data.status) : !!run.error
+  const [live, setLive] = useState(false)
+  useEffect(() => onConnection(setLive), [])
   useEffect(() => {
     if (ended) return
+    if (live) {
+      reload() // what changed while the socket was down
+      return
+    }
     const t = setInterval(() => reload(), 2000)
     return () => clearInterval(t)
-  }, [ended, reload])
+  }, [ended, live, reload])
 
   if (run.loading && !run.data) return <Loading label="Loading the run…" />
   if (!run.data) return <ErrorNote error={run.error} />
@@ -104,6 +114,7 @@ export default function WorkflowRunPage() {
     <Stack>
       <RunHeader view={view} workflowName={graph.data?.wf?.name} onChange={run.setData} />
       <ErrorNote error={run.error} />
+      <ErrorNote error={graph.error} />
       <Gates view={view} onChange={run.setData} />
       <RunBody view={view} wf={ready ? (graph.data?.wf ?? null) : null} types={graph.data?.types ?? []} ready={ready} />
     </Stack>
