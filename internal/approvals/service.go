@@ -146,31 +146,30 @@ func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status
 }
 
 // Supersede closes the pending approvals of a task whose run ended (its
-// agent is gone), inside tx.
-func (s *Service) Supersede(ctx context.Context, tx *db.Tx, taskID string) error {
-	rows, err := tx.QueryContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $2
-		WHERE task_id = $1 AND status = 'pending' RETURNING id, workspace_id`, taskID, s.clock.Now())
+// agent is gone), inside tx. One hint, naming the first, covers them all:
+// a watcher refetches the count whichever approval the hint names.
+func (s *Service) Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID string) error {
+	rows, err := tx.QueryContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $3
+		WHERE workspace_id = $1 AND task_id = $2 AND status = 'pending' RETURNING id`, workspaceID, taskID, s.clock.Now())
 	if err != nil {
 		return err
 	}
-	var closed [][2]string
+	var closed []string
 	for rows.Next() {
-		var id, ws string
-		if err := rows.Scan(&id, &ws); err != nil {
+		var id string
+		if err := rows.Scan(&id); err != nil {
 			rows.Close()
 			return err
 		}
-		closed = append(closed, [2]string{id, ws})
+		closed = append(closed, id)
 	}
 	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return err
 	}
-	for _, c := range closed {
-		if err := s.hub.NotifyTx(ctx, tx, c[1], TopicApprovals, c[0]); err != nil {
-			return err
-		}
+	if len(closed) == 0 {
+		return nil
 	}
-	return nil
+	return s.hub.NotifyTx(ctx, tx, workspaceID, TopicApprovals, closed[0])
 }
 
 // PendingOfTask counts a task's pending approvals (in q: a transaction sees

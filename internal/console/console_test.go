@@ -34,7 +34,8 @@ func TestServing(t *testing.T) {
 				if r.Status != 200 || string(r.Body) != string(index) || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") {
 					t.Fatalf("%s %s: %d %s %.80s", name, p, r.Status, r.Header.Get("Content-Type"), r.Body)
 				}
-				if !strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'self'") || r.Header.Get("Cache-Control") != "no-cache" {
+				csp := r.Header.Get("Content-Security-Policy")
+				if !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "connect-src 'self';") || r.Header.Get("Cache-Control") != "no-cache" {
 					t.Fatalf("%s: headers %v", p, r.Header)
 				}
 			}

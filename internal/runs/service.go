@@ -133,7 +133,8 @@ const (
 func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
 
 // liveItems are the rows as their streams' items: the log's, then the
-// run's, each as the events endpoints return it.
+// run's, each as the events endpoints return it (insertEvents left the
+// stored payloads on the rows).
 func liveItems(rs []row) []realtime.Item {
 	out := make([]realtime.Item, 0, 2*len(rs))
 	event := func(r row, seq int64) json.RawMessage {

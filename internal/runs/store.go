@@ -213,23 +213,53 @@ const eventChunk = 64
 
 // insertEvents inserts rows with multi-row statements (the transaction
 // keeps each size prepared: a batch of 500 events is eight executions of
-// one statement).
+// one statement). Each row's payload becomes the text stored (see
+// Dialect.StoredJSON): what goes out live must be what the events endpoints
+// read back.
 func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row) error {
 	for start := 0; start < len(rows); {
 		n := min(eventChunk, len(rows)-start)
 		if n < eventChunk && len(rows) > eventChunk {
 			n = 1 // the tail of a big batch goes row by row: one more statement, not one per size
 		}
+		chunk := rows[start : start+n]
 		args := make([]any, 0, n*8)
-		for _, r := range rows[start : start+n] {
+		for _, r := range chunk {
 			args = append(args, r.id, r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
 		}
-		if _, err := tx.ExecContext(ctx, insertEventsQuery(dialect, n), args...); err != nil {
+		if err := insertChunk(ctx, tx, dialect, insertEventsQuery(dialect, n), args, chunk); err != nil {
 			return fmt.Errorf("runs: append: %w", err)
 		}
 		start += n
 	}
 	return nil
+}
+
+// insertChunk runs one insert and, where the engine rewrites JSON, takes
+// the stored payloads back, matched by id (RETURNING promises no order).
+func insertChunk(ctx context.Context, tx *db.Tx, dialect db.Dialect, query string, args []any, chunk []row) error {
+	if dialect.StoredJSON("payload") == "" {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	}
+	rs, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	for rs.Next() {
+		var id, payload string
+		if err := rs.Scan(&id, &payload); err != nil {
+			return err
+		}
+		for i := range chunk {
+			if chunk[i].id == id {
+				chunk[i].ev.Payload = json.RawMessage(payload)
+				break
+			}
+		}
+	}
+	return rs.Err()
 }
 
 // insertEventsQueries memoises insertEventsSQL by dialect and size.
@@ -263,6 +293,7 @@ func insertEventsSQL(dialect db.Dialect, rows int) string {
 		}
 		sb.WriteByte(')')
 	}
+	sb.WriteString(dialect.StoredJSON("payload"))
 	return sb.String()
 }
 

@@ -81,7 +81,8 @@ func liveAccess(authSvc *auth.Service, ten *tenancy.Service, publicURL string) r
 			Recheck: func(ctx context.Context) error {
 				tok, err := auth.ParseSessionToken(token)
 				if err != nil {
-					return err
+					// No session cookie to check: no session stands.
+					return apperr.Wrap(apperr.CodeUnauthorized, err, "no session")
 				}
 				now, err := authSvc.Authenticate(ctx, tok)
 				if err == nil && (now.ID != u.ID || !now.Approved) {

@@ -324,7 +324,7 @@ func (s *Service) setStatus(ctx context.Context, tx *db.Tx, workspaceID, id, fro
 	t, err := setStatus(ctx, tx, workspaceID, id, from, to, errText, s.clock.Now())
 	if err == nil && Active(from) && !Active(to) && s.approvals != nil {
 		// The run ended (or went back to the queue): its agent is gone.
-		err = s.approvals.Supersede(ctx, tx, id)
+		err = s.approvals.Supersede(ctx, tx, workspaceID, id)
 	}
 	if err != nil || !Terminal(to) {
 		return t, err

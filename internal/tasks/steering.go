@@ -29,7 +29,7 @@ const (
 // Approvals is what tasks need from tool approvals.
 type Approvals interface {
 	Request(ctx context.Context, tx *db.Tx, workspaceID, taskID, runID, jobID string, req protocol.ApprovalRequest) (*approvals.ToolApproval, bool, error)
-	Supersede(ctx context.Context, tx *db.Tx, taskID string) error
+	Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID string) error
 	PendingOfTask(ctx context.Context, q db.Queryer, taskID string) (int, error)
 }
 

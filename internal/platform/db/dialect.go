@@ -56,6 +56,10 @@ type Dialect interface {
 	// use this instead, because SQLite looks $n names up in a list, which
 	// grows quadratic with the parameter count, while plain ? costs nothing.
 	Placeholder(n int) string
+	// StoredJSON ends an INSERT that must hand back a JSON column as stored:
+	// PostgreSQL's jsonb keeps its own key order and spacing (" RETURNING
+	// id, col"); SQLite keeps the text as sent, so it needs nothing ("").
+	StoredJSON(col string) string
 }
 
 type sqliteDialect struct{}
@@ -102,6 +106,10 @@ func (sqliteDialect) ForUpdate() string { return "" }
 func (sqliteDialect) TimeColumn(col string) string { return "+" + col }
 
 func (sqliteDialect) Placeholder(int) string { return "?" }
+
+func (sqliteDialect) StoredJSON(string) string { return "" }
+
+func (postgresDialect) StoredJSON(col string) string { return " RETURNING id, " + col }
 
 func (postgresDialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) }
 

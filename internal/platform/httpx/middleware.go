@@ -339,9 +339,11 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if !ok {
 		return nil, nil, errors.New("httpx: response does not support hijacking")
 	}
-	if w.status != 0 && !w.sent {
+	if w.status != 0 {
 		// The held status (a WebSocket's 101) goes out with the hijack.
-		w.ResponseWriter.WriteHeader(w.status)
+		if err := w.send(); err != nil {
+			return nil, nil, err
+		}
 	}
 	w.status = http.StatusSwitchingProtocols
 	w.sent = true

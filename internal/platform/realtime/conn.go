@@ -51,7 +51,9 @@ type Watcher struct {
 	// Resolve names the workspace a subscription is in: the given one if
 	// the user has joined it, else their default (an error otherwise).
 	Resolve func(ctx context.Context, workspaceID string) (string, error)
-	// Recheck says whether the session still stands.
+	// Recheck says whether the session still stands: apperr unauthorized
+	// when it does not; any other error ends the connection without
+	// telling the watcher to sign in again.
 	Recheck func(ctx context.Context) error
 }
 
@@ -165,6 +167,11 @@ var ErrSession = errors.New("realtime: the session ended")
 
 func (c *Conn) recheck(ctx context.Context) error {
 	if err := c.who.Recheck(ctx); err != nil {
+		if !errors.Is(err, apperr.ErrUnauthorized) {
+			// Not a verdict on the session (the database, say): closing lets
+			// the watcher reconnect, still signed in.
+			return err
+		}
 		_ = c.send(ctx, Message{Type: "error", Code: string(apperr.CodeUnauthorized), Error: "the session ended: sign in again"})
 		return ErrSession
 	}
@@ -252,9 +259,6 @@ func (c *Conn) subscribe(ctx context.Context, cmd Command) error {
 	}
 	if cmd.After < 0 {
 		return c.fail(ctx, cmd.Sub, apperr.BadRequest("after must not be negative"))
-	}
-	if !ids.Valid(cmd.ID) {
-		return c.fail(ctx, cmd.Sub, apperr.NotFound(cmd.Stream))
 	}
 	s.target, s.key, s.last = cmd.ID, cmd.Stream+":"+cmd.ID, cmd.After
 	// Indexed before the first read: what is written meanwhile is queued

@@ -104,9 +104,6 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 				after = n
 			}
 			// Not found before any byte of the stream is written.
-			if !validID(in.ID) {
-				return nil, apperr.NotFound(kind)
-			}
 			if _, err := h.sources[kind](ctx, w.ID, in.ID, after, 1); err != nil {
 				return nil, err
 			}
@@ -117,8 +114,6 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 		})
 	}
 }
-
-func validID(id string) bool { return len(id) == 36 }
 
 // checkUpgrade refuses what is not a WebSocket handshake from an allowed
 // origin (a cross-site page must not ride the user's cookie).
@@ -226,29 +221,35 @@ func (h *Hub) serveSocket(w http.ResponseWriter, r *http.Request, who Watcher) {
 
 func (h *Hub) serveStream(w http.ResponseWriter, r *http.Request, who Watcher, cmd Command) {
 	clearDeadlines(w)
-	flusher := http.NewResponseController(w)
+	rc := http.NewResponseController(w)
+	// write sends at once, within the socket's write timeout: a client that
+	// stops reading cannot hold the stream (nor shutdown) for ever. The
+	// deadline is lifted after each write: on HTTP/2 one that passes while
+	// the stream idles resets it.
+	write := func(format string, args ...any) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		defer rc.SetWriteDeadline(time.Time{})
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n\n")
-	_ = flusher.Flush()
+	_ = write("retry: 2000\n\n")
 	ctx := r.Context()
 	send := func(_ context.Context, m Message) error {
-		var err error
 		switch m.Type {
 		case "event":
-			_, err = fmt.Fprintf(w, "id: %d\nevent: event\ndata: %s\n\n", m.Seq, m.Event)
+			return write("id: %d\nevent: event\ndata: %s\n\n", m.Seq, m.Event)
 		case "subscribed", "unsubscribed", "changed":
 			return nil
 		default: // error, reconnect
 			b, _ := json.Marshal(m)
-			_, err = fmt.Fprintf(w, "event: %s\ndata: %s\n\n", m.Type, b)
+			return write("event: %s\ndata: %s\n\n", m.Type, b)
 		}
-		if err == nil {
-			err = flusher.Flush()
-		}
-		return err
 	}
 	c, err := h.Open(who, send)
 	if err != nil {
@@ -268,13 +269,7 @@ func (h *Hub) serveStream(w http.ResponseWriter, r *http.Request, who Watcher, c
 			case <-done:
 				return
 			case <-t.C:
-				c.Do(func() error {
-					_, err := fmt.Fprint(w, ": keepalive\n\n")
-					if err == nil {
-						err = flusher.Flush()
-					}
-					return err
-				})
+				c.Do(func() error { return write(": keepalive\n\n") })
 			}
 		}
 	}()

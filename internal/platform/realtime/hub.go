@@ -31,13 +31,12 @@ type Item struct {
 }
 
 // Source reads a stream's items after a sequence number, oldest first, in
-// one workspace; an id that is not the workspace's is apperr not-found,
-// exactly like an unknown one.
+// one workspace; an id that is not the workspace's, or not an id at all, is
+// apperr not-found, exactly like an unknown one (the transports rely on it).
 type Source func(ctx context.Context, workspaceID, id string, after int64, limit int) ([]Item, error)
 
 // Relay carries notes between replicas (pubsub.Bus).
 type Relay interface {
-	Publish(ctx context.Context, topic, payload string) error
 	PublishTx(ctx context.Context, tx *db.Tx, topic, payload string) error
 	Subscribe(topic string) *pubsub.Subscription
 }

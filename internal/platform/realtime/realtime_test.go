@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/apitest"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
@@ -130,7 +131,10 @@ func (s *socket) events(sub string, from, last int64) []runs.TaskEvent {
 }
 
 // feed writes n events to a task's log through the runs service, from
-// writers goroutines at once (concurrent transactions, as workers do).
+// writers goroutines at once (concurrent transactions, as workers do). The
+// payload's keys are out of order and nested, so a live event that is not
+// what the database stored (PostgreSQL's jsonb reorders keys) differs from
+// the API's.
 func feed(t *testing.T, app *apitest.App, ws, task string, n, writers int) {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -141,7 +145,7 @@ func feed(t *testing.T, app *apitest.App, ws, task string, n, writers int) {
 			for i := w; i < n; i += writers {
 				err := app.DB.Tx(context.Background(), func(tx *db.Tx) error {
 					return app.Server.Services.Runs.Append(context.Background(), tx, ws, task, "",
-						runs.NewEvent{Type: "output", Payload: json.RawMessage(fmt.Sprintf(`{"line":%d}`, i))})
+						runs.NewEvent{Type: "output", Payload: json.RawMessage(fmt.Sprintf(`{"zeta":1, "line":%d, "a":2, "m":{"y":1,"b":2}}`, i))})
 				})
 				if err != nil {
 					t.Error(err)
@@ -282,8 +286,10 @@ func TestSocketTenancy(t *testing.T) {
 		if m := answers(realtime.Command{Op: "subscribe", Sub: "mine", Stream: "tasks"}); m.Type != "subscribed" {
 			t.Fatalf("%+v", m)
 		}
-		if m := answers(realtime.Command{Op: "subscribe", Sub: "mine-runs", Stream: "runs"}); m.Type != "subscribed" {
-			t.Fatalf("%+v", m)
+		for _, topic := range []string{"runs", "approvals"} {
+			if m := answers(realtime.Command{Op: "subscribe", Sub: "mine-" + topic, Stream: topic}); m.Type != "subscribed" {
+				t.Fatalf("%+v", m)
+			}
 		}
 
 		// The owner hears their workspace's changes; the outsider nothing.
@@ -294,11 +300,27 @@ func TestSocketTenancy(t *testing.T) {
 				t.Fatalf("%+v", m)
 			}
 		}
-		fixture.Want(t, owner.Do("POST", "/api/tasks/"+w.task+"/cancel", nil), http.StatusOK)
-		if m := s.next(); m.Type != "changed" || m.Sub != "tasks" || m.ID != w.task {
-			t.Fatalf("owner: %+v", m)
+		// Through the services: the run's agent asks for an approval, then
+		// the cancel ends the task and its run; a hint on each topic.
+		ctx := context.Background()
+		var approval string
+		if err := w.f.App.DB.Tx(ctx, func(tx *db.Tx) error {
+			a, _, err := w.f.App.Server.Services.Approvals.Request(ctx, tx, w.ws, w.task, run, "",
+				protocol.ApprovalRequest{Type: protocol.OutApprovalRequest, ID: "call_1", Tool: "bash"})
+			if err != nil {
+				return err
+			}
+			approval = a.ID
+			return nil
+		}); err != nil {
+			t.Fatal(err)
 		}
-		w.f.Run(t, w.ws, w.project, w.task, "", runs.Running, 1, time.Now().UTC()) // written directly: no hint
+		fixture.Want(t, owner.Do("POST", "/api/tasks/"+w.task+"/cancel", nil), http.StatusOK)
+		for _, want := range []struct{ topic, id string }{{"approvals", approval}, {"tasks", w.task}, {"runs", run}} {
+			if m := s.next(); m.Type != "changed" || m.Sub != want.topic || m.ID != want.id {
+				t.Fatalf("owner: %+v, want a hint on %s for %s", m, want.topic, want.id)
+			}
+		}
 		feed(t, w.f.App, w.ws, w.task, 20, 2)
 		o.quiet(500 * time.Millisecond)
 
