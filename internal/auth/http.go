@@ -56,7 +56,7 @@ type LoginBody struct {
 
 type verify2FAInput struct {
 	Body struct {
-		Token string `json:"token" maxLength:"400" doc:"The login's totp_token"`
+		Token   string            `json:"token" maxLength:"400" doc:"The login's totp_token"`
 		Code    string            `json:"code" maxLength:"40" doc:"A code from the authenticator, or a recovery code"`
 		Captcha *captcha.Envelope `json:"captcha,omitempty" doc:"A solved captcha: lifts this account's sign-in throttle for this client, for this attempt"`
 	}

@@ -4804,6 +4804,8 @@ export interface components {
             verbosity: "quiet" | "normal" | "verbose" | null;
         };
         Verify2FAInputBody: {
+            /** @description A solved captcha: lifts this account's sign-in throttle for this client, for this attempt */
+            captcha?: components["schemas"]["Envelope"];
             /** @description A code from the authenticator, or a recovery code */
             code: string;
             /** @description The login's totp_token */
