@@ -22,6 +22,7 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/config"
+	"slipway/internal/executor/sandbox"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/runner"
@@ -64,6 +65,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serve(args[1:], stderr)
 	case "runner":
 		return runnerCmd(args[1:], stderr)
+	case sandbox.HelperCommand:
+		// Not in the usage: the process backend starts it to contain a job.
+		return sandbox.Main(args[1:], stderr)
 	case "agent":
 		ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 		defer cancel()

@@ -81,9 +81,18 @@ func start(t *testing.T, dir string, env ...string) *proc {
 // group, if any, is the port it listens on.
 func spawn(t *testing.T, dir, command string, ready *regexp.Regexp, env ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, command)
+	return spawnAs(t, nil, binary, dir, command, ready, env...)
+}
+
+// spawnAs is spawn of another binary, as another user when cred is set.
+func spawnAs(t *testing.T, cred *syscall.Credential, bin, dir, command string, ready *regexp.Regexp, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, command)
 	cmd.Dir = dir
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "SERVER_PORT=0"}, env...)
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -61,10 +61,13 @@ type Config struct {
 	SpeechProviderAPIKey            Secret
 	LLMProviderAPIKey               Secret
 
-	AgentBackend                 string // auto, docker or process
-	DockerHost                   string
-	AgentImage                   string
-	AgentBinary                  string
+	AgentBackend string // auto, docker or process
+	DockerHost   string
+	AgentImage   string
+	AgentBinary  string
+	// ProcessSandbox: auto (every layer the host has) or off (none: only
+	// instance admins' code runs on the process backend).
+	ProcessSandbox               string
 	Agent                        Agent
 	MaxParallelTasksPerWorkspace int
 	ErrorSinkDSN                 Secret
@@ -253,6 +256,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.DockerHost = r.str("DOCKER_HOST", "")
 	c.AgentImage = r.str("SERVICE_AGENT_IMAGE", "")
 	c.AgentBinary = r.str("SERVICE_AGENT_BINARY", "")
+	c.ProcessSandbox = r.oneOf("SERVICE_PROCESS_SANDBOX", "auto", "auto", "off")
 	c.Agent = readAgent(r)
 	c.MaxParallelTasksPerWorkspace = int(r.integer("MAX_PARALLEL_TASKS_PER_WORKSPACE", 3, 1, 10000))
 	c.ErrorSinkDSN = Secret(r.str("SERVICE_ERROR_SINK_DSN", ""))

@@ -19,6 +19,7 @@ import (
 	"slipway/internal/executor"
 	"slipway/internal/executor/docker"
 	"slipway/internal/executor/process"
+	"slipway/internal/executor/sandbox"
 	"slipway/internal/executor/sshexec"
 	"slipway/internal/platform/datadir"
 	"slipway/internal/repo"
@@ -326,8 +327,10 @@ func (r *Runner) backend() (executor.Backend, string, error) {
 	owner := runners.Owner(r.id)
 	switch r.cfg.Backend {
 	case config.BackendProcess:
-		r.log.Warn("AGENTS RUN AS UNSANDBOXED PROCESSES ON THIS RUNNER'S HOST (SERVICE_RUNNER_EXECUTION_BACKEND=process): development and tests only")
-		return process.New(r.cfg.StateDir), binary, nil
+		b := process.New(r.cfg.StateDir, process.Sandbox{Helper: binary, Layers: sandbox.Detect(sandbox.ModeAuto)})
+		r.log.Warn("AGENTS RUN AS PROCESSES ON THIS RUNNER'S HOST (SERVICE_RUNNER_EXECUTION_BACKEND=process): development and tests only",
+			"sandbox", b.Layers().String())
+		return b, binary, nil
 	case config.BackendDocker:
 		b, err := docker.New(r.cfg.DockerHost, owner, r.cfg.Agent.Network)
 		if err != nil {

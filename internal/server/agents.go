@@ -8,6 +8,7 @@ import (
 	"slipway/internal/config"
 	"slipway/internal/executor"
 	"slipway/internal/executor/process"
+	"slipway/internal/executor/sandbox"
 )
 
 // agentBackend picks where agents run and which binary they run as.
@@ -32,12 +33,11 @@ func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, strin
 	}
 	switch choice {
 	case "process":
-		b := process.New(cfg.DataDir)
-		if b.Sandboxed() {
-			log.Warn("AGENTS RUN AS PROCESSES ON THIS MACHINE (sandboxed by bubblewrap): development use only")
+		b := process.New(cfg.DataDir, process.Sandbox{Helper: binary, Layers: sandbox.Detect(cfg.ProcessSandbox)})
+		if b.Contained() {
+			log.Info("agents, scripts and code nodes run as processes on this machine, contained by: "+b.Layers().String(), "sandbox", b.Layers().String())
 		} else {
-			log.Warn("AGENTS RUN AS UNSANDBOXED PROCESSES ON THIS MACHINE: they can read and change anything this user can. " +
-				"Development use only; install Docker (or bubblewrap) to isolate them")
+			log.Warn("AGENTS, SCRIPTS AND CODE NODES RUN AS PROCESSES THAT NOTHING CONTAINS: "+sandbox.Remedy, "sandbox", "none")
 		}
 		return b, binary, nil
 	case "docker":
@@ -50,6 +50,7 @@ func agentBackend(cfg *config.Config, log *slog.Logger) (executor.Backend, strin
 				"binary", binary)
 			binary = ""
 		}
+		log.Info("agents, scripts and code nodes run in containers (non-root, read-only root, own network, capped)", "sandbox", "docker")
 		return b, binary, nil
 	}
 	return nil, "", fmt.Errorf("SERVICE_AGENT_BACKEND: unknown backend %q", choice)

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -42,6 +43,11 @@ func Boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, er
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("SERVICE_DATA_DIR: cannot create %s: %w", cfg.DataDir, err)
 	}
+	// The server's alone, whatever made it (the process backend's jobs get
+	// no way into it either way).
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: %w", err)
+	}
 	generated, err := cfg.ResolveJWTSecret()
 	if err != nil {
 		return nil, err
@@ -62,6 +68,10 @@ func Boot(ctx context.Context, cfg *config.Config, log *slog.Logger) (*db.DB, er
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	log.Info("database open", "target", cfg.Database.String())
+	if err := privateFiles(cfg.DataDir); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: %w", err)
+	}
 
 	m := d.NewMigrations(migrations.FS, log)
 	if cfg.SkipBootMigrations {
@@ -159,4 +169,23 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 		return nil
 	}
 	return err
+}
+
+// privateFiles makes the files at the top of the data directory (the
+// database and its journal, the signing secret, the identity) readable by
+// the server's user only; SQLite's journal files take the database's mode.
+func privateFiles(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Chmod(filepath.Join(dir, e.Name()), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -26,6 +26,7 @@ import (
 	"slipway/internal/core"
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
+	"slipway/internal/executor/process"
 	"slipway/internal/mail"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/actor"
@@ -129,12 +130,21 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		return nil, err
 	}
 	owner := worker.HubPrefix + cfg.InstanceID
+	// Where the process backend can contain nothing, only instance
+	// admins' code runs (DESIGN §10).
+	var gate *codeGate
+	var admit func(context.Context, string) error
+	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
+		gate = &codeGate{ten: ten}
+		admit = gate.admit
+	}
 	wk := worker.New(disp, backend, git, worker.Config{
 		ID: owner, Slots: cfg.WorkerSlots, AgentBinary: binary, Labels: map[string]string{executor.InstanceLabel: owner},
 		Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
 			ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
 			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
 		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
+		Admit:      admit,
 	}, log)
 
 	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: []byte(cfg.JWTSecret.Reveal()), Stale: cfg.RunnerStale,
@@ -177,8 +187,12 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		}
 		return console.IsPage(r.URL.Path)
 	})
+	var router http.Handler = httpx.Router(s.mux)
+	if gate != nil {
+		router = gate.middleware(router)
+	}
 	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
-		authSvc.Middleware(auth.AdminLayer(pages(ui, httpx.Router(s.mux)))))))
+		authSvc.Middleware(auth.AdminLayer(pages(ui, router))))))
 	return s, nil
 }
 

@@ -417,3 +417,10 @@ func (s *Service) DeleteWorkspace(ctx context.Context, u *actor.User, id string)
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.delete", "workspace", id, w, nil)
 	})
 }
+
+// OnlyAdmins reports whether everyone who can change what a workspace runs
+// (its members and its organization's) is an instance admin: where the
+// server cannot contain tenant code, it runs only such workspaces' code.
+func (s *Service) OnlyAdmins(ctx context.Context, workspaceID string) (bool, error) {
+	return onlyAdminsIn(ctx, s.db.R, workspaceID)
+}

@@ -209,3 +209,18 @@ func soleMemberOrgs(ctx context.Context, q db.Queryer, userID string) ([]string,
 	}
 	return out, rows.Err()
 }
+
+// onlyAdminsIn reports whether every member of a workspace, and every
+// member of its organization, is an instance admin.
+func onlyAdminsIn(ctx context.Context, q db.Queryer, workspaceID string) (bool, error) {
+	var only bool
+	err := q.QueryRowContext(ctx, `SELECT NOT EXISTS (
+		SELECT 1 FROM users u WHERE (
+			u.id IN (SELECT m.user_id FROM workspace_members m WHERE m.workspace_id = $1)
+			OR u.id IN (SELECT om.user_id FROM organization_members om JOIN workspaces w ON w.organization_id = om.organization_id WHERE w.id = $1))
+		AND NOT (u.is_admin OR EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin')))`, workspaceID).Scan(&only)
+	if err != nil {
+		return false, fmt.Errorf("tenancy: members of workspace: %w", err)
+	}
+	return only, nil
+}

@@ -129,6 +129,13 @@ func (e *execution) detach(in *agentInput) {
 func (e *execution) run(ctx context.Context) {
 	a, w := e.a, e.w
 	log := w.log.With("job_id", a.Lease.JobID, "run_id", a.Lease.RunID)
+	if w.cfg.Admit != nil {
+		if err := w.cfg.Admit(ctx, a.Lease.WorkspaceID); err != nil {
+			log.Warn("work refused", "err", err)
+			w.finish(a.Lease, Result{Outcome: Failed, Error: err.Error()})
+			return
+		}
+	}
 	var secrets []string
 	var cleanup func(context.Context) error
 	var do func(context.Context, *eventWriter, *redact.Redactor) Result

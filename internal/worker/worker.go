@@ -37,6 +37,10 @@ type Config struct {
 	// execution backend can mount (the hub's data dir; default a directory
 	// named after the worker in the system's temporary directory).
 	ScratchDir string
+	// Admit, when set, is asked before any work of a workspace runs here;
+	// an error fails the work with its message (the hub sets it where its
+	// backend cannot contain tenant code).
+	Admit func(ctx context.Context, workspaceID string) error
 }
 
 // Worker claims work through a Port and runs it.

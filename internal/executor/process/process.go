@@ -1,7 +1,8 @@
-// Package process runs agents as plain child processes: for a development
-// machine without a container engine only. Nothing isolates them unless
-// bubblewrap is installed, so the server refuses it in production and warns
-// loudly in dev.
+// Package process runs agents as plain child processes, for a machine
+// without a container engine: contained by the layers of package sandbox
+// this host has (a per-job uid and private mounts when the server is root,
+// Landlock, bubblewrap). Where none holds, the server runs only instance
+// admins' code on it.
 package process
 
 import (
@@ -20,11 +21,11 @@ import (
 	"time"
 
 	"slipway/internal/executor"
+	"slipway/internal/executor/sandbox"
 )
 
 // Backend starts agents as child processes of the hub.
 type Backend struct {
-	bwrap string // path of bubblewrap, "" when absent
 	// sessions records the session id of every agent this backend started
 	// and has not seen end, so a hub that died can clean up after itself at
 	// its next start ("" keeps no record).
@@ -35,7 +36,27 @@ type Backend struct {
 	// agent runs in whatever the launcher starts (a microVM), which sees
 	// the mounts at their targets.
 	launcher string
+	sb       Sandbox
+	homes    string       // where agents' home directories are made
+	uids     map[int]bool // job uids in use (root), by offset from UIDBase
 }
+
+// Sandbox says how agents are contained.
+type Sandbox struct {
+	// Helper is the slipway binary that applies the layers ("" runs agents
+	// uncontained: the microvm launcher, and tests of the bare backend).
+	Helper string
+	Layers sandbox.Layers
+	// NProc caps the processes of one job when it has its own uid (0: 512).
+	NProc uint64
+}
+
+// UIDBase is the first uid of jobs when the server is root; job uids are
+// nobody's (no passwd entry) and never the same for two running jobs.
+const UIDBase = 1 << 30
+
+// maxJobs bounds the uids handed out at once.
+const maxJobs = 1 << 16
 
 // NewLauncher returns the microvm backend: each agent is the local process
 // of a launcher command (SERVICE_RUNNER_MICROVM_CMD) run by sh, with
@@ -45,26 +66,30 @@ type Backend struct {
 // launcher's stdio is the agent's; it runs in its own session, is killed
 // with the runner and found again after a crash like any process agent.
 func NewLauncher(stateDir, template string) *Backend {
-	b := New(stateDir)
-	b.bwrap, b.launcher = "", template
+	b := New(stateDir, Sandbox{})
+	b.launcher = template
 	if stateDir != "" {
 		b.sessions = filepath.Join(stateDir, "microvm-agents")
 	}
 	return b
 }
 
-// New returns the process backend; it uses bubblewrap when found on PATH.
-// stateDir keeps the record of running agents across a crash ("" for none).
-func New(stateDir string) *Backend {
-	path, err := exec.LookPath("bwrap")
-	if err != nil {
-		// Absent; or found only through a relative PATH entry (ErrDot),
-		// which exec.Command would refuse to run.
-		path = ""
+// New returns the process backend, containing agents as sb says. stateDir
+// keeps the record of running agents across a crash and their home
+// directories ("" for none: homes go to the system's temporary directory).
+// Homes that an earlier process left (it was killed) are removed here.
+func New(stateDir string, sb Sandbox) *Backend {
+	if sb.NProc == 0 {
+		sb.NProc = 512
 	}
-	b := &Backend{bwrap: path, live: map[int]bool{}}
+	b := &Backend{live: map[int]bool{}, sb: sb, uids: map[int]bool{}}
+	if abs, err := filepath.Abs(stateDir); err == nil && stateDir != "" {
+		stateDir = abs // agents run elsewhere: their paths must not be relative
+	}
 	if stateDir != "" {
 		b.sessions = filepath.Join(stateDir, "process-agents")
+		b.homes = filepath.Join(stateDir, "agent-homes")
+		os.RemoveAll(b.homes)
 	}
 	return b
 }
@@ -98,8 +123,13 @@ func (b *Backend) launch(spec executor.Spec) []string {
 	return []string{"/bin/sh", "-c", line}
 }
 
-// Sandboxed reports whether agents run inside bubblewrap.
-func (b *Backend) Sandboxed() bool { return b.bwrap != "" }
+// Contained reports whether this backend contains its agents: false where
+// no layer holds (or no helper was given), and the server then runs only
+// instance admins' code on it.
+func (b *Backend) Contained() bool { return b.sb.Helper != "" && b.sb.Layers.Enforced() }
+
+// Layers are the layers that contain this backend's agents.
+func (b *Backend) Layers() sandbox.Layers { return b.sb.Layers }
 
 // Leftovers implements executor.Backend: the sessions of agents an earlier
 // process of this hub started and did not see end. Their members (scripts,
@@ -263,7 +293,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	if b.launcher != "" {
 		argv, dir = b.launch(spec), ""
 	}
-	home, err := os.MkdirTemp("", "slipway-agent-home-")
+	home, err := b.newHome()
 	if err != nil {
 		return nil, err
 	}
@@ -271,33 +301,47 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	for k, v := range spec.Env {
 		env = append(env, k+"="+v)
 	}
-	if b.bwrap != "" {
-		args := []string{"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-			"--bind", home, home, "--bind", dir, dir, "--unshare-all", "--share-net", "--die-with-parent", "--new-session", "--chdir", dir, "--"}
-		argv = append(append([]string{b.bwrap}, args...), argv...)
+	if dir == "" {
+		dir = home // not the server's own working directory
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	job, err := b.contain(spec, argv, dir, home)
+	if err != nil {
+		os.RemoveAll(home)
+		return nil, err
+	}
+	cmd := exec.Command(job.argv[0], job.argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	// Its own session (so everything it starts can be found and killed, even
 	// in other process groups) and killed if the hub dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if job.uid != 0 {
+		// The helper sets up its mounts in a namespace of its own (Go makes
+		// it private) before it becomes the job's uid.
+		cmd.SysProcAttr.Unshareflags = syscall.CLONE_NEWNS
+		cmd.Dir = ""
+	}
+	fail := func(err error) (executor.Handle, error) {
+		job.release()
+		os.RemoveAll(home)
+		return nil, err
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// Our own pipes, not StdoutPipe: Wait closes those as soon as the process
 	// exits, which would lose output still unread. With these, readers see
 	// EOF only after everything written was read.
 	stdout, stdoutW, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	stderr, stderrW, err := os.Pipe()
 	if err != nil {
 		stdout.Close()
 		stdoutW.Close()
-		return nil, err
+		return fail(err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	err = cmd.Start()
@@ -306,8 +350,7 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 	if err != nil {
 		stdout.Close()
 		stderr.Close()
-		os.RemoveAll(home)
-		return nil, fmt.Errorf("%w: starting %s: %v", executor.ErrUnavailable, argv[0], err)
+		return fail(fmt.Errorf("%w: starting %s: %v", executor.ErrUnavailable, argv[0], err))
 	}
 	h := &handle{cmd: cmd, stdin: stdinPipe{stdin}, stdout: stdout, stderr: stderr, home: home, done: make(chan struct{})}
 	sid := cmd.Process.Pid
@@ -315,8 +358,8 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		// Untracked, it could outlive a crash of the hub unnoticed.
 		kerr := killSession(sid)
 		_ = cmd.Wait() // reaps it; its status does not matter any more
-		os.RemoveAll(home)
-		return nil, errors.Join(err, kerr)
+		_, rerr := fail(err)
+		return nil, errors.Join(rerr, kerr)
 	}
 	go func() {
 		h.waitErr = cmd.Wait()
@@ -326,6 +369,8 @@ func (b *Backend) Start(ctx context.Context, spec executor.Spec) (executor.Handl
 		if killSession(sid) == nil {
 			_ = b.record(sid, false)
 		}
+		// What it wrote in its writable mounts is the server's again.
+		job.release()
 		os.RemoveAll(home)
 		close(h.done)
 	}()

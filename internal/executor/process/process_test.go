@@ -11,6 +11,7 @@ import (
 	"slipway/internal/executor"
 	"slipway/internal/executor/executortest"
 	"slipway/internal/executor/process"
+	"slipway/internal/executor/sandbox"
 )
 
 // factory runs the suite on backends that newBackend makes on a state
@@ -41,9 +42,20 @@ func factory(newBackend func(stateDir string) *process.Backend) executortest.Fac
 	}
 }
 
-// TestConformance runs the backend suite on the process backend.
+// TestConformance runs the backend suite on the process backend, bare and
+// contained by every layer this host has.
 func TestConformance(t *testing.T) {
-	executortest.Run(t, factory(process.New))
+	t.Run("bare", func(t *testing.T) {
+		executortest.Run(t, factory(func(dir string) *process.Backend { return process.New(dir, process.Sandbox{}) }))
+	})
+	t.Run("contained", func(t *testing.T) {
+		sb := process.Sandbox{Helper: agenttest.Binary(t), Layers: sandbox.Detect(sandbox.ModeAuto)}
+		if !sb.Layers.Enforced() {
+			t.Skip("this host has no sandbox layer")
+		}
+		t.Logf("layers: %s", sb.Layers)
+		executortest.Run(t, factory(func(dir string) *process.Backend { return process.New(dir, sb) }))
+	})
 }
 
 // fakeVM stands in for a microVM launcher: it runs the command with every
