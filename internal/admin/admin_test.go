@@ -456,3 +456,29 @@ func TestAuditLogAppendOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestMalformedPathIDs: an id that is no UUID (a NUL byte among others) is
+// not found, like an unknown id, on both databases, never a 500 (PostgreSQL
+// refuses a NUL in text); and the caller is authenticated first.
+func TestMalformedPathIDs(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		adm := app.Admin()
+		var scenarios []apitest.Scenario
+		for _, id := range []string{"%00", "a%00b", ids.New() + "%00", "not-a-uuid"} {
+			scenarios = append(scenarios,
+				apitest.Scenario{Name: "approve " + id, Client: adm, Method: "POST", Path: "/api/admin/users/" + id + "/approve",
+					WantStatus: http.StatusNotFound, WantCode: "not_found"},
+				apitest.Scenario{Name: "reject " + id, Client: adm, Method: "DELETE", Path: "/api/admin/users/" + id + "/reject",
+					WantStatus: http.StatusNotFound, WantCode: "not_found"},
+				apitest.Scenario{Name: "task " + id, Client: adm, Method: "GET", Path: "/api/tasks/" + id,
+					WantStatus: http.StatusNotFound, WantCode: "not_found"},
+				apitest.Scenario{Name: "run " + id, Client: adm, Method: "GET", Path: "/api/runs/" + id,
+					WantStatus: http.StatusNotFound, WantCode: "not_found"},
+				apitest.Scenario{Name: "anonymous " + id, Client: app.Anonymous(), Method: "POST", Path: "/api/admin/users/" + id + "/approve",
+					WantStatus: http.StatusUnauthorized, WantCode: "unauthorized"},
+			)
+		}
+		apitest.Run(t, app, scenarios)
+	})
+}

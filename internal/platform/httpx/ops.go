@@ -3,11 +3,40 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/ids"
 )
+
+// PathIDs is a middleware of every operation: the identifiers in its path
+// (id and *_id, all UUIDs but provider_id, a provider's name) are checked
+// once a caller is known (an anonymous one gets the operation's own 401):
+// one that is not a UUID (a NUL byte, say) is not found, like an unknown
+// one, and never reaches a database (PostgreSQL refuses a NUL with a 500).
+// Runner operations check their job ids themselves.
+func PathIDs(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(hctx huma.Context, next func(huma.Context)) {
+		if _, ok := actor.UserFrom(hctx.Context()); ok {
+			if op := hctx.Operation(); op != nil {
+				for _, p := range op.Parameters {
+					if p.In != "path" || p.Name == "provider_id" || (p.Name != "id" && !strings.HasSuffix(p.Name, "_id")) {
+						continue
+					}
+					if !ids.Valid(hctx.Param(p.Name)) {
+						e := FromError(hctx.Context(), apperr.New(apperr.CodeNotFound, "not found"))
+						_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
+						return
+					}
+				}
+			}
+		}
+		next(hctx)
+	}
+}
 
 // Operations declares the operations of one area of the API with the tags,
 // security and middlewares they share, so a domain's http.go only says what
