@@ -113,8 +113,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		return w
 	}
 	put := func(op huma.Operation) huma.Operation {
-		op.MaxBodyBytes = maxBody
-		return op
+		return httpx.BodyLimit(op, maxBody)
 	}
 
 	huma.Register(api, ops.Op("get_api_code_lib_files", http.MethodGet, "/api/code-lib/files",

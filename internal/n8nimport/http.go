@@ -22,7 +22,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	ops := httpx.Operations{Tags: []string{"Workflows"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
 	op := httpx.Created(ops.Op("post_api_workflows_import_n8n", http.MethodPost, "/api/workflows/import/n8n",
 		"Create a workflow from an n8n workflow export, with its webhook and schedule triggers and the conversion warnings"))
-	op.MaxBodyBytes = MaxDocumentBytes
+	op = httpx.BodyLimit(op, MaxDocumentBytes)
 	op.SkipValidateBody = true // the raw body is n8n's document, read by Convert
 	huma.Register(api, op, func(ctx context.Context, in *importInput) (*httpx.Out[*N8nImport], error) {
 		ws, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one

@@ -244,7 +244,7 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 
 	events := ops.Op("post_api_runner_v1_jobs_job_id_events", http.MethodPost, APIPrefix+"/jobs/{job_id}/events", "Upload a batch of events")
 	events.Description = "Batches are numbered from 1 per lease; a repeated batch is stored once."
-	events.MaxBodyBytes = 16 << 20
+	events = httpx.BodyLimit(events, 16<<20)
 	huma.Register(api, events, func(ctx context.Context, in *eventsInput) (*httpx.Out[Ack], error) {
 		if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 			return nil, err

@@ -37,8 +37,7 @@ type runInput struct {
 const maxBody = 2 << 20
 
 func bigBody(op huma.Operation) huma.Operation {
-	op.MaxBodyBytes = maxBody
-	return op
+	return httpx.BodyLimit(op, maxBody)
 }
 
 // Register mounts the script operations; scoped resolves the active

@@ -96,7 +96,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 
 	receive := httpx.Operations{Tags: []string{"Workflow triggers"}}.Op("post_api_workflows_triggers_webhook_token", http.MethodPost,
 		"/api/workflows/triggers/webhook/{token}", "Deliver to a webhook trigger: its JSON body starts a run")
-	receive.MaxBodyBytes = MaxBodyBytes
+	receive = httpx.BodyLimit(receive, MaxBodyBytes)
 	receive.SkipValidateBody = true // the raw body is the run's, checked by Deliver after the signature
 	receive.DefaultStatus = http.StatusAccepted
 	huma.Register(api, receive, func(ctx context.Context, in *deliveryInput) (*DeliveryOutput, error) {

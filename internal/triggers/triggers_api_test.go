@@ -14,6 +14,7 @@ import (
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/triggers"
 )
 
 type apiObj = map[string]any
@@ -289,5 +290,26 @@ func TestTriggerValidationAndTenancy(t *testing.T) {
 					return tr.ID
 				}},
 		})
+	})
+}
+
+// TestWebhookBodyLimit: a body of exactly MaxBodyBytes is taken, one byte
+// more is refused and starts nothing.
+func TestWebhookBodyLimit(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := newWebhookFixture(t, e)
+		tr, _ := f.trigger(t, f.workflow, apiObj{"kind": "webhook"})
+		pad := func(n int) string {
+			const head, tail = `{"n":1,"pad":"`, `"}`
+			return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+		}
+		fixture.Want(t, f.deliver(*tr.Token, pad(triggers.MaxBodyBytes)), http.StatusAccepted)
+		runs := f.runCount(t)
+		if r := f.deliver(*tr.Token, pad(triggers.MaxBodyBytes+1)); r.Status != http.StatusRequestEntityTooLarge && r.Status != http.StatusBadRequest {
+			t.Fatalf("one byte over the limit: %d %s", r.Status, r.Body)
+		}
+		if f.runCount(t) != runs {
+			t.Fatal("a body over the limit started a run")
+		}
 	})
 }

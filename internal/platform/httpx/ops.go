@@ -53,6 +53,13 @@ func (o Operations) Op(id, method, path, summary string) huma.Operation {
 		Security: o.Security, Middlewares: o.Middlewares}
 }
 
+// BodyLimit lets op take bodies of up to n bytes, n included: Huma refuses a
+// body of exactly its MaxBodyBytes (it cannot tell one from a longer body).
+func BodyLimit(op huma.Operation, n int64) huma.Operation {
+	op.MaxBodyBytes = n + 1
+	return op
+}
+
 // Created is op answering 201 Created.
 func Created(op huma.Operation) huma.Operation {
 	op.DefaultStatus = http.StatusCreated
