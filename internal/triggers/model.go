@@ -26,6 +26,19 @@ const (
 // GitHub sends, so its webhooks work as they are).
 const SignatureHeader = "X-Hub-Signature-256"
 
+// Replay protection. A delivery id (DeliveryHeader, or GitHub's) that a
+// trigger received within DeliveryMemory is refused with 409. A signed
+// delivery may carry TimestampHeader (Unix seconds): its signature then
+// covers "<timestamp>.<body>", and it is refused outside TimestampTolerance
+// of the server's clock.
+const (
+	DeliveryHeader       = "X-Slipway-Delivery"
+	GitHubDeliveryHeader = "X-GitHub-Delivery"
+	TimestampHeader      = "X-Slipway-Timestamp"
+	DeliveryMemory       = 24 * time.Hour
+	TimestampTolerance   = 5 * time.Minute
+)
+
 // Trigger as the API shows it.
 type Trigger struct {
 	ID          string     `json:"id" format:"uuid"`

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,9 +298,20 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 		if err != nil {
 			return nil, err
 		}
-		if err := verify(secret, header.Get(SignatureHeader), body); err != nil {
+		signed := body
+		if ts := header.Get(TimestampHeader); ts != "" {
+			if err := s.fresh(ts); err != nil {
+				return nil, err
+			}
+			signed = append([]byte(ts+"."), body...)
+		}
+		if err := verify(secret, header.Get(SignatureHeader), signed); err != nil {
 			return nil, err
 		}
+	}
+	deliveryID, err := deliveryID(header)
+	if err != nil {
+		return nil, err
 	}
 	input, trigger, err := parseDelivery(t.ID, header, query, body)
 	if err != nil {
@@ -308,6 +320,17 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 	var started *workflows.Started
 	// Concurrent deliveries share commits (each in its own savepoint).
 	err = s.db.Batch(ctx, func(tx *db.Tx) (err error) {
+		if deliveryID != "" {
+			// In the run's transaction: a delivery that started nothing
+			// (it failed) may be sent again.
+			first, err := recordDelivery(ctx, tx, t.ID, deliveryID, s.clock.Now().UTC())
+			if err != nil {
+				return err
+			}
+			if !first {
+				return apperr.New(apperr.CodeConflict, "delivery %q was received already", deliveryID)
+			}
+		}
 		started, err = s.workflows.StartRunTx(ctx, tx, t.workspaceID, t.createdBy, t.WorkflowID, input, trigger)
 		return err
 	})
@@ -324,6 +347,37 @@ func (s *Service) Deliver(ctx context.Context, token string, header http.Header,
 	}
 	d.Status, d.Output, d.Error = v.Status, v.Output, v.Error
 	return d, nil
+}
+
+// deliveryID is a delivery's id (ours, else GitHub's), "" when it has none.
+func deliveryID(header http.Header) (string, error) {
+	id := header.Get(DeliveryHeader)
+	if id == "" {
+		id = header.Get(GitHubDeliveryHeader)
+	}
+	if len(id) > 200 || text.StripControls(id) != id {
+		return "", apperr.BadRequest("a delivery id has at most 200 characters and no control characters")
+	}
+	return id, nil
+}
+
+// fresh checks a signed delivery's timestamp against the clock.
+func (s *Service) fresh(ts string) error {
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return apperr.New(apperr.CodeUnauthorized, "%s must be Unix seconds", TimestampHeader)
+	}
+	if d := s.clock.Now().Sub(time.Unix(sec, 0)); d > TimestampTolerance || d < -TimestampTolerance {
+		return apperr.New(apperr.CodeUnauthorized, "%s is more than %s away from the server's clock: a replay, or a clock to set right",
+			TimestampHeader, TimestampTolerance)
+	}
+	return nil
+}
+
+// Prune forgets delivery ids older than DeliveryMemory (every replica,
+// hourly).
+func (s *Service) Prune(ctx context.Context) (int, error) {
+	return pruneDeliveries(ctx, s.db.W, s.clock.Now().UTC().Add(-DeliveryMemory))
 }
 
 func runEnded(status string) bool {

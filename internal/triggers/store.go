@@ -127,3 +127,28 @@ func claimTick(ctx context.Context, tx *db.Tx, t *Trigger, next, now time.Time) 
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
+
+// recordDelivery keeps a delivery id of a trigger; false when the trigger
+// has it already (a replay).
+func recordDelivery(ctx context.Context, q db.Queryer, triggerID, deliveryID string, now time.Time) (bool, error) {
+	res, err := q.ExecContext(ctx, `INSERT INTO webhook_deliveries (trigger_id, delivery_id, received_at) VALUES ($1, $2, $3)
+		ON CONFLICT (trigger_id, delivery_id) DO NOTHING`, triggerID, deliveryID, now)
+	if err != nil {
+		return false, fmt.Errorf("triggers: record delivery: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("triggers: record delivery: %w", err)
+	}
+	return n == 1, nil
+}
+
+// pruneDeliveries forgets delivery ids received before cutoff.
+func pruneDeliveries(ctx context.Context, q db.Queryer, cutoff time.Time) (int, error) {
+	res, err := q.ExecContext(ctx, "DELETE FROM webhook_deliveries WHERE received_at < $1", cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("triggers: prune deliveries: %w", err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

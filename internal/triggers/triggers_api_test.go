@@ -1,11 +1,13 @@
 package triggers_test
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -310,6 +312,68 @@ func TestWebhookBodyLimit(t *testing.T) {
 		}
 		if f.runCount(t) != runs {
 			t.Fatal("a body over the limit started a run")
+		}
+	})
+}
+
+// TestWebhookReplays: a delivery id a trigger received is refused with 409
+// and starts nothing, until it is pruned after a day; a signed timestamp
+// outside the tolerance, or not covered by the signature, is refused.
+func TestWebhookReplays(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := newWebhookFixture(t, e)
+		tr, _ := f.trigger(t, f.workflow, apiObj{"kind": "webhook"})
+		other, _ := f.trigger(t, f.workflow, apiObj{"kind": "webhook"})
+		body := `{"n":1}`
+		for _, h := range []string{triggers.DeliveryHeader, triggers.GitHubDeliveryHeader} {
+			id := "delivery-" + h
+			fixture.Want(t, f.deliver(*tr.Token, body, h, id), http.StatusAccepted)
+			runs := f.runCount(t)
+			r := f.deliver(*tr.Token, body, h, id)
+			if r.Status != http.StatusConflict || !strings.Contains(string(r.Body), `"code":"conflict"`) {
+				t.Fatalf("replayed %s: %d %s", h, r.Status, r.Body)
+			}
+			if f.runCount(t) != runs {
+				t.Fatal("a replay started a run")
+			}
+			// Another trigger, and another id, are not replays.
+			fixture.Want(t, f.deliver(*other.Token, body, h, id), http.StatusAccepted)
+			fixture.Want(t, f.deliver(*tr.Token, body, h, id+"-2"), http.StatusAccepted)
+		}
+		if r := f.deliver(*tr.Token, body, triggers.DeliveryHeader, strings.Repeat("x", 201)); r.Status != http.StatusBadRequest {
+			t.Fatalf("a delivery id of 201 characters: %d %s", r.Status, r.Body)
+		}
+
+		// A day later the id is forgotten (the hourly prune) and taken again.
+		if _, err := f.App.DB.W.ExecContext(context.Background(), "UPDATE webhook_deliveries SET received_at = $1 WHERE delivery_id = $2 AND trigger_id = $3",
+			time.Now().UTC().Add(-triggers.DeliveryMemory-time.Minute), "delivery-"+triggers.DeliveryHeader, tr.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := f.App.Server.Services.Triggers.Prune(context.Background()); err != nil || n != 1 {
+			t.Fatalf("prune: %d %v", n, err)
+		}
+		fixture.Want(t, f.deliver(*tr.Token, body, triggers.DeliveryHeader, "delivery-"+triggers.DeliveryHeader), http.StatusAccepted)
+
+		// Signed timestamps.
+		const secret = "a-signing-secret-0123456789"
+		signed, _ := f.trigger(t, f.workflow, apiObj{"kind": "webhook", "secret": secret})
+		now := time.Now().Unix()
+		at := func(sec int64) string { return strconv.FormatInt(sec, 10) }
+		fixture.Want(t, f.deliver(*signed.Token, body, triggers.TimestampHeader, at(now), "X-Hub-Signature-256", signBody(secret, at(now)+"."+body)), http.StatusAccepted)
+		runs := f.runCount(t)
+		for name, h := range map[string][]string{
+			"too old":          {triggers.TimestampHeader, at(now - 600), "X-Hub-Signature-256", signBody(secret, at(now-600)+"."+body)},
+			"too far ahead":    {triggers.TimestampHeader, at(now + 600), "X-Hub-Signature-256", signBody(secret, at(now+600)+"."+body)},
+			"not covered":      {triggers.TimestampHeader, at(now), "X-Hub-Signature-256", signBody(secret, body)},
+			"changed":          {triggers.TimestampHeader, at(now - 1), "X-Hub-Signature-256", signBody(secret, at(now)+"."+body)},
+			"not Unix seconds": {triggers.TimestampHeader, "yesterday", "X-Hub-Signature-256", signBody(secret, "yesterday."+body)},
+		} {
+			if r := f.deliver(*signed.Token, body, h...); r.Status != http.StatusUnauthorized {
+				t.Errorf("%s: %d %s", name, r.Status, r.Body)
+			}
+		}
+		if f.runCount(t) != runs {
+			t.Fatal("a refused delivery started a run")
 		}
 	})
 }
