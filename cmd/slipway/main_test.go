@@ -485,7 +485,9 @@ func TestCrashDuringTask(t *testing.T) {
 			t.Fatalf("git %v: %v %s", args, err, out)
 		}
 	}
-	env := []string{"SERVICE_AGENT_BACKEND=process", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
+	// The agent leaves a marker outside its worktree, which a sandbox
+	// forbids: no sandbox (the admin's own workspace may run code then).
+	env := []string{"SERVICE_AGENT_BACKEND=process", "SERVICE_PROCESS_SANDBOX=off", "SERVICE_INITIAL_ADMIN_EMAILS=root@example.test",
 		"SERVICE_ARGON2_MEMORY_KIB=64", "SERVICE_ARGON2_TIME=1", "SERVICE_INSTANCE_ID=crash-test", "SERVICE_SHUTDOWN_LB_DELAY_SECS=0"}
 	p := start(t, dir, env...)
 	p.waitReady(t)

@@ -457,9 +457,9 @@ func TestAuditLogAppendOnly(t *testing.T) {
 	})
 }
 
-// TestMalformedPathIDs: an id that is no UUID (a NUL byte among others) is
-// not found, like an unknown id, on both databases, never a 500 (PostgreSQL
-// refuses a NUL in text); and the caller is authenticated first.
+// TestMalformedPathIDs: an id with a NUL byte (or none that could exist)
+// is not found, like an unknown id, on both databases, never a 500
+// (PostgreSQL refuses a NUL in text); and the caller is authenticated first.
 func TestMalformedPathIDs(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		app := apitest.New(t, e)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slipway/internal/agenttest"
 	"strings"
 	"sync"
 	"testing"
@@ -87,6 +88,9 @@ func baseEnv(t testing.TB) map[string]string {
 		"SERVICE_ARGON2_MEMORY_KIB": "64",
 		"SERVICE_ARGON2_TIME":       "1",
 		"SERVICE_LOG_LEVEL":         "debug",
+		// The process backend's sandbox helper (and the built-in agent) is
+		// the slipway binary, not the test binary the server runs in.
+		"SERVICE_AGENT_BINARY": agenttest.Binary(t),
 	}
 }
 

@@ -3,39 +3,68 @@ package httpx
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
-	"slipway/internal/platform/ids"
 )
 
-// PathIDs is a middleware of every operation: the identifiers in its path
-// (id and *_id, all UUIDs but provider_id, a provider's name) are checked
-// once a caller is known (an anonymous one gets the operation's own 401):
-// one that is not a UUID (a NUL byte, say) is not found, like an unknown
-// one, and never reaches a database (PostgreSQL refuses a NUL with a 500).
-// Runner operations check their job ids themselves.
+// PathIDs is a middleware of every operation: it keeps path parameters
+// that no row can match (a NUL or another control character, bytes that are
+// not UTF-8) from reaching a database, where PostgreSQL refuses them with a
+// 500. An identifier (id, *_id) reaches the operation as the nil UUID, which
+// no row has, so the caller gets exactly the answer of an unknown id (after
+// the operation's own authentication); any other parameter is a 400.
 func PathIDs(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(hctx huma.Context, next func(huma.Context)) {
-		if _, ok := actor.UserFrom(hctx.Context()); ok {
-			if op := hctx.Operation(); op != nil {
-				for _, p := range op.Parameters {
-					if p.In != "path" || p.Name == "provider_id" || (p.Name != "id" && !strings.HasSuffix(p.Name, "_id")) {
-						continue
-					}
-					if !ids.Valid(hctx.Param(p.Name)) {
-						e := FromError(hctx.Context(), apperr.New(apperr.CodeNotFound, "not found"))
-						_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
-						return
-					}
+		if op := hctx.Operation(); op != nil {
+			var bad []string
+			for _, p := range op.Parameters {
+				if p.In != "path" {
+					continue
 				}
+				v := hctx.Param(p.Name)
+				if utf8.ValidString(v) && !strings.ContainsFunc(v, unicode.IsControl) {
+					continue
+				}
+				if p.Name != "id" && !strings.HasSuffix(p.Name, "_id") {
+					e := NewError(apperr.CodeBadRequest, p.Name+" must be text without control characters")
+					_ = huma.WriteErr(api, hctx, e.GetStatus(), e.Message, e)
+					return
+				}
+				bad = append(bad, p.Name)
+			}
+			if len(bad) > 0 {
+				hctx = unknownIDs{humaContext: hctx, names: bad}
 			}
 		}
 		next(hctx)
 	}
+}
+
+// unknownIDs answers the nil UUID for the path parameters it names.
+type unknownIDs struct {
+	humaContext
+	names []string
+}
+
+// humaContext names the embedded context (its Context method would clash
+// with a field of that name).
+type humaContext = huma.Context
+
+// NilID is the UUID no row has.
+const NilID = "00000000-0000-0000-0000-000000000000"
+
+func (c unknownIDs) Param(name string) string {
+	if slices.Contains(c.names, name) {
+		return NilID
+	}
+	return c.humaContext.Param(name)
 }
 
 // Operations declares the operations of one area of the API with the tags,
