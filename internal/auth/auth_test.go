@@ -3,10 +3,12 @@ package auth_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -515,6 +517,70 @@ func TestSetup(t *testing.T) {
 		app.Admin()
 		if r := anon.Do("GET", "/api/auth/setup", nil); !strings.Contains(string(r.Body), `"has_admin":true`) {
 			t.Fatalf("with an admin: %s", r.Body)
+		}
+	})
+}
+
+// TestParallelGuesses: attempts are counted before the password is checked,
+// so 60 guesses at once from one address get exactly 5 evaluations (401)
+// and 55 refusals (429), on both databases. A guess spread over many
+// addresses passes an account-wide ceiling only at a pace, and its owner
+// still signs in from their own address.
+func TestParallelGuesses(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		app.Register("ann@example.test", apitest.Password, "Ann")
+		loginFrom := func(c *http.Client, email, pw string) (int, string) {
+			b, _ := json.Marshal(map[string]string{"email": email, "password": pw})
+			resp, err := c.Post(app.URL+"/api/auth/login", "application/json", bytes.NewReader(b))
+			if err != nil {
+				t.Error(err)
+				return 0, ""
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(body)
+		}
+		c := fromAddress(t, "127.0.0.1")
+		statuses := make(chan int, 60)
+		var wg sync.WaitGroup
+		for i := 0; i < 60; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st, _ := loginFrom(c, "ann@example.test", "wrong-password-"+strconv.Itoa(i))
+				statuses <- st
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for st := range statuses {
+			count[st]++
+		}
+		if count[401] != 5 || count[429] != 55 {
+			t.Fatalf("60 parallel guesses: %v, want 5 evaluated (401) and 55 refused (429)", count)
+		}
+
+		// Spread over addresses: the account-wide ceiling (50) then lets one
+		// attempt through per pace; the client and account-per-client keys
+		// of each address stay far from their limits.
+		app.Register("bob@example.test", apitest.Password, "Bob")
+		for i := 0; i < 50; i++ {
+			if st, body := loginFrom(fromAddress(t, "127.0.1."+strconv.Itoa(i+1)), "bob@example.test", "wrong"); st != 401 {
+				t.Fatalf("guess %d: %d %s", i, st, body)
+			}
+		}
+		if st, body := loginFrom(fromAddress(t, "127.0.2.1"), "bob@example.test", "wrong"); st != 429 || !strings.Contains(body, "rate_limited") {
+			t.Fatalf("past the ceiling, at once: %d %s", st, body)
+		}
+		// Bob, from his own address, once the pace allows: signed in.
+		if st, _ := loginFrom(fromAddress(t, "127.0.3.1"), "bob@example.test", apitest.Password); st != 429 {
+			t.Fatalf("within the pace: %d", st)
+		}
+		app.DB.W.Exec("UPDATE auth_failures SET locked_until = $1 WHERE key = $2", time.Now().UTC().Add(-time.Second), "ceiling:bob@example.test")
+		if st, body := loginFrom(fromAddress(t, "127.0.3.1"), "bob@example.test", apitest.Password); st != 200 {
+			t.Fatalf("the owner after the pace: %d %s", st, body)
 		}
 	})
 }

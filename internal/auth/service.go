@@ -58,6 +58,8 @@ const (
 	lockFor      = 15 * time.Minute
 	accountLimit = 5
 	addressLimit = 20
+	ceilingLimit = 50
+	ceilingPace  = 2 * time.Second
 )
 
 // Service implements accounts, sessions and approvals.
@@ -306,37 +308,112 @@ var (
 	ErrLockedCaptcha = apperr.New(apperr.CodeRateLimited, "too many failed sign-in attempts; try again later, or now with a solved captcha")
 )
 
-// throttled answers whether a sign-in step from this client must wait: nil,
-// or ErrLocked or ErrLockedCaptcha with the time the lock ends. The
-// client's lock across accounts holds; the account's lock from this client
-// yields to a solved captcha, spent here, so its owner can always get back
-// in. One query when nothing is locked.
-func (s *Service) throttled(ctx context.Context, now time.Time, keys []string, solved *captcha.Envelope) (time.Time, error) {
-	account, client, err := lockedUntil(ctx, s.db.R, now, keys[0], keys[1])
-	switch {
-	case err != nil:
-		return time.Time{}, err
-	case client != nil:
-		return *client, ErrLocked
-	case account == nil:
-		return time.Time{}, nil
-	case !s.captcha.Enabled():
-		return *account, ErrLocked
-	}
-	if solved != nil {
-		ok, err := s.captcha.Spend(ctx, *solved)
-		if err != nil || ok {
-			return time.Time{}, err
-		}
-	}
-	return *account, ErrLockedCaptcha
-}
-
-// Throttle keys: an account from one client (so failures elsewhere never
-// keep an account's owner out), and a client across every account (a
-// password spray).
+// Throttle keys, each counted before an attempt is evaluated (so parallel
+// guesses get no more evaluations than sequential ones):
+//   - an account from one client: 5 attempts per 15 minutes, then a lock
+//     that a solved captcha lifts (failures elsewhere never keep the owner
+//     out);
+//   - a client across every account (a password spray): 20, then a lock;
+//   - an account across every client (a distributed guess): past 50, one
+//     attempt per 2 seconds, or any number with a solved captcha; never a
+//     lock its owner cannot pass.
 func accountKey(email, ip string) string { return "account:" + email + "|client:" + ip }
 func addressKey(ip string) string        { return "address:" + ip }
+func ceilingKey(email string) string     { return "ceiling:" + email }
+
+var (
+	accountPolicy = limit{max: accountLimit, window: lockWindow, lockFor: lockFor}
+	addressPolicy = limit{max: addressLimit, window: lockWindow, lockFor: lockFor}
+	ceilingPolicy = limit{max: ceilingLimit, window: lockWindow, lockFor: ceilingPace, pace: true}
+)
+
+// errRefused rolls back a reservation that a key refused.
+var errRefused = errors.New("auth: attempt refused")
+
+// throttleKey is one key an attempt counts against.
+type throttleKey struct {
+	name string
+	l    limit
+}
+
+// attempt is a sign-in step counted against its keys before it is
+// evaluated.
+type attempt struct {
+	email, ip string
+	keys      []throttleKey // what it was counted against
+}
+
+// beginAttempt counts a sign-in step of email from ip against every key
+// before it is evaluated, all or none: nil, or ErrLocked or
+// ErrLockedCaptcha with the time the refusing key frees up. The client's
+// key holds; the account's keys yield to a solved captcha, spent here.
+func (s *Service) beginAttempt(ctx context.Context, now time.Time, email, ip string, solved *captcha.Envelope) (*attempt, time.Time, error) {
+	client := throttleKey{addressKey(ip), addressPolicy}
+	a := &attempt{email: email, ip: ip, keys: []throttleKey{client, {accountKey(email, ip), accountPolicy}, {ceilingKey(email), ceilingPolicy}}}
+	for {
+		var refused *throttleKey
+		err := s.db.Tx(ctx, func(tx *db.Tx) error {
+			for _, k := range a.keys {
+				ok, err := reserveAttempt(ctx, tx, k.name, now, k.l)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					refused = &k
+					return errRefused
+				}
+			}
+			return nil
+		})
+		if refused == nil {
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			return a, time.Time{}, nil
+		}
+		until, err := lockEnd(ctx, s.db.R, refused.name)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if !until.After(now) {
+			until = now.Add(refused.l.lockFor) // the window is full; it ends sooner or later
+		}
+		switch {
+		case refused.name == client.name, !s.captcha.Enabled():
+			return nil, until, ErrLocked
+		case solved != nil && len(a.keys) > 1:
+			ok, err := s.captcha.Spend(ctx, *solved)
+			if err != nil {
+				return nil, time.Time{}, err
+			}
+			if ok {
+				a.keys = a.keys[:1] // this attempt counts for the client only
+				continue
+			}
+		}
+		return nil, until, ErrLockedCaptcha
+	}
+}
+
+// refund takes the attempt back from every key it was counted against: it
+// was right (a lock it set goes too).
+func (a *attempt) refund(ctx context.Context, tx *db.Tx) error {
+	for _, k := range a.keys {
+		if err := refundAttempt(ctx, tx, k.name, k.l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// succeeded ends a sign-in that passed: the account's failures from this
+// client are forgotten, and the attempt is taken back from the other keys.
+func (a *attempt) succeeded(ctx context.Context, tx *db.Tx) error {
+	if err := a.refund(ctx, tx); err != nil {
+		return err
+	}
+	return clearFailures(ctx, tx, accountKey(a.email, a.ip))
+}
 
 // LoginInput is a password sign-in.
 type LoginInput struct {
@@ -361,8 +438,8 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return nil, time.Time{}, ErrInvalidCredentials
 	}
 	now := s.clock.Now()
-	keys := []string{accountKey(email, in.IP), addressKey(in.IP)}
-	if until, err := s.throttled(ctx, now, keys, in.Captcha); err != nil {
+	att, until, err := s.beginAttempt(ctx, now, email, in.IP, in.Captcha)
+	if err != nil {
 		return nil, until, err
 	}
 
@@ -379,26 +456,22 @@ func (s *Service) Login(ctx context.Context, in LoginInput) (*LoginResult, time.
 		return nil, time.Time{}, err
 	}
 	if !ok || u == nil || u.PasswordHash == nil {
-		if err := s.db.Tx(ctx, func(tx *db.Tx) error {
-			if err := recordFailure(ctx, tx, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
-				return err
-			}
-			return recordFailure(ctx, tx, keys[1], now, lockWindow, addressLimit, lockFor)
-		}); err != nil {
-			return nil, time.Time{}, err
-		}
-		return nil, time.Time{}, ErrInvalidCredentials
+		return nil, time.Time{}, ErrInvalidCredentials // counted already
 	}
 
 	if u.TOTPArmed {
-		// The second factor decides; the password's failures stay counted
-		// until it passes.
+		// The second factor decides: the right password is taken back; the
+		// account's earlier failures stay counted until the second step
+		// passes (which counts its own attempts).
+		if err := s.db.Tx(ctx, func(tx *db.Tx) error { return att.refund(ctx, tx) }); err != nil {
+			return nil, time.Time{}, err
+		}
 		return &LoginResult{TOTPRequired: true, Interim: s.interimToken(u.ID, now)}, time.Time{}, nil
 	}
 
 	var sess Session
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if err := clearFailures(ctx, tx, keys[0]); err != nil {
+		if err := att.succeeded(ctx, tx); err != nil {
 			return err
 		}
 		sess, err = s.openSession(ctx, tx, u.ID, in.IP, in.UserAgent, now)

@@ -265,3 +265,68 @@ func pruneExpired(ctx context.Context, q db.Queryer, cutoff time.Time) (int, err
 	}
 	return int(n), nil
 }
+
+// limit is one throttle key's policy: at most max attempts in a window;
+// the attempt that reaches max locks the key for lockFor. pace: past max,
+// one attempt per lockFor instead of none until the window ends.
+type limit struct {
+	max     int
+	window  time.Duration
+	lockFor time.Duration
+	pace    bool
+}
+
+// reserveAttempt counts an attempt against key before it is evaluated, in
+// one statement, so concurrent attempts each get their own count: it is
+// taken (true) while the key is not locked and the window has room; the
+// attempt that fills the window locks the key for later ones.
+func reserveAttempt(ctx context.Context, q db.Queryer, key string, now time.Time, l limit) (bool, error) {
+	var lockNew any
+	if l.max <= 1 {
+		lockNew = now.Add(l.lockFor)
+	}
+	res, err := q.ExecContext(ctx, `INSERT INTO auth_failures (key, failures, window_start, locked_until)
+		VALUES ($1, 1, $2, $6)
+		ON CONFLICT (key) DO UPDATE SET
+			failures = CASE WHEN auth_failures.window_start < $3 THEN 1 ELSE auth_failures.failures + 1 END,
+			window_start = CASE WHEN auth_failures.window_start < $3 THEN excluded.window_start ELSE auth_failures.window_start END,
+			locked_until = CASE
+				WHEN (CASE WHEN auth_failures.window_start < $3 THEN 1 ELSE auth_failures.failures + 1 END) >= $4 THEN $5
+				ELSE auth_failures.locked_until END
+		WHERE (auth_failures.locked_until IS NULL OR auth_failures.locked_until <= $2)
+			AND (auth_failures.window_start < $3 OR auth_failures.failures < $4 OR $7)`,
+		key, now, now.Add(-l.window), l.max, now.Add(l.lockFor), lockNew, l.pace)
+	if err != nil {
+		return false, fmt.Errorf("auth: reserve attempt: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("auth: reserve attempt: %w", err)
+	}
+	return n == 1, nil
+}
+
+// refundAttempt takes back an attempt that succeeded: it no longer counts,
+// and a lock it set goes with it.
+func refundAttempt(ctx context.Context, q db.Queryer, key string, l limit) error {
+	_, err := q.ExecContext(ctx, `UPDATE auth_failures SET failures = failures - 1,
+		locked_until = CASE WHEN failures - 1 < $2 THEN NULL ELSE locked_until END
+		WHERE key = $1 AND failures > 0`, key, l.max)
+	if err != nil {
+		return fmt.Errorf("auth: refund attempt: %w", err)
+	}
+	return nil
+}
+
+// lockEnd is when key's lock ends (the zero time when it has none).
+func lockEnd(ctx context.Context, q db.Queryer, key string) (time.Time, error) {
+	var until *time.Time
+	err := q.QueryRowContext(ctx, "SELECT locked_until FROM auth_failures WHERE key = $1", key).Scan(db.NullUTC(&until))
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && until == nil) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("auth: lock lookup: %w", err)
+	}
+	return *until, nil
+}

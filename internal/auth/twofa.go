@@ -259,8 +259,8 @@ func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAge
 	if err != nil {
 		return nil, time.Time{}, ErrBadInterim
 	}
-	keys := []string{accountKey(u.Email, ip), addressKey(ip)}
-	if until, err := s.throttled(ctx, now, keys, solved); err != nil {
+	att, until, err := s.beginAttempt(ctx, now, u.Email, ip, solved)
+	if err != nil {
 		return nil, until, err
 	}
 	var sess Session
@@ -270,7 +270,7 @@ func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAge
 		if good, err = s.useCode(ctx, tx, u.ID, code); err != nil || !good {
 			return err
 		}
-		if err := clearFailures(ctx, tx, keys[0]); err != nil {
+		if err := att.succeeded(ctx, tx); err != nil {
 			return err
 		}
 		sess, err = s.openSession(ctx, tx, u.ID, ip, userAgent, now)
@@ -280,15 +280,7 @@ func (s *Service) VerifySecondFactor(ctx context.Context, tok, code, ip, userAge
 		return nil, time.Time{}, err
 	}
 	if !good {
-		if err := s.db.Tx(ctx, func(tx *db.Tx) error {
-			if err := recordFailure(ctx, tx, keys[0], now, lockWindow, accountLimit, lockFor); err != nil {
-				return err
-			}
-			return recordFailure(ctx, tx, keys[1], now, lockWindow, addressLimit, lockFor)
-		}); err != nil {
-			return nil, time.Time{}, err
-		}
-		return nil, time.Time{}, ErrBadCode
+		return nil, time.Time{}, ErrBadCode // counted already
 	}
 	return &LoginResult{Profile: u.profile(), Session: sess}, time.Time{}, nil
 }
