@@ -584,3 +584,40 @@ func TestParallelGuesses(t *testing.T) {
 		}
 	})
 }
+
+// TestTrustedProxies: behind a trusted proxy the sign-in throttle keys on
+// the client X-Forwarded-For names (the last address the proxy did not
+// add), so one client's lock is not another's; from an untrusted peer the
+// header is ignored, so a forged one does not get a locked client out.
+func TestTrustedProxies(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		for _, trusted := range []bool{true, false} {
+			env := []string{"SERVICE_TRUSTED_PROXIES", "10.9.0.0/16"}
+			if trusted {
+				env = []string{"SERVICE_TRUSTED_PROXIES", "127.0.0.1, 10.9.0.0/16"}
+			}
+			app := apitest.New(t, e, env...)
+			app.Register("ann@example.test", apitest.Password, "Ann")
+			login := func(forwarded, pw string) *apitest.Response {
+				return app.Anonymous().Do("POST", "/api/auth/login", map[string]string{"email": "ann@example.test", "password": pw},
+					"X-Forwarded-For", forwarded)
+			}
+			for i := 0; i < 5; i++ {
+				// The client wrote the first address; the proxies added the rest.
+				if r := login("192.0.2.66, 203.0.113.9, 10.9.1.1", "wrong-"+strconv.Itoa(i)); r.Status != 401 {
+					t.Fatalf("trusted=%v failure %d: %d %s", trusted, i, r.Status, r.Body)
+				}
+			}
+			if r := login("192.0.2.77, 203.0.113.9, 10.9.1.1", apitest.Password); r.Status != 429 {
+				t.Fatalf("trusted=%v: the locked client, whatever it writes first: %d %s", trusted, r.Status, r.Body)
+			}
+			other := login("203.0.113.10, 10.9.1.1", apitest.Password)
+			if trusted && other.Status != 200 {
+				t.Fatalf("behind a trusted proxy another client is not locked: %d %s", other.Status, other.Body)
+			}
+			if !trusted && other.Status != 429 {
+				t.Fatalf("a forged X-Forwarded-For from an untrusted peer got out of the lock: %d %s", other.Status, other.Body)
+			}
+		}
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -41,6 +42,11 @@ type Config struct {
 	DataDir            string
 	LogLevel           slog.Level
 	Port               int
+	// ListenAddr is the address the server binds ("" every interface).
+	ListenAddr string
+	// TrustedProxies may set X-Forwarded-For: the client address of a
+	// request that comes through them is the first one they did not add.
+	TrustedProxies     []netip.Prefix
 	SkipBootMigrations bool
 	ShutdownLBDelay    time.Duration
 	ShutdownGrace      time.Duration
@@ -205,6 +211,24 @@ func load(lookup Lookup) (*Config, *reader) {
 	}
 
 	c.Port = int(r.integer("SERVER_PORT", 8080, 0, 65535))
+	c.ListenAddr = r.str("SERVICE_LISTEN_ADDR", "")
+	if c.ListenAddr != "" && c.ListenAddr != "localhost" {
+		if _, err := netip.ParseAddr(strings.Trim(c.ListenAddr, "[]")); err != nil {
+			r.failf("SERVICE_LISTEN_ADDR", "must be an IP address of this machine (127.0.0.1, ::1, 10.0.0.5) or localhost, not %q", c.ListenAddr)
+		}
+	}
+	for _, p := range r.list("SERVICE_TRUSTED_PROXIES") {
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(p)
+			if aerr != nil {
+				r.failf("SERVICE_TRUSTED_PROXIES", "%q is neither a CIDR (10.0.0.0/8) nor an address", p)
+				continue
+			}
+			prefix = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
+	}
 	c.SkipBootMigrations = r.boolean("SERVICE_SKIP_BOOT_MIGRATIONS", false)
 	c.ShutdownLBDelay = r.seconds("SERVICE_SHUTDOWN_LB_DELAY_SECS", 5)
 	c.ShutdownGrace = r.seconds("SERVICE_SHUTDOWN_GRACE_SECS", 20)

@@ -165,6 +165,11 @@ func TestLoadValid(t *testing.T) {
 		{"release feed", map[string]string{"SERVICE_RUNNER_VERSION": "1.2.3", "SERVICE_RUNNER_DOWNLOAD_BASE": "https://releases.example.com/slipway/"}, func(t *testing.T, c *Config) {
 			eq(t, c.RunnerRelease, RunnerRelease{Version: "1.2.3", DownloadBase: "https://releases.example.com/slipway"})
 		}},
+		{"listen address and trusted proxies", map[string]string{"SERVICE_LISTEN_ADDR": "127.0.0.1", "SERVICE_TRUSTED_PROXIES": "10.1.2.3/8 192.0.2.7"}, func(t *testing.T, c *Config) {
+			if c.ListenAddr != "127.0.0.1" || len(c.TrustedProxies) != 2 || c.TrustedProxies[0].String() != "10.0.0.0/8" || c.TrustedProxies[1].String() != "192.0.2.7/32" {
+				t.Fatalf("listen %q, proxies %v", c.ListenAddr, c.TrustedProxies)
+			}
+		}},
 		{"port 0 picks a free port", map[string]string{"SERVER_PORT": "0"}, func(t *testing.T, c *Config) {
 			eq(t, c.Port, 0)
 		}},
@@ -224,6 +229,8 @@ func TestLoadInvalid(t *testing.T) {
 		{"no worker slots", map[string]string{"SERVICE_WORKER_SLOTS": "0"}, []string{"SERVICE_WORKER_SLOTS"}},
 		{"instance id with a space", map[string]string{"SERVICE_INSTANCE_ID": "my host"}, []string{"SERVICE_INSTANCE_ID"}},
 		{"port out of range", map[string]string{"SERVER_PORT": "70000"}, []string{"SERVER_PORT"}},
+		{"listen address not an address", map[string]string{"SERVICE_LISTEN_ADDR": "example.com"}, []string{"SERVICE_LISTEN_ADDR"}},
+		{"trusted proxy not a CIDR", map[string]string{"SERVICE_TRUSTED_PROXIES": "10.0.0.0/8, proxy.local"}, []string{"SERVICE_TRUSTED_PROXIES"}},
 		{"pool size zero", map[string]string{"SERVICE_DB_POOL_SIZE": "0"}, []string{"SERVICE_DB_POOL_SIZE"}},
 		{"negative delay", map[string]string{"SERVICE_SHUTDOWN_LB_DELAY_SECS": "-1"}, []string{"SERVICE_SHUTDOWN_LB_DELAY_SECS"}},
 		{"unparsable grace", map[string]string{"SERVICE_SHUTDOWN_GRACE_SECS": "20s"}, []string{"SERVICE_SHUTDOWN_GRACE_SECS"}},

@@ -49,6 +49,8 @@ var ServerVars = join([]Var{
 	{"SERVICE_DATA_DIR", "./data", "ours: directory for the SQLite database and the dev signing secret; created if missing"},
 	{"SERVICE_LOG_LEVEL", "info", "ours: `debug`, `info`, `warn` or `error`"},
 	{"SERVER_PORT", "8080", "listen port (0 picks a free port, logged at start)"},
+	{"SERVICE_LISTEN_ADDR", "every interface", "ours: the address to listen on, e.g. `127.0.0.1` for a server behind a proxy on the same machine"},
+	{"SERVICE_TRUSTED_PROXIES", "", "ours: comma-separated CIDRs or addresses of the reverse proxies in front; a request from one of them gets its client address from `X-Forwarded-For` (the last address not of a trusted proxy); from anyone else the header is ignored"},
 	{"SERVICE_SKIP_BOOT_MIGRATIONS", "false", "true: only verify that every built-in migration is applied and refuse to start otherwise"},
 	{"SERVICE_SHUTDOWN_LB_DELAY_SECS", "5", "seconds between SIGTERM (readiness 503) and closing listeners; 0 skips"},
 	{"SERVICE_SHUTDOWN_GRACE_SECS", "20", "bound for open requests to finish after listeners close"},

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"slipway/internal/buildinfo"
@@ -149,9 +150,9 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 	}
 	defer d.Close()
 
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(strings.Trim(cfg.ListenAddr, "[]"), strconv.Itoa(cfg.Port)))
 	if err != nil {
-		return fmt.Errorf("SERVER_PORT: %w", err)
+		return fmt.Errorf("SERVER_PORT, SERVICE_LISTEN_ADDR: %w", err)
 	}
 	scheme := "http"
 	if tlsCfg != nil {

@@ -191,8 +191,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	if gate != nil {
 		router = gate.middleware(router)
 	}
-	s.handler = httpx.Observe(log, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
-		authSvc.Middleware(auth.AdminLayer(pages(ui, router))))))
+	s.handler = httpx.Observe(log, httpx.Proxies(cfg.TrustedProxies, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
+		authSvc.Middleware(auth.AdminLayer(pages(ui, router)))))))
 	return s, nil
 }
 

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,17 +51,65 @@ func Logger(ctx context.Context) *slog.Logger {
 }
 
 // ClientIP returns the address of the client of the request ctx belongs to
-// (the TCP peer; proxies are not trusted yet), or "".
+// (the TCP peer, or the address a trusted proxy named: see Proxies), or "".
 func ClientIP(ctx context.Context) string {
 	rw, ok := ctx.Value(requestKey).(*responseWriter)
 	if !ok {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(rw.r.RemoteAddr)
+	if rw.client != "" {
+		return rw.client
+	}
+	return peer(rw.r)
+}
+
+func peer(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return rw.r.RemoteAddr
+		return r.RemoteAddr
 	}
 	return host
+}
+
+// Proxies makes the client address of a request that a trusted proxy
+// passed on the one its X-Forwarded-For names: read from the right, the
+// first address that is not a trusted proxy's (what a trusted proxy
+// appended; anything to its left the client could have written). From
+// anyone else the header is ignored. It goes inside Observe.
+func Proxies(trusted []netip.Prefix, next http.Handler) http.Handler {
+	if len(trusted) == 0 {
+		return next
+	}
+	isTrusted := func(s string) (netip.Addr, bool) {
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil {
+			return netip.Addr{}, false
+		}
+		a = a.Unmap()
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return a, true
+			}
+		}
+		return a, false
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw, ok := r.Context().Value(requestKey).(*responseWriter)
+		if _, from := isTrusted(peer(r)); ok && from {
+			hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+			for i := len(hops) - 1; i >= 0; i-- {
+				a, proxy := isTrusted(hops[i])
+				if !a.IsValid() {
+					break // not an address: nothing left of it can be believed
+				}
+				if !proxy {
+					rw.client = a.String()
+					break
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // UserAgent returns the request's User-Agent header, or "".
@@ -200,6 +250,7 @@ type responseWriter struct {
 	swallowed bool
 	sent      bool    // the status went out
 	held      *[]byte // body held back (from heldPool), nil if none
+	client    string  // the client's address when a trusted proxy named it
 }
 
 // heldMax bounds what one response holds back.
