@@ -863,8 +863,10 @@ func (s *stdin) Write(p []byte) (int, error) { return s.h.conn.Conn.Write(p) }
 
 func (s *stdin) Close() error {
 	s.once.Do(func() {
+		// Closed already: the agent ended (over SSH the connection is the
+		// ssh command's pipe, whose error is os.ErrClosed).
 		err := s.h.conn.CloseWrite()
-		if err != nil && !errors.Is(err, net.ErrClosed) {
+		if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrClosed) {
 			s.err = fmt.Errorf("docker: close stdin of %s: %w", shortID(s.h.id), err)
 		}
 	})
