@@ -118,6 +118,9 @@ type Agent struct {
 	TestDBImage         string
 	AttachmentsFileWait time.Duration
 	TaskTimeout         time.Duration
+	// What one run stores of its output (SERVICE_RUN_OUTPUT_MAX_*).
+	OutputBytes, OutputLines int64
+	OutputLineBytes          int
 }
 
 // TLS holds the certificate paths; all empty means plain HTTP.
@@ -398,6 +401,9 @@ func readAgent(r *reader) Agent {
 		TestDBImage:         r.str("AGENT_TEST_DB_IMAGE", "postgres:18"),
 		AttachmentsFileWait: time.Duration(r.integer("ATTACHMENTS_FILE_WAIT_MS", 30000, 0, 3600000)) * time.Millisecond,
 		TaskTimeout:         time.Duration(r.integer("AGENT_TASK_TIMEOUT_MINUTES", 90, 1, 7*24*60)) * time.Minute,
+		OutputBytes:         r.integer("SERVICE_RUN_OUTPUT_MAX_BYTES", 16<<20, 1<<10, 1<<40),
+		OutputLines:         r.integer("SERVICE_RUN_OUTPUT_MAX_LINES", 200_000, 1, 1<<40),
+		OutputLineBytes:     int(r.integer("SERVICE_RUN_OUTPUT_MAX_LINE_BYTES", 64<<10, 256, 1<<20)),
 	}
 }
 

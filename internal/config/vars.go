@@ -29,6 +29,9 @@ var agentVars = []Var{
 	{"AGENT_TEST_DB_IMAGE", "postgres:18", "sidecar image"},
 	{"ATTACHMENTS_FILE_WAIT_MS", "30000", "set inside the agent container: wait for its attachments file"},
 	{"AGENT_TASK_TIMEOUT_MINUTES", "90", "hard per-task timeout"},
+	{"SERVICE_RUN_OUTPUT_MAX_BYTES", "16777216", "ours: bytes of output (log lines, messages, tool calls and results) one run stores; past it one `output_truncated` event and the work goes on"},
+	{"SERVICE_RUN_OUTPUT_MAX_LINES", "200000", "ours: output events one run stores, likewise"},
+	{"SERVICE_RUN_OUTPUT_MAX_LINE_BYTES", "65536", "ours: one line of output; a longer one is stored in pieces"},
 }
 
 func join(parts ...[]Var) []Var {

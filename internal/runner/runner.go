@@ -90,7 +90,8 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 		Labels: map[string]string{executor.InstanceLabel: owner},
 		Limits: executor.Limits{MemoryBytes: a.MemoryBytes, NanoCPUs: a.NanoCPUs, PidsLimit: a.PidsLimit, ReadOnlyRootFS: a.ReadOnlyRootFS,
 			TmpfsTmpMB: a.TmpfsTmpMB, TmpfsRunMB: a.TmpfsRunMB, TmpfsHomeMB: a.TmpfsHomeMB, Network: a.Network},
-		ClaimWait: claimWait, ScratchDir: filepath.Join(cfg.StateDir, "scripts")}, log)
+		ClaimWait: claimWait, ScratchDir: filepath.Join(cfg.StateDir, "scripts"),
+		Output: worker.OutputLimits{Bytes: a.OutputBytes, Lines: a.OutputLines, Line: a.OutputLineBytes}}, log)
 
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)

@@ -144,6 +144,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 			ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
 			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
 		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
+		Output:     worker.OutputLimits{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines, Line: cfg.Agent.OutputLineBytes},
 		Admit:      admit,
 	}, log)
 

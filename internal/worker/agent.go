@@ -167,7 +167,7 @@ func (e *execution) run(ctx context.Context) {
 	if a.Resume != nil {
 		after = a.Resume.BatchSeq
 	}
-	events := newEventWriter(w.port, a.Lease, red, after)
+	events := newEventWriter(w.port, a.Lease, red, after, w.cfg.Output)
 
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	go e.keepLease(keepCtx)
@@ -299,13 +299,17 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 				// A result printed while the worker stops the agent is no
 				// result of the work (it would mark the run as finished
 				// work, never to run again): a log line.
-				ev.AddValue(EventLog, map[string]string{"line": string(line)})
+				ev.Line("", line)
 				return
 			}
 			var res protocol.Result
 			if json.Unmarshal(pe.Payload, &res) == nil {
 				result = &res
 			}
+		}
+		if pe.Type == EventLog {
+			ev.Line("", line) // plain output: in pieces of the line limit
+			return
 		}
 		ev.Add(pe.Type, pe.Payload)
 	})
@@ -469,7 +473,7 @@ func (e *execution) runProcess(ctx context.Context, spec executor.Spec, feed []b
 	go func() {
 		defer wg.Done()
 		errs[1] = protocol.Lines(h.Stderr(), func(line []byte) error {
-			ev.AddValue(protocol.OutLog, map[string]string{"stream": "stderr", "line": string(line)})
+			ev.Line("stderr", line)
 			if t := strings.TrimSpace(string(line)); t != "" {
 				stderr = t
 			}

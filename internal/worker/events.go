@@ -6,27 +6,76 @@ import (
 	"errors"
 	"sync"
 	"time"
+	"unicode/utf8"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/redact"
 )
 
+// OutputLimits bound what one run stores of what its agent or script
+// prints (log lines, messages, tool calls and results). Past Bytes or Lines
+// the rest is dropped after one output_truncated event, and the work goes
+// on; a line longer than Line is stored in pieces.
+type OutputLimits struct {
+	Bytes int64
+	Lines int64
+	Line  int
+}
+
+// Defaults that fit a real build log.
+const (
+	DefaultOutputBytes = 16 << 20
+	DefaultOutputLines = 200_000
+	DefaultOutputLine  = 64 << 10
+)
+
+func (l OutputLimits) withDefaults() OutputLimits {
+	if l.Bytes <= 0 {
+		l.Bytes = DefaultOutputBytes
+	}
+	if l.Lines <= 0 {
+		l.Lines = DefaultOutputLines
+	}
+	if l.Line <= 0 {
+		l.Line = DefaultOutputLine
+	}
+	return l
+}
+
+// EventOutputTruncated says a run's output reached its limit.
+const EventOutputTruncated = "output_truncated"
+
+// output are the event types that count toward the output limits: what an
+// agent or script prints. Results, approval requests, costs, subtasks and
+// the worker's own events always pass.
+var output = map[string]bool{protocol.OutLog: true, protocol.OutMessage: true, protocol.OutToolCall: true, protocol.OutToolResult: true}
+
 // eventWriter sends a run's events to the hub in numbered batches: Add
 // queues (redacted at once), and a flusher sends every flushEvery or when
-// maxBatch events wait, so a chatty agent costs one append per batch instead
-// of one per line. A batch that fails is sent again under the same number
-// (the hub stores it once); once the lease is lost, events are dropped.
+// maxBatch events (or batchBytes) wait, so a chatty agent costs one append
+// per batch instead of one per line. Past maxPending bytes queued, Add waits
+// for the flusher: an agent that prints faster than the hub stores is slowed
+// down (its pipe fills) instead of filling the worker's memory. A batch that
+// fails is sent again under the same number (the hub stores it once); once
+// the lease is lost, events are dropped.
 type eventWriter struct {
 	port   Port
 	lease  Lease
 	redact *redact.Redactor
+	limits OutputLimits
 
 	mu       sync.Mutex
+	drained  *sync.Cond // signalled when pending shrinks or the writer ends
 	pending  []Event
+	bytes    int    // payload bytes pending
 	inflight *Batch // a batch that failed and is sent again first
 	seq      int64
 	lost     bool
 	lastErr  error
 	closed   bool
+	// What the run's output has stored so far, and whether it was cut.
+	outBytes, outLines int64
+	truncated          bool
 
 	kick    chan struct{}
 	done    chan struct{}
@@ -36,32 +85,88 @@ type eventWriter struct {
 const (
 	flushEvery = 50 * time.Millisecond
 	maxBatch   = 500
+	batchBytes = 512 << 10
+	maxPending = 2 << 20
 )
 
 // newEventWriter starts a writer whose first batch is numbered after.
-func newEventWriter(port Port, l Lease, r *redact.Redactor, after int64) *eventWriter {
-	w := &eventWriter{port: port, lease: l, redact: r, seq: after, kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+func newEventWriter(port Port, l Lease, r *redact.Redactor, after int64, limits OutputLimits) *eventWriter {
+	w := &eventWriter{port: port, lease: l, redact: r, limits: limits.withDefaults(), seq: after,
+		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
+	w.drained = sync.NewCond(&w.mu)
 	go w.loop()
 	return w
 }
 
-// Add queues one event; payload must be a JSON object.
+// Add queues one event; payload must be a JSON object. Output (what the
+// agent printed) counts toward the run's limits.
 func (w *eventWriter) Add(eventType string, payload []byte) {
 	e := Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
 	w.mu.Lock()
+	for w.bytes > maxPending && !w.lost && !w.closed {
+		w.kickFlusher()
+		w.drained.Wait()
+	}
 	if w.lost || w.closed {
 		w.mu.Unlock()
 		return
 	}
-	w.pending = append(w.pending, e)
-	full := len(w.pending) >= maxBatch
-	w.mu.Unlock()
-	if full {
-		select {
-		case w.kick <- struct{}{}:
-		default:
+	if output[eventType] {
+		if w.truncated {
+			w.mu.Unlock()
+			return
+		}
+		if w.outBytes+int64(len(e.Payload)) > w.limits.Bytes || w.outLines+1 > w.limits.Lines {
+			w.truncated = true
+			b, _ := json.Marshal(map[string]any{"stored_bytes": w.outBytes, "stored_lines": w.outLines,
+				"max_bytes": w.limits.Bytes, "max_lines": w.limits.Lines})
+			e = Event{Type: EventOutputTruncated, Payload: b, At: e.At}
+		} else {
+			w.outBytes += int64(len(e.Payload))
+			w.outLines++
 		}
 	}
+	w.pending = append(w.pending, e)
+	w.bytes += len(e.Payload)
+	full := len(w.pending) >= maxBatch || w.bytes >= batchBytes
+	w.mu.Unlock()
+	if full {
+		w.kickFlusher()
+	}
+}
+
+func (w *eventWriter) kickFlusher() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Line queues a line of plain output (stream "" for the agent's protocol
+// stream) as log events, in pieces of at most the line limit.
+func (w *eventWriter) Line(stream string, line []byte) {
+	for len(line) > 0 {
+		n := min(len(line), w.limits.Line)
+		for n < len(line) && n > 0 && !utf8.RuneStart(line[n]) {
+			n-- // not inside a character
+		}
+		if n == 0 {
+			n = min(len(line), w.limits.Line)
+		}
+		v := map[string]string{"line": string(line[:n])}
+		if stream != "" {
+			v["stream"] = stream
+		}
+		w.AddValue(protocol.OutLog, v)
+		line = line[n:]
+	}
+}
+
+// Truncated reports whether the run's output reached its limit.
+func (w *eventWriter) Truncated() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.truncated
 }
 
 // AddValue queues an event whose payload is v marshalled.
@@ -107,7 +212,8 @@ func (w *eventWriter) flush() (retry bool) {
 	if w.inflight == nil && len(w.pending) > 0 {
 		w.seq++
 		w.inflight = &Batch{Seq: w.seq, Events: w.pending}
-		w.pending = nil
+		w.pending, w.bytes = nil, 0
+		w.drained.Broadcast()
 	}
 	b := w.inflight
 	w.mu.Unlock()
@@ -121,7 +227,8 @@ func (w *eventWriter) flush() (retry bool) {
 	defer w.mu.Unlock()
 	switch {
 	case errors.Is(err, ErrLeaseLost):
-		w.lost, w.inflight, w.pending = true, nil, nil
+		w.lost, w.inflight, w.pending, w.bytes = true, nil, nil, 0
+		w.drained.Broadcast()
 		return false
 	case err != nil:
 		w.lastErr = err
@@ -140,6 +247,7 @@ func (w *eventWriter) Close() error {
 		return nil
 	}
 	w.closed = true
+	w.drained.Broadcast()
 	w.mu.Unlock()
 	close(w.done)
 	<-w.stopped

@@ -101,7 +101,7 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	defer stop()
 	var last []byte
 	code, stderr, runErr := e.runProcess(runCtx, spec, nil, ev, func(line []byte, _ bool) {
-		ev.AddValue(EventLog, map[string]string{"stream": "stdout", "line": string(line)})
+		ev.Line("stdout", line)
 		if t := strings.TrimSpace(string(line)); t != "" {
 			last = append(last[:0], t...)
 		}

@@ -37,6 +37,9 @@ type Config struct {
 	// execution backend can mount (the hub's data dir; default a directory
 	// named after the worker in the system's temporary directory).
 	ScratchDir string
+	// Output bounds what one run stores of its agent's or script's output
+	// (zero values: the defaults).
+	Output OutputLimits
 	// Admit, when set, is asked before any work of a workspace runs here;
 	// an error fails the work with its message (the hub sets it where its
 	// backend cannot contain tenant code).

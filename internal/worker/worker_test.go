@@ -759,3 +759,56 @@ func TestDockerWithoutImage(t *testing.T) {
 		t.Fatalf("error = %q", got.Error)
 	}
 }
+
+// TestOutputBounded: an agent that prints past its run's limits has its
+// output stored up to them, one output_truncated event, and its work goes
+// on to the end (the commit after the flood is there); a line longer than
+// the line limit is stored in pieces; on both databases.
+func TestOutputBounded(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		s := stack(t, e, "process", func(c *fixture.StackConfig) {
+			c.Worker.Output = worker.OutputLimits{Bytes: 256 << 10, Lines: 2000, Line: 1000}
+		})
+		p, bare := s.Project(true, nil)
+		// One line of 2,500 characters, then 10,000 lines (about 1 MB),
+		// then a change to commit.
+		prompt := "head -c 2500 /dev/zero | tr '\\0' x; echo\n" +
+			"i=0; while [ $i -lt 10000 ]; do echo \"line $i of the flood, padded to about a hundred bytes ................................\"; i=$((i+1)); done\n" +
+			"echo after the flood >> README.md"
+		task := s.Task(p.ID, prompt, tasks.TaskConfig{})
+		done := s.Wait(task.ID, tasks.StatusDonePR, tasks.StatusFailed)
+		evs := s.Events(task.ID)
+		if done.Status != tasks.StatusDonePR {
+			t.Fatalf("status %s: %s", done.Status, done.Error)
+		}
+		if got := agenttest.Git(t, bare, "show", done.PR.Commit+":README.md"); got != "hello\nafter the flood" {
+			t.Fatalf("the work after the flood: README = %q", got)
+		}
+		var truncated, logs, bytes, pieces int
+		for _, ev := range evs {
+			switch ev.EventType {
+			case worker.EventOutputTruncated:
+				truncated++
+			case worker.EventLog:
+				logs++
+				bytes += len(ev.Payload)
+				var v struct {
+					Line string `json:"line"`
+				}
+				json.Unmarshal(ev.Payload, &v)
+				if len(v.Line) > 1000 {
+					t.Fatalf("a stored line of %d bytes", len(v.Line))
+				}
+				if strings.Trim(v.Line, "x") == "" && v.Line != "" {
+					pieces += len(v.Line)
+				}
+			}
+		}
+		if truncated != 1 || bytes > 256<<10 || logs > 2000 || logs < 1000 {
+			t.Fatalf("%d output_truncated events, %d log events of %d bytes stored", truncated, logs, bytes)
+		}
+		if pieces != 2500 {
+			t.Fatalf("the long line was stored as %d characters in pieces, want 2500", pieces)
+		}
+	})
+}
