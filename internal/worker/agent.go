@@ -293,6 +293,12 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	defer stop()
 	var result *protocol.Result
 	code, _, runErr := e.runProcess(runCtx, spec, append(feed, '\n'), ev, func(line []byte, stopping bool) {
+		if len(line) == 0 || line[0] != '{' {
+			// Plain output (most of a flood): straight to the log, in pieces
+			// of the line limit.
+			ev.Line("", line)
+			return
+		}
 		pe := protocol.ParseLine(line)
 		if pe.Type == protocol.OutResult {
 			if stopping {

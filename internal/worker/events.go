@@ -54,7 +54,8 @@ var output = map[string]bool{protocol.OutLog: true, protocol.OutMessage: true, p
 // queues (redacted at once), and a flusher sends every flushEvery or when
 // maxBatch events (or batchBytes) wait, so a chatty agent costs one append
 // per batch instead of one per line. Past maxPending bytes queued, Add waits
-// for the flusher: an agent that prints faster than the hub stores is slowed
+// for the flusher (small batches keep the live heap, and so the server's
+// memory under a flood, small): an agent that prints faster than the hub stores is slowed
 // down (its pipe fills) instead of filling the worker's memory. A batch that
 // fails is sent again under the same number (the hub stores it once); once
 // the lease is lost, events are dropped.
@@ -85,8 +86,8 @@ type eventWriter struct {
 const (
 	flushEvery = 50 * time.Millisecond
 	maxBatch   = 500
-	batchBytes = 512 << 10
-	maxPending = 2 << 20
+	batchBytes = 128 << 10
+	maxPending = 512 << 10
 )
 
 // newEventWriter starts a writer whose first batch is numbered after.
@@ -101,6 +102,9 @@ func newEventWriter(port Port, l Lease, r *redact.Redactor, after int64, limits 
 // Add queues one event; payload must be a JSON object. Output (what the
 // agent printed) counts toward the run's limits.
 func (w *eventWriter) Add(eventType string, payload []byte) {
+	if output[eventType] && w.Truncated() {
+		return
+	}
 	e := Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
 	w.mu.Lock()
 	for w.bytes > maxPending && !w.lost && !w.closed {
@@ -145,6 +149,9 @@ func (w *eventWriter) kickFlusher() {
 // Line queues a line of plain output (stream "" for the agent's protocol
 // stream) as log events, in pieces of at most the line limit.
 func (w *eventWriter) Line(stream string, line []byte) {
+	if w.Truncated() {
+		return // dropped anyway: not even encoded (most of a flood)
+	}
 	for len(line) > 0 {
 		n := min(len(line), w.limits.Line)
 		for n < len(line) && n > 0 && !utf8.RuneStart(line[n]) {
@@ -153,13 +160,15 @@ func (w *eventWriter) Line(stream string, line []byte) {
 		if n == 0 {
 			n = min(len(line), w.limits.Line)
 		}
-		v := map[string]string{"line": string(line[:n])}
-		if stream != "" {
-			v["stream"] = stream
-		}
-		w.AddValue(protocol.OutLog, v)
+		w.AddValue(protocol.OutLog, logLine{Line: string(line[:n]), Stream: stream})
 		line = line[n:]
 	}
+}
+
+// logLine is a log event's payload.
+type logLine struct {
+	Line   string `json:"line"`
+	Stream string `json:"stream,omitempty"`
 }
 
 // Truncated reports whether the run's output reached its limit.
