@@ -621,3 +621,46 @@ func TestTrustedProxies(t *testing.T) {
 		}
 	})
 }
+
+// TestMailRequestsThrottled: reset, verification and magic-link requests
+// are throttled without a captcha, per address asked for (an address with
+// no account alike, so the answer tells nothing) and per client, with 429
+// and Retry-After; on both databases.
+func TestMailRequestsThrottled(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		app.Register("ann@example.test", apitest.Password, "Ann")
+		for n, path := range []string{"/api/auth/reset/request", "/api/auth/verify/request", "/api/auth/magic/request"} {
+			c := fromAddress(t, "127.0.4."+strconv.Itoa(n+1))
+			ask := func(email string) (int, string) {
+				b, _ := json.Marshal(map[string]string{"email": email})
+				resp, err := c.Post(app.URL+path, "application/json", bytes.NewReader(b))
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode, resp.Header.Get("Retry-After")
+			}
+			for _, email := range []string{"ann@example.test", "nobody@example.test"} {
+				for i := 0; i < 3; i++ {
+					if st, _ := ask(email); st != 202 {
+						t.Fatalf("%s %s request %d: %d", path, email, i, st)
+					}
+				}
+				if st, ra := ask(email); st != 429 || ra == "" {
+					t.Fatalf("%s %s past the address's limit: %d, Retry-After %q", path, email, st, ra)
+				}
+			}
+			// The client's limit across addresses: ten requests in all (the
+			// refused ones did not count).
+			for i := 0; i < 4; i++ {
+				if st, _ := ask("other" + strconv.Itoa(i) + "@example.test"); st != 202 {
+					t.Fatalf("%s another address %d: %d", path, i, st)
+				}
+			}
+			if st, ra := ask("one-more@example.test"); st != 429 || ra == "" {
+				t.Fatalf("%s past the client's limit: %d, Retry-After %q", path, st, ra)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -235,9 +236,9 @@ func Register(api huma.API, s *Service) {
 	resetReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an account with a password gets the mail). " +
 		captchaNote
 	huma.Register(api, resetReq, func(ctx context.Context, in *resetRequestInput) (*OK, error) {
-		passed, err := s.RequestReset(ctx, in.Body.Email, in.Body.Captcha)
+		passed, err := s.RequestReset(ctx, in.Body.Email, httpx.ClientIP(ctx), in.Body.Captcha)
 		if err != nil {
-			return nil, err
+			return nil, retryAfter(ctx, err)
 		}
 		return answer(passed), nil
 	})
@@ -254,9 +255,9 @@ func Register(api huma.API, s *Service) {
 	verifyReq.DefaultStatus = http.StatusAccepted
 	verifyReq.Description = "Always 202 {ok: true}, whether or not the address has an account (an unverified account gets the mail). " + captchaNote
 	huma.Register(api, verifyReq, func(ctx context.Context, in *verifyRequestInput) (*OK, error) {
-		passed, err := s.RequestVerify(ctx, in.Body.Email, in.Body.Captcha)
+		passed, err := s.RequestVerify(ctx, in.Body.Email, httpx.ClientIP(ctx), in.Body.Captcha)
 		if err != nil {
-			return nil, err
+			return nil, retryAfter(ctx, err)
 		}
 		return answer(passed), nil
 	})
@@ -279,9 +280,9 @@ func Register(api huma.API, s *Service) {
 	magicReq.DefaultStatus = http.StatusAccepted
 	magicReq.Description = "Always 202 {ok: true} with a pending cookie for this browser, whether or not the address has an account. " + captchaNote
 	huma.Register(api, magicReq, func(ctx context.Context, in *magicRequestInput) (*magicRequestOutput, error) {
-		pending, err := s.RequestMagic(ctx, in.Body.Email, in.Body.Captcha)
+		pending, err := s.RequestMagic(ctx, in.Body.Email, httpx.ClientIP(ctx), in.Body.Captcha)
 		if err != nil {
-			return nil, err
+			return nil, retryAfter(ctx, err)
 		}
 		if pending == "" { // the captcha did not pass
 			return &magicRequestOutput{Status: http.StatusAccepted}, nil
@@ -461,4 +462,14 @@ func (s *Service) loginAnswer(res *LoginResult, err error) (*loginOutput, error)
 	out.SetCookie = s.sessionCookies(res.Session)
 	out.Body.User = &res.Profile
 	return out, nil
+}
+
+// retryAfter answers a throttled mail request with 429 and Retry-After.
+func retryAfter(ctx context.Context, err error) error {
+	var t *MailThrottled
+	if !errors.As(err, &t) {
+		return err
+	}
+	secs := int(time.Until(t.Until).Seconds()) + 1
+	return huma.ErrorWithHeaders(httpx.FromError(ctx, ErrMailThrottled), http.Header{"Retry-After": {strconv.Itoa(secs)}})
 }

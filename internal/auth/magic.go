@@ -87,7 +87,10 @@ func magicCode() string {
 
 // RequestMagic queues a sign-in mail for an account and returns the pending
 // cookie value for the asking browser (whatever the address).
-func (s *Service) RequestMagic(ctx context.Context, rawEmail string, solved *captcha.Envelope) (string, error) {
+func (s *Service) RequestMagic(ctx context.Context, rawEmail, ip string, solved *captcha.Envelope) (string, error) {
+	if err := s.throttleMail(ctx, "magic", rawEmail, ip); err != nil {
+		return "", err
+	}
 	if ok, err := s.captchaPasses(ctx, solved); !ok || err != nil {
 		return "", err
 	}

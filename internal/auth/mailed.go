@@ -68,8 +68,51 @@ var ErrBadResetToken = apperr.BadRequest("this reset link is not valid: it is un
 // RequestReset mails a reset link to the address if it has an account with
 // a password; it answers nothing about the address. False: a captcha is
 // configured and the request did not carry a good, unspent solution.
-func (s *Service) RequestReset(ctx context.Context, rawEmail string, solved *captcha.Envelope) (bool, error) {
-	return s.requestMail(ctx, rawEmail, solved, resetMail)
+func (s *Service) RequestReset(ctx context.Context, rawEmail, ip string, solved *captcha.Envelope) (bool, error) {
+	return s.requestMail(ctx, rawEmail, ip, solved, resetMail)
+}
+
+// Mail requests (reset, verification, magic link) are throttled with or
+// without a captcha, on the address asked for (whether it has an account
+// or not, so the answer still tells nothing) and on the asking client.
+var (
+	mailTargetPolicy = limit{max: 3, window: 15 * time.Minute, lockFor: 5 * time.Minute, pace: true}
+	mailClientPolicy = limit{max: 10, window: 15 * time.Minute, lockFor: 15 * time.Minute}
+)
+
+// MailThrottled refuses a mail request for a while; Until says how long.
+type MailThrottled struct{ Until time.Time }
+
+func (e *MailThrottled) Error() string { return ErrMailThrottled.Error() }
+func (e *MailThrottled) Unwrap() error { return ErrMailThrottled }
+
+// ErrMailThrottled is the refusal's body.
+var ErrMailThrottled = apperr.New(apperr.CodeRateLimited, "too many mail requests for this address or from this client; try again later")
+
+// throttleMail counts a mail request against its address and its client.
+func (s *Service) throttleMail(ctx context.Context, purpose, email, ip string) error {
+	now := s.clock.Now()
+	keys := []struct {
+		name string
+		l    limit
+	}{{"mail:" + purpose + ":" + strings.ToLower(strings.TrimSpace(email)), mailTargetPolicy}, {"mail-client:" + purpose + ":" + ip, mailClientPolicy}}
+	for _, k := range keys {
+		ok, err := reserveAttempt(ctx, s.db.W, k.name, now, k.l)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			until, err := lockEnd(ctx, s.db.R, k.name)
+			if err != nil {
+				return err
+			}
+			if !until.After(now) {
+				until = now.Add(k.l.lockFor)
+			}
+			return &MailThrottled{Until: until}
+		}
+	}
+	return nil
 }
 
 // mailedToken is a single-use link sent by mail: its purpose (also the
@@ -91,7 +134,10 @@ var (
 // requestMail queues m's mail for the address when its account wants one
 // and has had none in the last minute; every other address gets the same
 // answer and no mail.
-func (s *Service) requestMail(ctx context.Context, rawEmail string, solved *captcha.Envelope, m mailedToken) (bool, error) {
+func (s *Service) requestMail(ctx context.Context, rawEmail, ip string, solved *captcha.Envelope, m mailedToken) (bool, error) {
+	if err := s.throttleMail(ctx, m.purpose, rawEmail, ip); err != nil {
+		return false, err
+	}
 	if ok, err := s.captchaPasses(ctx, solved); !ok || err != nil {
 		return false, err
 	}
@@ -176,8 +222,8 @@ func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error 
 // RequestVerify mails an address check to an account whose address is not
 // verified yet; it answers nothing about the address (false: the captcha,
 // as for RequestReset).
-func (s *Service) RequestVerify(ctx context.Context, rawEmail string, solved *captcha.Envelope) (bool, error) {
-	return s.requestMail(ctx, rawEmail, solved, verifyMail)
+func (s *Service) RequestVerify(ctx context.Context, rawEmail, ip string, solved *captcha.Envelope) (bool, error) {
+	return s.requestMail(ctx, rawEmail, ip, solved, verifyMail)
 }
 
 // ConsumeVerify marks the token's address verified, once; false for an
