@@ -509,12 +509,26 @@ func TestCrashDuringTask(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
+	// The agent's home and temporary directory, which the crash leaves.
+	homes, _ := os.ReadDir(filepath.Join(dir, "data", "agent-homes"))
+	if len(homes) != 1 {
+		t.Fatalf("agent homes while the agent runs: %v", homes)
+	}
+	crashedHome := filepath.Join(dir, "data", "agent-homes", homes[0].Name())
+
 	p.cmd.Process.Kill() // no graceful anything
 	p.wait(t)
+	if _, err := os.Stat(crashedHome); err != nil {
+		t.Fatalf("the crash took the agent's home along already: %v", err)
+	}
 
 	p = start(t, dir, env...)
 	p.waitReady(t)
 	c.base = p.url("")
+	// Swept at the boot.
+	if _, err := os.Stat(crashedHome); !os.IsNotExist(err) {
+		t.Fatalf("the crashed agent's home is still there after the restart: %v", err)
+	}
 	deadline = time.Now().Add(60 * time.Second)
 	for {
 		got := c.get("/api/tasks/" + task)
