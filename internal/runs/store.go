@@ -362,3 +362,24 @@ func runEvents(ctx context.Context, q db.Queryer, r *Run, after int32, limit int
 	}
 	return scanEvents(rows, limit, task)
 }
+
+// payloadsOf are the payloads of a run's events of one type, in order.
+func payloadsOf(ctx context.Context, q db.Queryer, runID, eventType string) ([]json.RawMessage, error) {
+	rows, err := q.QueryContext(ctx, "SELECT payload FROM run_events WHERE run_id = $1 AND event_type = $2 ORDER BY run_seq", runID, eventType)
+	if err != nil {
+		return nil, fmt.Errorf("runs: events of a type: %w", err)
+	}
+	defer rows.Close()
+	var out []json.RawMessage
+	for rows.Next() {
+		var p []byte
+		if err := rows.Scan(&p); err != nil {
+			return nil, fmt.Errorf("runs: events of a type: %w", err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("runs: events of a type: %w", err)
+	}
+	return out, nil
+}

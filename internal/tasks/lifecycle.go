@@ -187,6 +187,22 @@ func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, 
 			a.Lease.RunID, a.Resume.BatchSeq, a.Resume.Result = r.ID, r.BatchSeq, r.Result
 		}
 	}
+	if a.Lease.RunID != "" && len(a.Resume.Result) > 0 {
+		// Publishing steps the run logged before its worker stopped.
+		steps, err := s.runs.Payloads(ctx, s.db.R, a.Lease.RunID, worker.EventGit)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range steps {
+			var step struct {
+				Action  string `json:"action"`
+				Changed *bool  `json:"changed"`
+			}
+			if json.Unmarshal(p, &step) == nil && (step.Action == "push" || (step.Action == "commit" && step.Changed != nil && *step.Changed)) {
+				a.Resume.Logged = append(a.Resume.Logged, step.Action)
+			}
+		}
+	}
 	if wk, err := s.prepare(ctx, t); err == nil && wk.agent != nil {
 		a.Agent = wk.agent
 	}

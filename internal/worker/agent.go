@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -350,6 +351,12 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 			return failed(red, "%s", gitMessage("committing the agent's work", err))
 		}
 	}
+	// A resumed run logs each step once: what the log shows was done before
+	// the restart is done again (a no-op) without a second event.
+	var logged []string
+	if resumed && e.a.Resume != nil {
+		logged = e.a.Resume.Logged
+	}
 	if !changed && resumed {
 		head, ahead, err := w.git.Ahead(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
 		if err != nil {
@@ -357,7 +364,9 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 		}
 		if ahead > 0 {
 			sha, changed = head, true
-			ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
+			if !slices.Contains(logged, "commit") {
+				ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
+			}
 		}
 	} else if changed {
 		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
@@ -369,7 +378,9 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 	if err := w.git.Push(ctx, a.ProjectID, a.remote(), a.Repo.Branch); err != nil {
 		return failed(red, "%s", gitMessage("pushing the branch", err))
 	}
-	ev.AddValue(EventGit, map[string]any{"action": "push", "branch": a.Repo.Branch})
+	if !slices.Contains(logged, "push") {
+		ev.AddValue(EventGit, map[string]any{"action": "push", "branch": a.Repo.Branch})
+	}
 	files, ins, del, err := w.git.DiffStat(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
 	if err != nil {
 		return failed(red, "%s", gitMessage("measuring the change", err))

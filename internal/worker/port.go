@@ -187,6 +187,10 @@ type Resume struct {
 	// ExitCode is the agent's exit code when the worker found it (a
 	// container that ended while its worker was down).
 	ExitCode *int `json:"exit_code,omitempty"`
+	// Logged are the publishing steps ("commit", "push") the run's log
+	// shows already: a resumed run does them again (a no-op when done) but
+	// logs each once.
+	Logged []string `json:"logged,omitempty"`
 	// recovered marks a result the worker read back from the backend (not
 	// stored yet).
 	recovered bool

@@ -427,7 +427,7 @@ func TestRecovery(t *testing.T) {
 		finishedRun := holdAsCrashed(t, s, finished.ID, 1, `{"type":"result","status":"success","summary":"wrote it"}`)
 		// The fourth's work was even committed, but not pushed.
 		committed := s.Task(p.ID, "echo must-not-run-again-either >> README.md", tasks.TaskConfig{})
-		holdAsCrashed(t, s, committed.ID, 1, `{"type":"result","status":"success"}`)
+		committedRun := holdAsCrashed(t, s, committed.ID, 1, `{"type":"result","status":"success"}`)
 		ctx := context.Background()
 		if err := s.Git.Sync(ctx, p.ID, repo.Remote{URL: p.RepoURL}); err != nil {
 			t.Fatal(err)
@@ -450,10 +450,22 @@ func TestRecovery(t *testing.T) {
 		if err != nil || !changed {
 			t.Fatalf("commit: %v %v", changed, err)
 		}
+		// Its log shows the commit, as the crashed process logged it.
+		logged := func(taskID, runID string, steps ...string) {
+			t.Helper()
+			var evs []runs.NewEvent
+			for _, p := range steps {
+				evs = append(evs, runs.NewEvent{Type: worker.EventGit, Payload: []byte(p), At: time.Now().UTC()})
+			}
+			if err := s.DB.Tx(ctx, func(tx *db.Tx) error { return s.Runs.Append(ctx, tx, s.WS.ID, taskID, runID, evs...) }); err != nil {
+				t.Fatal(err)
+			}
+		}
+		logged(committed.ID, committedRun, `{"action":"commit","changed":true,"commit":"`+sha+`"}`)
 		// The fifth's work was committed and pushed and its worktree removed;
 		// only the report was missing.
 		published := s.Task(p.ID, "echo must-not-run-again-either >> README.md", tasks.TaskConfig{})
-		holdAsCrashed(t, s, published.ID, 1, `{"type":"result","status":"success"}`)
+		publishedRun := holdAsCrashed(t, s, published.ID, 1, `{"type":"result","status":"success"}`)
 		if _, err := s.Git.AddWorktree(ctx, p.ID, published.ID, published.Branch, "main"); err != nil {
 			t.Fatal(err)
 		}
@@ -467,6 +479,7 @@ func TestRecovery(t *testing.T) {
 		if err := s.Git.Push(ctx, p.ID, repo.Remote{URL: p.RepoURL}, published.Branch); err != nil {
 			t.Fatal(err)
 		}
+		logged(published.ID, publishedRun, `{"action":"commit","changed":true,"commit":"`+psha+`"}`, `{"action":"push","branch":"`+published.Branch+`"}`)
 		if err := s.Git.RemoveWorktree(ctx, p.ID, published.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -519,6 +532,23 @@ func TestRecovery(t *testing.T) {
 		if agenttest.Git(t, bare, "rev-parse", "refs/heads/"+committed.Branch) != sha {
 			t.Fatal("the committed work was not pushed after the restart")
 		}
+		// Each publishing step is in the log once: the commit from before the
+		// crash, the push after it.
+		steps := func(taskID string) map[string]int {
+			n := map[string]int{}
+			for _, ev := range s.Events(taskID) {
+				var step struct {
+					Action string `json:"action"`
+				}
+				if ev.EventType == worker.EventGit && json.Unmarshal(ev.Payload, &step) == nil {
+					n[step.Action]++
+				}
+			}
+			return n
+		}
+		if n := steps(committed.ID); n["commit"] != 1 || n["push"] != 1 {
+			t.Fatalf("committed-but-not-pushed logged its steps %v times:\n%s", n, fixture.DumpEvents(s.Events(committed.ID)))
+		}
 
 		got = s.Wait(published.ID, tasks.StatusDonePR, tasks.StatusFailed, tasks.StatusDone)
 		if got.Status != tasks.StatusDonePR || got.PR == nil || got.PR.Commit != psha || got.PR.FilesChanged != 1 {
@@ -526,6 +556,9 @@ func TestRecovery(t *testing.T) {
 		}
 		if rs := s.TaskRuns(published.ID); len(rs) != 1 || rs[0].Status != runs.Succeeded {
 			t.Fatalf("published task's runs = %+v (it must not run again)", rs)
+		}
+		if n := steps(published.ID); n["commit"] != 1 || n["push"] != 1 {
+			t.Fatalf("published-but-not-reported logged its steps %v times:\n%s", n, fixture.DumpEvents(s.Events(published.ID)))
 		}
 
 		// Graceful stop while an agent runs: back to the queue, not charged as
