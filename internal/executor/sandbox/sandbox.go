@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
@@ -57,7 +58,7 @@ func Detect(mode string) Layers {
 		return Layers{Off: true}
 	}
 	var l Layers
-	l.UID = os.Geteuid() == 0
+	l.UID = os.Geteuid() == 0 && canIsolate()
 	if v, err := ll.LandlockGetABIVersion(); err == nil && v > 0 {
 		l.Landlock = v
 	}
@@ -66,6 +67,20 @@ func Detect(mode string) Layers {
 	}
 	return l
 }
+
+// canIsolate tries what the first layer needs: a process in a mount
+// namespace of its own under another uid. Root in a container without
+// CAP_SYS_ADMIN (Docker's default) may not, and its jobs would all fail.
+func canIsolate() bool {
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS,
+		Credential: &syscall.Credential{Uid: probeUID, Gid: probeUID}}
+	return cmd.Run() == nil
+}
+
+// probeUID is the uid canIsolate tries (the process backend's first job
+// uid is above it).
+const probeUID = 1 << 30
 
 // Enforced reports whether any layer holds: without one, tenant code would
 // run as the server's user with all its rights.
