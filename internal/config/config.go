@@ -82,15 +82,19 @@ type Config struct {
 	InstanceID                   string // "" until ResolveInstanceID when not configured
 	WorkerSlots                  int
 	WorkerLease                  time.Duration
+	RunRetentionDays             int // SERVICE_RUN_RETENTION_DAYS: finished runs older than this are pruned (0: kept forever)
 	HubEventRelay                bool
-	WorkflowHTTPAllowPrivate     bool
-	RunnerStale                  time.Duration
-	RunnerJWTLifetime            time.Duration
-	ToolApprovalTimeout          time.Duration
-	UndoWindow                   time.Duration
-	UndoGrace                    time.Duration
-	InviteTTL                    time.Duration
-	SMTP                         SMTP
+	// RealtimePerAccount bounds one account's WebSockets and event
+	// streams on one server.
+	RealtimePerAccount       int
+	WorkflowHTTPAllowPrivate bool
+	RunnerStale              time.Duration
+	RunnerJWTLifetime        time.Duration
+	ToolApprovalTimeout      time.Duration
+	UndoWindow               time.Duration
+	UndoGrace                time.Duration
+	InviteTTL                time.Duration
+	SMTP                     SMTP
 	// CaptchaSecret enables the proof-of-work captcha (empty: disabled).
 	CaptchaSecret     Secret
 	CaptchaDifficulty int
@@ -283,6 +287,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.DockerHost = r.str("DOCKER_HOST", "")
 	c.AgentImage = r.str("SERVICE_AGENT_IMAGE", "")
 	c.AgentBinary = r.str("SERVICE_AGENT_BINARY", "")
+	c.RunRetentionDays = int(r.integer("SERVICE_RUN_RETENTION_DAYS", 30, 0, 36500))
 	c.ProcessSandbox = r.oneOf("SERVICE_PROCESS_SANDBOX", "auto", "auto", "off")
 	c.Agent = readAgent(r)
 	c.MaxParallelTasksPerWorkspace = int(r.integer("MAX_PARALLEL_TASKS_PER_WORKSPACE", 3, 1, 10000))
@@ -302,6 +307,7 @@ func load(lookup Lookup) (*Config, *reader) {
 		r.failf("SERVICE_WORKER_LEASE_SECS", "must be between 5 and 3600 seconds")
 	}
 	c.HubEventRelay = r.boolean("SERVICE_HUB_EVENT_RELAY", false)
+	c.RealtimePerAccount = int(r.integer("SERVICE_REALTIME_MAX_CONNECTIONS_PER_ACCOUNT", 32, 1, 100000))
 	c.WorkflowHTTPAllowPrivate = r.boolean("SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", false)
 
 	c.RunnerStale = r.seconds("SERVICE_RUNNER_STALE_SECS", 90)

@@ -76,6 +76,7 @@ var ServerVars = join([]Var{
 	{"DOCKER_HOST", "the Docker default socket", "Docker Engine endpoint for the docker backend"},
 	{"SERVICE_AGENT_IMAGE", "", "ours: default agent container image (a profile's or project's image wins); tasks fail with a clear message when none is set"},
 	{"SERVICE_AGENT_BINARY", "this binary if statically linked", "ours: statically linked slipway binary mounted into agent containers as the built-in agent"},
+	{"SERVICE_RUN_RETENTION_DAYS", "30", "ours: days finished runs keep their rows and events (0-36500; 0 keeps them forever); the hourly sweep prunes older ones: finished workflow runs with their node runs, script runs, and the runs of finished tasks (the tasks stay), then gives SQLite's freed space back"},
 }, agentVars, []Var{
 	{"MAX_PARALLEL_TASKS_PER_WORKSPACE", "3", "concurrency cap per workspace"},
 	{"SERVICE_ERROR_SINK_DSN", "", "error-tracking DSN; unset disables the sink"},
@@ -85,6 +86,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_WORKER_SLOTS", "32", "ours: agents this server runs at once (the workspace and project caps apply as well)"},
 	{"SERVICE_WORKER_LEASE_SECS", "60", "ours: how long a server holds running work without renewing it; work of a server that died is taken over this long after (5-3600)"},
 	{"SERVICE_HUB_EVENT_RELAY", "false", "relay hub events across replicas"},
+	{"SERVICE_REALTIME_MAX_CONNECTIONS_PER_ACCOUNT", "32", "ours: WebSockets and event streams one account may hold open on one server; past it 429 `too_many_requests`"},
 	{"SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "false", "ours: let http_request and notify_webhook nodes call loopback, private and link-local addresses and this server's own (off: refused)"},
 	{"SERVICE_RUNNER_STALE_SECS", "90", "heartbeat staleness before a runner goes offline; values below 45 are raised to 45"},
 	{"SERVICE_TOOL_APPROVAL_TIMEOUT_SECS", "86400", "ours: how long a tool call an agent asks approval for waits before it times out (60-2592000); the agent is told `timed_out` and does not run it"},

@@ -22,12 +22,12 @@ import (
 // newHub builds the realtime hub over the event logs and the workspace
 // topics; relay (SERVICE_HUB_EVENT_RELAY) carries its notes between
 // replicas.
-func newHub(relay bool, bus *pubsub.Bus, rs *runs.Service, ts *tasks.Service, as *approvals.Service, log *slog.Logger) *realtime.Hub {
+func newHub(relay bool, perAccount int, bus *pubsub.Bus, rs *runs.Service, ts *tasks.Service, as *approvals.Service, log *slog.Logger) *realtime.Hub {
 	var r realtime.Relay
 	if relay {
 		r = bus
 	}
-	h := realtime.New(r, log)
+	h := realtime.New(r, log, perAccount)
 	h.Stream(runs.StreamTask, func(ctx context.Context, workspaceID, id string, after int64, limit int) ([]realtime.Item, error) {
 		evs, err := ts.Events(ctx, &actor.Workspace{ID: workspaceID}, id, clampSeq(after), limit)
 		return items(runs.StreamTask+":"+id, evs, err)

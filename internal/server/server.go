@@ -40,6 +40,7 @@ import (
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
+	"slipway/internal/retention"
 	"slipway/internal/runners"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
@@ -168,7 +169,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
 	s.Services.Mail = outbox
 	s.Services.Captcha = captchaSvc
-	s.Services.Realtime = newHub(cfg.HubEventRelay, bus, c.Runs, c.Tasks, c.Approvals, log)
+	s.Services.Realtime = newHub(cfg.HubEventRelay, cfg.RealtimePerAccount, bus, c.Runs, c.Tasks, c.Approvals, log)
 	s.Services.Live = liveAccess(authSvc, ten, cfg.PublicURL)
 	s.Services.Commands = commands.NewService(c.Tasks, proj, c.Workflows, c.Approvals, ten)
 	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
@@ -313,6 +314,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Auth.Run(coreCtx)
 	go sweep.Every(coreCtx, time.Hour, s.log, "spent captcha nonces deleted", s.Services.Captcha.Prune)
 	go sweep.Every(coreCtx, time.Hour, s.log, "webhook delivery ids forgotten", s.Services.Triggers.Prune)
+	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", retention.New(s.db, clock.System{}, s.cfg.RunRetentionDays, s.log).Prune)
 	go s.Services.Realtime.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)

@@ -59,7 +59,7 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 		"`{\"type\":\"reset\"}` means hints may have been lost: refetch). `{\"op\":\"unsubscribe\",\"sub\"}` ends one. A subscription to another " +
 		"workspace's task or run fails exactly like an unknown id (`{\"type\":\"error\",\"sub\",\"code\":\"not_found\"}`). When the server shuts down " +
 		"it sends `{\"type\":\"reconnect\"}` and closes with 1012: connect again (to another replica) and resume with `after`."
-	socket.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden}
+	socket.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests}
 	huma.Register(api, socket, func(ctx context.Context, in *socketInput) (*huma.StreamResponse, error) {
 		u, err := actor.RequireApproved(ctx)
 		if err != nil {
@@ -76,6 +76,13 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 				httpx.WriteError(w, r, httpx.Unavailable("the server is shutting down: connect again"))
 				return
 			}
+			release, err := h.admit(u.ID)
+			if err != nil {
+				w.Header().Set("Retry-After", "5")
+				httpx.WriteError(w, r, err)
+				return
+			}
+			defer release()
 			h.serveSocket(w, r, a.Watcher(r, u))
 		}}, nil
 	})
@@ -88,7 +95,7 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 			"as `/api/" + kind + "s/{id}/events` returns it), then new ones as they are written. Reconnecting with `Last-Event-ID` (EventSource " +
 			"does) resumes without a gap or a duplicate. A comment every 25 s keeps proxies from closing it; `event: reconnect` says the " +
 			"server is shutting down. For scripts: `curl -N`."
-		op.Errors = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}
+		op.Errors = []int{http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusTooManyRequests}
 		huma.Register(api, op, func(ctx context.Context, in *streamInput) (*huma.StreamResponse, error) {
 			u, err := actor.RequireApproved(ctx)
 			if err != nil {
@@ -109,6 +116,13 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 			}
 			return &huma.StreamResponse{Body: func(hctx huma.Context) {
 				r, rw := humago.Unwrap(hctx)
+				release, err := h.admit(u.ID)
+				if err != nil {
+					rw.Header().Set("Retry-After", "5")
+					httpx.WriteError(rw, r, err)
+					return
+				}
+				defer release()
 				h.serveStream(rw, r, a.Watcher(r, u), Command{Op: "subscribe", Sub: kind, Stream: kind, ID: in.ID, WorkspaceID: w.ID, After: after})
 			}}, nil
 		})

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slipway/internal/platform/apperr"
 	"sync"
 
 	"slipway/internal/platform/db"
@@ -73,12 +74,50 @@ type Hub struct {
 
 	closing   chan struct{}
 	closeOnce sync.Once
+
+	// perAccount counts each account's open sockets and streams here;
+	// past maxPerAccount a new one is refused.
+	perAccount    map[string]int
+	maxPerAccount int
 }
 
-// New builds a hub; relay nil keeps notes in this process.
-func New(relay Relay, log *slog.Logger) *Hub {
+// DefaultMaxPerAccount bounds one account's sockets and streams on one
+// server (a console tab holds one socket; scripts hold streams).
+const DefaultMaxPerAccount = 32
+
+// New builds a hub; relay nil keeps notes in this process; maxPerAccount
+// (0: DefaultMaxPerAccount) bounds one account's connections.
+func New(relay Relay, log *slog.Logger, maxPerAccount int) *Hub {
+	if maxPerAccount <= 0 {
+		maxPerAccount = DefaultMaxPerAccount
+	}
 	return &Hub{relay: relay, log: log, sources: map[string]Source{}, topics: map[string]bool{},
-		index: map[string]map[*sub]*Conn{}, conns: map[*Conn]struct{}{}, closing: make(chan struct{})}
+		index: map[string]map[*sub]*Conn{}, conns: map[*Conn]struct{}{}, closing: make(chan struct{}),
+		perAccount: map[string]int{}, maxPerAccount: maxPerAccount}
+}
+
+// ErrTooManyConnections refuses a socket or stream past the account's cap.
+var ErrTooManyConnections = apperr.New(apperr.CodeTooManyRequests,
+	"too many live connections for this account: close other tabs or streams, then connect again")
+
+// admit counts a connection of an account; release gives it back.
+func (h *Hub) admit(accountID string) (release func(), err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.perAccount[accountID] >= h.maxPerAccount {
+		return nil, ErrTooManyConnections
+	}
+	h.perAccount[accountID]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.perAccount[accountID]--; h.perAccount[accountID] <= 0 {
+				delete(h.perAccount, accountID)
+			}
+		})
+	}, nil
 }
 
 // Stream registers an ordered stream kind and how to read it (at wiring).

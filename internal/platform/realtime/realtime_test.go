@@ -522,3 +522,46 @@ func TestRelayAcrossReplicas(t *testing.T) {
 	}
 	o.quiet(500 * time.Millisecond)
 }
+
+// TestConnectionsPerAccount: an account holds at most its cap of sockets
+// and event streams on a server; one more is 429 too_many_requests with
+// Retry-After, another account is not affected, and a closed one frees its
+// place.
+func TestConnectionsPerAccount(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		w := newWorld(t, e, "SERVICE_REALTIME_MAX_CONNECTIONS_PER_ACCOUNT", "3")
+		owner := w.f.Owner
+		first := mustDial(t, owner)
+		mustDial(t, owner)
+		stream := openSSE(t, owner, "/api/tasks/"+w.task+"/events/stream")
+		if stream.resp.StatusCode != 200 {
+			t.Fatalf("the third connection (a stream): %d", stream.resp.StatusCode)
+		}
+		if _, resp, err := dial(t, owner); err == nil || resp == nil || resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+			t.Fatalf("a fourth socket: %v %v", err, resp)
+		}
+		over := openSSE(t, owner, "/api/tasks/"+w.task+"/events/stream")
+		var body struct {
+			Code string `json:"code"`
+		}
+		if over.resp.StatusCode != 429 || json.NewDecoder(over.resp.Body).Decode(&body) != nil || body.Code != "too_many_requests" {
+			t.Fatalf("a fourth connection (a stream): %d %s", over.resp.StatusCode, body.Code)
+		}
+		// Another account is not affected.
+		mustDial(t, w.f.Outsider)
+		// A closed socket frees its place (the server notices the close).
+		first.ws.Close(websocket.StatusNormalClosure, "")
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			s, _, err := dial(t, owner)
+			if err == nil {
+				s.ws.Close(websocket.StatusNormalClosure, "")
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the closed socket's place was not freed: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
