@@ -237,6 +237,10 @@ func TestHostileTenant(t *testing.T) {
 		if !strings.Contains(h.p.logs(), "contained by: Landlock ABI") {
 			t.Skipf("this host has no Landlock: nothing contains an unprivileged server's jobs\n%s", h.p.logs())
 		}
+		// CI installs bubblewrap: then it is a layer too.
+		if _, err := exec.LookPath("bwrap"); err == nil && !strings.Contains(h.p.logs(), ", bubblewrap") {
+			t.Errorf("bubblewrap is installed but not a layer:\n%s", h.p.logs())
+		}
 		h.assertContained(t)
 	})
 	t.Run("docker", func(t *testing.T) {
