@@ -139,7 +139,7 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := h.e.graph(run)
+	g, err := h.e.graph(ctx, q, run)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -81,7 +81,7 @@ type Engine struct {
 
 	codeFiles CodeFiles // files mounted into code runs; nil: none
 
-	graphs sync.Map // run id -> *Graph (a run's graph never changes)
+	graphs graphCache // graph versions by id (a version never changes)
 }
 
 // NewEngine returns an engine; Run starts it.
@@ -112,26 +112,6 @@ func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk cl
 // SetAgents wires the tasks machinery for agent nodes.
 func (e *Engine) SetAgents(a Agents) { e.agents = a }
 
-func (e *Engine) graph(r *runRow) (*Graph, error) {
-	if g, ok := e.graphs.Load(r.ID); ok {
-		return g.(*Graph), nil
-	}
-	g, err := parseGraph(r)
-	if err != nil {
-		return nil, err
-	}
-	e.graphs.Store(r.ID, g)
-	return g, nil
-}
-
-func parseGraph(r *runRow) (*Graph, error) {
-	var g Graph
-	if err := json.Unmarshal(r.Graph, &g); err != nil {
-		return nil, fmt.Errorf("workflows: graph of run %s: %w", r.ID, err)
-	}
-	return &g, nil
-}
-
 // holder marks a transition made by the run job's holder (its job runs, so
 // it needs no new one, and it completes its job itself when the run ends).
 type holder struct{}
@@ -161,7 +141,7 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *h
 	if err != nil {
 		return nil, err
 	}
-	g, err := e.graph(run)
+	g, err := e.graph(ctx, tx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +159,13 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *h
 
 // commit writes what a transition changed, in its transaction.
 func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder) error {
+	if st.unsaved {
+		// Before its node runs, which reference it.
+		if err := insertRunRow(ctx, tx, st.run, st.now); err != nil {
+			return err
+		}
+		st.unsaved, st.runDirty = false, false
+	}
 	if err := saveNodeRuns(ctx, tx, st.changed()); err != nil {
 		return err
 	}
@@ -225,9 +212,7 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 				return err
 			}
 		}
-		runID := st.run.ID
-		tx.AfterCommit(func() { e.graphs.Delete(runID) })
-		if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, runID); err != nil {
+		if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, st.run.ID); err != nil {
 			return err
 		}
 		// The end frees a slot only under a cap: without one on its
@@ -372,18 +357,27 @@ func (e *Engine) capped(ctx context.Context, tx *db.Tx, workflowID string) (bool
 	return wmax.Valid || pmax.Valid, nil
 }
 
-// startNow starts a new run: at once when neither its workflow nor its
-// project has a cap (no lock: nothing can wait ahead of it), otherwise
-// through admission, in order behind the runs already waiting.
-func (e *Engine) startNow(ctx context.Context, tx *db.Tx, workspaceID, projectID, workflowID string, started *Started) error {
-	capped, err := e.capped(ctx, tx, workflowID)
+// startNew starts a new run, not written yet, of graph g: at once when
+// neither its workflow nor its project has a cap (no lock: nothing can wait
+// ahead of it), its row written once as its first inline nodes leave it;
+// otherwise queued, through admission, in order behind the runs already
+// waiting.
+func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph, started *Started) error {
+	capped, err := e.capped(ctx, tx, run.WorkflowID)
 	if err != nil {
 		return err
 	}
-	if !capped {
-		return e.start(ctx, tx, started.ID, started)
+	if capped {
+		if err := insertRunRow(ctx, tx, run, run.CreatedAt); err != nil {
+			return err
+		}
+		return e.admitNow(ctx, tx, run.WorkspaceID, run.ProjectID, started)
 	}
-	return e.admitNow(ctx, tx, workspaceID, projectID, started)
+	// Nobody else sees the run before this transaction commits: it needs
+	// no lock.
+	st := newRunState(run, g, nil, e.clock.Now())
+	st.unsaved = true
+	return e.begin(ctx, tx, st, started)
 }
 
 // sweep admits what waits in projects with queued runs: a cap set while a
@@ -425,13 +419,16 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string, inline *Sta
 	if err != nil {
 		return err
 	}
-	// Not cached yet: the run may be in a transaction that rolls back
-	// (and one of inline nodes only never needs it again).
-	g, err := parseGraph(run)
+	g, err := e.graph(ctx, tx, run)
 	if err != nil {
 		return err
 	}
-	st := newRunState(run, g, nil, now)
+	return e.begin(ctx, tx, newRunState(run, g, nil, now), inline)
+}
+
+// begin is start with the run's state read.
+func (e *Engine) begin(ctx context.Context, tx *db.Tx, st *runState, inline *Started) error {
+	now, run := st.now, st.run
 	st.fresh = true
 	if inline != nil {
 		st.events = append(st.events, queuedEvent(run.WorkflowID, run.CreatedAt))

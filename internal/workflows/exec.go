@@ -414,7 +414,7 @@ func (st *runState) env(frame string) map[string]any {
 	}
 	env := map[string]any{
 		"input":   decode(st.run.Input),
-		"trigger": decode(st.run.Trigger),
+		"trigger": st.run.triggerValue(),
 		"nodes":   nodes,
 		"run":     map[string]any{"id": st.run.ID, "workflow_id": st.run.WorkflowID, "project_id": st.run.ProjectID, "created_at": st.run.CreatedAt.Format(time.RFC3339)},
 		"env":     map[string]any{},

@@ -551,9 +551,23 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 	if err != nil {
 		return nil, err
 	}
+	// The run names the version of the workflow's graph it starts with
+	// (stored once per workflow), so editing the workflow never changes it.
+	now := s.clock.Now()
 	graph, err := json.Marshal(w.graph())
 	if err != nil {
 		return nil, err
+	}
+	graphID, err := graphVersion(ctx, tx, workspaceID, w.ID, graph, now)
+	if err != nil {
+		return nil, err
+	}
+	g := s.engine.graphs.get(graphID)
+	if g == nil {
+		if g, err = parseGraph(graph); err != nil {
+			return nil, err
+		}
+		s.engine.graphs.put(graphID, g)
 	}
 	logID := ids.New()
 	if err := s.runs.CreateLog(ctx, tx, workspaceID, logID); err != nil {
@@ -563,17 +577,14 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
-	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, Graph: graph,
-		Input: input, Trigger: trigger, CreatedAt: now, CreatedBy: createdBy}
-	if err := insertRunRow(ctx, tx, row, now); err != nil {
-		return nil, err
-	}
+	stored, bodyIsInput := storedTrigger(trigger, input)
+	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, GraphID: graphID,
+		Input: input, Trigger: stored, TriggerBodyIsInput: bodyIsInput, CreatedAt: now, CreatedBy: createdBy}
 	// Admitted at once, it runs its first inline nodes in this transaction
 	// (which records its queued event with the rest): a run of inline nodes
 	// only ends here, with nothing queued for it.
 	started := &Started{ID: r.ID, Status: RunQueued}
-	if err := s.engine.startNow(ctx, tx, workspaceID, w.ProjectID, w.ID, started); err != nil {
+	if err := s.engine.startNew(ctx, tx, row, g, started); err != nil {
 		return nil, err
 	}
 	if started.Status == RunQueued {
@@ -653,7 +664,7 @@ func (s *Service) view(ctx context.Context, r *runRow) (*RunView, error) {
 // viewIn is view reading through q (a snapshot, with the run row read in
 // it).
 func (s *Service) viewIn(ctx context.Context, q db.Queryer, r *runRow) (*RunView, error) {
-	g, err := s.engine.graph(r)
+	g, err := s.engine.graph(ctx, q, r)
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ type runState struct {
 	ended    bool       // the run reached a terminal status in this transition
 	stopped  []*nodeRun // node runs cancelled in this transition (their tasks and timers go too)
 	fresh    bool       // the run starts in this transition: it has no job yet
+	unsaved  bool       // the run starts in this transition and has no row yet
 	timers   []timer    // timeouts to schedule
 	runDirty bool
 }

@@ -102,30 +102,33 @@ func updateWorkflow(ctx context.Context, q db.Queryer, w *Workflow, now time.Tim
 	return nil
 }
 
-// runRow is a workflow run as stored.
+// runRow is a workflow run as stored: GraphID names the version of its
+// workflow's graph it runs (workflow_graphs); Trigger is its trigger as
+// stored (storedTrigger: without the body when TriggerBodyIsInput).
 type runRow struct {
 	ID, WorkspaceID, ProjectID, WorkflowID, LogID string
 	CreatedBy                                     *string
 	Status                                        string
-	Graph                                         json.RawMessage
+	GraphID                                       string
 	Input, Trigger, Output                        json.RawMessage
+	TriggerBodyIsInput                            bool
 	Error                                         string
 	CreatedAt                                     time.Time
 	StartedAt, FinishedAt                         *time.Time
 }
 
-const runColumns = `id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph, input, trigger_data, output, error,
-	created_at, started_at, finished_at`
+const runColumns = `id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id, input, trigger_data, trigger_body_is_input,
+	output, error, created_at, started_at, finished_at`
 
 func scanRunRow(row interface{ Scan(...any) error }) (*runRow, error) {
 	var r runRow
-	var graph, input, trigger, output []byte
-	err := row.Scan(&r.ID, &r.WorkspaceID, &r.ProjectID, &r.WorkflowID, &r.LogID, &r.CreatedBy, &r.Status, &graph, &input, &trigger, &output,
-		&r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.StartedAt), db.NullUTC(&r.FinishedAt))
+	var input, trigger, output []byte
+	err := row.Scan(&r.ID, &r.WorkspaceID, &r.ProjectID, &r.WorkflowID, &r.LogID, &r.CreatedBy, &r.Status, &r.GraphID, &input, &trigger,
+		&r.TriggerBodyIsInput, &output, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.StartedAt), db.NullUTC(&r.FinishedAt))
 	if err != nil {
 		return nil, err
 	}
-	r.Graph, r.Input, r.Trigger = graph, input, trigger
+	r.Input, r.Trigger = input, trigger
 	if output != nil {
 		r.Output = output
 	}
@@ -165,11 +168,14 @@ func lockRun(ctx context.Context, tx *db.Tx, id string, now time.Time) (*runRow,
 	return r, nil
 }
 
+// insertRunRow writes a new run as it stands: queued, or (a run started at
+// once, written after its first transition) with its status and output.
 func insertRunRow(ctx context.Context, q db.Queryer, r *runRow, now time.Time) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO workflow_runs (id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph, input,
-		trigger_data, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		r.ID, r.WorkspaceID, r.ProjectID, r.WorkflowID, r.LogID, r.CreatedBy, r.Status, []byte(r.Graph), []byte(r.Input), []byte(r.Trigger),
-		r.CreatedAt, now)
+	_, err := q.ExecContext(ctx, `INSERT INTO workflow_runs (id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id,
+		input, trigger_data, trigger_body_is_input, output, error, created_at, started_at, finished_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		r.ID, r.WorkspaceID, r.ProjectID, r.WorkflowID, r.LogID, r.CreatedBy, r.Status, r.GraphID, []byte(r.Input), []byte(r.Trigger),
+		r.TriggerBodyIsInput, jsonArg(r.Output), r.Error, r.CreatedAt, r.StartedAt, r.FinishedAt, now)
 	if err != nil {
 		return fmt.Errorf("workflows: insert run: %w", err)
 	}

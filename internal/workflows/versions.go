@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// Workflow versions: each distinct graph of a workflow is stored once
+// (workflow_graphs, rows that never change) and a run names the version it
+// started with, so editing a workflow never changes a run in flight and a
+// run does not carry a copy of its graph.
+
+// graphHash is the content hash under which a workflow stores a graph once.
+func graphHash(graph []byte) string {
+	sum := sha256.Sum256(graph)
+	return hex.EncodeToString(sum[:])
+}
+
+// graphVersion returns the id of the workflow's version of graph (its JSON
+// encoding), storing it in tx when the workflow has none yet. Concurrent
+// starts of a new graph store it once: the losers of the insert find the
+// winner's row (on PostgreSQL the insert waits for the winner's commit).
+func graphVersion(ctx context.Context, tx *db.Tx, workspaceID, workflowID string, graph []byte, now time.Time) (string, error) {
+	hash := graphHash(graph)
+	find := func() (string, error) {
+		var id string
+		err := tx.QueryRowContext(ctx, "SELECT id FROM workflow_graphs WHERE workspace_id = $1 AND workflow_id = $2 AND hash = $3",
+			workspaceID, workflowID, hash).Scan(&id)
+		return id, err
+	}
+	id, err := find()
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("workflows: graph version: %w", err)
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO workflow_graphs (id, workspace_id, workflow_id, hash, graph, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (workflow_id, hash) DO NOTHING`, ids.New(), workspaceID, workflowID, hash, graph, now)
+	if err != nil {
+		return "", fmt.Errorf("workflows: store graph version: %w", err)
+	}
+	if id, err = find(); err != nil {
+		return "", fmt.Errorf("workflows: graph version: %w", err)
+	}
+	return id, nil
+}
+
+// graph returns a run's graph: its version, read once per process.
+func (e *Engine) graph(ctx context.Context, q db.Queryer, r *runRow) (*Graph, error) {
+	if g := e.graphs.get(r.GraphID); g != nil {
+		return g, nil
+	}
+	var raw []byte
+	err := q.QueryRowContext(ctx, "SELECT graph FROM workflow_graphs WHERE workspace_id = $1 AND id = $2", r.WorkspaceID, r.GraphID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("workflows: graph version %s of run %s is missing", r.GraphID, r.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflows: graph of run %s: %w", r.ID, err)
+	}
+	g, err := parseGraph(raw)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: graph of run %s: %w", r.ID, err)
+	}
+	e.graphs.put(r.GraphID, g)
+	return g, nil
+}
+
+func parseGraph(raw []byte) (*Graph, error) {
+	var g Graph
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// graphCache holds parsed graph versions by id. A version never changes and
+// its id is never reused, so an entry is never stale, on any replica (one
+// stored by a transaction that rolled back is merely never asked for); the
+// bound only limits memory. Graphs in it are shared: read them, never
+// write them.
+type graphCache struct {
+	mu sync.RWMutex
+	m  map[string]*Graph
+}
+
+// graphCacheMax bounds the versions kept parsed (a full cache forgets one
+// at random for each new one).
+const graphCacheMax = 1024
+
+func (c *graphCache) get(id string) *Graph {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[id]
+}
+
+func (c *graphCache) put(id string, g *Graph) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*Graph{}
+	}
+	if _, ok := c.m[id]; !ok && len(c.m) >= graphCacheMax {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[id] = g
+}
+
+// storedTrigger is what a run stores of its trigger: a webhook's body is
+// also the run's input, so a trigger whose body is the input is stored
+// without it (bodyIsInput) and triggerValue puts it back.
+func storedTrigger(trigger, input json.RawMessage) (stored json.RawMessage, bodyIsInput bool) {
+	if len(trigger) == 0 || trigger[0] != '{' {
+		return trigger, false
+	}
+	var t map[string]json.RawMessage
+	if json.Unmarshal(trigger, &t) != nil {
+		return trigger, false
+	}
+	body, ok := t["body"]
+	if !ok {
+		return trigger, false
+	}
+	// The trigger was encoded with encoding/json: its body is the input
+	// compacted and HTML-escaped.
+	var want bytes.Buffer
+	if json.Compact(&want, input) != nil {
+		return trigger, false
+	}
+	var escaped bytes.Buffer
+	json.HTMLEscape(&escaped, want.Bytes())
+	if !bytes.Equal(body, escaped.Bytes()) && !bytes.Equal(body, want.Bytes()) {
+		return trigger, false
+	}
+	delete(t, "body")
+	out, err := json.Marshal(t)
+	if err != nil {
+		return trigger, false
+	}
+	return out, true
+}
+
+// triggerValue is the run's trigger as expressions see it.
+func (r *runRow) triggerValue() any {
+	t := decode(r.Trigger)
+	if m, ok := t.(map[string]any); ok && r.TriggerBodyIsInput {
+		m["body"] = decode(r.Input)
+	}
+	return t
+}
