@@ -277,6 +277,32 @@ func TestUncontainedRunsAdminsOnly(t *testing.T) {
 	}
 	h.tenant.post("/api/tasks", `{"project_id":"`+h.project+`","prompt":"true"}`, 403)
 
+	// Work that arrives another way (a webhook) is refused by the worker with
+	// the same reason.
+	wf, _ := json.Marshal(map[string]any{"project_id": h.project, "name": "hooked",
+		"nodes": []map[string]any{{"key": "c", "kind": "code", "config": map[string]any{"language": "sh", "source": h.probe()}}}})
+	workflow := h.tenant.id(h.tenant.post("/api/workflows", string(wf), 201))
+	var trigger struct {
+		Token string `json:"token"`
+	}
+	if err := json.Unmarshal([]byte(h.tenant.post("/api/workflows/"+workflow+"/triggers", `{"kind":"webhook"}`, 201)), &trigger); err != nil {
+		t.Fatal(err)
+	}
+	var delivered struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(newAPIClient(t, h.p).post("/api/workflows/triggers/webhook/"+trigger.Token, `{}`, 202)), &delivered); err != nil {
+		t.Fatal(err)
+	}
+	var run apiRun
+	eventually(t, time.Minute, "the webhook's run ends", func() bool {
+		run = h.tenant.workflowRun(delivered.RunID)
+		return run.Status != "queued" && run.Status != "running"
+	})
+	if run.Status != "failed" || !strings.Contains(run.Error, "install Docker") {
+		t.Errorf("a webhook's code on an uncontained server: %s %q", run.Status, run.Error)
+	}
+
 	status, held, log := h.runScript(t, h.admin, "admin-probe")
 	if status != "succeeded" || held == allProbes || !strings.Contains(log, "LEAK read-database") {
 		t.Errorf("admin's script: %s, %d held (the probes must see an uncontained job reach the database):\n%s", status, held, log)
