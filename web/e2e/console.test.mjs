@@ -74,12 +74,13 @@ test('create a project', async () => {
 
 test('start a task and watch its log arrive live', async () => {
   await page.getByRole('link', { name: 'Tasks' }).click()
-  // The agent prints its first line, then waits for the test to open a gate.
-  const gate = path.join(server.dir, 'gate')
-  await page.getByTestId('task-prompt').fill(`echo "tick 1"; while [ ! -e ${gate} ]; do sleep 0.1; done; for i in 2 3 4; do echo "tick $i"; done; echo done > result.txt`)
+  // The agent prints its first line, then waits for the test to open a gate
+  // in its worktree (the sandbox lets it see nothing else of the machine).
+  await page.getByTestId('task-prompt').fill('echo "tick 1"; while [ ! -e gate ]; do sleep 0.1; done; rm gate; for i in 2 3 4; do echo "tick $i"; done; echo done > result.txt')
   await page.getByTestId('start-task').click()
   await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/)
   state.taskURL = page.url()
+  const gate = path.join(server.dir, 'data', 'git', 'worktrees', state.taskURL.split('/').pop(), 'gate')
   const log = page.getByTestId('event-log')
   await log.getByText('tick 1').waitFor()
   const before = await log.locator('[data-seq]').count()
