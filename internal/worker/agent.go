@@ -169,6 +169,7 @@ func (e *execution) run(ctx context.Context) {
 		after = a.Resume.BatchSeq
 	}
 	events := newEventWriter(w.port, a.Lease, red, after, w.cfg.Output)
+	defer context.AfterFunc(ctx, events.abandon)()
 
 	keepCtx, stopKeeping := context.WithCancel(ctx)
 	go e.keepLease(keepCtx)

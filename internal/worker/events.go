@@ -74,6 +74,9 @@ type eventWriter struct {
 	lost     bool
 	lastErr  error
 	closed   bool
+	// abandoned: the work is being stopped (its context ended); Add no
+	// longer waits for the hub, which may be what is gone.
+	abandoned bool
 	// What the run's output has stored so far, and whether it was cut.
 	outBytes, outLines int64
 	truncated          bool
@@ -107,7 +110,7 @@ func (w *eventWriter) Add(eventType string, payload []byte) {
 	}
 	e := Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
 	w.mu.Lock()
-	for w.bytes > maxPending && !w.lost && !w.closed {
+	for w.bytes > maxPending && !w.lost && !w.closed && !w.abandoned {
 		w.kickFlusher()
 		w.drained.Wait()
 	}
@@ -137,6 +140,15 @@ func (w *eventWriter) Add(eventType string, payload []byte) {
 	if full {
 		w.kickFlusher()
 	}
+}
+
+// abandon stops Add from waiting for the hub: the work is being stopped
+// (the lease lost, a cancel, a shutdown), and its output readers must end.
+func (w *eventWriter) abandon() {
+	w.mu.Lock()
+	w.abandoned = true
+	w.drained.Broadcast()
+	w.mu.Unlock()
 }
 
 func (w *eventWriter) kickFlusher() {
