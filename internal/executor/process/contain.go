@@ -51,11 +51,10 @@ func (b *Backend) contain(spec executor.Spec, argv []string, dir, home string) (
 		j.uid = uid
 		j.release = func() {
 			for _, p := range j.owned {
-				if err := chownTree(p, 0, 0); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					// The next job of this worktree chowns it again; the
-					// server (root) reads it either way.
-					continue
-				}
+				// Best effort: a path the worker removed is gone; one that
+				// stays with the uid is chowned again by its next job, and
+				// the server (root) reads it either way.
+				_ = chownTree(p, 0, 0)
 			}
 			b.freeUID(uid)
 		}
