@@ -56,6 +56,9 @@ type Config struct {
 	Poll time.Duration
 	// Retention is how long finished jobs are kept.
 	Retention time.Duration
+	// Output bounds what a run stores of its output, whatever its worker
+	// (a runner) kept (zero: no bound here).
+	Output runs.OutputLimit
 }
 
 // Dispatcher implements worker.Port for the hub.
@@ -328,7 +331,7 @@ func (d *Dispatcher) Append(ctx context.Context, l worker.Lease, b worker.Batch)
 	for i, e := range b.Events {
 		evs[i] = runs.NewEvent{Type: e.Type, Payload: e.Payload, At: e.At}
 	}
-	_, err = d.runs.AppendBatch(ctx, l.WorkspaceID, l.RunID, b.Seq, evs)
+	_, err = d.runs.AppendBatchWithin(ctx, l.WorkspaceID, l.RunID, b.Seq, evs, d.cfg.Output)
 	return err
 }
 

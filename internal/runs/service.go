@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"slipway/internal/agents/protocol"
 	"strings"
 
 	"slipway/internal/platform/actor"
@@ -169,12 +171,24 @@ func (s *Service) rows(logID string, runID *string, lastRunSeq int64, evs []NewE
 	return out
 }
 
+// OutputLimit bounds what a run stores of its output (protocol.IsOutput):
+// bytes of payload and events; zero values: no bound.
+type OutputLimit struct{ Bytes, Lines int64 }
+
 // AppendBatch stores a worker's batch of a run's events in its own
 // transaction. seq numbers the worker's batches from 1: a batch at or below
 // the last one stored is a retry and is dropped, so an upload can be
 // repeated safely. Events of a run that has ended are dropped too (stored
 // false). A "result" event records the run's result.
 func (s *Service) AppendBatch(ctx context.Context, workspaceID, runID string, seq int64, evs []NewEvent) (stored bool, err error) {
+	return s.AppendBatchWithin(ctx, workspaceID, runID, seq, evs, OutputLimit{})
+}
+
+// AppendBatchWithin is AppendBatch bounding the run's output by limit: a
+// batch whose output would pass it stores everything else, and the first
+// such batch adds one output_truncated event. Workers keep the same limit
+// themselves; this holds for a runner that does not.
+func (s *Service) AppendBatchWithin(ctx context.Context, workspaceID, runID string, seq int64, evs []NewEvent, limit OutputLimit) (stored bool, err error) {
 	if len(evs) == 0 {
 		return true, nil
 	}
@@ -187,6 +201,13 @@ func (s *Service) AppendBatch(ctx context.Context, workspaceID, runID string, se
 		r, err := getRun(ctx, tx, workspaceID, runID)
 		if err != nil {
 			return err
+		}
+		if evs, err = s.withinLimit(ctx, tx, workspaceID, runID, evs, limit); err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			stored = true
+			return nil
 		}
 		err = s.Append(ctx, tx, workspaceID, r.LogID, runID, evs...)
 		if errors.Is(err, ErrRunOver) {
@@ -218,6 +239,37 @@ func (s *Service) AppendBatch(ctx context.Context, workspaceID, runID string, se
 		return nil
 	})
 	return stored, err
+}
+
+// withinLimit counts a batch's output against its run's limit and, past
+// it, leaves the output out (and says so once).
+func (s *Service) withinLimit(ctx context.Context, tx *db.Tx, workspaceID, runID string, evs []NewEvent, l OutputLimit) ([]NewEvent, error) {
+	if l.Bytes <= 0 || l.Lines <= 0 {
+		return evs, nil
+	}
+	var bytes, lines int64
+	for _, e := range evs {
+		if protocol.IsOutput(e.Type) {
+			bytes, lines = bytes+int64(len(e.Payload)), lines+1
+		}
+	}
+	if lines == 0 {
+		return evs, nil
+	}
+	ok, err := countOutput(ctx, tx, workspaceID, runID, bytes, lines, l)
+	if err != nil || ok {
+		return evs, err
+	}
+	kept := slices.DeleteFunc(slices.Clone(evs), func(e NewEvent) bool { return protocol.IsOutput(e.Type) })
+	first, err := capOutput(ctx, tx, workspaceID, runID)
+	if err != nil {
+		return nil, err
+	}
+	if first && !slices.ContainsFunc(kept, func(e NewEvent) bool { return e.Type == protocol.OutputTruncated }) {
+		b, _ := json.Marshal(map[string]any{"by": "hub", "max_bytes": l.Bytes, "max_lines": l.Lines})
+		kept = append(kept, NewEvent{Type: protocol.OutputTruncated, Payload: b, At: s.clock.Now()})
+	}
+	return kept, nil
 }
 
 // LogEvents pages through a log after a sequence number. The caller has

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -269,4 +270,42 @@ func BenchmarkEventPage(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestOutputLimitAtTheHub: a worker's batches are held to the run's output
+// limit at the hub too (a runner that does not keep it): past it the
+// batch's output is left out, everything else is stored, and one
+// output_truncated event says so; on both databases.
+func TestOutputLimitAtTheHub(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		r := newLogRig(t, e)
+		ctx := context.Background()
+		run := r.run()
+		limit := runs.OutputLimit{Bytes: 1 << 20, Lines: 5}
+		line := func(s string) runs.NewEvent { return ev("log", map[string]string{"line": s}) }
+		for seq, batch := range [][]runs.NewEvent{
+			{line("1"), line("2"), line("3")},
+			{line("4"), line("5"), line("6"), ev("cost", map[string]any{"usd": 0.01})}, // past 5 lines: only the cost
+			{line("7"), {Type: runs.ResultType, Payload: json.RawMessage(`{"type":"result","status":"success"}`)}},
+		} {
+			if _, err := r.s.AppendBatchWithin(ctx, r.ws.ID, run.ID, int64(seq+1), batch, limit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		evs, err := r.s.Events(ctx, r.ws, run.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.EventType)
+		}
+		want := []string{"log", "log", "log", "cost", "output_truncated", runs.ResultType}
+		if !slices.Equal(got, want) {
+			t.Fatalf("stored %v, want %v", got, want)
+		}
+		if res, err := r.s.Get(ctx, nil, r.ws.ID, run.ID); err != nil || len(res.Result) == 0 {
+			t.Fatalf("the result past the limit was not recorded: %+v %v", res, err)
+		}
+	})
 }

@@ -383,3 +383,32 @@ func payloadsOf(ctx context.Context, q db.Queryer, runID, eventType string) ([]j
 	}
 	return out, nil
 }
+
+// countOutput adds a batch's output to its run's count unless that would
+// pass the limit (false: the batch's output is not stored).
+func countOutput(ctx context.Context, tx *db.Tx, workspaceID, runID string, bytes, lines int64, l OutputLimit) (bool, error) {
+	res, err := tx.ExecContext(ctx, `UPDATE runs SET output_bytes = output_bytes + $3, output_lines = output_lines + $4
+		WHERE workspace_id = $1 AND id = $2 AND NOT output_capped AND output_bytes + $3 <= $5 AND output_lines + $4 <= $6`,
+		workspaceID, runID, bytes, lines, l.Bytes, l.Lines)
+	if err != nil {
+		return false, fmt.Errorf("runs: count output: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("runs: count output: %w", err)
+	}
+	return n == 1, nil
+}
+
+// capOutput marks a run's output as cut; true the first time.
+func capOutput(ctx context.Context, tx *db.Tx, workspaceID, runID string) (bool, error) {
+	res, err := tx.ExecContext(ctx, "UPDATE runs SET output_capped = TRUE WHERE workspace_id = $1 AND id = $2 AND NOT output_capped", workspaceID, runID)
+	if err != nil {
+		return false, fmt.Errorf("runs: cap output: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("runs: cap output: %w", err)
+	}
+	return n == 1, nil
+}

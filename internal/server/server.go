@@ -42,6 +42,7 @@ import (
 	"slipway/internal/repo"
 	"slipway/internal/retention"
 	"slipway/internal/runners"
+	"slipway/internal/runs"
 	"slipway/internal/scripts"
 	"slipway/internal/tasks"
 	"slipway/internal/templates"
@@ -116,7 +117,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,
 		ApprovalTimeout: cfg.ToolApprovalTimeout}
 	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
-		proj, tenancy.Access{DB: d}, taskCfg, dispatch.Config{Lease: cfg.WorkerLease}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
+		proj, tenancy.Access{DB: d}, taskCfg, dispatch.Config{Lease: cfg.WorkerLease,
+			Output: runs.OutputLimit{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines}}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
 			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg), ScriptImage: cfg.AgentImage}, log)
 	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
 

@@ -43,12 +43,7 @@ func (l OutputLimits) withDefaults() OutputLimits {
 }
 
 // EventOutputTruncated says a run's output reached its limit.
-const EventOutputTruncated = "output_truncated"
-
-// output are the event types that count toward the output limits: what an
-// agent or script prints. Results, approval requests, costs, subtasks and
-// the worker's own events always pass.
-var output = map[string]bool{protocol.OutLog: true, protocol.OutMessage: true, protocol.OutToolCall: true, protocol.OutToolResult: true}
+const EventOutputTruncated = protocol.OutputTruncated
 
 // eventWriter sends a run's events to the hub in numbered batches: Add
 // queues (redacted at once), and a flusher sends every flushEvery or when
@@ -105,7 +100,7 @@ func newEventWriter(port Port, l Lease, r *redact.Redactor, after int64, limits 
 // Add queues one event; payload must be a JSON object. Output (what the
 // agent printed) counts toward the run's limits.
 func (w *eventWriter) Add(eventType string, payload []byte) {
-	if output[eventType] && w.Truncated() {
+	if protocol.IsOutput(eventType) && w.Truncated() {
 		return
 	}
 	e := Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
@@ -118,7 +113,7 @@ func (w *eventWriter) Add(eventType string, payload []byte) {
 		w.mu.Unlock()
 		return
 	}
-	if output[eventType] {
+	if protocol.IsOutput(eventType) {
 		if w.truncated {
 			w.mu.Unlock()
 			return

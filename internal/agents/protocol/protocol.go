@@ -200,6 +200,22 @@ func ParseLine(line []byte) Event {
 	return Event{Type: OutLog, Payload: b}
 }
 
+// OutputTruncated is the event that says a run's output reached its
+// limit (the worker's, or the hub's for a runner that did not keep it).
+const OutputTruncated = "output_truncated"
+
+// IsOutput reports whether events of a type are output an agent or script
+// printed, which counts toward a run's output limits: log lines, messages,
+// tool calls and tool results. Results, approval requests, costs, subtasks
+// and the worker's own events always pass.
+func IsOutput(eventType string) bool {
+	switch eventType {
+	case OutLog, OutMessage, OutToolCall, OutToolResult:
+		return true
+	}
+	return false
+}
+
 var knownOut = map[string]bool{
 	OutMessage: true, OutToolCall: true, OutToolResult: true, OutApprovalRequest: true,
 	OutCost: true, OutSubtask: true, OutWaiting: true, OutResult: true,
