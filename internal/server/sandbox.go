@@ -37,9 +37,11 @@ func (g codeGate) admit(ctx context.Context, workspaceID string) error {
 	return nil
 }
 
-// startsCode are the operations that start tenant code.
+// startsCode are the operations whose purpose is to start tenant code
+// (others that may, such as a command's invocation, are refused by the
+// worker's check when their work runs).
 var startsCode = regexp.MustCompile(`^/api/(tasks|tasks/group|tasks/group/[^/]+/launch|tasks/[^/]+/(launch|rerun|restart|subtasks)|` +
-	`scripts/[^/]+/run|workflows/[^/]+/runs|workflows/templates/[^/]+|commands/[^/]+/invoke)$`)
+	`scripts/[^/]+/run|workflows/[^/]+/runs)$`)
 
 // middleware refuses a request that starts code unless the caller is an
 // instance admin in a workspace of instance admins only.
