@@ -89,30 +89,16 @@ func (e *MailThrottled) Unwrap() error { return ErrMailThrottled }
 // ErrMailThrottled is the refusal's body.
 var ErrMailThrottled = apperr.New(apperr.CodeRateLimited, "too many mail requests for this address or from this client; try again later")
 
-// throttleMail counts a mail request against its address and its client.
+// throttleMail counts a mail request against its address and its client,
+// both or neither.
 func (s *Service) throttleMail(ctx context.Context, purpose, email, ip string) error {
-	now := s.clock.Now()
-	keys := []struct {
-		name string
-		l    limit
-	}{{"mail:" + purpose + ":" + strings.ToLower(strings.TrimSpace(email)), mailTargetPolicy}, {"mail-client:" + purpose + ":" + ip, mailClientPolicy}}
-	for _, k := range keys {
-		ok, err := reserveAttempt(ctx, s.db.W, k.name, now, k.l)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			until, err := lockEnd(ctx, s.db.R, k.name)
-			if err != nil {
-				return err
-			}
-			if !until.After(now) {
-				until = now.Add(k.l.lockFor)
-			}
-			return &MailThrottled{Until: until}
-		}
+	_, until, err := s.reserve(ctx, s.clock.Now(), []throttleKey{
+		{"mail:" + purpose + ":" + strings.ToLower(strings.TrimSpace(email)), mailTargetPolicy},
+		{"mail-client:" + purpose + ":" + ip, mailClientPolicy}})
+	if err == nil && !until.IsZero() {
+		return &MailThrottled{Until: until}
 	}
-	return nil
+	return err
 }
 
 // mailedToken is a single-use link sent by mail: its purpose (also the

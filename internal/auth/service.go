@@ -343,6 +343,36 @@ type attempt struct {
 	keys      []throttleKey // what it was counted against
 }
 
+// reserve counts an attempt against every key, all or none: nil, or the
+// key that refused it and when that key frees up.
+func (s *Service) reserve(ctx context.Context, now time.Time, keys []throttleKey) (*throttleKey, time.Time, error) {
+	var refused *throttleKey
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		for _, k := range keys {
+			ok, err := reserveAttempt(ctx, tx, k.name, now, k.l)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				refused = &k
+				return errRefused
+			}
+		}
+		return nil
+	})
+	if refused == nil {
+		return nil, time.Time{}, err
+	}
+	until, err := lockEnd(ctx, s.db.R, refused.name)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if !until.After(now) {
+		until = now.Add(refused.l.lockFor) // the window is full; it ends sooner or later
+	}
+	return refused, until, nil
+}
+
 // beginAttempt counts a sign-in step of email from ip against every key
 // before it is evaluated, all or none: nil, or ErrLocked or
 // ErrLockedCaptcha with the time the refusing key frees up. The client's
@@ -351,32 +381,12 @@ func (s *Service) beginAttempt(ctx context.Context, now time.Time, email, ip str
 	client := throttleKey{addressKey(ip), addressPolicy}
 	a := &attempt{email: email, ip: ip, keys: []throttleKey{client, {accountKey(email, ip), accountPolicy}, {ceilingKey(email), ceilingPolicy}}}
 	for {
-		var refused *throttleKey
-		err := s.db.Tx(ctx, func(tx *db.Tx) error {
-			for _, k := range a.keys {
-				ok, err := reserveAttempt(ctx, tx, k.name, now, k.l)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					refused = &k
-					return errRefused
-				}
-			}
-			return nil
-		})
-		if refused == nil {
-			if err != nil {
-				return nil, time.Time{}, err
-			}
-			return a, time.Time{}, nil
-		}
-		until, err := lockEnd(ctx, s.db.R, refused.name)
+		refused, until, err := s.reserve(ctx, now, a.keys)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		if !until.After(now) {
-			until = now.Add(refused.l.lockFor) // the window is full; it ends sooner or later
+		if refused == nil {
+			return a, time.Time{}, nil
 		}
 		switch {
 		case refused.name == client.name, !s.captcha.Enabled():

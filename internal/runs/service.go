@@ -493,10 +493,9 @@ func (s *Service) Events(ctx context.Context, ws *actor.Workspace, id string, af
 	return runEvents(ctx, s.db.R, r, after, limit)
 }
 
-// Payloads are the payloads of one type of a run's events, in order (the
-// caller has the run from its workspace).
-func (s *Service) Payloads(ctx context.Context, q db.Queryer, runID, eventType string) ([]json.RawMessage, error) {
-	return payloadsOf(ctx, q, runID, eventType)
+// Payloads are the payloads of one type of a run's events, in order.
+func (s *Service) Payloads(ctx context.Context, q db.Queryer, workspaceID, runID, eventType string) ([]json.RawMessage, error) {
+	return payloadsOf(ctx, q, workspaceID, runID, eventType)
 }
 
 // LastResult is the result line of the newest run on a log that recorded

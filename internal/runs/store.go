@@ -364,8 +364,9 @@ func runEvents(ctx context.Context, q db.Queryer, r *Run, after int32, limit int
 }
 
 // payloadsOf are the payloads of a run's events of one type, in order.
-func payloadsOf(ctx context.Context, q db.Queryer, runID, eventType string) ([]json.RawMessage, error) {
-	rows, err := q.QueryContext(ctx, "SELECT payload FROM run_events WHERE run_id = $1 AND event_type = $2 ORDER BY run_seq", runID, eventType)
+func payloadsOf(ctx context.Context, q db.Queryer, workspaceID, runID, eventType string) ([]json.RawMessage, error) {
+	rows, err := q.QueryContext(ctx, `SELECT e.payload FROM run_events e JOIN runs r ON r.id = e.run_id
+		WHERE r.workspace_id = $1 AND e.run_id = $2 AND e.event_type = $3 ORDER BY e.run_seq`, workspaceID, runID, eventType)
 	if err != nil {
 		return nil, fmt.Errorf("runs: events of a type: %w", err)
 	}

@@ -189,7 +189,7 @@ func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, 
 	}
 	if a.Lease.RunID != "" && len(a.Resume.Result) > 0 {
 		// Publishing steps the run logged before its worker stopped.
-		steps, err := s.runs.Payloads(ctx, s.db.R, a.Lease.RunID, worker.EventGit)
+		steps, err := s.runs.Payloads(ctx, s.db.R, t.WorkspaceID, a.Lease.RunID, worker.EventGit)
 		if err != nil {
 			return nil, err
 		}

@@ -64,7 +64,8 @@ func (b *Backend) contain(spec executor.Spec, argv []string, dir, home string) (
 				return nil, fmt.Errorf("process: handing %s to the job's uid: %w", p, err)
 			}
 		}
-		ss.Mounts, ss.UID, ss.GID, ss.NProc = true, uid, uid, b.sb.NProc
+		// A uid of its own makes AGENT_PIDS_LIMIT a per-job process cap.
+		ss.Mounts, ss.UID, ss.GID, ss.NProc = true, uid, uid, uint64(max(spec.Limits.PidsLimit, 0))
 	}
 	var err error
 	if l.Bwrap != "" {

@@ -47,8 +47,6 @@ type Sandbox struct {
 	// uncontained: the microvm launcher, and tests of the bare backend).
 	Helper string
 	Layers sandbox.Layers
-	// NProc caps the processes of one job when it has its own uid (0: 512).
-	NProc uint64
 }
 
 // UIDBase is the first uid of jobs when the server is root; job uids are
@@ -79,9 +77,6 @@ func NewLauncher(stateDir, template string) *Backend {
 // directories ("" for none: homes go to the system's temporary directory).
 // Homes that an earlier process left (it was killed) are removed here.
 func New(stateDir string, sb Sandbox) *Backend {
-	if sb.NProc == 0 {
-		sb.NProc = 512
-	}
 	b := &Backend{live: map[int]bool{}, sb: sb, uids: map[int]bool{}}
 	if abs, err := filepath.Abs(stateDir); err == nil && stateDir != "" {
 		stateDir = abs // agents run elsewhere: their paths must not be relative
