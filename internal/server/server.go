@@ -73,6 +73,7 @@ type Server struct {
 	Worker     *worker.Worker
 	Engine     *workflows.Engine
 	backend    executor.Backend
+	retention  *retention.Service
 	draining   atomic.Bool
 }
 
@@ -162,7 +163,8 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	c.Engine.SetScripts(scriptSvc)
 	c.Engine.SetCodeFiles(codeFiles)
 
-	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend}
+	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend,
+		retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
 	trig := triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)
 	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
@@ -316,7 +318,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Auth.Run(coreCtx)
 	go sweep.Every(coreCtx, time.Hour, s.log, "spent captcha nonces deleted", s.Services.Captcha.Prune)
 	go sweep.Every(coreCtx, time.Hour, s.log, "webhook delivery ids forgotten", s.Services.Triggers.Prune)
-	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", retention.New(s.db, clock.System{}, s.cfg.RunRetentionDays, s.log).Prune)
+	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", s.retention.Prune)
 	go s.Services.Realtime.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
