@@ -406,24 +406,8 @@ func size(engine, dbURL string) (*sizes, error) {
 			return nil, err
 		}
 		s.used = (pages - free) * pageSize
-		rows, err := d.QueryContext(ctx, `SELECT COALESCE(m.tbl_name, d.name), SUM(d.pgsize) FROM dbstat d LEFT JOIN sqlite_master m ON m.name = d.name
-			GROUP BY 1`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var name string
-			var n int64
-			if err := rows.Scan(&name, &n); err != nil {
-				return nil, err
-			}
-			s.tables[name] += n
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		return s, d.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflow_runs").Scan(&s.runs)
+		return s, tables(ctx, d, s, `SELECT COALESCE(m.tbl_name, d.name), SUM(d.pgsize) FROM dbstat d
+			LEFT JOIN sqlite_master m ON m.name = d.name GROUP BY 1`)
 	}
 	d, err := sql.Open("pgx", dbURL)
 	if err != nil {
@@ -436,22 +420,28 @@ func size(engine, dbURL string) (*sizes, error) {
 	if err := d.QueryRowContext(ctx, "SELECT pg_database_size(current_database())").Scan(&s.total); err != nil {
 		return nil, err
 	}
-	rows, err := d.QueryContext(ctx, `SELECT relname, pg_total_relation_size(oid) FROM pg_class
+	return s, tables(ctx, d, s, `SELECT relname, pg_total_relation_size(oid) FROM pg_class
 		WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace`)
+}
+
+// tables adds what query says each table (indexes included) takes to s,
+// and counts the runs stored.
+func tables(ctx context.Context, d *sql.DB, s *sizes, query string) error {
+	rows, err := d.QueryContext(ctx, query)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var name string
 		var n int64
 		if err := rows.Scan(&name, &n); err != nil {
-			return nil, err
+			return err
 		}
-		s.tables[name] = n
+		s.tables[name] += n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	return s, d.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflow_runs").Scan(&s.runs)
+	return d.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflow_runs").Scan(&s.runs)
 }
