@@ -5,14 +5,12 @@
 import { Button, Menu, Text } from '@mantine/core'
 import { useEffect } from 'react'
 import { Link } from 'react-router-dom'
-import { get, type Schemas } from './api'
+import { get } from './api'
 import { watchTopic } from './live'
 import { useLoad } from './ui'
 
-type Approval = Schemas['ToolApproval']
-
 export function ApprovalsWaiting({ workspace }: { workspace: string }) {
-  const pending = useLoad(() => get<Approval[] | null>('/api/tool-approvals/pending?limit=200'), [workspace])
+  const pending = useLoad(() => get('/api/tool-approvals/pending', { params: { query: { limit: 200 } } }), [workspace])
   const reload = pending.reload
   useEffect(() => watchTopic('approvals', workspace, () => reload()), [workspace, reload])
   const list = pending.data ?? []

@@ -105,7 +105,7 @@ function without(args: Args, name: string): Args {
 async function choicesOf(p: Param): Promise<Choice[]> {
   if (p.options.kind === 'static') return p.options.values ?? []
   if (p.options.kind === 'dynamic' && p.options.provider) {
-    return (await get<Choice[] | null>(`/api/commands/options/${encodeURIComponent(p.options.provider)}`)) ?? []
+    return (await get('/api/commands/options/{provider_id}', { params: { path: { provider_id: p.options.provider } } })) ?? []
   }
   return []
 }
@@ -188,7 +188,7 @@ export function Palette() {
   useEffect(() => {
     if (!opened) return
     let live = true
-    get<Descriptor[] | null>('/api/commands').then(
+    get('/api/commands').then(
       (list) => {
         if (!live) return
         setCommands({ workspace: workspaceID, list: list ?? [] })
@@ -208,7 +208,7 @@ export function Palette() {
     if (!provider || !q) return
     let live = true
     const timer = setTimeout(() => {
-      get<Choice[] | null>(`/api/commands/options/${encodeURIComponent(provider)}?q=${encodeURIComponent(q)}`).then(
+      get('/api/commands/options/{provider_id}', { params: { path: { provider_id: provider }, query: { q } } }).then(
         (choices) => live && setRemote({ provider, q, choices: choices ?? [] }),
         () => undefined, // the choices resolve gave stay
       )
@@ -252,7 +252,7 @@ export function Palette() {
     let next: Stage
     try {
       const body: WordInputBody = { args: walk.args }
-      const outcome = await post<Outcome>(`/api/commands/${encodeURIComponent(walk.command.word)}/${op}`, body)
+      const outcome = await post(`/api/commands/{word}/${op}`, { params: { path: { word: walk.command.word } }, body })
       next = await stageFor(walk, outcome)
     } catch (e) {
       next = { kind: 'failed', word: walk.command.word, walk, message: messageOf(e) }

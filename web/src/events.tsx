@@ -23,7 +23,10 @@ export function useEventLog(stream: 'task' | 'run', id: string) {
       const all: TaskEvent[] = []
       for (;;) {
         const after = all.length ? all[all.length - 1].sequence_num : 0
-        const page = await get<TaskEvent[] | null>(`/api/${stream}s/${id}/events?after_sequence=${after}&limit=${pageLimit}`)
+        const query = { after_sequence: after, limit: pageLimit }
+        const page = await (stream === 'task'
+          ? get('/api/tasks/{id}/events', { params: { path: { id }, query } })
+          : get('/api/runs/{id}/events', { params: { path: { id }, query } }))
         all.push(...(page ?? []))
         if (!page || page.length < pageLimit) break
       }

@@ -25,11 +25,11 @@ export function SessionProvider({ children }: { children: React.ReactNode }) {
   // Who is signed in and their workspaces; choosing a workspace needs no refetch.
   const refresh = useCallback(async () => {
     try {
-      const p = await get<Profile>('/api/me')
+      const p = await get('/api/me')
       setMe(p)
       setError(null)
       if (p.approved) {
-        const list = (await get<Workspace[]>('/api/workspaces')) ?? []
+        const list = (await get('/api/workspaces')) ?? []
         setWorkspaces(list)
         const chosen = activeWorkspace()
         if (chosen && !list.some((w) => w.id === chosen)) {

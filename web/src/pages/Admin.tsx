@@ -53,17 +53,17 @@ const pageSize = 100
 
 /** Approval of accounts: the pending ones first, then everyone. No control here grants admin. */
 function UsersTab() {
-  const pending = useLoad(() => get<Schemas['PendingBody']>('/api/admin/users/pending?limit=500'), [])
+  const pending = useLoad(() => get('/api/admin/users/pending', { params: { query: { limit: 500 } } }), [])
   const [page, setPage] = useState(1)
-  const all = useLoad(() => get<Schemas['UsersBody']>(`/api/admin/users?limit=${pageSize}&offset=${(page - 1) * pageSize}`), [page])
+  const all = useLoad(() => get('/api/admin/users', { params: { query: { limit: pageSize, offset: (page - 1) * pageSize } } }), [page])
   const action = useAction()
   const busy = action.busy
   const [rejecting, setRejecting] = useState<Pending | null>(null)
 
   const decide = async (u: Pending, verdict: 'approve' | 'reject') => {
     const done = await action.run(`${verdict}-${u.id}`, async () => {
-      if (verdict === 'approve') await post(`/api/admin/users/${u.id}/approve`)
-      else await del(`/api/admin/users/${u.id}/reject`)
+      if (verdict === 'approve') await post('/api/admin/users/{user_id}/approve', { params: { path: { user_id: u.id } } })
+      else await del('/api/admin/users/{user_id}/reject', { params: { path: { user_id: u.id } } })
       return true
     })
     if (done) await Promise.all([pending.reload(), all.reload()])

@@ -26,7 +26,7 @@ const templateNames: Record<string, string> = {
 }
 
 export function TemplatesTab() {
-  const list = useLoad(() => get<Template[] | null>('/api/admin/templates'), [])
+  const list = useLoad(() => get('/api/admin/templates'), [])
   const [selected, setSelected] = useState('')
   const templates = list.data ?? []
   const current = templates.find((t) => t.key === selected) ?? templates[0]
@@ -77,7 +77,7 @@ function TemplateEditor({ template, onSaved }: { template: Template; onSaved: ()
   const save = async (e: React.FormEvent) => {
     e.preventDefault()
     setSaved(false)
-    const ok = await action.run('save', () => put<Template>(`/api/admin/templates/${template.key}`, reason ? { subject, body, reason } : { subject, body }))
+    const ok = await action.run('save', () => put('/api/admin/templates/{key}', { params: { path: { key: template.key } }, body: reason ? { subject, body, reason } : { subject, body } }))
     if (ok) {
       setSaved(true)
       await onSaved()
@@ -141,7 +141,7 @@ const statusColor: Record<string, string> = { queued: 'yellow', sent: 'green', f
 
 /** The newest mails; bodies only when the instance has no SMTP server (the dev outbox). */
 function Outbox() {
-  const mails = useLoad(() => get<Mail[] | null>('/api/admin/mail/outbox'), [])
+  const mails = useLoad(() => get('/api/admin/mail/outbox'), [])
   const [open, setOpen] = useState('')
   const reload = mails.reload
   // Mail goes out within seconds: keep the list current while the tab is open.

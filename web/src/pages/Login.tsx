@@ -1,10 +1,10 @@
 import { Alert, Anchor, Button, Card, Center, Code, PasswordInput, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useEffect, useState } from 'react'
 import { Link, useNavigate, useSearchParams } from 'react-router-dom'
-import { get, messageOf, post } from '../api'
+import { get, messageOf, post, type Schemas } from '../api'
 import { useSession } from '../session'
 
-type Setup = { has_admin: boolean; captcha: boolean }
+type Setup = Schemas['Setup']
 
 /** Sign-in and registration; explains the wait for approval and how the first admin is made. */
 export function Login({ register = false }: { register?: boolean }) {
@@ -22,7 +22,7 @@ export function Login({ register = false }: { register?: boolean }) {
   const [setup, setSetup] = useState<Setup | null>(null)
 
   useEffect(() => {
-    get<Setup>('/api/auth/setup').then(setSetup, () => undefined)
+    get('/api/auth/setup').then(setSetup, () => undefined)
   }, [])
 
   const pending = me && !me.approved
@@ -36,12 +36,12 @@ export function Login({ register = false }: { register?: boolean }) {
     setError('')
     try {
       if (register) {
-        await post('/api/auth/register', { email, password, display_name: name })
+        await post('/api/auth/register', { body: { email, password, display_name: name } })
         setRegistered(true)
       }
       const r = totpToken
-        ? await post<{ totp_required: boolean; totp_token?: string }>('/api/auth/2fa/verify', { token: totpToken, code })
-        : await post<{ totp_required: boolean; totp_token?: string }>('/api/auth/login', { email, password })
+        ? await post('/api/auth/2fa/verify', { body: { token: totpToken, code } })
+        : await post('/api/auth/login', { body: { email, password } })
       if (r.totp_required && r.totp_token) {
         setTotpToken(r.totp_token)
       } else {

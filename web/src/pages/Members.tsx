@@ -24,17 +24,15 @@ export default function Members() {
   const [page, setPage] = useState(1)
   // The members board carries each member's status (active or suspended) besides the role.
   const members = useLoad(() => {
-    const qs = new URLSearchParams({ page: String(page), page_size: String(pageSize) })
-    if (q) qs.set('q', q)
-    return get<Schemas['BoardMemberView']>(`/api/organization/members/board?${qs}`)
+    return get('/api/organization/members/board', { params: { query: { page, page_size: pageSize, q: q || undefined } } })
   }, [workspace?.id, q, page])
-  const invites = useLoad(async () => (await get<Invite[] | null>('/organization/invites')) ?? [], [workspace?.id])
+  const invites = useLoad(async () => (await get('/organization/invites')) ?? [], [workspace?.id])
   const action = useAction()
   const [issued, setIssued] = useState<Issued | null>(null)
   const [offboarding, setOffboarding] = useState<Member | null>(null)
   const orgWorkspaces = workspaces.filter((w) => w.organization_id === workspace?.organization_id)
   const rows = members.data?.rows ?? []
-  const org = useLoad(() => get<Schemas['Organization']>('/organization'), [workspace?.id])
+  const org = useLoad(() => get('/organization'), [workspace?.id])
   const myRole = org.data?.role
 
   const act = async (name: string, fn: () => Promise<unknown>, after: () => Promise<unknown>) => {
@@ -46,10 +44,10 @@ export default function Members() {
   }
   const offboard = async (m: Member) => {
     const self = m.user_id === me?.id
-    await act(`offboard-${m.user_id}`, () => del(`/organization/members/${m.user_id}`), self ? refresh : members.reload)
+    await act(`offboard-${m.user_id}`, () => del('/organization/members/{user_id}', { params: { path: { user_id: m.user_id } } }), self ? refresh : members.reload)
   }
   const resend = async (i: Invite) => {
-    const r = await action.run(`resend-${i.id}`, () => post<Issued>(`/organization/invites/${i.id}/resend`))
+    const r = await action.run(`resend-${i.id}`, () => post('/organization/invites/{id}/resend', { params: { path: { id: i.id } } }))
     if (r) {
       setIssued(r)
       await invites.reload()
@@ -112,9 +110,9 @@ export default function Members() {
                 m={m}
                 self={m.user_id === me?.id}
                 busy={action.busy}
-                onRole={(role) => act(`role-${m.user_id}`, () => put(`/organization/members/${m.user_id}/role`, { role }), members.reload)}
+                onRole={(role) => act(`role-${m.user_id}`, () => put('/organization/members/{user_id}/role', { params: { path: { user_id: m.user_id } }, body: { role } }), members.reload)}
                 onSuspend={() =>
-                  act(`suspend-${m.user_id}`, () => post(`/organization/members/${m.user_id}/${m.status === 'suspended' ? 'reactivate' : 'suspend'}`), members.reload)
+                  act(`suspend-${m.user_id}`, () => post(`/organization/members/{user_id}/${m.status === 'suspended' ? 'reactivate' : 'suspend'}`, { params: { path: { user_id: m.user_id } } }), members.reload)
                 }
                 onOffboard={() => setOffboarding(m)}
               />
@@ -136,7 +134,7 @@ export default function Members() {
           busy={action.busy}
           onRevoke={(i) => {
             if (issued?.id === i.id) setIssued(null)
-            act(`revoke-${i.id}`, () => del(`/organization/invites/${i.id}`), invites.reload)
+            act(`revoke-${i.id}`, () => del('/organization/invites/{id}', { params: { path: { id: i.id } } }), invites.reload)
           }}
           onResend={resend}
         />
@@ -280,7 +278,7 @@ function InviteForm({ workspaces, onIssued }: { workspaces: Workspace[]; onIssue
   const submit = async (e: React.FormEvent) => {
     e.preventDefault()
     const body = { email: email.trim(), role, ...(joins.length ? { workspace_ids: joins } : {}) }
-    const r = await action.run('invite', () => post<Issued>('/organization/invites', body))
+    const r = await action.run('invite', () => post('/organization/invites', { body }))
     if (!r) return
     setEmail('')
     setJoins([])

@@ -8,7 +8,7 @@ import { useSession } from '../session'
 /** The workspace's projects: list, create, archive and restore. */
 export function Projects() {
   const { workspace } = useSession()
-  const { data, error, loading, reload } = useLoad(() => get<Project[]>('/api/projects'), [workspace?.id])
+  const { data, error, loading, reload } = useLoad(() => get('/api/projects'), [workspace?.id])
   const [name, setName] = useState('')
   const [repo, setRepo] = useState('')
   const [autodev, setAutodev] = useState(false)
@@ -17,7 +17,7 @@ export function Projects() {
   const create = (e: React.FormEvent) => {
     e.preventDefault()
     run('create', async () => {
-      await post('/api/projects', { name, repo_url: repo, autodev })
+      await post('/api/projects', { body: { name, repo_url: repo, autodev } })
       setName('')
       setRepo('')
       await reload()
@@ -25,7 +25,7 @@ export function Projects() {
   }
   const archive = (p: Project) =>
     run(p.id, async () => {
-      await post(`/api/projects/${p.id}/${p.archived_at ? 'restore' : 'archive'}`)
+      await post(`/api/projects/{id}/${p.archived_at ? 'restore' : 'archive'}`, { params: { path: { id: p.id } } })
       await reload()
     })
 

@@ -14,7 +14,7 @@ type RunTree = Schemas['RunTree']
 export default function RunPage() {
   const { id = '' } = useParams()
   const { workspace } = useSession()
-  const tree = useLoad(() => get<RunTree>(`/api/runs/${id}`), [id])
+  const tree = useLoad(() => get('/api/runs/{id}', { params: { path: { id } } }), [id])
   const events = useEventLog('run', id)
 
   // The tree follows the runs topic: a hint about a run in it (or a reset)

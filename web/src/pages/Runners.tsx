@@ -40,8 +40,8 @@ const nextStep: Record<Onboarding['next_step'], string> = {
 /** The organization's runners: their state, the owner's and admins' actions, tokens shown once. */
 export default function Runners() {
   const { workspace, workspaces } = useSession()
-  const runners = useLoad(async () => (await get<Runner[] | null>('/api/organization/runners')) ?? [], [workspace?.id])
-  const onboarding = useLoad(() => get<Onboarding>('/api/organization/runners/onboarding-status'), [workspace?.id])
+  const runners = useLoad(async () => (await get('/api/organization/runners')) ?? [], [workspace?.id])
+  const onboarding = useLoad(() => get('/api/organization/runners/onboarding-status'), [workspace?.id])
   const action = useAction()
   const [secret, setSecret] = useState<Secret | null>(null)
   const [editing, setEditing] = useState<Runner | null>(null)
@@ -69,7 +69,7 @@ export default function Runners() {
     return ok
   }
   const rotate = async (r: Runner) => {
-    const t = await action.run(`rotate-${r.id}`, () => post<Schemas['RotatedToken']>(`/api/organization/runners/${r.id}/rotate-token`))
+    const t = await action.run(`rotate-${r.id}`, () => post('/api/organization/runners/{id}/rotate-token', { params: { path: { id: r.id } } }))
     if (!t) return
     setSecret(
       t.kind === 'static'
@@ -122,8 +122,8 @@ export default function Runners() {
                 key={r.id}
                 r={r}
                 busy={action.busy}
-                onDrain={() => act(`drain-${r.id}`, () => post(`/api/organization/runners/${r.id}/drain`))}
-                onStatus={(s) => act(`status-${r.id}`, () => post(`/api/organization/runners/${r.id}/status`, { status: s }))}
+                onDrain={() => act(`drain-${r.id}`, () => post('/api/organization/runners/{id}/drain', { params: { path: { id: r.id } } }))}
+                onStatus={(s) => act(`status-${r.id}`, () => post('/api/organization/runners/{id}/status', { params: { path: { id: r.id } }, body: { status: s } }))}
                 onRotate={() => rotate(r)}
                 onEdit={() => setEditing(r)}
                 onDelete={() => setDeleting(r)}
@@ -151,7 +151,7 @@ export default function Runners() {
         action={() => 'Delete runner'}
         testid="confirm-delete-runner"
         onCancel={() => setDeleting(null)}
-        onConfirm={(r) => act(`delete-${r.id}`, () => del(`/api/organization/runners/${r.id}`))}
+        onConfirm={(r) => act(`delete-${r.id}`, () => del('/api/organization/runners/{id}', { params: { path: { id: r.id } } }))}
       />
     </Stack>
   )
@@ -257,13 +257,11 @@ function CreateRunner({ workspaces, onCreated }: { workspaces: Workspace[]; onCr
     const grant = { allowed_labels: labels, allowed_workspace_ids: allowed }
     const s = await action.run('create', async (): Promise<Secret> => {
       if (mode === 'static') {
-        const c = await post<Schemas['CreatedRunner']>('/api/organization/runners', { name, ...grant })
+        const c = await post('/api/organization/runners', { body: { name, ...grant } })
         return { title: `Token for ${c.runner.name}`, token: c.token, env: 'SERVICE_RUNNER_TOKEN' }
       }
-      const en = await post<Schemas['Enrollment']>('/api/organization/runners/enrollment-tokens', {
-        ...(name ? { name } : {}),
-        ...grant,
-        expires_in_secs: Number(expires),
+      const en = await post('/api/organization/runners/enrollment-tokens', {
+        body: { ...(name ? { name } : {}), ...grant, expires_in_secs: Number(expires) },
       })
       return { title: 'Enrollment token', token: en.token, env: 'SERVICE_RUNNER_ENROLLMENT_TOKEN', expires: en.expires_at }
     })
@@ -335,7 +333,7 @@ function EditRunner({ runner, workspaces, onClose, onSaved }: { runner: Runner; 
   const action = useAction()
   const save = async (e: React.FormEvent) => {
     e.preventDefault()
-    const ok = await action.run('save', () => patch<Runner>(`/api/organization/runners/${runner.id}`, { name, allowed_labels: labels, allowed_workspace_ids: allowed }))
+    const ok = await action.run('save', () => patch('/api/organization/runners/{id}', { params: { path: { id: runner.id } }, body: { name, allowed_labels: labels, allowed_workspace_ids: allowed } }))
     if (ok) onSaved()
   }
   return (

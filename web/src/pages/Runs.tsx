@@ -1,12 +1,12 @@
 import { Anchor, Badge, Chip, Group, Pagination, Stack, Table, Text, Title } from '@mantine/core'
 import { useEffect } from 'react'
 import { Link, useSearchParams } from 'react-router-dom'
-import { get, type Schemas } from '../api'
+import { get, type Query, type Schemas } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
 import { ErrorNote, Loading, Status, useLoad, when } from '../ui'
 
-type Board = Schemas['BoardRun']
+type Filter = Query<'/api/runs/board'>
 type Run = Schemas['Run']
 type Facet = Schemas['Facet']
 
@@ -21,10 +21,7 @@ export default function Runs() {
   const page = Math.max(1, Number(params.get('page')) || 1)
 
   const board = useLoad(() => {
-    const qs = new URLSearchParams({ page: String(page), page_size: String(pageSize) })
-    if (status) qs.set('status', status)
-    if (kind) qs.set('kind', kind)
-    return get<Board>(`/api/runs/board?${qs}`)
+    return get('/api/runs/board', { params: { query: { page, page_size: pageSize, status: (status || undefined) as Filter['status'], kind: (kind || undefined) as Filter['kind'] } } })
   }, [workspace?.id, status, kind, page])
 
   // Live: a run starting or ending anywhere in the workspace refetches the page.

@@ -4,6 +4,8 @@ import { patch, post, put, type Profile, type Schemas } from '../api'
 import { useSession } from '../session'
 import { Copy, ErrorNote, useAction } from '../ui'
 
+type Verbosity = NonNullable<Profile['verbosity']>
+
 /** The signed-in person's settings: profile, password and two-factor sign-in. */
 export default function Settings() {
   const { me } = useSession()
@@ -28,15 +30,15 @@ const verbosities = [
 function ProfileCard({ me }: { me: Profile }) {
   const { refresh } = useSession()
   const [name, setName] = useState(me.display_name)
-  const [verbosity, setVerbosity] = useState<string>(me.verbosity ?? 'unset')
+  const [verbosity, setVerbosity] = useState<Verbosity | 'unset'>(me.verbosity ?? 'unset')
   const [saved, setSaved] = useState(false)
   const action = useAction()
   const save = async (e: React.FormEvent) => {
     e.preventDefault()
     setSaved(false)
     const ok = await action.run('profile', async () => {
-      if (name !== me.display_name) await put<Profile>('/api/me', { display_name: name })
-      if (verbosity !== (me.verbosity ?? 'unset')) await patch<Profile>('/api/me/verbosity', { verbosity: verbosity === 'unset' ? null : verbosity })
+      if (name !== me.display_name) await put('/api/me', { body: { display_name: name } })
+      if (verbosity !== (me.verbosity ?? 'unset')) await patch('/api/me/verbosity', { body: { verbosity: verbosity === 'unset' ? null : verbosity } })
       return true
     })
     if (ok) {
@@ -67,7 +69,7 @@ function ProfileCard({ me }: { me: Profile }) {
             data={verbosities}
             value={verbosity}
             onChange={(v) => {
-              setVerbosity(v ?? 'unset')
+              setVerbosity((v ?? 'unset') as Verbosity | 'unset') // one of verbosities
               setSaved(false)
             }}
             allowDeselect={false}
@@ -101,7 +103,7 @@ function PasswordCard() {
     e.preventDefault()
     if (mismatch) return
     setDone(false)
-    const ok = await action.run('password', () => put<Schemas['OKBody']>('/api/me/password', { current_password: current, new_password: next }))
+    const ok = await action.run('password', () => put('/api/me/password', { body: { current_password: current, new_password: next } }))
     if (ok) {
       setCurrent('')
       setNext('')
@@ -162,7 +164,7 @@ function TwoFactorCard() {
   const enroll = async () => {
     setRecovery(null)
     setDisabled(false)
-    const r = await action.run('enroll', () => post<Schemas['TOTPEnrollment']>('/api/me/2fa/enroll'))
+    const r = await action.run('enroll', () => post('/api/me/2fa/enroll'))
     if (r) {
       setEnrollment(r)
       setCode('')
@@ -170,7 +172,7 @@ function TwoFactorCard() {
   }
   const confirm = async (e: React.FormEvent) => {
     e.preventDefault()
-    const r = await action.run('confirm', () => post<Schemas['RecoveryCodesOut']>('/api/me/2fa/confirm', { code: code.trim() }))
+    const r = await action.run('confirm', () => post('/api/me/2fa/confirm', { body: { code: code.trim() } }))
     if (r) {
       setEnrollment(null)
       setCode('')
@@ -179,7 +181,7 @@ function TwoFactorCard() {
   }
   const disable = async (e: React.FormEvent) => {
     e.preventDefault()
-    const r = await action.run('disable', () => post<Schemas['OKBody']>('/api/me/2fa/disable', { code: offCode.trim() }))
+    const r = await action.run('disable', () => post('/api/me/2fa/disable', { body: { code: offCode.trim() } }))
     if (r) {
       setOffCode('')
       setRecovery(null)

@@ -1,13 +1,11 @@
 import { Alert, Anchor, Badge, Button, Card, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core'
 import { useEffect, useState } from 'react'
 import { useParams } from 'react-router-dom'
-import { get, post, type Schemas, type Task } from '../api'
+import { get, post } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
 import { EventLog, useEventLog } from '../events'
 import { ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
-
-type Approval = Schemas['ToolApproval']
 
 const active = ['queued', 'running', 'needs_input']
 
@@ -15,8 +13,8 @@ const active = ['queued', 'running', 'needs_input']
 export function TaskPage() {
   const { id = '' } = useParams()
   const { workspace } = useSession()
-  const task = useLoad(() => get<Task>(`/api/tasks/${id}`), [id])
-  const approvals = useLoad(async () => (await get<Approval[]>('/api/tool-approvals/pending?limit=200')).filter((a) => a.task_id === id), [id])
+  const task = useLoad(() => get('/api/tasks/{id}', { params: { path: { id } } }), [id])
+  const approvals = useLoad(async () => ((await get('/api/tool-approvals/pending', { params: { query: { limit: 200 } } })) ?? []).filter((a) => a.task_id === id), [id])
   const log = useEventLog('task', id)
   const action = useAction()
   const busy = action.busy
@@ -28,12 +26,15 @@ export function TaskPage() {
   useEffect(() => (workspace ? watchTopic('tasks', workspace.id, (changed) => (!changed || changed === id) && reloadTask()) : undefined), [workspace, id, reloadTask])
   useEffect(() => (workspace ? watchTopic('approvals', workspace.id, () => reloadApprovals()) : undefined), [workspace, reloadApprovals])
 
-  const act = (name: string, path: string, body?: unknown) =>
+  const act = (name: string, send: () => Promise<unknown>) =>
     action.run(name, async () => {
-      await post(path, body)
+      await send()
       await Promise.all([task.reload(), approvals.reload()])
       return true
     })
+  const step = (op: 'launch' | 'cancel' | 'rerun' | 'restart') => () => post(`/api/tasks/{id}/${op}`, { params: { path: { id } } })
+  const decide = (approval: string, verdict: 'approve' | 'reject') => () =>
+    post('/api/tool-approvals/{id}/decide', { params: { path: { id: approval } }, body: { verdict } })
 
   if (task.loading && !task.data) return <Loading />
   if (!task.data) return <ErrorNote error={task.error} />
@@ -54,21 +55,21 @@ export function TaskPage() {
         </Stack>
         <Group>
           {t.held && (
-            <Button variant="light" loading={busy === 'launch'} onClick={() => act('launch', `/api/tasks/${id}/launch`)}>
+            <Button variant="light" loading={busy === 'launch'} onClick={() => act('launch', step('launch'))}>
               Launch
             </Button>
           )}
           {running && (
-            <Button color="red" variant="light" loading={busy === 'cancel'} onClick={() => act('cancel', `/api/tasks/${id}/cancel`)} data-testid="cancel-task">
+            <Button color="red" variant="light" loading={busy === 'cancel'} onClick={() => act('cancel', step('cancel'))} data-testid="cancel-task">
               Cancel
             </Button>
           )}
           {!running && (
             <>
-              <Button variant="light" loading={busy === 'rerun'} onClick={() => act('rerun', `/api/tasks/${id}/rerun`)}>
+              <Button variant="light" loading={busy === 'rerun'} onClick={() => act('rerun', step('rerun'))}>
                 Rerun
               </Button>
-              <Button variant="light" loading={busy === 'restart'} onClick={() => act('restart', `/api/tasks/${id}/restart`)}>
+              <Button variant="light" loading={busy === 'restart'} onClick={() => act('restart', step('restart'))}>
                 Restart
               </Button>
             </>
@@ -108,10 +109,10 @@ export function TaskPage() {
             {a.reason && <Text size="sm">{a.reason}</Text>}
             <Code block>{JSON.stringify(a.arguments, null, 2)}</Code>
             <Group>
-              <Button size="xs" loading={busy === `approve-${a.id}`} onClick={() => act(`approve-${a.id}`, `/api/tool-approvals/${a.id}/decide`, { verdict: 'approve' })}>
+              <Button size="xs" loading={busy === `approve-${a.id}`} onClick={() => act(`approve-${a.id}`, decide(a.id, 'approve'))}>
                 Approve
               </Button>
-              <Button size="xs" color="red" variant="light" loading={busy === `reject-${a.id}`} onClick={() => act(`reject-${a.id}`, `/api/tool-approvals/${a.id}/decide`, { verdict: 'reject' })}>
+              <Button size="xs" color="red" variant="light" loading={busy === `reject-${a.id}`} onClick={() => act(`reject-${a.id}`, decide(a.id, 'reject'))}>
                 Reject
               </Button>
             </Group>
@@ -122,7 +123,7 @@ export function TaskPage() {
         <form
           onSubmit={(e) => {
             e.preventDefault()
-            act('intervene', `/api/tasks/${id}/intervene`, { text: message }).then((sent) => sent && setMessage(''))
+            act('intervene', () => post('/api/tasks/{id}/intervene', { params: { path: { id } }, body: { text: message } })).then((sent) => sent && setMessage(''))
           }}
         >
           <Group align="end">

@@ -1,16 +1,16 @@
 import { Anchor, Badge, Button, Card, Group, Select, SimpleGrid, Stack, Text, TextInput, Textarea, Title } from '@mantine/core'
 import { useEffect, useState } from 'react'
 import { Link, useNavigate, useSearchParams } from 'react-router-dom'
-import { get, messageOf, post, type Project, type Schemas, type Task } from '../api'
+import { get, messageOf, post, type Project, type Query, type Task } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
 import { ErrorNote, Loading, Status, useLoad, when } from '../ui'
 
-type Board = Schemas['BoardTask']
+type Filter = Query<'/tasks/board'>
 
 // A column per stage; the finished ones gather their neighbours (a task
 // done without a pull request, a cancelled one) so no task drops off.
-const columns = [
+const columns: { key: string; label: string; statuses: Filter['status'][] }[] = [
   { key: 'queued', label: 'Queued', statuses: ['queued'] },
   { key: 'running', label: 'Running', statuses: ['running'] },
   { key: 'needs_input', label: 'Needs input', statuses: ['needs_input'] },
@@ -27,17 +27,15 @@ export function TaskBoard() {
   const project = params.get('project') ?? ''
   const q = params.get('q') ?? ''
   const [search, setSearch] = useState(q)
-  const projects = useLoad(() => get<Project[]>('/api/projects'), [workspace?.id])
+  const projects = useLoad(() => get('/api/projects'), [workspace?.id])
   const board = useLoad(async () => {
     const out: Record<string, Column> = {}
     await Promise.all(
       columns.map(async (c) => {
         const pages = await Promise.all(
           c.statuses.map((status) => {
-            const qs = new URLSearchParams({ status, page_size: '50', sort: 'updated_at', order: 'desc' })
-            if (project) qs.set('project_id', project)
-            if (q) qs.set('q', q)
-            return get<Board>(`/tasks/board?${qs}`)
+            const query = { status, page_size: 50, sort: 'updated_at', order: 'desc' as const, project_id: project || undefined, q: q || undefined }
+            return get('/tasks/board', { params: { query } })
           }),
         )
         const rows = pages.flatMap((p) => p.rows ?? []).sort((a, b) => b.updated_at.localeCompare(a.updated_at))
@@ -141,7 +139,8 @@ function NewTask({ projects, defaultProject }: { projects: Project[]; defaultPro
     setBusy(true)
     setError('')
     try {
-      const t = await post<Task>('/api/tasks', { project_id: project, prompt, agent_profile: profile })
+      // project is null when the choice was cleared: sent as before, and the server says why it refuses
+      const t = await post('/api/tasks', { body: { project_id: project as string, prompt, agent_profile: profile } })
       navigate(`/tasks/${t.id}`)
     } catch (err) {
       setError(messageOf(err))

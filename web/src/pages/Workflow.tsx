@@ -36,7 +36,7 @@ import {
 } from '@xyflow/react'
 import { useEffect, useRef, useState } from 'react'
 import { Link, useNavigate, useParams } from 'react-router-dom'
-import { ApiError, get, messageOf, post, put, type Project, type Schemas } from '../api'
+import { ApiError, get, messageOf, post, put, type Schemas } from '../api'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad } from '../ui'
 
@@ -216,7 +216,7 @@ export const nodeTypes: NodeTypes = { wf: WfNodeView }
 
 /** The node kinds (built-in and the workspace's), or [] when they cannot be read. */
 export function loadNodeTypes(): Promise<NodeType[]> {
-  return get<NodeType[] | null>('/api/workflow-node-types').then(
+  return get('/api/workflow-node-types').then(
     (t) => t ?? [],
     () => [],
   )
@@ -280,8 +280,8 @@ export default function WorkflowPage() {
   const { id = '' } = useParams()
   const { workspace } = useSession()
   const load = useLoad(async () => {
-    const [wf, types] = await Promise.all([get<Workflow>(`/api/workflows/${id}`), loadNodeTypes()])
-    const projects = await get<Project[] | null>('/api/projects').catch(() => null)
+    const [wf, types] = await Promise.all([get('/api/workflows/{id}', { params: { path: { id } } }), loadNodeTypes()])
+    const projects = await get('/api/projects').catch(() => null)
     return { wf, types, project: projects?.find((p) => p.id === wf.project_id)?.name }
   }, [id, workspace?.id])
 
@@ -415,7 +415,7 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
     setError('')
     setSaved(false)
     try {
-      await put<Workflow>(`/api/workflows/${wf.id}`, body)
+      await put('/api/workflows/{id}', { params: { path: { id: wf.id } }, body })
       mark(null)
       setDirty(false)
       setSaved(true)
@@ -446,7 +446,7 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
     setBusy('run')
     try {
       if (dirty && !(await save())) return
-      const r = await post<Schemas['RunStarted']>(`/api/workflows/${wf.id}/runs`, input === undefined ? {} : { input })
+      const r = await post('/api/workflows/{id}/runs', { params: { path: { id: wf.id } }, body: input === undefined ? {} : { input } })
       navigate(`/workflows/runs/${r.run_id}`)
     } catch (e) {
       setError(messageOf(e))

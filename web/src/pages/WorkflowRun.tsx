@@ -61,11 +61,11 @@ function json(v: unknown): string {
 export default function WorkflowRunPage() {
   const { runId = '' } = useParams()
   const { workspace } = useSession()
-  const run = useLoad(() => get<RunView>(`/api/workflows/runs/${runId}`), [runId, workspace?.id])
+  const run = useLoad(() => get('/api/workflows/runs/{run_id}', { params: { path: { run_id: runId } } }), [runId, workspace?.id])
   const wfId = run.data?.workflow_id
   const graph = useLoad(async () => {
     if (!wfId) return null
-    const [wf, types] = await Promise.all([get<Workflow>(`/api/workflows/${wfId}`).catch((e) => {
+    const [wf, types] = await Promise.all([get('/api/workflows/{id}', { params: { path: { id: wfId } } }).catch((e) => {
         if (e instanceof ApiError && e.status === 404) return null // deleted since: the run still shows
         throw e
       }), loadNodeTypes()])
@@ -128,7 +128,7 @@ function RunHeader({ view, workflowName, onChange }: { view: RunView; workflowNa
     setBusy(true)
     setError('')
     try {
-      onChange(await post<RunView>(`/api/workflows/runs/${view.id}/cancel`))
+      onChange(await post('/api/workflows/runs/{run_id}/cancel', { params: { path: { run_id: view.id } } }))
     } catch (e) {
       setError(messageOf(e))
     } finally {
@@ -180,7 +180,7 @@ function Gates({ view, onChange }: { view: RunView; onChange: (v: RunView) => vo
   const events = (view.waiting_on ?? []).filter((k) => states.get(k)?.kind === 'wait_event')
   const sig = waiting.join(',')
   const approvals = useLoad(
-    () => (sig ? get<Approval[] | null>('/api/workflows/pending-approvals').then((a) => a ?? []) : Promise.resolve([] as Approval[])),
+    () => (sig ? get('/api/workflows/pending-approvals').then((a) => a ?? []) : Promise.resolve([] as Approval[])),
     [sig],
   )
   if (waiting.length === 0 && events.length === 0) return null
@@ -207,7 +207,7 @@ function Gate({ runId, nodeKey, message, onChange }: { runId: string; nodeKey: s
     setError('')
     try {
       const body = comment.trim() ? { decision, comment: comment.trim() } : { decision }
-      onChange(await post<RunView>(`/api/workflows/runs/${runId}/nodes/${encodeURIComponent(nodeKey)}/decision`, body))
+      onChange(await post('/api/workflows/runs/{run_id}/nodes/{node_key}/decision', { params: { path: { run_id: runId, node_key: nodeKey } }, body }))
     } catch (e) {
       setError(messageOf(e))
     } finally {

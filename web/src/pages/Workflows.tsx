@@ -5,8 +5,6 @@ import { get, messageOf, post, type Project, type Schemas } from '../api'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad, when } from '../ui'
 
-type Workflow = Schemas['Workflow']
-
 // A workflow needs at least one node: a new one starts as a single end node
 // that the canvas then grows.
 const starterNodes: Schemas['NodeInput'][] = [{ key: 'done', kind: 'end', position: { x: 0, y: 0 } }]
@@ -14,8 +12,8 @@ const starterNodes: Schemas['NodeInput'][] = [{ key: 'done', kind: 'end', positi
 /** The workspace's workflows, and a form that creates one. */
 export default function Workflows() {
   const { workspace } = useSession()
-  const workflows = useLoad(() => get<Workflow[] | null>('/api/workflows'), [workspace?.id])
-  const projects = useLoad(() => get<Project[] | null>('/api/projects'), [workspace?.id])
+  const workflows = useLoad(() => get('/api/workflows'), [workspace?.id])
+  const projects = useLoad(() => get('/api/projects'), [workspace?.id])
   const projectName = new Map((projects.data ?? []).map((p) => [p.id, p.name]))
   const list = workflows.data ?? []
 
@@ -76,7 +74,7 @@ function NewWorkflow({ projects, loading }: { projects: Project[]; loading: bool
     setBusy(true)
     setError('')
     try {
-      const w = await post<Workflow>('/api/workflows', { name: name.trim(), project_id: project, nodes: starterNodes })
+      const w = await post('/api/workflows', { body: { name: name.trim(), project_id: project, nodes: starterNodes } })
       navigate(`/workflows/${w.id}`)
     } catch (err) {
       setError(messageOf(err))
