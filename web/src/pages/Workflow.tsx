@@ -1,4 +1,3 @@
-import '@xyflow/react/dist/style.css'
 import {
   Alert,
   Anchor,
@@ -19,208 +18,25 @@ import {
 import {
   Background,
   Controls,
-  Handle,
-  MarkerType,
-  Position,
   ReactFlow,
   applyEdgeChanges,
   applyNodeChanges,
   type Connection,
   type Edge,
   type EdgeChange,
-  type Node,
   type NodeChange,
-  type NodeProps,
-  type NodeTypes,
   type ReactFlowInstance,
 } from '@xyflow/react'
 import { useEffect, useRef, useState } from 'react'
 import { Link, useNavigate, useParams } from 'react-router-dom'
 import { ApiError, get, messageOf, post, put, type Schemas } from '../api'
+import { edgeId, flowEdge, handlesFor, layout, loadNodeTypes, toFlow, type WfNode } from '../canvas/graph'
+import { nodeTypes } from '../canvas/NodeView'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad } from '../ui'
 
 type Workflow = Schemas['Workflow']
 type NodeType = Schemas['NodeType']
-
-// ---------------------------------------------------------------------------
-// The canvas pieces, shared with the run page (WorkflowRun.tsx).
-
-/** What a canvas node carries: the workflow node plus what the page shows on it. */
-type WfNodeData = {
-  key: string
-  kind: string
-  config: Record<string, unknown>
-  handles: string[]
-  ordinal?: number
-  parent?: string | null
-  /** A validation message naming this node (shown in red under the label). */
-  error?: string
-  /** The node's state in a run (run page). */
-  status?: string
-}
-export type WfNode = Node<WfNodeData, 'wf'>
-
-/** Colours of the node states of a run. */
-export const stateColor: Record<string, string> = {
-  pending: 'gray',
-  ready: 'cyan',
-  running: 'blue',
-  waiting: 'yellow',
-  succeeded: 'green',
-  failed: 'red',
-  skipped: 'gray',
-  cancelled: 'dark',
-  queued: 'gray',
-}
-
-// Output handles of the built-in kinds, for when the node types cannot be read.
-const builtinHandles: Record<string, string[]> = {
-  gate: ['true', 'false'],
-  human: ['approved', 'rejected'],
-  end: [],
-  wait_event: ['event', 'timeout'],
-}
-
-/** The output handles of a node: its kind's, or llm_classify's categories plus error. */
-function handlesFor(kind: string, config: Record<string, unknown>, types: NodeType[]): string[] {
-  if (kind === 'llm_classify') {
-    const cats = Array.isArray(config.categories) ? config.categories.filter((c): c is string => typeof c === 'string') : []
-    return [...cats, 'error']
-  }
-  const t = types.find((x) => x.slug === kind)
-  if (t) return t.handles ?? []
-  return builtinHandles[kind] ?? ['out', 'error']
-}
-
-/** Left-to-right positions by depth in the DAG (longest path from an entry node). */
-export function layout(keys: string[], edges: { source: string; target: string }[]): Map<string, { x: number; y: number }> {
-  const depth = new Map(keys.map((k) => [k, 0]))
-  const indeg = new Map(keys.map((k) => [k, 0]))
-  for (const e of edges) if (indeg.has(e.target) && depth.has(e.source)) indeg.set(e.target, (indeg.get(e.target) ?? 0) + 1)
-  const queue = keys.filter((k) => indeg.get(k) === 0)
-  while (queue.length) {
-    const k = queue.shift()!
-    for (const e of edges) {
-      if (e.source !== k || !indeg.has(e.target)) continue
-      depth.set(e.target, Math.max(depth.get(e.target) ?? 0, (depth.get(k) ?? 0) + 1))
-      indeg.set(e.target, (indeg.get(e.target) ?? 0) - 1)
-      if (indeg.get(e.target) === 0) queue.push(e.target)
-    }
-  }
-  const rows = new Map<number, number>()
-  const out = new Map<string, { x: number; y: number }>()
-  for (const k of keys) {
-    const d = depth.get(k) ?? 0
-    const row = rows.get(d) ?? 0
-    rows.set(d, row + 1)
-    out.set(k, { x: d * 300, y: row * 130 })
-  }
-  return out
-}
-
-function edgeId(source: string, handle: string | null | undefined, target: string): string {
-  return `${source}:${handle ?? ''}->${target}`
-}
-
-/** A canvas edge; the handle is its label unless it is the plain out. */
-function flowEdge(source: string, handle: string | null | undefined, target: string): Edge {
-  return {
-    id: edgeId(source, handle, target),
-    source,
-    target,
-    sourceHandle: handle || null,
-    label: handle && handle !== 'out' ? handle : undefined,
-    markerEnd: { type: MarkerType.ArrowClosed },
-  }
-}
-
-/** The workflow as canvas nodes and edges; stored positions unless every node sits at the origin. */
-export function toFlow(wf: Workflow, types: NodeType[]): { nodes: WfNode[]; edges: Edge[] } {
-  const nodes = wf.nodes ?? []
-  const edges = wf.edges ?? []
-  const unplaced = nodes.every((n) => !n.position || (n.position.x === 0 && n.position.y === 0))
-  const auto = layout(
-    nodes.map((n) => n.key),
-    edges,
-  )
-  return {
-    nodes: nodes.map((n) => ({
-      id: n.key,
-      type: 'wf',
-      position: unplaced || !n.position ? auto.get(n.key)! : { x: n.position.x, y: n.position.y },
-      data: { key: n.key, kind: n.kind, config: n.config ?? {}, handles: handlesFor(n.kind, n.config ?? {}, types), ordinal: n.ordinal, parent: n.parent_node_key },
-    })),
-    edges: edges.map((e) => flowEdge(e.source, e.source_handle, e.target)),
-  }
-}
-
-/** A node on the canvas: key, kind, run state or validation message, one target and its source handles. */
-function WfNodeView({ data, selected }: NodeProps<WfNode>) {
-  const color = data.error ? 'red' : data.status ? (stateColor[data.status] ?? 'gray') : ''
-  const border = color ? `2px ${data.status === 'skipped' ? 'dashed' : 'solid'} var(--mantine-color-${color}-6)` : '1px solid var(--mantine-color-default-border)'
-  const multi = data.handles.length > 1
-  return (
-    <div
-      data-testid={`node-${data.key}`}
-      data-kind={data.kind}
-      data-status={data.status}
-      data-invalid={data.error ? 'true' : undefined}
-      style={{
-        border,
-        outline: selected ? '2px solid var(--mantine-color-indigo-4)' : undefined,
-        outlineOffset: 2,
-        borderRadius: 8,
-        padding: multi ? '6px 64px 6px 10px' : '6px 10px',
-        minWidth: 150,
-        maxWidth: 280,
-        minHeight: multi ? 22 * data.handles.length + 12 : undefined,
-        background: data.status ? `var(--mantine-color-${color}-light)` : 'var(--mantine-color-body)',
-        color: 'var(--mantine-color-text)',
-      }}
-    >
-      <Handle type="target" position={Position.Left} />
-      <Text fw={600} size="sm">
-        {data.key}
-      </Text>
-      <Text size="xs" c="dimmed">
-        {data.kind}
-        {data.parent ? ` · in ${data.parent}` : ''}
-      </Text>
-      {data.status && (
-        <Text size="xs" fw={500}>
-          {data.status}
-        </Text>
-      )}
-      {data.error && (
-        <Text size="xs" c="red" data-testid={`node-error-${data.key}`} style={{ whiteSpace: 'normal' }}>
-          {data.error}
-        </Text>
-      )}
-      {data.handles.map((h, i) => {
-        const top = `${((i + 1) * 100) / (data.handles.length + 1)}%`
-        return (
-          <div key={h}>
-            <Handle id={h} type="source" position={Position.Right} style={{ top }} title={h} />
-            {multi && (
-              <span style={{ position: 'absolute', right: 8, top, transform: 'translateY(-50%)', fontSize: 10, opacity: 0.7 }}>{h}</span>
-            )}
-          </div>
-        )
-      })}
-    </div>
-  )
-}
-
-export const nodeTypes: NodeTypes = { wf: WfNodeView }
-
-/** The node kinds (built-in and the workspace's), or [] when they cannot be read. */
-export function loadNodeTypes(): Promise<NodeType[]> {
-  return get('/api/workflow-node-types').then(
-    (t) => t ?? [],
-    () => [],
-  )
-}
 
 // ---------------------------------------------------------------------------
 // Validation messages. The backend names the node as `node "key": …`

@@ -1,13 +1,13 @@
-import '@xyflow/react/dist/style.css'
 import { Alert, Anchor, Badge, Box, Button, Card, Code, Grid, Group, Stack, Table, Text, TextInput, Title, useComputedColorScheme } from '@mantine/core'
 import { Background, Controls, ReactFlow, type Edge } from '@xyflow/react'
 import { useEffect, useState } from 'react'
 import { Link, useParams } from 'react-router-dom'
 import { ApiError, get, messageOf, post, type Schemas } from '../api'
+import { layout, loadNodeTypes, stateColor, toFlow, type WfNode } from '../canvas/graph'
+import { nodeTypes } from '../canvas/NodeView'
 import { followEvents, onConnection, watchTopic } from '../live'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad, when } from '../ui'
-import { layout, loadNodeTypes, nodeTypes, stateColor, toFlow, type WfNode } from './Workflow'
 
 type RunView = Schemas['RunView']
 type NodeRun = Schemas['NodeRunView']
