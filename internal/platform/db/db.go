@@ -92,7 +92,7 @@ func openSQLite(ctx context.Context, t Target) (*DB, error) {
 			return nil, fmt.Errorf("db: creating %s: %w", dir, err)
 		}
 	}
-	w, err := sql.Open("sqlite", sqliteDSN(t.Path, true))
+	w, err := openTraced("sqlite", sqliteDSN(t.Path, true))
 	if err != nil {
 		return nil, fmt.Errorf("db: open sqlite: %w", err)
 	}
@@ -106,7 +106,7 @@ func openSQLite(ctx context.Context, t Target) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("db: open sqlite %s: %w", t.Path, err)
 	}
-	r, err := sql.Open("sqlite", sqliteDSN(t.Path, false))
+	r, err := openTraced("sqlite", sqliteDSN(t.Path, false))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("db: open sqlite readers: %w", err)
@@ -129,7 +129,7 @@ func openSQLite(ctx context.Context, t Target) (*DB, error) {
 func DefaultPoolSize() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
 
 func openPostgres(ctx context.Context, t Target) (*DB, error) {
-	p, err := sql.Open("pgx", t.URL)
+	p, err := openTraced("pgx", t.URL)
 	if err != nil {
 		return nil, fmt.Errorf("db: open postgres: %w", err)
 	}
