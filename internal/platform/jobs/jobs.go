@@ -73,6 +73,9 @@ type Job struct {
 	// StartedAt is when the holder first renewed its lease: it has the
 	// work (nil while claimed but not yet acknowledged).
 	StartedAt *time.Time
+	// TraceParent is the trace context of whoever queued the job (W3C
+	// traceparent; "" untraced): its work continues that trace (StartWork).
+	TraceParent string
 }
 
 // Pools of workers.
@@ -164,7 +167,7 @@ func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, admit Admission) *Queue {
 }
 
 const columns = `id, kind, workspace_id, ref_id, concurrency_keys, payload, state, attempt, max_attempts, run_at, locked_by, locked_until,
-	cancel_requested, last_error, created_at, finished_at, pool, labels, started_at`
+	cancel_requested, last_error, created_at, finished_at, pool, labels, started_at, trace_parent`
 
 func scan(row interface{ Scan(...any) error }) (*Job, error) {
 	var j Job
@@ -172,7 +175,7 @@ func scan(row interface{ Scan(...any) error }) (*Job, error) {
 	var keys, payload, labels string
 	err := row.Scan(&j.ID, &j.Kind, &ws, &ref, &keys, &payload, &j.State, &j.Attempt, &j.MaxAttempts, db.UTC(&j.RunAt), &j.LockedBy,
 		db.NullUTC(&j.LockedUntil), &j.CancelRequested, &j.LastError, db.UTC(&j.CreatedAt), db.NullUTC(&j.FinishedAt),
-		&j.Pool, &labels, db.NullUTC(&j.StartedAt))
+		&j.Pool, &labels, db.NullUTC(&j.StartedAt), &j.TraceParent)
 	if err != nil {
 		return nil, err
 	}
@@ -226,9 +229,11 @@ func (q *Queue) Enqueue(ctx context.Context, tx *db.Tx, n NewJob) (*Job, error) 
 	if n.MaxAttempts <= 0 {
 		n.MaxAttempts = 3
 	}
+	ctx, span, parent := enqueueSpan(ctx, tx, n.Kind)
+	defer span.End()
 	j, err := scan(tx.QueryRowContext(ctx, `INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at,
-		pool, labels) VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9, $10, $11) RETURNING `+columns,
-		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now, n.Pool, EncodeLabels(n.Labels)))
+		pool, labels, trace_parent) VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9, $10, $11, $12) RETURNING `+columns,
+		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now, n.Pool, EncodeLabels(n.Labels), parent))
 	if err != nil {
 		if q.db.Dialect.IsUniqueViolation(err) {
 			return nil, fmt.Errorf("jobs: %s %s already has an unfinished job: %w", n.Kind, n.Ref, ErrDuplicate)
@@ -423,6 +428,7 @@ func (q *Queue) Claim(ctx context.Context, req ClaimRequest, start StartFunc) ([
 	if err != nil {
 		return nil, err
 	}
+	claimed(out, q.clock.Now())
 	return out, nil
 }
 
