@@ -81,6 +81,7 @@ func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 	if err != nil {
 		return fmt.Errorf("runs: insert: %w", err)
 	}
+	countStarted(q, r.Kind)
 	return nil
 }
 
@@ -99,15 +100,16 @@ func countRuns(ctx context.Context, q db.Queryer, workspaceID, logID, kind strin
 // finishRun moves a running run to a terminal status; it reports false when
 // the run was not running (it keeps the status it had).
 func finishRun(ctx context.Context, q db.Queryer, workspaceID, id, status string, exit *int, errText string, now time.Time) (bool, error) {
-	var got string
+	var kind string
 	err := q.QueryRowContext(ctx, `UPDATE runs SET status = $3, exit_code = $4, error = $5, finished_at = $6
-		WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING id`, workspaceID, id, status, exit, errText, now).Scan(&got)
+		WHERE workspace_id = $1 AND id = $2 AND status = 'running' RETURNING kind`, workspaceID, id, status, exit, errText, now).Scan(&kind)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("runs: finish: %w", err)
 	}
+	countFinished(q, kind, status)
 	return true, nil
 }
 

@@ -129,6 +129,13 @@ func (c *exprCache) render(ctx context.Context, src string, env map[string]any) 
 // execute runs one node and says how it went. Waiting kinds return
 // NodeWaiting with what they wait on.
 func (e *Engine) execute(ctx context.Context, s step) outcome {
+	ctx, done := observeNode(ctx, s)
+	o := e.executeNode(ctx, s)
+	done(o)
+	return o
+}
+
+func (e *Engine) executeNode(ctx context.Context, s step) outcome {
 	switch s.node.Kind {
 	case "transform":
 		return e.transform(ctx, s)
