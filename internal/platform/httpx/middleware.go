@@ -42,7 +42,7 @@ func RequestID(ctx context.Context) string {
 // Logger returns the server logger tagged with the request id.
 func Logger(ctx context.Context) *slog.Logger {
 	if rw, ok := ctx.Value(requestKey).(*responseWriter); ok {
-		return rw.log.With("request_id", rw.id)
+		return withTrace(ctx, rw.log.With("request_id", rw.id))
 	}
 	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
 		return l
@@ -191,10 +191,15 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
+		route := rw.r.Pattern
+		if r.Context().Err() != nil && status >= 500 {
+			told(ctx, route, StatusClientClosed)
+		} else {
+			told(ctx, route, status) // to Instrument, when it wraps this
+		}
 		if status < 400 && quiet(r.URL.Path) {
 			return
 		}
-		route := rw.r.Pattern
 		if route == "" {
 			route = "-"
 		}
@@ -210,7 +215,7 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 		case status >= 500:
 			level = slog.LevelError
 		}
-		log.LogAttrs(ctx, level, "request",
+		withTrace(ctx, log).LogAttrs(ctx, level, "request",
 			slog.String("request_id", rw.id),
 			slog.String("method", r.Method),
 			slog.String("route", route),
