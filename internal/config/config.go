@@ -102,6 +102,7 @@ type Config struct {
 	TLS           TLS
 	RunnerRelease RunnerRelease
 	Autoscale     Autoscale
+	Observability Observability
 
 	// Notices are adjustments made while loading (e.g. a value raised to its
 	// floor); the server logs them at boot.
@@ -376,6 +377,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	}
 	c.Autoscale.Cooldown = r.seconds("SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", 60)
 	c.Autoscale.Network = r.str("SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents")
+	c.Observability = readObservability(r, prod)
 
 	return c, r
 }

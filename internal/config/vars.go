@@ -113,7 +113,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "", "image for spawned runners; required when autoscale is on"},
 	{"SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", "60", "minimum seconds between scale actions"},
 	{"SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents", "network for spawned runners"},
-})
+}, observabilityVars)
 
 // RunnerVars are read by `slipway runner`.
 var RunnerVars = join([]Var{
