@@ -24,9 +24,14 @@ type Members interface {
 	CanAccess(ctx context.Context, userID, workspaceID string) (bool, error)
 }
 
-// DecidedFunc is told, in the deciding transaction, that an approval was
-// decided (by a human or by its timeout): the task it holds may go on.
-type DecidedFunc func(ctx context.Context, tx *db.Tx, a *ToolApproval) error
+// Reactions are what other domains do when an approval is decided (the
+// composition root lists who reacts).
+type Reactions interface {
+	// ApprovalDecided is told, in the deciding transaction, that an
+	// approval was decided (by a human or by its timeout): the task it
+	// holds may go on.
+	ApprovalDecided(ctx context.Context, tx *db.Tx, a *ToolApproval) error
+}
 
 // Service holds tool approvals.
 type Service struct {
@@ -36,7 +41,7 @@ type Service struct {
 	members Members
 	timeout time.Duration
 	log     *slog.Logger
-	decided []DecidedFunc
+	react   Reactions     // nil: no other domain reacts
 	hub     *realtime.Hub // nil: nothing is live
 }
 
@@ -44,20 +49,25 @@ type Service struct {
 // count to show moved).
 const TopicApprovals = "approvals"
 
-// SetHub makes approval changes live (at wiring time).
-func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
+// Deps are what approvals use of the rest; Hub and Reactions are optional.
+type Deps struct {
+	DB        *db.DB
+	Clock     clock.Clock
+	Inbox     *inbox.Inbox
+	Members   Members
+	Hub       *realtime.Hub // nil: nothing is live
+	Reactions Reactions
+	Log       *slog.Logger
+}
 
 // NewService returns the approvals service; a pending approval times out
 // after timeout (default a day).
-func NewService(d *db.DB, clk clock.Clock, in *inbox.Inbox, m Members, timeout time.Duration, log *slog.Logger) *Service {
+func NewService(d Deps, timeout time.Duration) *Service {
 	if timeout <= 0 {
 		timeout = 24 * time.Hour
 	}
-	return &Service{db: d, clock: clk, inbox: in, members: m, timeout: timeout, log: log}
+	return &Service{db: d.DB, clock: d.Clock, inbox: d.Inbox, members: d.Members, timeout: timeout, log: d.Log, hub: d.Hub, react: d.Reactions}
 }
-
-// OnDecided registers fn; call it before serving.
-func (s *Service) OnDecided(fn DecidedFunc) { s.decided = append(s.decided, fn) }
 
 // Request records an agent's approval_request for a run, inside tx (the
 // transaction storing the agent's events). created is false for a request
@@ -137,8 +147,8 @@ func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status
 	if _, err := s.inbox.Post(ctx, tx, a.jobID, protocol.Approval{Type: protocol.InApproval, ID: a.requestID, Verdict: agentVerdict[status]}, ""); err != nil {
 		return false, err
 	}
-	for _, fn := range s.decided {
-		if err := fn(ctx, tx, a); err != nil {
+	if s.react != nil {
+		if err := s.react.ApprovalDecided(ctx, tx, a); err != nil {
 			return false, err
 		}
 	}

@@ -40,16 +40,6 @@ type Mailer interface {
 	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
 }
 
-// SetMail gives the account mails their outbox and where links point (at
-// wiring time).
-func (s *Service) SetMail(m Mailer, publicURL string) {
-	s.mailer, s.publicURL = m, strings.TrimRight(publicURL, "/")
-}
-
-// SetCaptcha gives the anonymous mail requests and the sign-in throttle
-// their captcha (at wiring time; a disabled one asks for nothing).
-func (s *Service) SetCaptcha(c *captcha.Service) { s.captcha = c }
-
 // captchaPasses: with a captcha configured, a request must carry a good
 // solution, which it spends; without one, every request passes.
 func (s *Service) captchaPasses(ctx context.Context, solved *captcha.Envelope) (bool, error) {

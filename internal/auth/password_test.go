@@ -98,7 +98,7 @@ func TestNormalizeEmail(t *testing.T) {
 // password.
 func TestDummyHashCostsTheSameWork(t *testing.T) {
 	p := HashParams{MemoryKiB: 96, Time: 3, Threads: 1}
-	s, err := NewService(nil, nil, Config{HashParams: p, Secret: []byte(strings.Repeat("s", 32))}, nil, nil, nil)
+	s, err := NewService(Config{HashParams: p, Secret: []byte(strings.Repeat("s", 32))}, Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,9 @@ func TestPruneExpiredSignInRecords(t *testing.T) {
 		d := dbtest.New(t, engine)
 		clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 		log := slog.New(slog.DiscardHandler)
-		s, err := auth.NewService(d, clk, auth.Config{Secret: []byte(strings.Repeat("k", 32)),
+		s, err := auth.NewService(auth.Config{Secret: []byte(strings.Repeat("k", 32)),
 			HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}},
-			tenancy.NewService(d, clk, 0, nil, log), nil, log)
+			auth.Deps{DB: d, Clock: clk, Tenancy: tenancy.NewService(tenancy.Config{}, tenancy.Deps{DB: d, Clock: clk, Log: log}), Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}

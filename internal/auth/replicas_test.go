@@ -31,9 +31,9 @@ func TestSessionCacheAcrossReplicas(t *testing.T) {
 		if err := bus.Listening(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s, err := auth.NewService(d, clock.System{}, auth.Config{Secret: []byte(strings.Repeat("k", 32)), SessionCacheTTL: ttl,
+		s, err := auth.NewService(auth.Config{Secret: []byte(strings.Repeat("k", 32)), SessionCacheTTL: ttl,
 			HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}},
-			tenancy.NewService(d, clock.System{}, 0, nil, log), bus, log)
+			auth.Deps{DB: d, Clock: clock.System{}, Tenancy: tenancy.NewService(tenancy.Config{}, tenancy.Deps{DB: d, Clock: clock.System{}, Log: log}), Bus: bus, Log: log})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,6 +47,26 @@ type Config struct {
 	// SessionCacheTTL keeps authenticated sessions in memory this long
 	// (0 disables the cache).
 	SessionCacheTTL time.Duration
+	// PublicURL starts the links in account mail.
+	PublicURL string
+}
+
+// Deps are what auth uses of the rest. DB, Clock, Tenancy and Log are
+// required.
+type Deps struct {
+	DB      *db.DB
+	Clock   clock.Clock
+	Tenancy Tenancy
+	Log     *slog.Logger
+	// Bus carries cache invalidations between replicas: sign-outs,
+	// password changes and approvals apply at once on every replica (nil:
+	// one replica).
+	Bus Bus
+	// Mailer sends account mail (nil: none is sent).
+	Mailer Mailer
+	// Captcha guards anonymous mail requests and the sign-in throttle (nil
+	// or disabled: no captcha is asked for).
+	Captcha *captcha.Service
 }
 
 // DefaultSessionTTL is how long a session lasts (absolute).
@@ -98,10 +118,7 @@ type Bus interface {
 const topicSessions = "sessions"
 
 // NewService builds the auth service.
-//
-// bus (optional) carries cache invalidations between replicas: sign-outs,
-// password changes and approvals apply at once on every replica.
-func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *slog.Logger) (*Service, error) {
+func NewService(cfg Config, d Deps) (*Service, error) {
 	if len(cfg.Secret) < 32 {
 		return nil, errors.New("auth: the signing secret must be at least 32 bytes")
 	}
@@ -115,8 +132,9 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, t Tenancy, bus Bus, log *
 	if err != nil {
 		return nil, err
 	}
-	return &Service{db: d, clock: clk, cfg: cfg, tenancy: t, log: log, dummyHash: dummyHash(cfg.HashParams), sealer: sealer,
-		cache: ttlcache.New[actor.User](cfg.SessionCacheTTL, 10000), bus: bus}, nil
+	return &Service{db: d.DB, clock: d.Clock, cfg: cfg, tenancy: d.Tenancy, log: d.Log, dummyHash: dummyHash(cfg.HashParams), sealer: sealer,
+		cache: ttlcache.New[actor.User](cfg.SessionCacheTTL, 10000), bus: d.Bus, mailer: d.Mailer, captcha: d.Captcha,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/")}, nil
 }
 
 // HasAdmin reports whether an approved instance admin exists.

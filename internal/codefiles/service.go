@@ -260,14 +260,19 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, set Set, rawP
 	return deleteFile(ctx, s.db.W, sc, p)
 }
 
+// Contents hands code runs their files (workflows.CodeFiles, and the
+// library to scripts). It reads in the caller's transaction and needs
+// nothing else, so the engine gets it before the service exists.
+type Contents struct{}
+
 // Files implements workflows.CodeFiles: a code node's files, by path.
-func (s *Service) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error) {
+func (Contents) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID, WorkflowID: workflowID, NodeKey: nodeKey}))
 }
 
 // Library implements workflows.CodeFiles: the workspace's code library,
 // by path.
-func (s *Service) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error) {
+func (Contents) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID}))
 }
 

@@ -63,18 +63,17 @@ type Service struct {
 	inbox *inbox.Inbox
 }
 
-// NewService returns the service and hooks it to the inbox (a taken line
-// delivers its message) and to task runs (the agent's messages).
-func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox, r *runs.Service) *Service {
-	s := &Service{db: d, clock: clk, tasks: t, inbox: in}
-	in.OnTaken(s.delivered)
-	r.Observe(runs.KindTask, s.observe)
-	t.OnEnd(s)
-	return s
+// NewService returns the service. It reacts to three changes elsewhere
+// (the composition root wires them): a line taken from the inbox delivers
+// its message (MessagesTaken), an agent's reports carry its messages
+// (AgentReported), and a task's end withdraws what it never took
+// (TaskEnded).
+func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox) *Service {
+	return &Service{db: d, clock: clk, tasks: t, inbox: in}
 }
 
 // TaskEnded withdraws the messages of a task that ended before its agent
-// took them (tasks.EndHook): they will never be read.
+// took them (tasks.Reactions): they will never be read.
 func (s *Service) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
 	_, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = 'cancelled', updated_at = $3
 		WHERE workspace_id = $1 AND task_id = $2 AND status = 'queued'`, t.WorkspaceID, t.ID, s.clock.Now())
@@ -200,8 +199,9 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string) (*
 	return out, err
 }
 
-// delivered marks messages whose lines a worker took (inbox.TakenFunc).
-func (s *Service) delivered(ctx context.Context, tx *db.Tx, messageIDs []string) error {
+// MessagesTaken marks messages whose lines a worker took
+// (inbox.Reactions).
+func (s *Service) MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error {
 	now := s.clock.Now()
 	for _, id := range messageIDs {
 		if _, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = 'delivered', updated_at = $2 WHERE id = $1 AND status = 'queued'`,
@@ -212,8 +212,9 @@ func (s *Service) delivered(ctx context.Context, tx *db.Tx, messageIDs []string)
 	return nil
 }
 
-// observe records the agent's own messages (its assistant text).
-func (s *Service) observe(ctx context.Context, tx *db.Tx, r *runs.Run, evs []runs.NewEvent) error {
+// AgentReported records the agent's own messages (its assistant text;
+// runs.Reactions).
+func (s *Service) AgentReported(ctx context.Context, tx *db.Tx, r *runs.Run, evs []runs.NewEvent) error {
 	if r.TaskID == nil {
 		return nil
 	}

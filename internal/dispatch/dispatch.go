@@ -89,8 +89,9 @@ type registered struct {
 
 var _ worker.Port = (*Dispatcher)(nil)
 
-// New returns a dispatcher.
-func New(d *db.DB, q *jobs.Queue, r *runs.Service, bus *pubsub.Bus, cfg Config, log *slog.Logger) *Dispatcher {
+// New returns a dispatcher; in (nil: none) hands Extend the agents' inbox
+// lines.
+func New(d *db.DB, q *jobs.Queue, r *runs.Service, in Inbox, bus *pubsub.Bus, cfg Config, log *slog.Logger) *Dispatcher {
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
@@ -100,7 +101,7 @@ func New(d *db.DB, q *jobs.Queue, r *runs.Service, bus *pubsub.Bus, cfg Config, 
 	if cfg.Retention <= 0 {
 		cfg.Retention = 7 * 24 * time.Hour
 	}
-	return &Dispatcher{db: d, queue: q, runs: r, bus: bus, cfg: cfg, log: log, handlers: map[string]registered{}, local: map[string]InterruptFunc{}}
+	return &Dispatcher{db: d, queue: q, runs: r, inbox: in, bus: bus, cfg: cfg, log: log, handlers: map[string]registered{}, local: map[string]InterruptFunc{}}
 }
 
 // Handle registers the handler of a job kind whose jobs are work of the
@@ -297,9 +298,6 @@ type Inbox interface {
 	// Taken is the last line of a job a worker took (an earlier attempt).
 	Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error)
 }
-
-// SetInbox gives Extend the agents' inbox; call it before serving.
-func (d *Dispatcher) SetInbox(in Inbox) { d.inbox = in }
 
 // Extend implements worker.Port: the lease is renewed and the answer
 // carries the agent's inbox lines after inboxAfter.

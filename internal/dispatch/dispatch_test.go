@@ -54,7 +54,7 @@ func newReplica(t testing.TB, d *db.DB, h dispatch.Handler) replica {
 		t.Fatal(err)
 	}
 	q := jobs.New(d, bus, clock.System{}, nil)
-	disp := dispatch.New(d, q, runs.NewService(d, clock.System{}, redact.New()), bus, dispatch.Config{Lease: time.Minute, Poll: time.Hour}, log) // only a notification can wake a claimer in time
+	disp := dispatch.New(d, q, runs.NewService(d, clock.System{}, redact.New(), nil, nil), nil, bus, dispatch.Config{Lease: time.Minute, Poll: time.Hour}, log) // only a notification can wake a claimer in time
 	disp.Handle("stamp", worker.WorkAgent, h)
 	return replica{q: q, d: disp}
 }

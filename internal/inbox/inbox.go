@@ -26,21 +26,22 @@ type Inbox struct {
 	db    *db.DB
 	bus   *pubsub.Bus
 	clock clock.Clock
-	taken []TakenFunc
+	react Reactions // nil: no other domain reacts
 }
 
-// TakenFunc is told, inside the transaction that hands lines to a worker
-// for the first time, which messages they carry (their ids as given to
-// Post).
-type TakenFunc func(ctx context.Context, tx *db.Tx, messageIDs []string) error
+// Reactions are what other domains do when an agent takes its lines (the
+// composition root lists who reacts).
+type Reactions interface {
+	// MessagesTaken is told, inside the transaction that hands lines to a
+	// worker for the first time, which messages they carry (their ids as
+	// given to Post).
+	MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error
+}
 
 // New returns the inbox.
-func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock) *Inbox {
-	return &Inbox{db: d, bus: bus, clock: clk}
+func New(d *db.DB, bus *pubsub.Bus, clk clock.Clock, react Reactions) *Inbox {
+	return &Inbox{db: d, bus: bus, clock: clk, react: react}
 }
-
-// OnTaken registers fn; call it before serving.
-func (b *Inbox) OnTaken(fn TakenFunc) { b.taken = append(b.taken, fn) }
 
 // Post queues a line (any JSON value) for the agent of a job, inside tx,
 // and nudges the job's holder once tx commits. messageID ("" for none)
@@ -118,15 +119,10 @@ func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]worker.I
 		if lines, _, err = b.read(ctx, tx, jobID, after); err != nil {
 			return err
 		}
-		if len(ids) == 0 {
+		if len(ids) == 0 || b.react == nil {
 			return nil
 		}
-		for _, fn := range b.taken {
-			if err := fn(ctx, tx, ids); err != nil {
-				return err
-			}
-		}
-		return nil
+		return b.react.MessagesTaken(ctx, tx, ids)
 	})
 	return lines, err
 }

@@ -41,15 +41,8 @@ func TestInbox(t *testing.T) {
 		d := dbtest.New(t, e)
 		bus := pubsub.New(d, slog.New(slog.DiscardHandler))
 		t.Cleanup(bus.Close)
-		b := inbox.New(d, bus, clock.System{})
-		var taken []string
-		var mu sync.Mutex
-		b.OnTaken(func(_ context.Context, _ *db.Tx, ids []string) error {
-			mu.Lock()
-			taken = append(taken, ids...)
-			mu.Unlock()
-			return nil
-		})
+		rec := &takenRecorder{}
+		b := inbox.New(d, bus, clock.System{}, rec)
 		ws := fixture.Workspace(t, d)
 		job := ids.New()
 		now := time.Now().UTC()
@@ -85,14 +78,14 @@ func TestInbox(t *testing.T) {
 				t.Fatalf("seq %d at %d: numbers are not dense", l.Seq, i)
 			}
 		}
-		if len(taken) != 8 {
-			t.Fatalf("told of %d taken messages", len(taken))
+		if n := rec.count(); n != 8 {
+			t.Fatalf("told of %d taken messages", n)
 		}
 		// The same question again (an answer lost on the way): the same lines,
 		// not taken twice.
 		again, _ := b.Take(ctx, job, 0)
-		if len(again) != 8 || len(taken) != 8 {
-			t.Fatalf("again %d lines, %d taken", len(again), len(taken))
+		if n := rec.count(); len(again) != 8 || n != 8 {
+			t.Fatalf("again %d lines, %d taken", len(again), n)
 		}
 		if w, recheck, _ := b.Waiting(ctx, "hub@me", 0); len(w) != 0 || recheck != 0 {
 			t.Fatalf("still waiting: %v (%v)", w, recheck)
@@ -123,4 +116,23 @@ func TestInbox(t *testing.T) {
 			t.Fatalf("after 8: %+v", rest)
 		}
 	})
+}
+
+// takenRecorder keeps the message ids the inbox says were taken.
+type takenRecorder struct {
+	mu    sync.Mutex
+	taken []string
+}
+
+func (r *takenRecorder) MessagesTaken(_ context.Context, _ *db.Tx, ids []string) error {
+	r.mu.Lock()
+	r.taken = append(r.taken, ids...)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *takenRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.taken)
 }

@@ -21,34 +21,25 @@ import (
 
 // Service implements projects and agent profiles.
 type Service struct {
-	db          *db.DB
-	clock       clock.Clock
-	sealer      *vault.Sealer
-	deleteHooks []DeleteHook
-	capHooks    []CapHook
+	db     *db.DB
+	clock  clock.Clock
+	sealer *vault.Sealer
+	react  Reactions // nil: no other domain reacts
 }
 
-// DeleteHook is told, inside the transaction that deletes a project, that
-// it goes away, so that what other domains keep for it goes with it.
-type DeleteHook interface {
+// Reactions are what other domains do when a project changes, inside the
+// transaction that changes it (the composition root lists who reacts).
+type Reactions interface {
+	// ProjectDeleting: the project goes away; what other domains keep for
+	// it goes with it.
 	ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error
-}
-
-// OnDelete adds a hook (at wiring time, before the service serves).
-func (s *Service) OnDelete(h DeleteHook) { s.deleteHooks = append(s.deleteHooks, h) }
-
-// CapHook is told, inside the transaction that changes a project's
-// max_concurrent_runs, that it changed (work held back by it may start).
-type CapHook interface {
+	// CapChanged: max_concurrent_runs changed; work held back may start.
 	CapChanged(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error
 }
 
-// OnCapChange adds a hook (at wiring time).
-func (s *Service) OnCapChange(h CapHook) { s.capHooks = append(s.capHooks, h) }
-
 // NewService builds the projects service.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer}
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, react Reactions) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer, react: react}
 }
 
 func credentialsContext(projectID string) string { return "project:" + projectID + ":credentials" }
@@ -165,10 +156,8 @@ func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn
 		}
 		out = &p.Project
 		if (capBefore == nil) != (p.MaxConcurrentRuns == nil) || (capBefore != nil && *capBefore != *p.MaxConcurrentRuns) {
-			for _, h := range s.capHooks {
-				if err := h.CapChanged(ctx, tx, ws.ID, id); err != nil {
-					return err
-				}
+			if s.react != nil {
+				return s.react.CapChanged(ctx, tx, ws.ID, id)
 			}
 		}
 		return nil
@@ -259,8 +248,8 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 		if n > 0 {
 			return apperr.New(apperr.CodeConflict, "%d task(s) of this project are running; cancel them first", n)
 		}
-		for _, h := range s.deleteHooks {
-			if err := h.ProjectDeleting(ctx, tx, ws.ID, id); err != nil {
+		if s.react != nil {
+			if err := s.react.ProjectDeleting(ctx, tx, ws.ID, id); err != nil {
 				return err
 			}
 		}

@@ -22,31 +22,27 @@ import (
 
 // Service holds runs and event logs.
 type Service struct {
-	db        *db.DB
-	clock     clock.Clock
-	redact    *redact.Redactor
-	observers map[string][]ObserveFunc // by run kind
-	hub       *realtime.Hub            // nil: nothing is live
+	db     *db.DB
+	clock  clock.Clock
+	redact *redact.Redactor
+	react  Reactions     // nil: no other domain reacts
+	hub    *realtime.Hub // nil: nothing is live
 }
 
-// ObserveFunc reads the events a worker reported for a run, in the
-// transaction that stores them, once per batch (a repeated batch is not
-// observed again). The payloads are redacted as stored.
-type ObserveFunc func(ctx context.Context, tx *db.Tx, r *Run, evs []NewEvent) error
-
-// Observe registers fn for the worker batches of runs of a kind; call it
-// before serving.
-func (s *Service) Observe(kind string, fn ObserveFunc) {
-	if s.observers == nil {
-		s.observers = map[string][]ObserveFunc{}
-	}
-	s.observers[kind] = append(s.observers[kind], fn)
+// Reactions are what other domains do with what a worker reports (the
+// composition root lists who reacts).
+type Reactions interface {
+	// AgentReported reads the events a task's agent reported, in the
+	// transaction that stores them, once per batch (a repeated batch is not
+	// told again). The payloads are redacted as stored.
+	AgentReported(ctx context.Context, tx *db.Tx, r *Run, evs []NewEvent) error
 }
 
 // NewService returns the runs service. Every stored payload passes through
 // secrets (the instance's own keys) on top of whatever the writer redacted.
-func NewService(d *db.DB, clk clock.Clock, secrets *redact.Redactor) *Service {
-	return &Service{db: d, clock: clk, redact: secrets}
+// hub (nil: nothing is live) carries changes to watchers.
+func NewService(d *db.DB, clk clock.Clock, secrets *redact.Redactor, hub *realtime.Hub, react Reactions) *Service {
+	return &Service{db: d, clock: clk, redact: secrets, hub: hub, react: react}
 }
 
 // ErrRunOver refuses events for a run that has ended: its terminal status
@@ -131,9 +127,6 @@ const (
 	StreamRun  = "run"
 )
 
-// SetHub makes appended events live (at wiring time).
-func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
-
 // liveItems are the rows as their streams' items: the log's, then the
 // run's, each as the events endpoints return it (insertEvents left the
 // stored payloads on the rows).
@@ -216,15 +209,13 @@ func (s *Service) AppendBatchWithin(ctx context.Context, workspaceID, runID stri
 		if err != nil {
 			return err
 		}
-		if obs := s.observers[r.Kind]; len(obs) > 0 {
+		if r.Kind == KindTask && s.react != nil {
 			red := make([]NewEvent, len(evs))
 			for i, e := range evs {
 				red[i] = NewEvent{Type: e.Type, Payload: s.redact.JSON(e.Payload), At: e.At}
 			}
-			for _, fn := range obs {
-				if err := fn(ctx, tx, r, red); err != nil {
-					return err
-				}
+			if err := s.react.AgentReported(ctx, tx, r, red); err != nil {
+				return err
 			}
 		}
 		for i := len(evs) - 1; i >= 0; i-- {

@@ -32,7 +32,7 @@ type logRig struct {
 func newLogRig(t testing.TB, e db.Engine) *logRig {
 	t.Helper()
 	d := dbtest.New(t, e)
-	r := &logRig{t: t, db: d, s: runs.NewService(d, clock.System{}, redact.New("instance-secret-42")), ws: fixture.Workspace(t, d), log: ids.New()}
+	r := &logRig{t: t, db: d, s: runs.NewService(d, clock.System{}, redact.New("instance-secret-42"), nil, nil), ws: fixture.Workspace(t, d), log: ids.New()}
 	if err := d.Tx(context.Background(), func(tx *db.Tx) error { return r.s.CreateLog(context.Background(), tx, r.ws.ID, r.log) }); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"slipway/internal/app"
 	"slipway/internal/approvals"
 	"slipway/internal/commands"
 	"slipway/internal/conversations"
@@ -47,38 +48,10 @@ type APIs struct {
 	Management huma.API
 }
 
-// Services are what the operations call. Any field may be nil when the APIs
-// are built only to export their OpenAPI documents: handlers reach services
-// only when a request arrives.
-type Services struct {
-	Auth      *auth.Service
-	Tenancy   *tenancy.Service
-	Projects  *projects.Service
-	Workflows *workflows.Service
-	Runs      *runs.Service
-	Tasks     *tasks.Service
-	Scripts   *scripts.Service
-	Triggers  *triggers.Service
-	CodeFiles *codefiles.Service
-	Templates *templates.Service
-	Scans     *workflowscan.Service
-	N8nImport *n8nimport.Service
-	Runners   *runners.Service
-	// Working with running agents.
-	Approvals     *approvals.Service
-	Conversations *conversations.Service
-	Undo          *undo.Service
-	Commands      *commands.Service
-	Mail          *mail.Outbox
-	Captcha       *captcha.Service
-	Realtime      *realtime.Hub
-	Live          realtime.Access
-	// RunnerPort is the hub's side of the worker port the runner API
-	// serves; RunnerClientCert makes that API require a client
-	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
-	RunnerPort       runners.Port
-	RunnerClientCert bool
-}
+// Services are what the operations call (built by app.Build). Any field
+// may be nil when the APIs are built only to export their OpenAPI
+// documents: handlers reach services only when a request arrives.
+type Services = app.Services
 
 func humaConfig(title, version, openAPIPath string) huma.Config {
 	cfg := huma.Config{

@@ -11,47 +11,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
-	"path/filepath"
-	"strconv"
 	"sync/atomic"
 	"time"
 
+	"slipway/internal/app"
 	"slipway/internal/auth"
-	"slipway/internal/captcha"
-	"slipway/internal/codefiles"
-	"slipway/internal/commands"
 	"slipway/internal/config"
 	"slipway/internal/console"
-	"slipway/internal/core"
 	"slipway/internal/dispatch"
 	"slipway/internal/executor"
-	"slipway/internal/executor/process"
-	"slipway/internal/mail"
-	"slipway/internal/n8nimport"
-	"slipway/internal/platform/actor"
-	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
-	"slipway/internal/platform/outbound"
 	"slipway/internal/platform/pubsub"
-	"slipway/internal/platform/redact"
 	"slipway/internal/platform/sweep"
-	"slipway/internal/platform/vault"
-	"slipway/internal/projects"
-	"slipway/internal/repo"
 	"slipway/internal/retention"
-	"slipway/internal/runners"
-	"slipway/internal/runs"
-	"slipway/internal/scripts"
-	"slipway/internal/tasks"
-	"slipway/internal/templates"
-	"slipway/internal/tenancy"
-	"slipway/internal/triggers"
-	"slipway/internal/undo"
 	"slipway/internal/worker"
 	"slipway/internal/workflows"
-	"slipway/internal/workflowscan"
 	"slipway/web"
 )
 
@@ -77,108 +52,15 @@ type Server struct {
 	draining   atomic.Bool
 }
 
-// New builds the services and the routes. It does not listen.
+// New builds the services (app.Build) and the routes. It does not listen.
 func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
-	if cfg.InstanceID == "" {
-		return nil, errors.New("server: the instance identity is not resolved (Boot does it)")
-	}
-	clk := clock.System{}
-	bus := pubsub.New(d, log)
-	ten := tenancy.NewService(d, clk, cfg.SessionCacheTTL, bus, log)
-	ten.SetInvites(cfg.PublicURL, cfg.InviteTTL)
-	authSvc, err := auth.NewService(d, clk, auth.Config{
-		InitialAdminEmails: cfg.InitialAdminEmails,
-		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
-		Secret:             []byte(cfg.JWTSecret.Reveal()),
-		CookieSecure:       cfg.CookieSecure,
-		SessionCacheTTL:    cfg.SessionCacheTTL,
-	}, ten, bus, log)
+	a, err := app.Build(cfg, d, log, app.Options{})
 	if err != nil {
-		bus.Close()
 		return nil, err
 	}
-	ten.SetSessions(authSvc)
-	sealer, err := vault.NewSealer([]byte(cfg.JWTSecret.Reveal()))
-	if err != nil {
-		bus.Close()
-		return nil, err
-	}
-	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
-		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
-	ten.SetMailer(outbox)
-	authSvc.SetMail(outbox, cfg.PublicURL)
-	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
-	authSvc.SetCaptcha(captchaSvc)
-	proj := projects.NewService(d, clk, sealer)
-	ten.OnWorkspaceCreated(proj)
-
-	// The execution core: runs and event logs, the queue, the dispatcher
-	// (the hub's side of the worker port) and this server's own worker.
-	taskCfg := tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace, DefaultImage: cfg.AgentImage,
-		LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,
-		ApprovalTimeout: cfg.ToolApprovalTimeout}
-	c := core.New(d, bus, clk, redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal()),
-		proj, tenancy.Access{DB: d}, taskCfg, dispatch.Config{Lease: cfg.WorkerLease,
-			Output: runs.OutputLimit{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines}}, workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
-			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg), ScriptImage: cfg.AgentImage}, log)
-	runSvc, taskSvc, disp := c.Runs, c.Tasks, c.Dispatcher
-
-	backend, binary, err := agentBackend(cfg, log)
-	if err != nil {
-		bus.Close()
-		return nil, err
-	}
-	git, err := repo.New(cfg.DataDir)
-	if err != nil {
-		bus.Close()
-		return nil, err
-	}
-	owner := worker.HubPrefix + cfg.InstanceID
-	// Where the process backend can contain nothing, only instance
-	// admins' code runs (DESIGN §10).
-	var gate *codeGate
-	var admit func(context.Context, string) error
-	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
-		gate = &codeGate{ten: ten}
-		admit = gate.admit
-	}
-	wk := worker.New(disp, backend, git, worker.Config{
-		ID: owner, Slots: cfg.WorkerSlots, AgentBinary: binary, Labels: map[string]string{executor.InstanceLabel: owner},
-		Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
-			ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
-			TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
-		ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
-		Output:     worker.OutputLimits{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines, Line: cfg.Agent.OutputLineBytes},
-		Admit:      admit,
-	}, log)
-
-	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: []byte(cfg.JWTSecret.Reveal()), Stale: cfg.RunnerStale,
-		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
-		orgs{ten}, c.Queue, bus, log)
-	c.Tasks.SetRouter(runnerSvc)
-
-	codeFiles := codefiles.NewService(d, clk, c.Workflows)
-	scriptSvc := scripts.NewService(d, clk, c.Runs, c.Queue, cfg.AgentImage)
-	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner(codeFiles))
-	c.Engine.SetScripts(scriptSvc)
-	c.Engine.SetCodeFiles(codeFiles)
-
-	s := &Server{cfg: cfg, log: log, db: d, bus: bus, mux: httpx.NewMux(), Dispatcher: disp, Worker: wk, Engine: c.Engine, backend: backend,
-		retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
-	trig := triggers.NewService(d, clk, sealer, c.Workflows, log, cfg.PublicURL)
-	s.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: runSvc, Tasks: taskSvc, Workflows: c.Workflows,
-		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
-		Scans: workflowscan.NewService(proj, c.Workflows, git)}
-	s.Services.CodeFiles = codeFiles
-	s.Services.Approvals, s.Services.Conversations = c.Approvals, c.Conversations
-	s.Services.Mail = outbox
-	s.Services.Captcha = captchaSvc
-	s.Services.Realtime = newHub(cfg.HubEventRelay, cfg.RealtimePerAccount, bus, c.Runs, c.Tasks, c.Approvals, log)
-	s.Services.Live = liveAccess(authSvc, ten, cfg.PublicURL)
-	s.Services.Commands = commands.NewService(c.Tasks, proj, c.Workflows, c.Approvals, ten)
-	s.Services.Undo = undo.NewService(d, clk, c.Tasks, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log)
-	s.Services.N8nImport = n8nimport.NewService(trig)
-	s.Services.Runners, s.Services.RunnerPort, s.Services.RunnerClientCert = runnerSvc, disp, cfg.TLS.ClientCAPath != ""
+	s := &Server{cfg: cfg, log: log, db: d, bus: a.Bus, mux: httpx.NewMux(), Dispatcher: a.Dispatcher, Worker: a.Worker, Engine: a.Engine,
+		backend: a.Backend, retention: a.Retention, Services: a.Services}
+	authSvc := a.Services.Auth
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
 	s.mux.HandleFunc("GET /readyz", s.readyz)
@@ -194,24 +76,12 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		return console.IsPage(r.URL.Path)
 	})
 	var router http.Handler = httpx.Router(s.mux)
-	if gate != nil {
-		router = gate.middleware(router)
+	if a.Gate != nil {
+		router = a.Gate.Middleware(router)
 	}
 	s.handler = httpx.Observe(log, httpx.Proxies(cfg.TrustedProxies, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
 		authSvc.Middleware(auth.AdminLayer(pages(ui, router)))))))
 	return s, nil
-}
-
-// orgs resolves the organization of a runner endpoint for the runners
-// service.
-type orgs struct{ t *tenancy.Service }
-
-func (o orgs) Resolve(ctx context.Context, u *actor.User, sel runners.Selector) (string, string, error) {
-	org, err := o.t.Organization(ctx, u, tenancy.Selector{OrganizationID: sel.OrganizationID, WorkspaceID: sel.WorkspaceID})
-	if err != nil {
-		return "", "", err
-	}
-	return org.ID, org.Role, nil
 }
 
 // pages answers a browser navigating to a path that is both an API
@@ -386,14 +256,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	}
 	s.log.Info("shutdown complete")
 	return nil
-}
-
-// ownAddresses are this server's: its port on every local address and the
-// public URL's host. Workflow nodes may not call them unless allowed.
-func ownAddresses(cfg *config.Config) []string {
-	own := []string{":" + strconv.Itoa(cfg.Port)}
-	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
-		own = append(own, u.Host)
-	}
-	return own
 }

@@ -77,7 +77,7 @@ type Service struct {
 	runs     *runs.Service
 	queue    Queue
 	cfg      Config
-	endHooks []EndHook
+	react    Reactions // nil: no other domain reacts
 	router   Router
 
 	approvals Approvals
@@ -86,20 +86,38 @@ type Service struct {
 	hub       *realtime.Hub // nil: nothing is live
 }
 
-// SetRouter gives the service its router to remote runners (at wiring
-// time, before the service serves). Without one, every task runs on the
-// server.
-func (s *Service) SetRouter(r Router) { s.router = r }
+// Deps are what tasks use of the rest. DB, Clock, Projects, Runs and Queue
+// are required.
+type Deps struct {
+	DB       *db.DB
+	Clock    clock.Clock
+	Projects Projects
+	Runs     *runs.Service
+	Queue    Queue
+	// Router routes tasks to remote runners (nil: every task runs on the
+	// server).
+	Router Router
+	// Working with a running agent (nil: agents ask nothing and nothing
+	// reaches them).
+	Approvals Approvals
+	Inbox     Inbox
+	Autonomy  Autonomy
+	// Hub makes task changes live (nil: nothing is live).
+	Hub *realtime.Hub
+	// Reactions are told when a task ends.
+	Reactions Reactions
+}
 
 // NewService builds the tasks service.
-func NewService(d *db.DB, clk clock.Clock, p Projects, r *runs.Service, q Queue, cfg Config) *Service {
+func NewService(d Deps, cfg Config) *Service {
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
 	}
 	if cfg.WorkspaceCap <= 0 {
 		cfg.WorkspaceCap = 3
 	}
-	return &Service{db: d, clock: clk, projects: p, runs: r, queue: q, cfg: cfg}
+	return &Service{db: d.DB, clock: d.Clock, projects: d.Projects, runs: d.Runs, queue: d.Queue, cfg: cfg, router: d.Router,
+		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions}
 }
 
 // TaskCreate is a new task.
@@ -218,9 +236,6 @@ func (s *Service) event(ctx context.Context, tx *db.Tx, t *Task, runID string, e
 // TopicTasks hints that a task was created, changed status or was deleted.
 const TopicTasks = "tasks"
 
-// SetHub makes task changes live (at wiring time).
-func (s *Service) SetHub(h *realtime.Hub) { s.hub = h }
-
 func (s *Service) value(typ string, v any) runs.NewEvent { return runs.Value(typ, v, s.clock.Now()) }
 
 // Create queues a task on a project of the active workspace.
@@ -309,14 +324,13 @@ func (s *Service) insert(ctx context.Context, tx *db.Tx, t *Task) error {
 	return s.enqueue(ctx, tx, t)
 }
 
-// EndHook is told, in the transaction where a task reaches a final status,
-// that it ended (a workflow's agent node waits for its task).
-type EndHook interface {
+// Reactions are what other domains do when a task ends (the composition
+// root lists who reacts).
+type Reactions interface {
+	// TaskEnded is told, in the transaction where a task reaches a final
+	// status, that it ended (a workflow's agent node waits for its task).
 	TaskEnded(ctx context.Context, tx *db.Tx, t *Task) error
 }
-
-// OnEnd adds a hook (at wiring time, before the service serves).
-func (s *Service) OnEnd(h EndHook) { s.endHooks = append(s.endHooks, h) }
 
 // setStatus moves a task from one status to another in tx and tells the end
 // hooks when the move ends it.
@@ -332,8 +346,8 @@ func (s *Service) setStatus(ctx context.Context, tx *db.Tx, workspaceID, id, fro
 	if err := s.subtaskEnded(ctx, tx, t); err != nil {
 		return nil, err
 	}
-	for _, h := range s.endHooks {
-		if err := h.TaskEnded(ctx, tx, t); err != nil {
+	if s.react != nil {
+		if err := s.react.TaskEnded(ctx, tx, t); err != nil {
 			return nil, err
 		}
 	}
@@ -538,7 +552,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 	return err
 }
 
-// ProjectDeleting implements projects.DeleteHook: the project's tasks go
+// ProjectDeleting reacts to a project being deleted (projects.Reactions): the project's tasks go
 // with it (the database cascades the rows), and so do their event logs and
 // unfinished jobs.
 func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {

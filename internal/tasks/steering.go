@@ -43,18 +43,10 @@ type Autonomy interface {
 	AutonomyLevel(ctx context.Context, workspaceID string) (int, error)
 }
 
-// SetInteraction gives the service what working with a running agent
-// needs (at wiring time, before it serves). Without it, agents ask nothing
-// and nothing reaches them.
-func (s *Service) SetInteraction(a Approvals, in Inbox, au Autonomy) {
-	s.approvals, s.inbox, s.autonomy = a, in, au
-	s.runs.Observe(runs.KindTask, s.observe)
-}
-
-// observe reads what a task's agent reported: an approval request or a
-// wait for a message moves the task to needs_input.
-func (s *Service) observe(ctx context.Context, tx *db.Tx, r *runs.Run, evs []runs.NewEvent) error {
-	if r.TaskID == nil {
+// AgentReported reads what a task's agent reported (runs.Reactions): an
+// approval request or a wait for a message moves the task to needs_input.
+func (s *Service) AgentReported(ctx context.Context, tx *db.Tx, r *runs.Run, evs []runs.NewEvent) error {
+	if r.TaskID == nil || s.approvals == nil {
 		return nil
 	}
 	for _, e := range evs {

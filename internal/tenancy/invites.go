@@ -118,10 +118,6 @@ type Mailer interface {
 	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
 }
 
-// SetMailer gives invites their mail (at wiring time). Without one, the
-// token is only in the answer.
-func (s *Service) SetMailer(m Mailer) { s.mailer = m }
-
 // mailInvite queues the invite's mail, inside tx.
 func (s *Service) mailInvite(ctx context.Context, tx *db.Tx, o *Organization, u *actor.User, in *IssuedInvite) error {
 	if s.mailer == nil {

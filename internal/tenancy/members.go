@@ -45,14 +45,6 @@ var MayManage = map[string]map[string]bool{
 	RoleMember: {RoleOwner: false, RoleAdmin: false, RoleMember: false},
 }
 
-// SessionRevoker revokes a user's sessions in a transaction (auth).
-type SessionRevoker interface {
-	RevokeSessions(ctx context.Context, tx *db.Tx, userID string) error
-}
-
-// SetSessions gives offboarding its session revoker (at wiring time).
-func (s *Service) SetSessions(r SessionRevoker) { s.sessions = r }
-
 // MemberView is a member as the management views show it.
 type MemberView struct {
 	Member
@@ -253,8 +245,8 @@ func (s *Service) Offboard(ctx context.Context, u *actor.User, sel Selector, use
 		if _, err := tx.ExecContext(ctx, `DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2`, o.ID, userID); err != nil {
 			return fmt.Errorf("tenancy: offboard: %w", err)
 		}
-		if s.sessions != nil && userID != u.ID { // leaving keeps your own sessions
-			if err := s.sessions.RevokeSessions(ctx, tx, userID); err != nil {
+		if s.react != nil && userID != u.ID { // leaving keeps your own sessions
+			if err := s.react.Offboarded(ctx, tx, userID); err != nil {
 				return err
 			}
 		}

@@ -34,13 +34,14 @@ func TestResolvedWorkspacesAcrossReplicas(t *testing.T) {
 		if err := bus.Listening(ctx); err != nil {
 			t.Fatal(err)
 		}
-		s := tenancy.NewService(d, clock.System{}, ttl, bus, log)
+		s := tenancy.NewService(tenancy.Config{CacheTTL: ttl}, tenancy.Deps{DB: d, Clock: clock.System{}, Bus: bus, Log: log})
 		go s.Run(ctx)
 		return s
 	}
 	a, b, uncached := replica(first, time.Hour), replica(second, time.Hour), replica(second, 0)
-	users, err := auth.NewService(first, clock.System{}, auth.Config{Secret: []byte(strings.Repeat("k", 32)),
-		HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}}, a, nil, log)
+	users, err := auth.NewService(auth.Config{Secret: []byte(strings.Repeat("k", 32)),
+		HashParams: auth.HashParams{MemoryKiB: 64, Time: 1, Threads: 1}, InitialAdminEmails: []string{"ann@example.test"}},
+		auth.Deps{DB: first, Clock: clock.System{}, Tenancy: a, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

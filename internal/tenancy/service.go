@@ -22,7 +22,7 @@ import (
 type Service struct {
 	db    *db.DB
 	clock clock.Clock
-	hooks []WorkspaceHook
+	react Reactions // nil: no other domain reacts
 	log   *slog.Logger
 	// resolved keeps recent answers of ResolveWorkspace (every
 	// workspace-scoped request asks it) for a short time. Every write to
@@ -32,19 +32,32 @@ type Service struct {
 	resolved *ttlcache.Cache[actor.Workspace]
 	bus      Bus // nil: a single replica
 
-	sessions  SessionRevoker // offboarding revokes the person's sessions
-	mailer    Mailer         // invite mail
-	publicURL string         // accept links start with it ("" gives relative links)
-	inviteTTL time.Duration  // how long an invite stays valid
+	mailer    Mailer        // invite mail; nil: the token is only in the answer
+	publicURL string        // accept links start with it ("" gives relative links)
+	inviteTTL time.Duration // how long an invite stays valid
 }
 
-// SetInvites sets where accept links point and how long invites last (at
-// wiring time, before the service serves).
-func (s *Service) SetInvites(publicURL string, ttl time.Duration) {
-	s.publicURL = strings.TrimRight(publicURL, "/")
-	if ttl > 0 {
-		s.inviteTTL = ttl
-	}
+// Config holds tenancy's settings.
+type Config struct {
+	// CacheTTL bounds how long a resolved workspace is kept (0: not at all).
+	CacheTTL time.Duration
+	// PublicURL starts invite accept links ("" gives relative links).
+	PublicURL string
+	// InviteTTL is how long an invite stays valid (0: DefaultInviteTTL).
+	InviteTTL time.Duration
+}
+
+// Deps are what tenancy uses of the rest. DB, Clock and Log are required.
+type Deps struct {
+	DB    *db.DB
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Bus carries cache invalidations between replicas (nil: one replica).
+	Bus Bus
+	// Mailer sends invites (nil: the token is only in the answer).
+	Mailer Mailer
+	// Reactions are told of workspaces created and people offboarded.
+	Reactions Reactions
 }
 
 // Bus is how replicas tell each other to forget resolved workspaces.
@@ -56,15 +69,17 @@ type Bus interface {
 // topicMemberships carries "changed": forget every resolved workspace.
 const topicMemberships = "memberships"
 
-// WorkspaceHook is told, inside the transaction that creates a workspace,
-// that it exists, so other domains can give it what every workspace starts
-// with (e.g. default agent profiles) without tenancy knowing them.
-type WorkspaceHook interface {
+// Reactions are what other domains do when tenancy changes, inside the
+// transaction that changes it (the composition root lists who reacts).
+type Reactions interface {
+	// WorkspaceCreated: a workspace exists; other domains give it what
+	// every workspace starts with (e.g. default agent profiles) without
+	// tenancy knowing them.
 	WorkspaceCreated(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error
+	// Offboarded: a person left an organization (or was removed); their
+	// sessions are revoked.
+	Offboarded(ctx context.Context, tx *db.Tx, userID string) error
 }
-
-// OnWorkspaceCreated adds a hook (at wiring time, before the service serves).
-func (s *Service) OnWorkspaceCreated(h WorkspaceHook) { s.hooks = append(s.hooks, h) }
 
 func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, name, userID string, now time.Time) error {
 	if err := insertWorkspace(ctx, q, id, orgID, name, now); err != nil {
@@ -73,19 +88,20 @@ func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, nam
 	if err := insertWorkspaceMember(ctx, q, id, userID, RoleOwner, now); err != nil {
 		return err
 	}
-	for _, h := range s.hooks {
-		if err := h.WorkspaceCreated(ctx, q, id, now); err != nil {
-			return err
-		}
+	if s.react != nil {
+		return s.react.WorkspaceCreated(ctx, q, id, now)
 	}
 	return nil
 }
 
-// NewService builds the tenancy service. cacheTTL bounds how long a
-// resolved workspace is kept (0: not at all); bus (optional) carries the
-// invalidations between replicas.
-func NewService(d *db.DB, clk clock.Clock, cacheTTL time.Duration, bus Bus, log *slog.Logger) *Service {
-	return &Service{db: d, clock: clk, log: log, bus: bus, resolved: ttlcache.New[actor.Workspace](cacheTTL, 10000), inviteTTL: DefaultInviteTTL}
+// NewService builds the tenancy service.
+func NewService(cfg Config, d Deps) *Service {
+	ttl := cfg.InviteTTL
+	if ttl <= 0 {
+		ttl = DefaultInviteTTL
+	}
+	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, resolved: ttlcache.New[actor.Workspace](cfg.CacheTTL, 10000),
+		mailer: d.Mailer, react: d.Reactions, publicURL: strings.TrimRight(cfg.PublicURL, "/"), inviteTTL: ttl}
 }
 
 // changed drops every resolved workspace once tx commits, here and on every

@@ -65,9 +65,6 @@ func (e *Engine) scriptOf(ctx context.Context, q db.Queryer, workspaceID string,
 	return language, source, err
 }
 
-// SetScripts wires saved scripts for code nodes.
-func (e *Engine) SetScripts(s Scripts) { e.scripts = s }
-
 // CodeFiles reads the files mounted read-only into code runs: a code
 // node's own files ($SLIPWAY_FILES) and the workspace's code library
 // ($SLIPWAY_LIB).
@@ -77,10 +74,6 @@ type CodeFiles interface {
 	// Library is the workspace's code library.
 	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error)
 }
-
-// SetCodeFiles wires code files for code nodes; without it their runs get
-// empty files and library directories.
-func (e *Engine) SetCodeFiles(f CodeFiles) { e.codeFiles = f }
 
 // startCode parks a code node on a job of its own, in the node's
 // transition: the node waits on a job that exists, or on none.

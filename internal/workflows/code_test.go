@@ -12,6 +12,7 @@ import (
 
 	"slipway/internal/agenttest"
 	"slipway/internal/executor"
+	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/runs"
@@ -155,11 +156,12 @@ func TestEngineCodeNode(t *testing.T) {
 		}
 		jsonEq(t, v.Output, `{"exit_code": 0, "result": {"sum": 5}, "script_run_id": `+string(mustJSON(t, v.Nodes[0].Output, "script_run_id"))+`}`)
 
-		// Without saved scripts wired in: a clear failure, never a fake success.
-		w = g.workflow(t, []n{node("saved", "code", map[string]any{"script_id": "01930000-0000-7000-8000-000000000001"})}, nil)
-		v = g.finished(t, g.run(t, w, `{}`))
-		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, "not available here") {
-			t.Fatalf("script_id: run %s %q", v.Status, v.Error)
+		// A saved script the workspace does not have: refused when the
+		// workflow is saved, never a run that fails later (or a fake success).
+		_, err := g.Workflows.Create(ctx, g.WS, workflows.Input{ProjectID: g.project, Name: "unknown script",
+			Nodes: []n{node("saved", "code", map[string]any{"script_id": "01930000-0000-7000-8000-000000000001"})}})
+		if e, ok := apperr.As(err); !ok || e.Code != apperr.CodeBadRequest || !strings.Contains(err.Error(), "no script 01930000-0000-7000-8000-000000000001") {
+			t.Fatalf("unknown script_id: %v", err)
 		}
 		_ = ctx
 	})

@@ -84,8 +84,23 @@ type Engine struct {
 	graphs graphCache // graph versions by id (a version never changes)
 }
 
+// EngineDeps are what the engine uses of the rest. Agents, Scripts and
+// CodeFiles are optional: without them agent nodes and saved scripts fail
+// and code runs get empty file and library directories.
+type EngineDeps struct {
+	DB        *db.DB
+	Runs      *runs.Service
+	Queue     *jobs.Queue
+	Bus       *pubsub.Bus
+	Clock     clock.Clock
+	Log       *slog.Logger
+	Agents    Agents
+	Scripts   Scripts
+	CodeFiles CodeFiles
+}
+
 // NewEngine returns an engine; Run starts it.
-func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk clock.Clock, log *slog.Logger, cfg EngineConfig) *Engine {
+func NewEngine(d EngineDeps, cfg EngineConfig) *Engine {
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
@@ -106,11 +121,9 @@ func NewEngine(d *db.DB, r *runs.Service, q *jobs.Queue, bus *pubsub.Bus, clk cl
 		cfg.HTTP = outbound.DefaultPolicy()
 		cfg.HTTP.AllowPrivate = allow
 	}
-	return &Engine{db: d, runs: r, queue: q, bus: bus, clock: clk, log: log, cfg: cfg}
+	return &Engine{db: d.DB, runs: d.Runs, queue: d.Queue, bus: d.Bus, clock: d.Clock, log: d.Log, cfg: cfg,
+		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles}
 }
-
-// SetAgents wires the tasks machinery for agent nodes.
-func (e *Engine) SetAgents(a Agents) { e.agents = a }
 
 // holder marks a transition made by the run job's holder (its job runs, so
 // it needs no new one, and it completes its job itself when the run ends).

@@ -196,8 +196,11 @@ func template(t testing.TB, admin string) string {
 		t.Fatalf("dbtest: %v", err)
 	}
 	if !exists {
-		// Templates of older migration sets are no longer useful.
-		rows, err := conn.QueryContext(ctx, "SELECT datname FROM pg_database WHERE datname LIKE 'slipway\\_tpl\\_%'")
+		// Templates of older migration sets are no longer useful, once a
+		// day old: a younger one may serve another checkout's tests running
+		// now (each template carries its birth time as its comment).
+		rows, err := conn.QueryContext(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'slipway\_tpl\_%'
+			AND COALESCE(NULLIF(shobj_description(oid, 'pg_database'), ''), '0')::bigint < $1`, time.Now().Add(-24*time.Hour).Unix())
 		if err == nil {
 			var old []string
 			for rows.Next() {
@@ -227,6 +230,9 @@ func template(t testing.TB, admin string) string {
 		d.Close()
 		// Rename only when complete, so a crash never leaves a half-built
 		// template under the real name.
+		if _, err := conn.ExecContext(ctx, fmt.Sprintf("COMMENT ON DATABASE %s IS '%d'", build, time.Now().Unix())); err != nil {
+			t.Fatalf("dbtest: dating template: %v", err)
+		}
 		if _, err := conn.ExecContext(ctx, "ALTER DATABASE "+build+" RENAME TO "+name); err != nil {
 			t.Fatalf("dbtest: finishing template: %v", err)
 		}

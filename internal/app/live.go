@@ -1,9 +1,8 @@
-package server
+package app
 
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -12,22 +11,15 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
-	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/realtime"
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 )
 
-// newHub builds the realtime hub over the event logs and the workspace
-// topics; relay (SERVICE_HUB_EVENT_RELAY) carries its notes between
-// replicas.
-func newHub(relay bool, perAccount int, bus *pubsub.Bus, rs *runs.Service, ts *tasks.Service, as *approvals.Service, log *slog.Logger) *realtime.Hub {
-	var r realtime.Relay
-	if relay {
-		r = bus
-	}
-	h := realtime.New(r, log, perAccount)
+// streams registers the hub's replayable streams: a task's log and a
+// run's events.
+func streams(h *realtime.Hub, rs *runs.Service, ts *tasks.Service) {
 	h.Stream(runs.StreamTask, func(ctx context.Context, workspaceID, id string, after int64, limit int) ([]realtime.Item, error) {
 		evs, err := ts.Events(ctx, &actor.Workspace{ID: workspaceID}, id, clampSeq(after), limit)
 		return items(runs.StreamTask+":"+id, evs, err)
@@ -39,10 +31,6 @@ func newHub(relay bool, perAccount int, bus *pubsub.Bus, rs *runs.Service, ts *t
 	h.Topic(tasks.TopicTasks)
 	h.Topic(runs.TopicRuns)
 	h.Topic(approvals.TopicApprovals)
-	rs.SetHub(h)
-	ts.SetHub(h)
-	as.SetHub(h)
-	return h
 }
 
 func clampSeq(n int64) int32 { return int32(min(n, math.MaxInt32)) }

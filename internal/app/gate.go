@@ -1,4 +1,4 @@
-package server
+package app
 
 import (
 	"context"
@@ -19,14 +19,14 @@ import (
 const uncontained = "this server runs code as plain processes and " + sandbox.Remedy +
 	" (only workspaces whose members are all instance admins may run code here)"
 
-// codeGate keeps tenant code off a server that cannot contain it: the
+// CodeGate keeps tenant code off a server that cannot contain it: the
 // worker asks it before running any work, and the API asks it before
 // accepting a request that starts code, so the caller gets the reason at
 // once.
-type codeGate struct{ ten *tenancy.Service }
+type CodeGate struct{ ten *tenancy.Service }
 
-// admit is the worker's check.
-func (g codeGate) admit(ctx context.Context, workspaceID string) error {
+// Admit is the worker's check.
+func (g *CodeGate) Admit(ctx context.Context, workspaceID string) error {
 	ok, err := g.ten.OnlyAdmins(ctx, workspaceID)
 	if err != nil {
 		return errors.New("checking who may run code on this server failed; try again")
@@ -43,9 +43,9 @@ func (g codeGate) admit(ctx context.Context, workspaceID string) error {
 var startsCode = regexp.MustCompile(`^/api/(tasks|tasks/group|tasks/group/[^/]+/launch|tasks/[^/]+/(launch|rerun|restart|subtasks)|` +
 	`scripts/[^/]+/run|workflows/[^/]+/runs)$`)
 
-// middleware refuses a request that starts code unless the caller is an
+// Middleware refuses a request that starts code unless the caller is an
 // instance admin in a workspace of instance admins only.
-func (g codeGate) middleware(next http.Handler) http.Handler {
+func (g *CodeGate) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !startsCode.MatchString(r.URL.Path) {
 			next.ServeHTTP(w, r)
@@ -65,7 +65,7 @@ func (g codeGate) middleware(next http.Handler) http.Handler {
 			httpx.WriteError(w, r, apperr.New(apperr.CodeForbidden, "%s", uncontained))
 			return
 		}
-		if err := g.admit(r.Context(), ws.ID); err != nil {
+		if err := g.Admit(r.Context(), ws.ID); err != nil {
 			httpx.WriteError(w, r, apperr.New(apperr.CodeForbidden, "%s", err.Error()))
 			return
 		}

@@ -1,0 +1,292 @@
+// Package app is Slipway's composition root: Build turns a configuration
+// and a database into every service, each given what it uses in its
+// constructor, with the reactions of one domain to another's changes
+// listed in one place (reactions.go). The server, the test stacks and the
+// benchmarks build through it, so they run the wiring that ships.
+package app
+
+import (
+	"errors"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strconv"
+
+	"slipway/internal/approvals"
+	"slipway/internal/auth"
+	"slipway/internal/captcha"
+	"slipway/internal/codefiles"
+	"slipway/internal/commands"
+	"slipway/internal/config"
+	"slipway/internal/conversations"
+	"slipway/internal/dispatch"
+	"slipway/internal/executor"
+	"slipway/internal/executor/process"
+	"slipway/internal/inbox"
+	"slipway/internal/mail"
+	"slipway/internal/n8nimport"
+	"slipway/internal/platform/clock"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/platform/outbound"
+	"slipway/internal/platform/pubsub"
+	"slipway/internal/platform/realtime"
+	"slipway/internal/platform/redact"
+	"slipway/internal/platform/vault"
+	"slipway/internal/projects"
+	"slipway/internal/repo"
+	"slipway/internal/retention"
+	"slipway/internal/runners"
+	"slipway/internal/runs"
+	"slipway/internal/scripts"
+	"slipway/internal/tasks"
+	"slipway/internal/templates"
+	"slipway/internal/tenancy"
+	"slipway/internal/triggers"
+	"slipway/internal/undo"
+	"slipway/internal/worker"
+	"slipway/internal/workflows"
+	"slipway/internal/workflowscan"
+)
+
+// Services are what the API's operations call.
+type Services struct {
+	Auth      *auth.Service
+	Tenancy   *tenancy.Service
+	Projects  *projects.Service
+	Workflows *workflows.Service
+	Runs      *runs.Service
+	Tasks     *tasks.Service
+	Scripts   *scripts.Service
+	Triggers  *triggers.Service
+	CodeFiles *codefiles.Service
+	Templates *templates.Service
+	Scans     *workflowscan.Service
+	N8nImport *n8nimport.Service
+	Runners   *runners.Service
+	// Working with running agents.
+	Approvals     *approvals.Service
+	Conversations *conversations.Service
+	Undo          *undo.Service
+	Commands      *commands.Service
+	Mail          *mail.Outbox
+	Captcha       *captcha.Service
+	Realtime      *realtime.Hub
+	Live          realtime.Access
+	// RunnerPort is the hub's side of the worker port the runner API
+	// serves; RunnerClientCert makes that API require a client
+	// certificate (SERVICE_TLS_CLIENT_CA_PATH is set).
+	RunnerPort       runners.Port
+	RunnerClientCert bool
+}
+
+// Parts are the settings of the execution core that Build derives from
+// the configuration; Options.Tune may adjust them (tests shorten polls and
+// leases).
+type Parts struct {
+	Tasks    tasks.Config
+	Dispatch dispatch.Config
+	Engine   workflows.EngineConfig
+	Worker   worker.Config
+}
+
+// Options are what a caller of Build chooses beyond the configuration.
+// The zero value is the server's.
+type Options struct {
+	Clock clock.Clock // nil: the system clock
+	// Backend runs agents, scripts and code nodes, with AgentBinary the
+	// agent binary it mounts (nil: chosen from the configuration).
+	Backend     executor.Backend
+	AgentBinary string
+	// Git keeps the repositories (nil: under the data directory).
+	Git *repo.Git
+	// Redactor scrubs stored events (nil: the instance's own secrets).
+	Redactor *redact.Redactor
+	// Tune adjusts the derived settings before anything is built.
+	Tune func(*Parts)
+}
+
+// App is everything Build made. Nothing runs until the caller starts it
+// (server.Serve, or a test stack).
+type App struct {
+	Config   *config.Config
+	DB       *db.DB
+	Log      *slog.Logger
+	Clock    clock.Clock
+	Bus      *pubsub.Bus
+	Services Services
+	Queue    *jobs.Queue
+	// The execution core: the dispatcher (the hub's side of the worker
+	// port), the workflow engine and this server's own worker.
+	Dispatcher *dispatch.Dispatcher
+	Engine     *workflows.Engine
+	Worker     *worker.Worker
+	Backend    executor.Backend
+	Git        *repo.Git
+	Parts      Parts
+	Inbox      *inbox.Inbox
+	Retention  *retention.Service
+	// Gate keeps tenant code off a process backend that contains nothing
+	// (nil: the backend contains it).
+	Gate *CodeGate
+}
+
+// Build makes every service over d. It starts nothing; on an error, what
+// it made is released.
+func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, error) {
+	if cfg.InstanceID == "" {
+		return nil, errors.New("app: the instance identity is not resolved (Boot does it)")
+	}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.System{}
+	}
+	secret := []byte(cfg.JWTSecret.Reveal())
+	sealer, err := vault.NewSealer(secret)
+	if err != nil {
+		return nil, err
+	}
+	backend, binary := opts.Backend, opts.AgentBinary
+	if backend == nil {
+		if backend, binary, err = agentBackend(cfg, log); err != nil {
+			return nil, err
+		}
+	}
+	git := opts.Git
+	if git == nil {
+		if git, err = repo.New(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	red := opts.Redactor
+	if red == nil {
+		red = redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal())
+	}
+	parts := derive(cfg, binary)
+	if opts.Tune != nil {
+		opts.Tune(&parts)
+	}
+
+	bus := pubsub.New(d, log)
+	var relay realtime.Relay
+	if cfg.HubEventRelay {
+		relay = bus
+	}
+	hub := realtime.New(relay, log, cfg.RealtimePerAccount)
+	// Every reaction of one domain to another's change goes through here;
+	// its subscribers are set below, once they exist, before anything runs.
+	re := &reactions{}
+
+	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
+		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
+	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
+	proj := projects.NewService(d, clk, sealer, re)
+	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
+		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re})
+	authSvc, err := auth.NewService(auth.Config{
+		InitialAdminEmails: cfg.InitialAdminEmails,
+		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
+		Secret:             secret,
+		CookieSecure:       cfg.CookieSecure,
+		SessionCacheTTL:    cfg.SessionCacheTTL,
+		PublicURL:          cfg.PublicURL,
+	}, auth.Deps{DB: d, Clock: clk, Tenancy: ten, Log: log, Bus: bus, Mailer: outbox, Captcha: captchaSvc})
+	if err != nil {
+		bus.Close()
+		return nil, err
+	}
+	access := tenancy.Access{DB: d}
+
+	// The execution core: runs and event logs, the queue, the dispatcher
+	// (the hub's side of the worker port), the engine and this server's
+	// own worker.
+	rs := runs.NewService(d, clk, red, hub, re)
+	q := jobs.New(d, bus, clk, tasks.Limits(parts.Tasks, proj))
+	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: secret, Stale: cfg.RunnerStale,
+		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
+		orgs{ten}, q, bus, log)
+	in := inbox.New(d, bus, clk, re)
+	ap := approvals.NewService(approvals.Deps{DB: d, Clock: clk, Inbox: in, Members: access, Hub: hub, Reactions: re, Log: log},
+		parts.Tasks.ApprovalTimeout)
+	ts := tasks.NewService(tasks.Deps{DB: d, Clock: clk, Projects: proj, Runs: rs, Queue: q, Router: runnerSvc,
+		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re}, parts.Tasks)
+	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)
+	conv := conversations.NewService(d, clk, ts, in)
+	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
+	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
+		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}}, parts.Engine)
+	wf := workflows.NewService(d, clk, rs, eng, proj)
+	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv}
+
+	// The work each kind of job carries, and who runs it.
+	disp.Handle(tasks.JobKind, worker.WorkAgent, ts)
+	disp.HandleLocal(workflows.RunJob, eng.Interrupted)
+	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)
+	disp.Handle(workflows.CodeJob, worker.WorkScript, eng.Code())
+	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
+
+	a := &App{Config: cfg, DB: d, Log: log, Clock: clk, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
+		Parts: parts, Inbox: in, Retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
+	// Where the process backend can contain nothing, only instance
+	// admins' code runs (DESIGN §10).
+	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
+		a.Gate = &CodeGate{ten: ten}
+		a.Parts.Worker.Admit = a.Gate.Admit
+	}
+	a.Worker = a.NewWorker()
+
+	trig := triggers.NewService(d, clk, sealer, wf, log, cfg.PublicURL)
+	a.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: rs, Tasks: ts, Workflows: wf,
+		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
+		Scans:     workflowscan.NewService(proj, wf, git),
+		CodeFiles: codefiles.NewService(d, clk, wf),
+		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc,
+		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
+		Commands: commands.NewService(ts, proj, wf, ap, ten),
+		Undo:     undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
+		Runners:  runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
+	}
+	a.Services.N8nImport = n8nimport.NewService(trig)
+	streams(hub, rs, ts)
+	return a, nil
+}
+
+// NewWorker is a fresh worker with the app's settings (a test stack
+// restarts its worker with it).
+func (a *App) NewWorker() *worker.Worker {
+	return worker.New(a.Dispatcher, a.Backend, a.Git, a.Parts.Worker, a.Log)
+}
+
+// derive reads the execution core's settings from the configuration.
+func derive(cfg *config.Config, binary string) Parts {
+	owner := worker.HubPrefix + cfg.InstanceID
+	return Parts{
+		Tasks: tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace,
+			DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,
+			ApprovalTimeout: cfg.ToolApprovalTimeout},
+		Dispatch: dispatch.Config{Lease: cfg.WorkerLease, Output: runs.OutputLimit{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines}},
+		Engine: workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,
+			HTTP: outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate}, Own: ownAddresses(cfg), ScriptImage: cfg.AgentImage},
+		Worker: worker.Config{
+			ID: owner, Slots: cfg.WorkerSlots, AgentBinary: binary, Labels: map[string]string{executor.InstanceLabel: owner},
+			Limits: executor.Limits{MemoryBytes: cfg.Agent.MemoryBytes, NanoCPUs: cfg.Agent.NanoCPUs, PidsLimit: cfg.Agent.PidsLimit,
+				ReadOnlyRootFS: cfg.Agent.ReadOnlyRootFS, TmpfsTmpMB: cfg.Agent.TmpfsTmpMB, TmpfsRunMB: cfg.Agent.TmpfsRunMB,
+				TmpfsHomeMB: cfg.Agent.TmpfsHomeMB, Network: cfg.Agent.Network},
+			ScratchDir: filepath.Join(cfg.DataDir, "scripts"),
+			Output:     worker.OutputLimits{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines, Line: cfg.Agent.OutputLineBytes},
+		},
+	}
+}
+
+// ownAddresses are this server's: its port on every local address and the
+// public URL's host. Workflow nodes may not call them unless allowed.
+func ownAddresses(cfg *config.Config) []string {
+	own := []string{":" + strconv.Itoa(cfg.Port)}
+	if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
+		own = append(own, u.Host)
+	}
+	return own
+}
+
+// Close releases what Build holds open (the notification bus).
+func (a *App) Close() { a.Bus.Close() }

@@ -1,0 +1,140 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"slipway/internal/approvals"
+	"slipway/internal/auth"
+	"slipway/internal/conversations"
+	"slipway/internal/inbox"
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/db"
+	"slipway/internal/projects"
+	"slipway/internal/runners"
+	"slipway/internal/runs"
+	"slipway/internal/tasks"
+	"slipway/internal/tenancy"
+	"slipway/internal/workflows"
+)
+
+// reactions is every reaction of one domain to a change in another, in one
+// place. A domain that changes something others care about takes the
+// interface it fires in its constructor (tenancy.Reactions,
+// projects.Reactions, tasks.Reactions, approvals.Reactions,
+// inbox.Reactions, runs.Reactions); this type answers them all by calling
+// the subscribers below, in the order written, inside the publisher's
+// transaction: an error from any of them undoes the change. A new
+// subscriber is a line here.
+//
+// Build makes it empty (publishers need it before their subscribers
+// exist) and fills it before anything runs.
+type reactions struct {
+	auth          *auth.Service
+	projects      *projects.Service
+	tasks         *tasks.Service
+	workflows     *workflows.Service
+	engine        *workflows.Engine
+	runs          *runs.Service
+	conversations *conversations.Service
+}
+
+var (
+	_ tenancy.Reactions   = (*reactions)(nil)
+	_ projects.Reactions  = (*reactions)(nil)
+	_ tasks.Reactions     = (*reactions)(nil)
+	_ approvals.Reactions = (*reactions)(nil)
+	_ inbox.Reactions     = (*reactions)(nil)
+	_ runs.Reactions      = (*reactions)(nil)
+)
+
+// WorkspaceCreated: a new workspace gets the default agent profiles.
+func (r *reactions) WorkspaceCreated(ctx context.Context, q db.Queryer, workspaceID string, now time.Time) error {
+	return r.projects.WorkspaceCreated(ctx, q, workspaceID, now)
+}
+
+// Offboarded: a person removed from an organization loses their sessions.
+func (r *reactions) Offboarded(ctx context.Context, tx *db.Tx, userID string) error {
+	return r.auth.RevokeSessions(ctx, tx, userID)
+}
+
+// ProjectDeleting: a deleted project stops its workflow runs before its
+// tasks go.
+func (r *reactions) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	if err := r.workflows.ProjectDeleting(ctx, tx, workspaceID, projectID); err != nil {
+		return err
+	}
+	return r.tasks.ProjectDeleting(ctx, tx, workspaceID, projectID)
+}
+
+// CapChanged: runs held back by a project's cap may start.
+func (r *reactions) CapChanged(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+	return r.workflows.CapChanged(ctx, tx, workspaceID, projectID)
+}
+
+// TaskEnded: the messages its agent never took are withdrawn, and the
+// agent node waiting for the task goes on with its result.
+func (r *reactions) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
+	if err := r.conversations.TaskEnded(ctx, tx, t); err != nil {
+		return err
+	}
+	end := workflows.TaskEnd{ID: t.ID, WorkspaceID: t.WorkspaceID, Status: t.Status, Error: t.Error, Branch: t.Branch}
+	res, err := r.runs.LastResult(ctx, tx, t.WorkspaceID, t.ID)
+	if err != nil {
+		return err
+	}
+	end.Result = res
+	return r.engine.TaskEnded(ctx, tx, end)
+}
+
+// ApprovalDecided: the task the approval held goes on.
+func (r *reactions) ApprovalDecided(ctx context.Context, tx *db.Tx, a *approvals.ToolApproval) error {
+	return r.tasks.ApprovalDecided(ctx, tx, a)
+}
+
+// MessagesTaken: the messages whose lines an agent took are delivered.
+func (r *reactions) MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error {
+	return r.conversations.MessagesTaken(ctx, tx, messageIDs)
+}
+
+// AgentReported: what a task's agent reported may move its task to
+// needs_input, and its own messages join the conversation.
+func (r *reactions) AgentReported(ctx context.Context, tx *db.Tx, run *runs.Run, evs []runs.NewEvent) error {
+	if err := r.tasks.AgentReported(ctx, tx, run, evs); err != nil {
+		return err
+	}
+	return r.conversations.AgentReported(ctx, tx, run, evs)
+}
+
+// agents lets agent nodes run tasks (workflows.Agents).
+type agents struct{ tasks *tasks.Service }
+
+func (a agents) StartAgent(ctx context.Context, tx *db.Tx, r workflows.AgentRequest) (string, error) {
+	t, err := a.tasks.CreateTx(ctx, tx, r.WorkspaceID, r.CreatedBy, tasks.TaskCreate{ProjectID: r.ProjectID, Title: r.Title, Prompt: r.Prompt,
+		AgentProfile: r.Config.AgentType})
+	if err != nil {
+		return "", err
+	}
+	return t.ID, nil
+}
+
+func (a agents) StopAgent(ctx context.Context, workspaceID, taskID string) error {
+	t, err := a.tasks.Get(ctx, &actor.Workspace{ID: workspaceID}, taskID)
+	if err != nil || tasks.Terminal(t.Status) {
+		return err
+	}
+	_, err = a.tasks.Cancel(ctx, &actor.Workspace{ID: workspaceID}, taskID, nil)
+	return err
+}
+
+// orgs resolves the organization of a runner endpoint for the runners
+// service.
+type orgs struct{ t *tenancy.Service }
+
+func (o orgs) Resolve(ctx context.Context, u *actor.User, sel runners.Selector) (string, string, error) {
+	org, err := o.t.Organization(ctx, u, tenancy.Selector{OrganizationID: sel.OrganizationID, WorkspaceID: sel.WorkspaceID})
+	if err != nil {
+		return "", "", err
+	}
+	return org.ID, org.Role, nil
+}
