@@ -165,6 +165,12 @@ func Run(ctx context.Context, cfg *config.Config, log *slog.Logger, hard <-chan 
 		ln.Close()
 		return err
 	}
+	stopObserving, err := s.observeProcess(ctx) // metrics listener, trace exporter
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopObserving()
 	err = s.Serve(ctx, ln, tlsCfg, hard)
 	if errors.Is(err, context.Canceled) {
 		return nil

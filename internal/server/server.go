@@ -50,6 +50,7 @@ type Server struct {
 	backend    executor.Backend
 	retention  *retention.Service
 	draining   atomic.Bool
+	obs        *observer // metrics registry (observe.go)
 }
 
 // New builds the services (app.Build) and the routes. It does not listen.
@@ -81,6 +82,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	}
 	s.handler = httpx.Observe(log, httpx.Proxies(cfg.TrustedProxies, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
 		authSvc.Middleware(auth.AdminLayer(pages(ui, router)))))))
+	s.handler = s.observe(s.handler) // metrics and trace spans of every request (observe.go)
 	return s, nil
 }
 

@@ -723,6 +723,8 @@ const sweepEvery = 5 * time.Second
 // work runs one job while keeping its lease; a cancel of the job (the run
 // was cancelled) or a lost lease stops it.
 func (e *Engine) work(ctx context.Context, j *jobs.Job) {
+	ctx, span := jobs.StartWork(ctx, j) // in the trace of whoever queued it
+	defer span.End()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	control := e.bus.Subscribe(jobs.TopicControl)
