@@ -41,8 +41,9 @@ import (
 	"time"
 
 	"slipway/internal/runner"
+	"slipway/internal/runnerapi"
 	"slipway/internal/runners"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 func main() {
@@ -248,13 +249,13 @@ func ms(d time.Duration) string {
 func pickup(h *hub, project string, count, herd int) error {
 	type claimed struct {
 		c  *runner.Client
-		as []worker.Assignment
+		as []workport.Assignment
 		at time.Time
 	}
 	got := make(chan claimed, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hb := runners.Heartbeat{Version: "bench", Backend: "process", Slots: 1}
+	hb := runnerapi.Heartbeat{Version: "bench", Backend: "process", Slots: 1}
 	for i := 0; i <= herd; i++ {
 		c, id, err := newRunner(h, fmt.Sprintf("pickup-%d", i))
 		if err != nil {
@@ -272,7 +273,7 @@ func pickup(h *hub, project string, count, herd int) error {
 					c.Heartbeat(ctx, hb)
 				default:
 				}
-				as, err := c.Claim(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
+				as, err := c.Claim(ctx, workport.ClaimRequest{Worker: runnerapi.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
 				if err != nil || len(as) == 0 {
 					continue
 				}
@@ -294,7 +295,7 @@ func pickup(h *hub, project string, count, herd int) error {
 			return fmt.Errorf("task %d was not claimed", i)
 		}
 		lat = append(lat, cl.at.Sub(sent))
-		if err := cl.c.Finish(context.Background(), cl.as[0].Lease, worker.Result{Outcome: worker.Failed, Error: "benchmark"}); err != nil {
+		if err := cl.c.Finish(context.Background(), cl.as[0].Lease, workport.Result{Outcome: workport.Failed, Error: "benchmark"}); err != nil {
 			return err
 		}
 		time.Sleep(20 * time.Millisecond) // the winner is back in its long poll
@@ -357,7 +358,7 @@ func heartbeats(h *hub, n int, interval, duration time.Duration) error {
 			defer t.Stop()
 			for time.Now().Before(end) {
 				began := time.Now()
-				_, err := c.Heartbeat(context.Background(), runners.Heartbeat{Labels: labels, Version: "bench", Backend: "docker", Slots: 4})
+				_, err := c.Heartbeat(context.Background(), runnerapi.Heartbeat{Labels: labels, Version: "bench", Backend: "docker", Slots: 4})
 				d := time.Since(began)
 				mu.Lock()
 				if err != nil {
@@ -392,23 +393,23 @@ func steering(h *hub, project string, count int) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Heartbeat(ctx, runners.Heartbeat{Version: "bench", Backend: "process", Slots: 1}); err != nil {
+	if _, err := c.Heartbeat(ctx, runnerapi.Heartbeat{Version: "bench", Backend: "process", Slots: 1}); err != nil {
 		return err
 	}
 	var task struct{ ID string }
 	if err := h.do("POST", "/api/tasks", map[string]any{"project_id": project, "prompt": "true"}, &task); err != nil {
 		return err
 	}
-	as, err := c.Claim(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
+	as, err := c.Claim(ctx, workport.ClaimRequest{Worker: runnerapi.Owner(id), Backend: "process", Max: 1, Wait: 25 * time.Second})
 	if err != nil || len(as) != 1 {
 		return fmt.Errorf("claiming the steered task: %v (%d)", err, len(as))
 	}
 	lease := as[0].Lease
-	defer c.Finish(context.Background(), lease, worker.Result{Outcome: worker.Failed, Error: "benchmark"})
+	defer c.Finish(context.Background(), lease, workport.Result{Outcome: workport.Failed, Error: "benchmark"})
 	if _, err := c.Extend(ctx, lease, 0); err != nil { // started
 		return err
 	}
-	ctrl, err := c.Control(ctx, runners.Owner(id))
+	ctrl, err := c.Control(ctx, runnerapi.Owner(id))
 	if err != nil {
 		return err
 	}
@@ -416,7 +417,7 @@ func steering(h *hub, project string, count int) error {
 	go func() {
 		var after int64
 		for ctl := range ctrl {
-			if ctl.Action != worker.ActionDeliver || ctl.JobID != lease.JobID {
+			if ctl.Action != workport.ActionDeliver || ctl.JobID != lease.JobID {
 				continue
 			}
 			d, err := c.Extend(ctx, lease, after)

@@ -47,6 +47,7 @@ import (
 	"slipway/internal/worker"
 	"slipway/internal/workflows"
 	"slipway/internal/workflowscan"
+	"slipway/internal/workport"
 )
 
 // Services are what the API's operations call.
@@ -219,11 +220,11 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv}
 
 	// The work each kind of job carries, and who runs it.
-	disp.Handle(tasks.JobKind, worker.WorkAgent, ts)
+	disp.Handle(tasks.JobKind, workport.WorkAgent, ts)
 	disp.HandleLocal(workflows.RunJob, eng.Interrupted)
 	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)
-	disp.Handle(workflows.CodeJob, worker.WorkScript, eng.Code())
-	disp.Handle(scripts.RunJob, worker.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
+	disp.Handle(workflows.CodeJob, workport.WorkScript, eng.Code())
+	disp.Handle(scripts.RunJob, workport.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
 
 	a := &App{Config: cfg, DB: d, Log: log, Clock: clk, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
 		Parts: parts, Inbox: in, Retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
@@ -259,7 +260,7 @@ func (a *App) NewWorker() *worker.Worker {
 
 // derive reads the execution core's settings from the configuration.
 func derive(cfg *config.Config, binary string) Parts {
-	owner := worker.HubPrefix + cfg.InstanceID
+	owner := workport.HubPrefix + cfg.InstanceID
 	return Parts{
 		Tasks: tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace,
 			DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,

@@ -16,8 +16,8 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
-	"slipway/internal/worker"
 	"slipway/internal/workflows"
+	"slipway/internal/workport"
 )
 
 // Workflows reads the workflow a node's files belong to.
@@ -266,17 +266,17 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, set Set, rawP
 type Contents struct{}
 
 // Files implements workflows.CodeFiles: a code node's files, by path.
-func (Contents) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error) {
+func (Contents) Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]workport.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID, WorkflowID: workflowID, NodeKey: nodeKey}))
 }
 
 // Library implements workflows.CodeFiles: the workspace's code library,
 // by path.
-func (Contents) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error) {
+func (Contents) Library(ctx context.Context, q db.Queryer, workspaceID string) ([]workport.ScriptFile, error) {
 	return sorted(contents(ctx, q, scope{WorkspaceID: workspaceID}))
 }
 
-func sorted(fs []worker.ScriptFile, err error) ([]worker.ScriptFile, error) {
+func sorted(fs []workport.ScriptFile, err error) ([]workport.ScriptFile, error) {
 	if err != nil {
 		return nil, err
 	}

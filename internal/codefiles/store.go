@@ -8,7 +8,7 @@ import (
 
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // Every query is scoped by the workspace and by the set: the library's rows
@@ -70,20 +70,20 @@ func getFile(ctx context.Context, q db.Queryer, sc scope, path string) (*File, e
 }
 
 // contents reads a set's paths and contents (what a code run mounts).
-func contents(ctx context.Context, q db.Queryer, sc scope) ([]worker.ScriptFile, error) {
+func contents(ctx context.Context, q db.Queryer, sc scope) ([]workport.ScriptFile, error) {
 	cond, args := sc.where()
 	rows, err := q.QueryContext(ctx, "SELECT path, content FROM code_files WHERE "+cond, args...)
 	if err != nil {
 		return nil, fmt.Errorf("codefiles: contents: %w", err)
 	}
 	defer rows.Close()
-	var out []worker.ScriptFile
+	var out []workport.ScriptFile
 	for rows.Next() {
 		var path, content string
 		if err := rows.Scan(&path, &content); err != nil {
 			return nil, fmt.Errorf("codefiles: contents: %w", err)
 		}
-		out = append(out, worker.ScriptFile{Path: path, Content: []byte(content)})
+		out = append(out, workport.ScriptFile{Path: path, Content: []byte(content)})
 	}
 	return out, rows.Err()
 }

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"slipway/internal/platform/db"
+	"slipway/internal/platform/dburl"
 )
 
 // Mode is dev or prod.
@@ -38,7 +38,7 @@ type Config struct {
 	Mode               Mode
 	PublicURL          string
 	CORSAllowedOrigins []string
-	Database           db.Target
+	Database           dburl.Target
 	DataDir            string
 	LogLevel           slog.Level
 	Port               int
@@ -200,7 +200,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	}
 
 	c.DataDir = r.str("SERVICE_DATA_DIR", "./data")
-	if target, err := db.ParseURL(r.str("DATABASE_URL", ""), c.DataDir); err != nil {
+	if target, err := dburl.ParseURL(r.str("DATABASE_URL", ""), c.DataDir); err != nil {
 		r.failf("DATABASE_URL", "%v", err)
 	} else {
 		c.Database = target
@@ -384,10 +384,10 @@ func load(lookup Lookup) (*Config, *reader) {
 
 // LoadDatabase reads only what a database tool (`slipway migrate`) needs,
 // so it runs without the serving settings that production otherwise demands.
-func LoadDatabase(lookup Lookup) (db.Target, error) {
+func LoadDatabase(lookup Lookup) (dburl.Target, error) {
 	r := newReader(lookup)
 	dataDir := r.str("SERVICE_DATA_DIR", "./data")
-	target, err := db.ParseURL(r.str("DATABASE_URL", ""), dataDir)
+	target, err := dburl.ParseURL(r.str("DATABASE_URL", ""), dataDir)
 	if err != nil {
 		r.failf("DATABASE_URL", "%v", err)
 	}

@@ -19,7 +19,7 @@ import (
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/runs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // Handler gives one job kind its meaning.
@@ -27,13 +27,13 @@ type Handler interface {
 	// Start turns a claimed job into work, inside the claim's transaction
 	// (so the claim and the start commit together). A nil assignment drops
 	// the job: its subject is gone or no longer wants running.
-	Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w WorkerInfo) (*worker.Assignment, error)
+	Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w WorkerInfo) (*workport.Assignment, error)
 	// Resume rebuilds the assignment of a job a restarted worker still
 	// holds, with what its run recorded.
-	Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error)
+	Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment, error)
 	// Finish records how the work ended, in the transaction that completes
 	// the job.
-	Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error
+	Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r workport.Result) error
 	// Interrupted brings the job's subject in line after its worker died or
 	// stopped: the job is back in the queue, or failed when final.
 	Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error
@@ -61,7 +61,7 @@ type Config struct {
 	Output runs.OutputLimit
 }
 
-// Dispatcher implements worker.Port for the hub.
+// Dispatcher implements workport.Port for the hub.
 type Dispatcher struct {
 	queue *jobs.Queue
 	runs  *runs.Service
@@ -87,7 +87,7 @@ type registered struct {
 	handler Handler
 }
 
-var _ worker.Port = (*Dispatcher)(nil)
+var _ workport.Port = (*Dispatcher)(nil)
 
 // New returns a dispatcher; in (nil: none) hands Extend the agents' inbox
 // lines.
@@ -105,7 +105,7 @@ func New(d *db.DB, q *jobs.Queue, r *runs.Service, in Inbox, bus *pubsub.Bus, cf
 }
 
 // Handle registers the handler of a job kind whose jobs are work of the
-// given type (worker.WorkAgent).
+// given type (workport.WorkAgent).
 func (d *Dispatcher) Handle(kind, work string, h Handler) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -148,10 +148,10 @@ func (d *Dispatcher) kinds(work []string) []string {
 // Lease is the lease duration workers are given.
 func (d *Dispatcher) Lease() time.Duration { return d.cfg.Lease }
 
-// Claim implements worker.Port: it claims and starts jobs, waiting for
+// Claim implements workport.Port: it claims and starts jobs, waiting for
 // notifications (a job queued, a slot freed) until something is assigned or
 // req.Wait has passed.
-func (d *Dispatcher) Claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
+func (d *Dispatcher) Claim(ctx context.Context, req workport.ClaimRequest) ([]workport.Assignment, error) {
 	return d.ClaimMatching(ctx, req, nil)
 }
 
@@ -164,14 +164,14 @@ type MatchFunc func(ctx context.Context) (*jobs.Match, error)
 // match admits (a nil match func: the hub's own jobs, as Claim). A runner
 // with nothing to claim waits until this replica's matchmaker sees work
 // for it (Run keeps it going), req.Wait passes or ctx ends.
-func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest, match MatchFunc) ([]worker.Assignment, error) {
+func (d *Dispatcher) ClaimMatching(ctx context.Context, req workport.ClaimRequest, match MatchFunc) ([]workport.Assignment, error) {
 	if match == nil {
 		return d.claim(ctx, req)
 	}
 	if req.Max <= 0 {
 		return nil, nil
 	}
-	kinds := d.kinds([]string{worker.WorkAgent, worker.WorkScript})
+	kinds := d.kinds([]string{workport.WorkAgent, workport.WorkScript})
 	if len(kinds) == 0 {
 		return nil, errors.New("dispatch: no job kind is registered")
 	}
@@ -223,11 +223,11 @@ func (d *Dispatcher) ClaimMatching(ctx context.Context, req worker.ClaimRequest,
 
 // claim claims the hub's own jobs, waiting for notifications (a job
 // queued, a slot freed) until something is assigned or req.Wait passed.
-func (d *Dispatcher) claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
+func (d *Dispatcher) claim(ctx context.Context, req workport.ClaimRequest) ([]workport.Assignment, error) {
 	if req.Max <= 0 {
 		return nil, nil
 	}
-	kinds := d.kinds([]string{worker.WorkAgent, worker.WorkScript})
+	kinds := d.kinds([]string{workport.WorkAgent, workport.WorkScript})
 	if len(kinds) == 0 {
 		return nil, errors.New("dispatch: no job kind is registered")
 	}
@@ -257,9 +257,9 @@ func (d *Dispatcher) claim(ctx context.Context, req worker.ClaimRequest) ([]work
 	}
 }
 
-func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kinds []string, m *jobs.Match) ([]worker.Assignment, error) {
+func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, kinds []string, m *jobs.Match) ([]workport.Assignment, error) {
 	info := WorkerInfo{ID: req.Worker, Backend: req.Backend}
-	var as []worker.Assignment
+	var as []workport.Assignment
 	_, err := d.queue.Claim(ctx, jobs.ClaimRequest{Kinds: kinds, Owner: req.Worker, Max: req.Max, Lease: d.cfg.Lease, Match: m},
 		func(ctx context.Context, tx *db.Tx, j *jobs.Job) (bool, error) {
 			h, err := d.handler(j.Kind)
@@ -285,13 +285,13 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req worker.ClaimRequest, kin
 	return as, nil
 }
 
-func jobLease(l worker.Lease) jobs.Lease {
+func jobLease(l workport.Lease) jobs.Lease {
 	return jobs.Lease{JobID: l.JobID, Owner: l.Worker, Attempt: l.Attempt}
 }
 
 // Inbox hands a job's agent the lines waiting for it (package inbox).
 type Inbox interface {
-	Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error)
+	Take(ctx context.Context, jobID string, after int64) ([]workport.InboxLine, error)
 	// Waiting lists the jobs a worker holds with lines not taken for at
 	// least settle, and how soon younger ones become that old.
 	Waiting(ctx context.Context, owner string, settle time.Duration) ([]string, time.Duration, error)
@@ -299,23 +299,23 @@ type Inbox interface {
 	Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error)
 }
 
-// Extend implements worker.Port: the lease is renewed and the answer
+// Extend implements workport.Port: the lease is renewed and the answer
 // carries the agent's inbox lines after inboxAfter.
-func (d *Dispatcher) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error) {
+func (d *Dispatcher) Extend(ctx context.Context, l workport.Lease, inboxAfter int64) (workport.Directive, error) {
 	cancel, err := d.queue.Extend(ctx, jobLease(l), d.cfg.Lease)
 	if errors.Is(err, jobs.ErrLeaseLost) {
-		return worker.Directive{}, worker.ErrLeaseLost
+		return workport.Directive{}, workport.ErrLeaseLost
 	}
 	if err != nil || cancel || d.inbox == nil {
-		return worker.Directive{Cancel: cancel}, err
+		return workport.Directive{Cancel: cancel}, err
 	}
 	lines, err := d.inbox.Take(ctx, l.JobID, inboxAfter)
-	return worker.Directive{Inbox: lines}, err
+	return workport.Directive{Inbox: lines}, err
 }
 
-// Append implements worker.Port: the batch is stored unless the lease was
+// Append implements workport.Port: the batch is stored unless the lease was
 // lost (then the worker is told to stop).
-func (d *Dispatcher) Append(ctx context.Context, l worker.Lease, b worker.Batch) error {
+func (d *Dispatcher) Append(ctx context.Context, l workport.Lease, b workport.Batch) error {
 	// A lease past its expiry that nobody rescued yet is still the
 	// worker's: it may be about to extend it.
 	held, err := d.queue.Holder(ctx, l.JobID)
@@ -323,7 +323,7 @@ func (d *Dispatcher) Append(ctx context.Context, l worker.Lease, b worker.Batch)
 		return err
 	}
 	if held == nil || *held != jobLease(l) {
-		return worker.ErrLeaseLost
+		return workport.ErrLeaseLost
 	}
 	evs := make([]runs.NewEvent, len(b.Events))
 	for i, e := range b.Events {
@@ -333,15 +333,15 @@ func (d *Dispatcher) Append(ctx context.Context, l worker.Lease, b worker.Batch)
 	return err
 }
 
-// Finish implements worker.Port: one transaction gives the lease back and
+// Finish implements workport.Port: one transaction gives the lease back and
 // records the outcome, so a result is recorded once or not at all.
-func (d *Dispatcher) Finish(ctx context.Context, l worker.Lease, r worker.Result) error {
+func (d *Dispatcher) Finish(ctx context.Context, l workport.Lease, r workport.Result) error {
 	err := d.db.Tx(ctx, func(tx *db.Tx) error {
 		jl := jobLease(l)
 		switch r.Outcome {
-		case worker.Interrupted, worker.ShutDown:
+		case workport.Interrupted, workport.ShutDown:
 			reason := r.Error
-			j, err := d.queue.Retry(ctx, tx, jl, reason, 0, r.Outcome == worker.Interrupted)
+			j, err := d.queue.Retry(ctx, tx, jl, reason, 0, r.Outcome == workport.Interrupted)
 			if err != nil {
 				return err
 			}
@@ -364,16 +364,16 @@ func (d *Dispatcher) Finish(ctx context.Context, l worker.Lease, r worker.Result
 		}
 	})
 	if errors.Is(err, jobs.ErrLeaseLost) {
-		return worker.ErrLeaseLost
+		return workport.ErrLeaseLost
 	}
 	return err
 }
 
-// Control implements worker.Port for in-process workers: cancels published
+// Control implements workport.Port for in-process workers: cancels published
 // on the bus, by any replica, reach the worker here.
-func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worker.Control, error) {
+func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan workport.Control, error) {
 	sub := d.bus.Subscribe(jobs.TopicControl)
-	out := make(chan worker.Control, 16)
+	out := make(chan workport.Control, 16)
 	go func() {
 		defer sub.Close()
 		defer close(out)
@@ -388,7 +388,7 @@ func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worke
 					continue
 				}
 				select {
-				case out <- worker.Control{JobID: job, Action: action}:
+				case out <- workport.Control{JobID: job, Action: action}:
 				case <-ctx.Done():
 					return
 				}
@@ -405,13 +405,13 @@ func (d *Dispatcher) Control(ctx context.Context, workerID string) (<-chan worke
 // for where its events go. (That the job is held under the lease, Append
 // checks itself; Extend and Finish match owner and attempt in their
 // updates and find the run through the job.)
-func (d *Dispatcher) VerifyRun(ctx context.Context, l worker.Lease) error {
+func (d *Dispatcher) VerifyRun(ctx context.Context, l workport.Lease) error {
 	if l.RunID == "" {
-		return worker.ErrLeaseLost
+		return workport.ErrLeaseLost
 	}
 	r, err := d.runs.Get(ctx, d.db.R, l.WorkspaceID, l.RunID)
 	if err != nil || r.JobID != l.JobID {
-		return worker.ErrLeaseLost
+		return workport.ErrLeaseLost
 	}
 	return nil
 }
@@ -419,7 +419,7 @@ func (d *Dispatcher) VerifyRun(ctx context.Context, l worker.Lease) error {
 // Controls waits up to wait for directives to a worker's leases and
 // returns them: cancels already requested and inbox lines already waiting
 // come at once, new ones as they are published (by any replica).
-func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error) {
+func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Duration) ([]workport.Control, error) {
 	sub := d.bus.Subscribe(jobs.TopicControl)
 	defer sub.Close()
 	out, recheck, err := d.pending(ctx, workerID)
@@ -442,7 +442,7 @@ func (d *Dispatcher) Controls(ctx context.Context, workerID string, wait time.Du
 				}
 			} else if action, job, ok := strings.Cut(m.Payload, " "); ok {
 				if h, err := d.queue.Holder(ctx, job); err == nil && h != nil && h.Owner == workerID {
-					out = append(out, worker.Control{JobID: job, Action: action})
+					out = append(out, workport.Control{JobID: job, Action: action})
 				}
 			}
 			if len(out) > 0 {
@@ -469,14 +469,14 @@ const inboxSettle = 200 * time.Millisecond
 // pending is what a worker must hear now: cancels requested and inbox
 // lines waiting for its agents (a nudge published while it was between two
 // long polls is not lost); recheck is how soon younger lines are due.
-func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]worker.Control, time.Duration, error) {
+func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]workport.Control, time.Duration, error) {
 	ids, err := d.queue.Cancelling(ctx, workerID)
 	if err != nil {
 		return nil, 0, err
 	}
-	var out []worker.Control
+	var out []workport.Control
 	for _, id := range ids {
-		out = append(out, worker.Control{JobID: id, Action: worker.ActionCancel})
+		out = append(out, workport.Control{JobID: id, Action: workport.ActionCancel})
 	}
 	var recheck time.Duration
 	if d.inbox != nil {
@@ -484,19 +484,19 @@ func (d *Dispatcher) pending(ctx context.Context, workerID string) ([]worker.Con
 			return nil, 0, err
 		}
 		for _, id := range ids {
-			out = append(out, worker.Control{JobID: id, Action: worker.ActionDeliver})
+			out = append(out, workport.Control{JobID: id, Action: workport.ActionDeliver})
 		}
 	}
 	return out, recheck, nil
 }
 
-// Held implements worker.Port.
-func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]worker.Assignment, error) {
+// Held implements workport.Port.
+func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]workport.Assignment, error) {
 	held, err := d.queue.Held(ctx, workerID, d.cfg.Lease)
 	if err != nil {
 		return nil, err
 	}
-	var out []worker.Assignment
+	var out []workport.Assignment
 	for _, j := range held {
 		h, err := d.handler(j.Kind)
 		if err != nil {
@@ -531,7 +531,7 @@ const (
 // work runs again (their agents died with them); a runner's started work
 // fails and its unstarted work goes back to the queue uncharged.
 func policy(j *jobs.Job) jobs.Verdict {
-	if !worker.IsRunner(j.LockedBy) {
+	if !workport.IsRunner(j.LockedBy) {
 		return jobs.Verdict{Reason: reasonDied}
 	}
 	if j.StartedAt == nil {
@@ -604,11 +604,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 // outcomes that do not end a run: interrupted, shut down).
 func RunStatus(outcome string) (string, bool) {
 	switch outcome {
-	case worker.Succeeded:
+	case workport.Succeeded:
 		return runs.Succeeded, true
-	case worker.Failed, worker.TimedOut:
+	case workport.Failed, workport.TimedOut:
 		return runs.Failed, true
-	case worker.Cancelled:
+	case workport.Cancelled:
 		return runs.Cancelled, true
 	}
 	return "", false

@@ -18,25 +18,25 @@ import (
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/redact"
 	"slipway/internal/runs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // stamp is a handler whose jobs carry the time they were queued: Start
 // reports how long the job waited.
 type stamp struct{ waited chan time.Duration }
 
-func (s stamp) Start(_ context.Context, _ *db.Tx, j *jobs.Job, _ dispatch.WorkerInfo) (*worker.Assignment, error) {
+func (s stamp) Start(_ context.Context, _ *db.Tx, j *jobs.Job, _ dispatch.WorkerInfo) (*workport.Assignment, error) {
 	var p struct{ At int64 }
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return nil, err
 	}
 	s.waited <- time.Since(time.Unix(0, p.At))
-	return &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt}, Work: worker.WorkAgent}, nil
+	return &workport.Assignment{Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt}, Work: workport.WorkAgent}, nil
 }
-func (stamp) Resume(context.Context, *jobs.Job) (*worker.Assignment, error) {
+func (stamp) Resume(context.Context, *jobs.Job) (*workport.Assignment, error) {
 	return nil, errors.New("unused")
 }
-func (stamp) Finish(context.Context, *db.Tx, *jobs.Job, string, worker.Result) error {
+func (stamp) Finish(context.Context, *db.Tx, *jobs.Job, string, workport.Result) error {
 	return nil
 }
 func (stamp) Interrupted(context.Context, *db.Tx, *jobs.Job, bool, string) error { return nil }
@@ -55,7 +55,7 @@ func newReplica(t testing.TB, d *db.DB, h dispatch.Handler) replica {
 	}
 	q := jobs.New(d, bus, clock.System{}, nil)
 	disp := dispatch.New(d, q, runs.NewService(d, clock.System{}, redact.New(), nil, nil), nil, bus, dispatch.Config{Lease: time.Minute, Poll: time.Hour}, log) // only a notification can wake a claimer in time
-	disp.Handle("stamp", worker.WorkAgent, h)
+	disp.Handle("stamp", workport.WorkAgent, h)
 	return replica{q: q, d: disp}
 }
 
@@ -68,7 +68,7 @@ func pickup(t testing.TB, from, to replica, waited chan time.Duration, n int) []
 	claimed := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
-			_, err := to.d.Claim(ctx, worker.ClaimRequest{Worker: "hub@b", Backend: "none", Max: 1, Wait: time.Minute})
+			_, err := to.d.Claim(ctx, workport.ClaimRequest{Worker: "hub@b", Backend: "none", Max: 1, Wait: time.Minute})
 			if err != nil && ctx.Err() == nil {
 				claimed <- err
 				return
@@ -171,12 +171,12 @@ func TestFleetWakesTheMatchingRunner(t *testing.T) {
 		}
 		type got struct {
 			who string
-			as  []worker.Assignment
+			as  []workport.Assignment
 		}
 		results := make(chan got, 4)
 		wait := func(who string, labels ...string) {
 			m := &jobs.Match{OrganizationID: org, Labels: labels}
-			as, err := to.d.ClaimMatching(ctx, worker.ClaimRequest{Worker: "runner@" + who, Backend: "none", Max: 1, Wait: time.Minute},
+			as, err := to.d.ClaimMatching(ctx, workport.ClaimRequest{Worker: "runner@" + who, Backend: "none", Max: 1, Wait: time.Minute},
 				func(context.Context) (*jobs.Match, error) { return m, nil })
 			if err != nil && ctx.Err() == nil {
 				t.Error(err)

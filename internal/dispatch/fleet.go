@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"slipway/internal/platform/jobs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // fleet wakes the runners waiting in this replica's long polls. One loop
@@ -100,7 +100,7 @@ func (d *Dispatcher) matchmake(ctx context.Context) error {
 	if len(ws) == 0 {
 		return nil
 	}
-	waiting, err := d.queue.FleetWaiting(ctx, d.kinds([]string{worker.WorkAgent, worker.WorkScript}), fleetBatch)
+	waiting, err := d.queue.FleetWaiting(ctx, d.kinds([]string{workport.WorkAgent, workport.WorkScript}), fleetBatch)
 	if err != nil {
 		return err
 	}

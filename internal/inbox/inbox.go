@@ -1,7 +1,7 @@
 // Package inbox is the mailbox of a running agent: the lines the hub has for
 // the agent of a job (a human's message, an approval verdict, an interrupt),
 // numbered per job. The job's worker takes them with its lease renewals
-// (worker.Port's Extend: "I have delivered everything up to seq N, what is
+// (workport.Port's Extend: "I have delivered everything up to seq N, what is
 // there after it?") and writes them to the agent's stdin, so they travel the
 // same way to an in-process agent, a container and a remote runner. A post
 // nudges the holder at once over the control stream; a lost nudge only
@@ -18,7 +18,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // Inbox stores the lines for agents.
@@ -67,7 +67,7 @@ func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, mes
 		jobID, seq, string(raw), msg, b.clock.Now()); err != nil {
 		return 0, fmt.Errorf("inbox: post: %w", err)
 	}
-	if err := b.bus.PublishTx(ctx, tx, jobs.TopicControl, worker.ActionDeliver+" "+jobID); err != nil {
+	if err := b.bus.PublishTx(ctx, tx, jobs.TopicControl, workport.ActionDeliver+" "+jobID); err != nil {
 		return 0, err
 	}
 	return seq, nil
@@ -87,7 +87,7 @@ func (b *Inbox) Withdraw(ctx context.Context, tx *db.Tx, jobID, messageID string
 // Take returns the job's lines after seq, in order, and marks the ones
 // handed out for the first time as taken. A worker that did not get the
 // answer asks again with the same seq and gets them again.
-func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]worker.InboxLine, error) {
+func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]workport.InboxLine, error) {
 	// Nearly every renewal finds nothing: a read without a transaction.
 	lines, fresh, err := b.read(ctx, b.db.R, jobID, after)
 	if err != nil || !fresh {
@@ -127,14 +127,14 @@ func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]worker.I
 	return lines, err
 }
 
-func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int64) (lines []worker.InboxLine, fresh bool, err error) {
+func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int64) (lines []workport.InboxLine, fresh bool, err error) {
 	rows, err := q.QueryContext(ctx, `SELECT seq, line, taken_at IS NULL FROM agent_inbox WHERE job_id = $1 AND seq > $2 ORDER BY seq`, jobID, after)
 	if err != nil {
 		return nil, false, fmt.Errorf("inbox: read: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var l worker.InboxLine
+		var l workport.InboxLine
 		var line string
 		var untaken bool
 		if err := rows.Scan(&l.Seq, &line, &untaken); err != nil {

@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"slipway/internal/runners"
-	"slipway/internal/worker"
+	"slipway/internal/runnerapi"
+	"slipway/internal/workport"
 )
 
 // Client speaks the runner API: the worker port over HTTPS, plus enrolment,
@@ -41,7 +41,7 @@ type Client struct {
 	extended   map[string]time.Time
 }
 
-var _ worker.Port = (*Client)(nil)
+var _ workport.Port = (*Client)(nil)
 
 // HubError is an error answer of the hub.
 type HubError struct {
@@ -169,35 +169,35 @@ func (c *Client) CheckVersion(ctx context.Context, ours string) (*Version, error
 	if err := c.do(ctx, http.MethodGet, "/api/version", nil, &v); err != nil {
 		return nil, fmt.Errorf("asking the hub at %s for its version: %w", c.base, err)
 	}
-	if !slices.Contains(v.RunnerAPIVersions, runners.APIVersion) {
+	if !slices.Contains(v.RunnerAPIVersions, runnerapi.APIVersion) {
 		speaks := strings.Join(v.RunnerAPIVersions, ", ")
 		if speaks == "" {
 			speaks = "none"
 		}
 		return &v, fmt.Errorf("%w: the hub at %s (version %s) speaks runner API versions [%s]; this runner (version %s) speaks %s: run a runner and a hub of matching releases",
-			ErrIncompatible, c.base, v.Version, speaks, ours, runners.APIVersion)
+			ErrIncompatible, c.base, v.Version, speaks, ours, runnerapi.APIVersion)
 	}
 	return &v, nil
 }
 
 // Enroll redeems an enrollment token for a JWT.
-func (c *Client) Enroll(ctx context.Context, token, name string) (*runners.Token, error) {
-	var t runners.Token
-	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/enroll", map[string]string{"token": token, "name": name}, &t)
+func (c *Client) Enroll(ctx context.Context, token, name string) (*runnerapi.Token, error) {
+	var t runnerapi.Token
+	err := c.do(ctx, http.MethodPost, runnerapi.APIPrefix+"/enroll", map[string]string{"token": token, "name": name}, &t)
 	return &t, err
 }
 
 // Refresh trades the current JWT for a new one.
-func (c *Client) Refresh(ctx context.Context) (*runners.Token, error) {
-	var t runners.Token
-	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/token", nil, &t)
+func (c *Client) Refresh(ctx context.Context) (*runnerapi.Token, error) {
+	var t runnerapi.Token
+	err := c.do(ctx, http.MethodPost, runnerapi.APIPrefix+"/token", nil, &t)
 	return &t, err
 }
 
 // Heartbeat reports the runner alive.
-func (c *Client) Heartbeat(ctx context.Context, hb runners.Heartbeat) (*runners.HeartbeatReply, error) {
-	var r runners.HeartbeatReply
-	err := c.do(ctx, http.MethodPost, runners.APIPrefix+"/heartbeat", hb, &r)
+func (c *Client) Heartbeat(ctx context.Context, hb runnerapi.Heartbeat) (*runnerapi.HeartbeatReply, error) {
+	var r runnerapi.HeartbeatReply
+	err := c.do(ctx, http.MethodPost, runnerapi.APIPrefix+"/heartbeat", hb, &r)
 	return &r, err
 }
 
@@ -207,19 +207,19 @@ func (c *Client) Heartbeat(ctx context.Context, hb runners.Heartbeat) (*runners.
 func leaseErr(err error) error {
 	var he *HubError
 	if errors.As(err, &he) && (he.Status == http.StatusConflict || he.Status == http.StatusUnauthorized) {
-		return worker.ErrLeaseLost
+		return workport.ErrLeaseLost
 	}
 	return err
 }
 
-// Claim implements worker.Port: a long poll; after an empty one it pauses
+// Claim implements workport.Port: a long poll; after an empty one it pauses
 // for the poll interval.
-func (c *Client) Claim(ctx context.Context, req worker.ClaimRequest) ([]worker.Assignment, error) {
-	wait := min(req.Wait, runners.MaxWait)
+func (c *Client) Claim(ctx context.Context, req workport.ClaimRequest) ([]workport.Assignment, error) {
+	wait := min(req.Wait, runnerapi.MaxWait)
 	cctx, cancel := context.WithTimeout(ctx, wait+30*time.Second)
 	defer cancel()
-	var out runners.Assignments
-	err := c.do(cctx, http.MethodPost, runners.APIPrefix+"/claim",
+	var out runnerapi.Assignments
+	err := c.do(cctx, http.MethodPost, runnerapi.APIPrefix+"/claim",
 		map[string]any{"max": req.Max, "wait_ms": wait.Milliseconds(), "backend": req.Backend}, &out)
 	if err != nil {
 		return nil, err
@@ -237,15 +237,15 @@ func timeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 30*time.Second)
 }
 
-func jobPath(l worker.Lease, what string) string {
-	return runners.APIPrefix + "/jobs/" + url.PathEscape(l.JobID) + "/" + what
+func jobPath(l workport.Lease, what string) string {
+	return runnerapi.APIPrefix + "/jobs/" + url.PathEscape(l.JobID) + "/" + what
 }
 
-// Extend implements worker.Port.
-func (c *Client) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error) {
+// Extend implements workport.Port.
+func (c *Client) Extend(ctx context.Context, l workport.Lease, inboxAfter int64) (workport.Directive, error) {
 	ctx, cancel := timeout(ctx)
 	defer cancel()
-	var r runners.ExtendReply
+	var r runnerapi.ExtendReply
 	err := c.do(ctx, http.MethodPost, jobPath(l, "extend"), map[string]any{"lease": l, "inbox_after": inboxAfter}, &r)
 	if err == nil {
 		c.extendedMu.Lock()
@@ -255,7 +255,7 @@ func (c *Client) Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (
 		c.extended[l.JobID] = time.Now()
 		c.extendedMu.Unlock()
 	}
-	return worker.Directive{Cancel: r.Cancel, Inbox: r.Inbox}, leaseErr(err)
+	return workport.Directive{Cancel: r.Cancel, Inbox: r.Inbox}, leaseErr(err)
 }
 
 // renewedSince reports whether the job's lease was renewed after t.
@@ -275,41 +275,41 @@ func (c *Client) forgetRenewals(older time.Time) {
 	}
 }
 
-// Append implements worker.Port.
-func (c *Client) Append(ctx context.Context, l worker.Lease, b worker.Batch) error {
+// Append implements workport.Port.
+func (c *Client) Append(ctx context.Context, l workport.Lease, b workport.Batch) error {
 	ctx, cancel := timeout(ctx)
 	defer cancel()
 	return leaseErr(c.do(ctx, http.MethodPost, jobPath(l, "events"), map[string]any{"lease": l, "batch": b}, nil))
 }
 
-// Finish implements worker.Port.
-func (c *Client) Finish(ctx context.Context, l worker.Lease, r worker.Result) error {
+// Finish implements workport.Port.
+func (c *Client) Finish(ctx context.Context, l workport.Lease, r workport.Result) error {
 	ctx, cancel := timeout(ctx)
 	defer cancel()
 	return leaseErr(c.do(ctx, http.MethodPost, jobPath(l, "finish"), map[string]any{"lease": l, "result": r}, nil))
 }
 
-// Held implements worker.Port.
-func (c *Client) Held(ctx context.Context, _ string) ([]worker.Assignment, error) {
+// Held implements workport.Port.
+func (c *Client) Held(ctx context.Context, _ string) ([]workport.Assignment, error) {
 	ctx, cancel := timeout(ctx)
 	defer cancel()
-	var out runners.Assignments
-	err := c.do(ctx, http.MethodGet, runners.APIPrefix+"/held", nil, &out)
+	var out runnerapi.Assignments
+	err := c.do(ctx, http.MethodGet, runnerapi.APIPrefix+"/held", nil, &out)
 	return out.Assignments, err
 }
 
-// Control implements worker.Port: long polls of the hub's control route,
+// Control implements workport.Port: long polls of the hub's control route,
 // each cancel passed on once.
-func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, error) {
-	out := make(chan worker.Control, 16)
+func (c *Client) Control(ctx context.Context, _ string) (<-chan workport.Control, error) {
+	out := make(chan workport.Control, 16)
 	go func() {
 		defer close(out)
 		seen := map[string]time.Time{}
 		backoff := time.Duration(0)
 		for ctx.Err() == nil {
-			pctx, cancel := context.WithTimeout(ctx, runners.MaxWait+30*time.Second)
-			var cs runners.Controls
-			err := c.do(pctx, http.MethodGet, runners.APIPrefix+"/control?wait_ms="+fmt.Sprint(runners.MaxWait.Milliseconds()), nil, &cs)
+			pctx, cancel := context.WithTimeout(ctx, runnerapi.MaxWait+30*time.Second)
+			var cs runnerapi.Controls
+			err := c.do(pctx, http.MethodGet, runnerapi.APIPrefix+"/control?wait_ms="+fmt.Sprint(runnerapi.MaxWait.Milliseconds()), nil, &cs)
 			cancel()
 			if err != nil {
 				if ctx.Err() != nil {
@@ -338,14 +338,14 @@ func (c *Client) Control(ctx context.Context, _ string) (<-chan worker.Control, 
 				// polling again instead of spinning.
 				key := ctl.Action + " " + ctl.JobID
 				at, ok := seen[key]
-				if ok && ctl.Action == worker.ActionCancel {
+				if ok && ctl.Action == workport.ActionCancel {
 					continue
 				}
-				again = again || (ok && ctl.Action == worker.ActionDeliver && !c.renewedSince(ctl.JobID, at))
+				again = again || (ok && ctl.Action == workport.ActionDeliver && !c.renewedSince(ctl.JobID, at))
 				seen[key] = now
 				fresh++
 				select {
-				case out <- worker.Control{JobID: ctl.JobID, Action: ctl.Action}:
+				case out <- workport.Control{JobID: ctl.JobID, Action: ctl.Action}:
 				case <-ctx.Done():
 					return
 				}

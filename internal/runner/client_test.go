@@ -6,10 +6,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slipway/internal/runnerapi"
 	"strings"
 	"testing"
-
-	"slipway/internal/runners"
 )
 
 // TestCheckVersion: the runner talks only to a hub that lists its runner
@@ -59,8 +58,8 @@ func TestCheckVersion(t *testing.T) {
 			}
 		})
 	}
-	if runners.APIVersion != "v1" {
-		t.Fatalf("the table above assumes v1, the API is %s", runners.APIVersion)
+	if runnerapi.APIVersion != "v1" {
+		t.Fatalf("the table above assumes v1, the API is %s", runnerapi.APIVersion)
 	}
 }
 

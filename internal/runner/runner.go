@@ -23,7 +23,7 @@ import (
 	"slipway/internal/executor/sshexec"
 	"slipway/internal/platform/datadir"
 	"slipway/internal/repo"
-	"slipway/internal/runners"
+	"slipway/internal/runnerapi"
 	"slipway/internal/worker"
 )
 
@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 		return err
 	}
 	r := &Runner{cfg: cfg, log: log, client: client, static: cfg.Token != ""}
-	log.Info("runner starting", "version", buildinfo.Version, "runner_api", runners.APIVersion, "hub", cfg.HubURL,
+	log.Info("runner starting", "version", buildinfo.Version, "runner_api", runnerapi.APIVersion, "hub", cfg.HubURL,
 		"backend", cfg.Backend, "labels", cfg.Labels, "slots", cfg.Slots)
 	if err := r.checkHub(ctx); err != nil {
 		return err
@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	owner := runners.Owner(r.id)
+	owner := runnerapi.Owner(r.id)
 	a := cfg.Agent
 	r.worker = worker.New(client, backend, git, worker.Config{ID: owner, Slots: cfg.Slots, AgentBinary: binary,
 		Labels: map[string]string{executor.InstanceLabel: owner},
@@ -144,7 +144,7 @@ func (r *Runner) checkHub(ctx context.Context) error {
 // authenticate sets the runner's credential (a static token, a kept JWT or
 // a fresh enrolment) and sends the first heartbeat, which tells the runner
 // who it is.
-func (r *Runner) authenticate(ctx context.Context) (*runners.HeartbeatReply, error) {
+func (r *Runner) authenticate(ctx context.Context) (*runnerapi.HeartbeatReply, error) {
 	if r.static {
 		r.client.SetToken(r.cfg.Token.Reveal())
 		reply, err := r.heartbeat(ctx)
@@ -208,14 +208,14 @@ func hubMessage(err error) string {
 
 func (r *Runner) useToken(t string) {
 	r.client.SetToken(t)
-	if c, err := runners.ParseClaims(t); err == nil {
+	if c, err := runnerapi.ParseClaims(t); err == nil {
 		r.mu.Lock()
 		r.exp = time.Unix(c.ExpiresAt, 0)
 		r.mu.Unlock()
 	}
 }
 
-func (r *Runner) heartbeat(ctx context.Context) (*runners.HeartbeatReply, error) {
+func (r *Runner) heartbeat(ctx context.Context) (*runnerapi.HeartbeatReply, error) {
 	hctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	host, _ := os.Hostname()
@@ -223,7 +223,7 @@ func (r *Runner) heartbeat(ctx context.Context) (*runners.HeartbeatReply, error)
 	if r.worker != nil {
 		running = r.worker.Running()
 	}
-	return r.client.Heartbeat(hctx, runners.Heartbeat{Labels: r.cfg.Labels, Version: buildinfo.Version, Backend: r.cfg.Backend,
+	return r.client.Heartbeat(hctx, runnerapi.Heartbeat{Labels: r.cfg.Labels, Version: buildinfo.Version, Backend: r.cfg.Backend,
 		Hostname: host, Slots: r.cfg.Slots, Running: running})
 }
 
@@ -325,7 +325,7 @@ func (r *Runner) backend() (executor.Backend, string, error) {
 			binary = self
 		}
 	}
-	owner := runners.Owner(r.id)
+	owner := runnerapi.Owner(r.id)
 	switch r.cfg.Backend {
 	case config.BackendProcess:
 		b := process.New(r.cfg.StateDir, process.Sandbox{Helper: binary, Layers: sandbox.Detect(sandbox.ModeAuto)})

@@ -6,10 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slipway/internal/runnerapi"
 	"strings"
 	"time"
-
-	"slipway/internal/runners"
 )
 
 // expiryMargin: a kept token this close to its expiry is treated as expired
@@ -39,7 +38,7 @@ func loadToken(path string, now time.Time) (token, discarded string, err error) 
 			return "", "", fmt.Errorf("SERVICE_RUNNER_TOKEN_FILE: %w", err)
 		}
 		token = strings.TrimSpace(string(data))
-		c, perr := runners.ParseClaims(token)
+		c, perr := runnerapi.ParseClaims(token)
 		switch {
 		case perr != nil:
 			discarded = "it does not hold a runner JWT"

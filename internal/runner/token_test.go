@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"slipway/internal/config"
-	"slipway/internal/runners"
+	"slipway/internal/runnerapi"
 )
 
 // jwt builds a token with the runner JWT's shape (unsigned: only the hub
@@ -18,8 +18,8 @@ import (
 func jwt(t *testing.T, exp time.Time) string {
 	t.Helper()
 	header := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"HS256","typ":"JWT"}`))
-	claims, _ := json.Marshal(runners.Claims{Subject: "r", Organization: "o", Generation: 1, Scope: "runner", IssuedAt: exp.Add(-time.Hour).Unix(), ExpiresAt: exp.Unix()})
-	return runners.JWTPrefix + header + "." + base64.RawURLEncoding.EncodeToString(claims) + ".c2ln"
+	claims, _ := json.Marshal(runnerapi.Claims{Subject: "r", Organization: "o", Generation: 1, Scope: "runner", IssuedAt: exp.Add(-time.Hour).Unix(), ExpiresAt: exp.Unix()})
+	return runnerapi.JWTPrefix + header + "." + base64.RawURLEncoding.EncodeToString(claims) + ".c2ln"
 }
 
 func TestTokenFile(t *testing.T) {

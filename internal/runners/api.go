@@ -13,29 +13,23 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/jobs"
-	"slipway/internal/worker"
+	"slipway/internal/runnerapi"
+	"slipway/internal/workport"
 )
 
 // Port is the hub's side of the worker port, as the runner API serves it.
 type Port interface {
-	ClaimMatching(ctx context.Context, req worker.ClaimRequest, match dispatch.MatchFunc) ([]worker.Assignment, error)
-	Extend(ctx context.Context, l worker.Lease, inboxAfter int64) (worker.Directive, error)
-	Append(ctx context.Context, l worker.Lease, b worker.Batch) error
-	Finish(ctx context.Context, l worker.Lease, r worker.Result) error
-	Held(ctx context.Context, workerID string) ([]worker.Assignment, error)
-	VerifyRun(ctx context.Context, l worker.Lease) error
-	Controls(ctx context.Context, workerID string, wait time.Duration) ([]worker.Control, error)
+	ClaimMatching(ctx context.Context, req workport.ClaimRequest, match dispatch.MatchFunc) ([]workport.Assignment, error)
+	Extend(ctx context.Context, l workport.Lease, inboxAfter int64) (workport.Directive, error)
+	Append(ctx context.Context, l workport.Lease, b workport.Batch) error
+	Finish(ctx context.Context, l workport.Lease, r workport.Result) error
+	Held(ctx context.Context, workerID string) ([]workport.Assignment, error)
+	VerifyRun(ctx context.Context, l workport.Lease) error
+	Controls(ctx context.Context, workerID string, wait time.Duration) ([]workport.Control, error)
 }
-
-// APIPrefix is where the runner API lives.
-const APIPrefix = "/api/runner/" + APIVersion
 
 // Security is the runner API's OpenAPI security requirement.
 var Security = []map[string][]string{{"runnerToken": {}}}
-
-// MaxWait bounds a long poll (claims and control), well under the
-// timeouts of proxies between runners and the hub.
-const MaxWait = 30 * time.Second
 
 type identityKey struct{}
 
@@ -96,7 +90,7 @@ func bearer(h string) (string, bool) {
 var ErrLeaseLost = apperr.New(apperr.CodeConflict, "lease lost: this work is no longer this runner's")
 
 func leaseErr(err error) error {
-	if errors.Is(err, worker.ErrLeaseLost) {
+	if errors.Is(err, workport.ErrLeaseLost) {
 		return ErrLeaseLost
 	}
 	return err
@@ -117,62 +111,35 @@ type claimInput struct {
 	}
 }
 
-// Assignments is the answer of claim and held.
-type Assignments struct {
-	Assignments []worker.Assignment `json:"assignments"`
-}
-
 type leaseInput struct {
 	JobID string `path:"job_id"`
 	Body  struct {
-		Lease      worker.Lease `json:"lease"`
-		InboxAfter int64        `json:"inbox_after,omitempty" minimum:"0" doc:"The last inbox line the runner handed to the agent"`
+		Lease      workport.Lease `json:"lease"`
+		InboxAfter int64          `json:"inbox_after,omitempty" minimum:"0" doc:"The last inbox line the runner handed to the agent"`
 	}
 }
 
 type eventsInput struct {
 	JobID string `path:"job_id"`
 	Body  struct {
-		Lease worker.Lease `json:"lease"`
-		Batch worker.Batch `json:"batch"`
+		Lease workport.Lease `json:"lease"`
+		Batch workport.Batch `json:"batch"`
 	}
 }
 
 type finishInput struct {
 	JobID string `path:"job_id"`
 	Body  struct {
-		Lease  worker.Lease  `json:"lease"`
-		Result worker.Result `json:"result"`
+		Lease  workport.Lease  `json:"lease"`
+		Result workport.Result `json:"result"`
 	}
-}
-
-// Ack acknowledges a request ({ok}).
-type Ack struct {
-	OK bool `json:"ok"`
-}
-
-// ExtendReply is the answer of extend.
-type ExtendReply struct {
-	Cancel bool               `json:"cancel" doc:"Stop the work: it was cancelled"`
-	Inbox  []worker.InboxLine `json:"inbox" doc:"Lines for the agent's stdin after inbox_after, in order"`
-}
-
-// Control is one directive for a runner's work.
-type Control struct {
-	JobID  string `json:"job_id"`
-	Action string `json:"action" enum:"cancel,deliver" doc:"cancel: stop the work; deliver: the agent's inbox has lines, extend now"`
-}
-
-// Controls is the answer of control.
-type Controls struct {
-	Controls []Control `json:"controls"`
 }
 
 type controlInput struct {
 	WaitMs int `query:"wait_ms" minimum:"0" maximum:"60000" doc:"Long-poll bound (capped at 30 s)"`
 }
 
-func wait(ms int) time.Duration { return min(time.Duration(ms)*time.Millisecond, MaxWait) }
+func wait(ms int) time.Duration { return min(time.Duration(ms)*time.Millisecond, runnerapi.MaxWait) }
 
 // RegisterAPI mounts the runner API: the worker port over HTTPS. With
 // requireCert (a client CA is configured) every route needs a verified
@@ -184,7 +151,7 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 
 	// own checks that a lease is the caller's and names the path's job
 	// (the port then holds the job to that owner and attempt).
-	own := func(ctx context.Context, jobID string, l worker.Lease) error {
+	own := func(ctx context.Context, jobID string, l workport.Lease) error {
 		id, _ := IdentityFrom(ctx)
 		if id == nil || l.JobID != jobID || l.Worker != id.Owner() {
 			return ErrLeaseLost
@@ -192,60 +159,60 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 		return nil
 	}
 
-	enroll := open.Op("post_api_runner_v1_enroll", http.MethodPost, APIPrefix+"/enroll", "Redeem an enrollment token for a runner JWT")
+	enroll := open.Op("post_api_runner_v1_enroll", http.MethodPost, runnerapi.APIPrefix+"/enroll", "Redeem an enrollment token for a runner JWT")
 	enroll.Description = "Single-use: a second redeem is refused (401)."
-	huma.Register(api, enroll, func(ctx context.Context, in *enrollInput) (*httpx.Out[*Token], error) {
+	huma.Register(api, enroll, func(ctx context.Context, in *enrollInput) (*httpx.Out[*runnerapi.Token], error) {
 		return httpx.Reply(s.Enroll(ctx, in.Body.Token, in.Body.Name))
 	})
 
-	huma.Register(api, ops.Op("post_api_runner_v1_token", http.MethodPost, APIPrefix+"/token", "Refresh the runner's JWT"),
-		func(ctx context.Context, _ *struct{}) (*httpx.Out[*Token], error) {
+	huma.Register(api, ops.Op("post_api_runner_v1_token", http.MethodPost, runnerapi.APIPrefix+"/token", "Refresh the runner's JWT"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*runnerapi.Token], error) {
 			id, _ := IdentityFrom(ctx)
 			return httpx.Reply(s.Refresh(ctx, id))
 		})
 
-	huma.Register(api, ops.Op("post_api_runner_v1_heartbeat", http.MethodPost, APIPrefix+"/heartbeat", "Report that the runner is alive"),
-		func(ctx context.Context, in *struct{ Body Heartbeat }) (*httpx.Out[*HeartbeatReply], error) {
+	huma.Register(api, ops.Op("post_api_runner_v1_heartbeat", http.MethodPost, runnerapi.APIPrefix+"/heartbeat", "Report that the runner is alive"),
+		func(ctx context.Context, in *struct{ Body runnerapi.Heartbeat }) (*httpx.Out[*runnerapi.HeartbeatReply], error) {
 			id, _ := IdentityFrom(ctx)
 			return httpx.Reply(s.Heartbeat(ctx, id, in.Body))
 		})
 
-	claim := ops.Op("post_api_runner_v1_claim", http.MethodPost, APIPrefix+"/claim", "Claim work (long poll)")
+	claim := ops.Op("post_api_runner_v1_claim", http.MethodPost, runnerapi.APIPrefix+"/claim", "Claim work (long poll)")
 	claim.Description = "Returns as soon as work the runner matches is assigned to it, or empty after wait_ms. A disabled, draining or offline runner gets none."
-	huma.Register(api, claim, func(ctx context.Context, in *claimInput) (*httpx.Out[Assignments], error) {
+	huma.Register(api, claim, func(ctx context.Context, in *claimInput) (*httpx.Out[runnerapi.Assignments], error) {
 		id, _ := IdentityFrom(ctx)
-		as, err := port.ClaimMatching(ctx, worker.ClaimRequest{Worker: id.Owner(), Backend: in.Body.Backend, Max: in.Body.Max, Wait: wait(in.Body.WaitMs)},
+		as, err := port.ClaimMatching(ctx, workport.ClaimRequest{Worker: id.Owner(), Backend: in.Body.Backend, Max: in.Body.Max, Wait: wait(in.Body.WaitMs)},
 			func(ctx context.Context) (*jobs.Match, error) { return s.Match(ctx, id.RunnerID) })
 		if err != nil && ctx.Err() != nil {
 			err = nil // the runner went away mid-poll
 		}
-		return httpx.Reply(Assignments{Assignments: nonNilAssignments(as)}, err)
+		return httpx.Reply(runnerapi.Assignments{Assignments: nonNilAssignments(as)}, err)
 	})
 
-	huma.Register(api, ops.Op("get_api_runner_v1_held", http.MethodGet, APIPrefix+"/held", "Work a previous process of this runner held"),
-		func(ctx context.Context, _ *struct{}) (*httpx.Out[Assignments], error) {
+	huma.Register(api, ops.Op("get_api_runner_v1_held", http.MethodGet, runnerapi.APIPrefix+"/held", "Work a previous process of this runner held"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[runnerapi.Assignments], error) {
 			id, _ := IdentityFrom(ctx)
 			as, err := port.Held(ctx, id.Owner())
-			return httpx.Reply(Assignments{Assignments: nonNilAssignments(as)}, err)
+			return httpx.Reply(runnerapi.Assignments{Assignments: nonNilAssignments(as)}, err)
 		})
 
-	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_extend", http.MethodPost, APIPrefix+"/jobs/{job_id}/extend", "Renew a lease"),
-		func(ctx context.Context, in *leaseInput) (*httpx.Out[ExtendReply], error) {
+	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_extend", http.MethodPost, runnerapi.APIPrefix+"/jobs/{job_id}/extend", "Renew a lease"),
+		func(ctx context.Context, in *leaseInput) (*httpx.Out[runnerapi.ExtendReply], error) {
 			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err
 			}
 			d, err := port.Extend(ctx, in.Body.Lease, in.Body.InboxAfter)
 			inbox := d.Inbox
 			if inbox == nil {
-				inbox = []worker.InboxLine{}
+				inbox = []workport.InboxLine{}
 			}
-			return httpx.Reply(ExtendReply{Cancel: d.Cancel, Inbox: inbox}, leaseErr(err))
+			return httpx.Reply(runnerapi.ExtendReply{Cancel: d.Cancel, Inbox: inbox}, leaseErr(err))
 		})
 
-	events := ops.Op("post_api_runner_v1_jobs_job_id_events", http.MethodPost, APIPrefix+"/jobs/{job_id}/events", "Upload a batch of events")
+	events := ops.Op("post_api_runner_v1_jobs_job_id_events", http.MethodPost, runnerapi.APIPrefix+"/jobs/{job_id}/events", "Upload a batch of events")
 	events.Description = "Batches are numbered from 1 per lease; a repeated batch is stored once."
 	events = httpx.BodyLimit(events, 16<<20)
-	huma.Register(api, events, func(ctx context.Context, in *eventsInput) (*httpx.Out[Ack], error) {
+	huma.Register(api, events, func(ctx context.Context, in *eventsInput) (*httpx.Out[runnerapi.Ack], error) {
 		if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 			return nil, err
 		}
@@ -255,11 +222,11 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 		if err := port.Append(ctx, in.Body.Lease, in.Body.Batch); err != nil {
 			return nil, leaseErr(err)
 		}
-		return httpx.Reply(Ack{OK: true}, nil)
+		return httpx.Reply(runnerapi.Ack{OK: true}, nil)
 	})
 
-	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_finish", http.MethodPost, APIPrefix+"/jobs/{job_id}/finish", "Report how work ended"),
-		func(ctx context.Context, in *finishInput) (*httpx.Out[Ack], error) {
+	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_finish", http.MethodPost, runnerapi.APIPrefix+"/jobs/{job_id}/finish", "Report how work ended"),
+		func(ctx context.Context, in *finishInput) (*httpx.Out[runnerapi.Ack], error) {
 			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err
 			}
@@ -269,35 +236,35 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 			if err := port.Finish(ctx, in.Body.Lease, in.Body.Result); err != nil {
 				return nil, leaseErr(err)
 			}
-			return httpx.Reply(Ack{OK: true}, nil)
+			return httpx.Reply(runnerapi.Ack{OK: true}, nil)
 		})
 
-	control := ops.Op("get_api_runner_v1_control", http.MethodGet, APIPrefix+"/control", "Directives for the runner's work (long poll)")
+	control := ops.Op("get_api_runner_v1_control", http.MethodGet, runnerapi.APIPrefix+"/control", "Directives for the runner's work (long poll)")
 	control.Description = "Cancels already requested come at once; new ones as they happen. Lease renewals carry the same directives."
-	huma.Register(api, control, func(ctx context.Context, in *controlInput) (*httpx.Out[Controls], error) {
+	huma.Register(api, control, func(ctx context.Context, in *controlInput) (*httpx.Out[runnerapi.Controls], error) {
 		id, _ := IdentityFrom(ctx)
 		cs, err := port.Controls(ctx, id.Owner(), wait(in.WaitMs))
 		if err != nil && ctx.Err() != nil {
 			err = nil
 		}
-		out := Controls{Controls: []Control{}}
+		out := runnerapi.Controls{Controls: []runnerapi.Control{}}
 		for _, c := range cs {
-			out.Controls = append(out.Controls, Control{JobID: c.JobID, Action: c.Action})
+			out.Controls = append(out.Controls, runnerapi.Control{JobID: c.JobID, Action: c.Action})
 		}
 		return httpx.Reply(out, err)
 	})
 }
 
-func nonNilAssignments(as []worker.Assignment) []worker.Assignment {
+func nonNilAssignments(as []workport.Assignment) []workport.Assignment {
 	if as == nil {
-		return []worker.Assignment{}
+		return []workport.Assignment{}
 	}
 	return as
 }
 
 func knownOutcome(o string) bool {
 	switch o {
-	case worker.Succeeded, worker.Failed, worker.Cancelled, worker.TimedOut, worker.Interrupted, worker.ShutDown:
+	case workport.Succeeded, workport.Failed, workport.Cancelled, workport.TimedOut, workport.Interrupted, workport.ShutDown:
 		return true
 	}
 	return false

@@ -12,6 +12,7 @@ import (
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
 	tokens "slipway/internal/platform/token"
+	"slipway/internal/runnerapi"
 )
 
 // Identity is an authenticated runner.
@@ -23,7 +24,7 @@ type Identity struct {
 }
 
 // Owner is the runner's worker id.
-func (i *Identity) Owner() string { return Owner(i.RunnerID) }
+func (i *Identity) Owner() string { return runnerapi.Owner(i.RunnerID) }
 
 // ErrBadToken refuses a runner credential: unknown, expired, revoked (a
 // rotation or a deleted runner), or not a runner token.
@@ -34,7 +35,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	var r *row
 	var err error
 	switch {
-	case strings.HasPrefix(token, JWTPrefix):
+	case strings.HasPrefix(token, runnerapi.JWTPrefix):
 		c, verr := s.signer.verify(token, s.clock.Now())
 		if verr != nil {
 			return nil, ErrBadToken
@@ -43,7 +44,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 		if err == nil && (r.Class != ClassEnrolled || r.TokenGen != c.Generation || r.OrganizationID != c.Organization) {
 			return nil, ErrBadToken
 		}
-	case strings.HasPrefix(token, StaticPrefix):
+	case strings.HasPrefix(token, runnerapi.StaticPrefix):
 		r, err = runnerByTokenHash(ctx, s.db.R, tokens.Hash(token))
 	default:
 		return nil, ErrBadToken
@@ -57,18 +58,11 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	return &Identity{RunnerID: r.ID, OrganizationID: r.OrganizationID, Class: r.Class, JWT: r.Class == ClassEnrolled}, nil
 }
 
-// Token is a runner JWT with its expiry.
-type Token struct {
-	RunnerID  string    `json:"runner_id" format:"uuid"`
-	Token     string    `json:"token" doc:"A scrnj_ JWT for the runner API"`
-	ExpiresAt time.Time `json:"expires_at"`
-}
-
-func (s *Service) jwt(r *row, now time.Time) *Token {
+func (s *Service) jwt(r *row, now time.Time) *runnerapi.Token {
 	exp := now.Add(s.cfg.JWTLifetime).Truncate(time.Second)
-	t := s.signer.sign(Claims{Subject: r.ID, Organization: r.OrganizationID, Generation: r.TokenGen, Scope: jwtScope,
+	t := s.signer.sign(runnerapi.Claims{Subject: r.ID, Organization: r.OrganizationID, Generation: r.TokenGen, Scope: runnerapi.JWTScope,
 		IssuedAt: now.Unix(), ExpiresAt: exp.Unix()})
-	return &Token{RunnerID: r.ID, Token: t, ExpiresAt: exp.UTC()}
+	return &runnerapi.Token{RunnerID: r.ID, Token: t, ExpiresAt: exp.UTC()}
 }
 
 // ErrBadEnrollment refuses an enrollment token; one message for unknown,
@@ -78,8 +72,8 @@ var ErrBadEnrollment = apperr.New(apperr.CodeUnauthorized, "unknown, expired or 
 // Enroll redeems a single-use enrollment token for a runner JWT: a new
 // enrolled runner (named by the token, else by the runner), or the runner
 // the token re-enrols after a rotation.
-func (s *Service) Enroll(ctx context.Context, token, name string) (*Token, error) {
-	if !strings.HasPrefix(token, EnrollmentPrefix) {
+func (s *Service) Enroll(ctx context.Context, token, name string) (*runnerapi.Token, error) {
+	if !strings.HasPrefix(token, runnerapi.EnrollmentPrefix) {
 		return nil, ErrBadEnrollment
 	}
 	if name != "" {
@@ -88,7 +82,7 @@ func (s *Service) Enroll(ctx context.Context, token, name string) (*Token, error
 			return nil, err
 		}
 	}
-	var out *Token
+	var out *runnerapi.Token
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		now := s.clock.Now()
 		e, err := redeem(ctx, tx, tokens.Hash(token), now)
@@ -125,7 +119,7 @@ func (s *Service) Enroll(ctx context.Context, token, name string) (*Token, error
 
 // Refresh issues a new JWT for an enrolled runner (static tokens never
 // expire).
-func (s *Service) Refresh(ctx context.Context, id *Identity) (*Token, error) {
+func (s *Service) Refresh(ctx context.Context, id *Identity) (*runnerapi.Token, error) {
 	if !id.JWT {
 		return nil, apperr.BadRequest("a static runner token does not expire; there is nothing to refresh")
 	}
@@ -136,29 +130,8 @@ func (s *Service) Refresh(ctx context.Context, id *Identity) (*Token, error) {
 	return s.jwt(r, s.clock.Now()), nil
 }
 
-// Heartbeat is what a runner reports of itself.
-type Heartbeat struct {
-	Labels   []string `json:"labels,omitempty" maxItems:"50" doc:"SERVICE_RUNNER_LABELS"`
-	Version  string   `json:"version" maxLength:"100"`
-	Backend  string   `json:"backend" maxLength:"40"`
-	Hostname string   `json:"hostname,omitempty" maxLength:"255"`
-	Slots    int      `json:"slots" minimum:"0" maximum:"100000"`
-	Running  int      `json:"running,omitempty" minimum:"0" maximum:"100000" doc:"Work it runs now (default 0)"`
-}
-
-// HeartbeatReply tells a runner who it is and what the hub expects.
-type HeartbeatReply struct {
-	RunnerID       string `json:"runner_id" format:"uuid"`
-	Name           string `json:"name"`
-	Status         string `json:"status" enum:"online,offline,draining,disabled"`
-	Draining       bool   `json:"draining"`
-	Disabled       bool   `json:"disabled"`
-	StaleAfterSecs int    `json:"stale_after_secs" doc:"A runner without a heartbeat this long goes offline"`
-	LeaseSecs      int    `json:"lease_secs" doc:"How long a lease lasts without renewal"`
-}
-
 // Heartbeat records that a runner is alive, with what it advertises.
-func (s *Service) Heartbeat(ctx context.Context, id *Identity, in Heartbeat) (*HeartbeatReply, error) {
+func (s *Service) Heartbeat(ctx context.Context, id *Identity, in runnerapi.Heartbeat) (*runnerapi.HeartbeatReply, error) {
 	labels, err := text.Labels("labels", in.Labels)
 	if err != nil {
 		return nil, err
@@ -179,6 +152,6 @@ func (s *Service) Heartbeat(ctx context.Context, id *Identity, in Heartbeat) (*H
 		return nil, err
 	}
 	v := s.view(r, now)
-	return &HeartbeatReply{RunnerID: r.ID, Name: r.Name, Status: v.Status, Draining: r.Draining, Disabled: r.Disabled,
+	return &runnerapi.HeartbeatReply{RunnerID: r.ID, Name: r.Name, Status: v.Status, Draining: r.Draining, Disabled: r.Disabled,
 		StaleAfterSecs: int(s.cfg.Stale / time.Second), LeaseSecs: int(s.cfg.Lease / time.Second)}, nil
 }

@@ -23,9 +23,6 @@ const (
 	StatusDisabled = "disabled"
 )
 
-// APIVersion is the runner API version this hub speaks (its path segment).
-const APIVersion = "v1"
-
 // Runner as the organization's members see it, with its live dispatch
 // signals.
 type Runner struct {

@@ -15,8 +15,9 @@ import (
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
+	"slipway/internal/runnerapi"
 	"slipway/internal/runners"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // hub is an app in hub mode with an owner, a member of the owner's
@@ -65,11 +66,11 @@ func (h *hub) call(t *testing.T, token, method, path string, body any) *apitest.
 	return h.App.Anonymous().Do(method, path, body, bearer(token)...)
 }
 
-func (h *hub) heartbeat(t *testing.T, token string, labels ...string) *runners.HeartbeatReply {
+func (h *hub) heartbeat(t *testing.T, token string, labels ...string) *runnerapi.HeartbeatReply {
 	t.Helper()
-	r := h.call(t, token, "POST", runners.APIPrefix+"/heartbeat", map[string]any{"labels": labels, "version": "test", "backend": "process", "slots": 2})
+	r := h.call(t, token, "POST", runnerapi.APIPrefix+"/heartbeat", map[string]any{"labels": labels, "version": "test", "backend": "process", "slots": 2})
 	fixture.Want(t, r, http.StatusOK)
-	var out runners.HeartbeatReply
+	var out runnerapi.HeartbeatReply
 	r.JSON(t, &out)
 	return &out
 }
@@ -87,7 +88,7 @@ func TestOrganizationRunners(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		h := newHub(t, e)
 		id, token := h.runner(t, map[string]any{"name": "builder-1", "allowed_labels": []string{"GPU", "linux", "gpu"}})
-		if !strings.HasPrefix(token, runners.StaticPrefix) {
+		if !strings.HasPrefix(token, runnerapi.StaticPrefix) {
 			t.Fatalf("token %q", token)
 		}
 		if n := h.App.Count(t, "SELECT COUNT(*) FROM runners WHERE token_hash = $1", token); n != 0 {
@@ -155,7 +156,7 @@ func TestOrganizationRunners(t *testing.T) {
 				WantContains: []string{`"next_step":"start_runner"`, `"runners":1`, `"hub_mode":true`}},
 			apitest.Scenario{Name: "an enrollment token", Client: h.Owner, Method: "POST", Path: base + "/enrollment-tokens",
 				Body: map[string]any{"name": "ci", "allowed_labels": []string{"arm"}, "expires_in_secs": 120}, WantStatus: 201,
-				WantContains: []string{`"token":"` + runners.EnrollmentPrefix, `"runner_id":null`}},
+				WantContains: []string{`"token":"` + runnerapi.EnrollmentPrefix, `"runner_id":null`}},
 			apitest.Scenario{Name: "an enrollment token lasts at least a minute", Client: h.Owner, Method: "POST", Path: base + "/enrollment-tokens",
 				Body: map[string]any{"expires_in_secs": 5}, WantStatus: 400},
 		)
@@ -191,20 +192,20 @@ func TestRunnerCredentials(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		h := newHub(t, e)
 		id, token := h.runner(t, map[string]any{"name": "static"})
-		hb := runners.APIPrefix + "/heartbeat"
+		hb := runnerapi.APIPrefix + "/heartbeat"
 		beat := map[string]any{"version": "t", "backend": "process", "slots": 1}
 
 		apitest.Run(t, h.App, []apitest.Scenario{
 			{Name: "no token", Method: "POST", Path: hb, Body: beat, WantStatus: 401, WantCode: "unauthorized"},
 			{Name: "a session is no runner", Client: h.Owner, Method: "POST", Path: hb, Body: beat, WantStatus: 401},
-			{Name: "an unknown static token", Method: "POST", Path: hb, Body: beat, Header: bearer(runners.StaticPrefix + "nope"), WantStatus: 401},
-			{Name: "a forged JWT", Method: "POST", Path: hb, Body: beat, Header: bearer(runners.JWTPrefix + "eyJhbGciOiJIUzI1NiJ9.e30.c2ln"), WantStatus: 401},
+			{Name: "an unknown static token", Method: "POST", Path: hb, Body: beat, Header: bearer(runnerapi.StaticPrefix + "nope"), WantStatus: 401},
+			{Name: "a forged JWT", Method: "POST", Path: hb, Body: beat, Header: bearer(runnerapi.JWTPrefix + "eyJhbGciOiJIUzI1NiJ9.e30.c2ln"), WantStatus: 401},
 			{Name: "a runner token outside the runner API", Method: "GET", Path: "/api/projects", Header: bearer(token), WantStatus: 401},
 			{Name: "a bad label", Method: "POST", Path: hb, Body: map[string]any{"labels": []string{"a,b"}, "version": "t", "backend": "p", "slots": 1},
 				Header: bearer(token), WantStatus: 400},
 			{Name: "a control character in the version", Method: "POST", Path: hb, Body: map[string]any{"version": "t\x00", "backend": "p", "slots": 1},
 				Header: bearer(token), WantStatus: 400},
-			{Name: "a static token refreshes nothing", Method: "POST", Path: runners.APIPrefix + "/token", Header: bearer(token), WantStatus: 400},
+			{Name: "a static token refreshes nothing", Method: "POST", Path: runnerapi.APIPrefix + "/token", Header: bearer(token), WantStatus: 400},
 		})
 		reply := h.heartbeat(t, token, "Linux", "gpu", "linux")
 		if reply.RunnerID != id || reply.Status != "online" || reply.StaleAfterSecs != 90 || reply.LeaseSecs != 5 {
@@ -234,12 +235,12 @@ func TestRunnerCredentials(t *testing.T) {
 		h.App.Remember(en.Token)
 		type result struct {
 			status int
-			tok    runners.Token
+			tok    runnerapi.Token
 		}
 		results := make(chan result, 8)
 		for i := 0; i < 8; i++ {
 			go func() {
-				r := h.App.Anonymous().Do("POST", runners.APIPrefix+"/enroll", map[string]any{"token": en.Token, "name": fmt.Sprintf("r%d", i)})
+				r := h.App.Anonymous().Do("POST", runnerapi.APIPrefix+"/enroll", map[string]any{"token": en.Token, "name": fmt.Sprintf("r%d", i)})
 				var res result
 				res.status = r.Status
 				if r.Status == 200 {
@@ -248,7 +249,7 @@ func TestRunnerCredentials(t *testing.T) {
 				results <- res
 			}()
 		}
-		var jwt runners.Token
+		var jwt runnerapi.Token
 		wins := 0
 		for i := 0; i < 8; i++ {
 			res := <-results
@@ -265,10 +266,10 @@ func TestRunnerCredentials(t *testing.T) {
 			t.Fatalf("%d of 8 concurrent redeems won, want exactly 1", wins)
 		}
 		h.App.Remember(jwt.Token)
-		if !strings.HasPrefix(jwt.Token, runners.JWTPrefix) || time.Until(jwt.ExpiresAt) < 59*time.Minute {
+		if !strings.HasPrefix(jwt.Token, runnerapi.JWTPrefix) || time.Until(jwt.ExpiresAt) < 59*time.Minute {
 			t.Fatalf("jwt = %+v", jwt)
 		}
-		fixture.Want(t, h.App.Anonymous().Do("POST", runners.APIPrefix+"/enroll", map[string]any{"token": en.Token}), http.StatusUnauthorized)
+		fixture.Want(t, h.App.Anonymous().Do("POST", runnerapi.APIPrefix+"/enroll", map[string]any{"token": en.Token}), http.StatusUnauthorized)
 		enrolled := h.heartbeat(t, jwt.Token, "arm")
 		if enrolled.RunnerID != jwt.RunnerID || !strings.HasPrefix(enrolled.Name, "r") {
 			t.Fatalf("enrolled runner = %+v", enrolled)
@@ -284,9 +285,9 @@ func TestRunnerCredentials(t *testing.T) {
 		}
 
 		// Refresh: a new JWT that works.
-		r = h.call(t, jwt.Token, "POST", runners.APIPrefix+"/token", nil)
+		r = h.call(t, jwt.Token, "POST", runnerapi.APIPrefix+"/token", nil)
 		fixture.Want(t, r, http.StatusOK)
-		var fresh runners.Token
+		var fresh runnerapi.Token
 		r.JSON(t, &fresh)
 		h.App.Remember(fresh.Token)
 		h.heartbeat(t, fresh.Token)
@@ -302,9 +303,9 @@ func TestRunnerCredentials(t *testing.T) {
 		}
 		fixture.Want(t, h.call(t, fresh.Token, "POST", hb, beat), http.StatusUnauthorized)
 		fixture.Want(t, h.call(t, jwt.Token, "POST", hb, beat), http.StatusUnauthorized)
-		r = h.App.Anonymous().Do("POST", runners.APIPrefix+"/enroll", map[string]any{"token": rot.Token})
+		r = h.App.Anonymous().Do("POST", runnerapi.APIPrefix+"/enroll", map[string]any{"token": rot.Token})
 		fixture.Want(t, r, http.StatusOK)
-		var again runners.Token
+		var again runnerapi.Token
 		r.JSON(t, &again)
 		h.App.Remember(again.Token)
 		if again.RunnerID != jwt.RunnerID {
@@ -318,7 +319,7 @@ func TestRunnerCredentials(t *testing.T) {
 		r.JSON(t, &en)
 		h.App.Remember(en.Token)
 		h.Exec(t, "UPDATE runner_enrollment_tokens SET expires_at = $2 WHERE id = $1", en.ID, time.Now().UTC().Add(-time.Second))
-		r = h.App.Anonymous().Do("POST", runners.APIPrefix+"/enroll", map[string]any{"token": en.Token})
+		r = h.App.Anonymous().Do("POST", runnerapi.APIPrefix+"/enroll", map[string]any{"token": en.Token})
 		fixture.Want(t, r, http.StatusUnauthorized)
 		if !strings.Contains(string(r.Body), "unknown, expired or already redeemed") {
 			t.Fatalf("expired enrollment: %s", r.Body)
@@ -355,11 +356,11 @@ func TestRunnerDispatch(t *testing.T) {
 			t.Fatalf("runner line = %s", got)
 		}
 
-		claim := func(token string) []worker.Assignment {
+		claim := func(token string) []workport.Assignment {
 			t.Helper()
-			r := h.call(t, token, "POST", runners.APIPrefix+"/claim", map[string]any{"max": 5, "backend": "process"})
+			r := h.call(t, token, "POST", runnerapi.APIPrefix+"/claim", map[string]any{"max": 5, "backend": "process"})
 			fixture.Want(t, r, http.StatusOK)
-			var out runners.Assignments
+			var out runnerapi.Assignments
 			r.JSON(t, &out)
 			return out.Assignments
 		}
@@ -378,15 +379,15 @@ func TestRunnerDispatch(t *testing.T) {
 		// A lease is only ever its holder's: another runner presenting it,
 		// or the holder pointing it at another run, is told it is lost.
 		l := gpuGot[0].Lease
-		ext := runners.APIPrefix + "/jobs/" + l.JobID + "/extend"
+		ext := runnerapi.APIPrefix + "/jobs/" + l.JobID + "/extend"
 		fixture.Want(t, h.call(t, cpuTok, "POST", ext, map[string]any{"lease": l}), http.StatusConflict)
 		forged := l
 		forged.RunID = cpuGot[0].Lease.RunID
-		fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+l.JobID+"/events",
+		fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+l.JobID+"/events",
 			map[string]any{"lease": forged, "batch": map[string]any{"seq": 1, "events": []any{}}}), http.StatusConflict)
 		forged = cpuGot[0].Lease
 		forged.Worker = l.Worker
-		fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+forged.JobID+"/extend", map[string]any{"lease": forged}), http.StatusConflict)
+		fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+forged.JobID+"/extend", map[string]any{"lease": forged}), http.StatusConflict)
 		r := h.call(t, gpuTok, "POST", ext, map[string]any{"lease": l})
 		fixture.Want(t, r, http.StatusOK)
 		if !strings.Contains(string(r.Body), `"cancel":false`) {
@@ -397,7 +398,7 @@ func TestRunnerDispatch(t *testing.T) {
 		// control stream, the line with the next lease renewal, and only
 		// lines after the one the runner says it delivered.
 		fixture.Want(t, h.Owner.Do("POST", "/api/tasks/"+gpuTask.ID+"/intervene", map[string]any{"text": "Use the big GPU."}), http.StatusCreated)
-		r = h.call(t, gpuTok, "GET", runners.APIPrefix+"/control?wait_ms=5000", nil)
+		r = h.call(t, gpuTok, "GET", runnerapi.APIPrefix+"/control?wait_ms=5000", nil)
 		fixture.Want(t, r, http.StatusOK)
 		if !strings.Contains(string(r.Body), `{"job_id":"`+l.JobID+`","action":"deliver"}`) {
 			t.Fatalf("control = %s", r.Body)
@@ -411,7 +412,7 @@ func TestRunnerDispatch(t *testing.T) {
 		if !strings.Contains(string(r.Body), `"inbox":[]`) {
 			t.Fatalf("extend after the delivered line = %s", r.Body)
 		}
-		if r := h.call(t, cpuTok, "GET", runners.APIPrefix+"/control?wait_ms=10", nil); strings.Contains(string(r.Body), l.JobID) {
+		if r := h.call(t, cpuTok, "GET", runnerapi.APIPrefix+"/control?wait_ms=10", nil); strings.Contains(string(r.Body), l.JobID) {
 			t.Fatalf("another runner heard of the message: %s", r.Body)
 		}
 
@@ -419,29 +420,29 @@ func TestRunnerDispatch(t *testing.T) {
 		batch := map[string]any{"lease": l, "batch": map[string]any{"seq": 1, "events": []any{
 			map[string]any{"type": "message", "payload": map[string]any{"text": "hello from the runner"}, "at": time.Now().UTC()}}}}
 		for i := 0; i < 3; i++ {
-			fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+l.JobID+"/events", batch), http.StatusOK)
+			fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+l.JobID+"/events", batch), http.StatusOK)
 		}
 		if n := strings.Count(fixture.DumpEvents(fixture.Events(t, h.Owner, gpuTask.ID, "")), "hello from the runner"); n != 1 {
 			t.Fatalf("the batch was stored %d times", n)
 		}
-		fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+l.JobID+"/finish",
+		fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+l.JobID+"/finish",
 			map[string]any{"lease": l, "result": map[string]any{"outcome": "exploded"}}), http.StatusBadRequest)
-		fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+l.JobID+"/finish",
+		fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+l.JobID+"/finish",
 			map[string]any{"lease": l, "result": map[string]any{"outcome": "failed", "error": "it broke"}}), http.StatusOK)
 		if got := fixture.GetTask(t, h.Owner, gpuTask.ID); got.Status != "failed" || got.Error != "it broke" {
 			t.Fatalf("task after finish = %s %q", got.Status, got.Error)
 		}
-		fixture.Want(t, h.call(t, gpuTok, "POST", runners.APIPrefix+"/jobs/"+l.JobID+"/finish",
+		fixture.Want(t, h.call(t, gpuTok, "POST", runnerapi.APIPrefix+"/jobs/"+l.JobID+"/finish",
 			map[string]any{"lease": l, "result": map[string]any{"outcome": "succeeded"}}), http.StatusConflict)
 
 		// Cancel reaches the holder on the control stream.
 		fixture.Want(t, h.Owner.Do("POST", "/api/tasks/"+anyTask.ID+"/cancel", nil), http.StatusOK)
-		r = h.call(t, cpuTok, "GET", runners.APIPrefix+"/control?wait_ms=5000", nil)
+		r = h.call(t, cpuTok, "GET", runnerapi.APIPrefix+"/control?wait_ms=5000", nil)
 		fixture.Want(t, r, http.StatusOK)
 		if !strings.Contains(string(r.Body), `{"job_id":"`+cpuGot[0].Lease.JobID+`","action":"cancel"}`) {
 			t.Fatalf("control = %s", r.Body)
 		}
-		if r := h.call(t, gpuTok, "GET", runners.APIPrefix+"/control?wait_ms=10", nil); strings.TrimSpace(string(r.Body)) != `{"controls":[]}` {
+		if r := h.call(t, gpuTok, "GET", runnerapi.APIPrefix+"/control?wait_ms=10", nil); strings.TrimSpace(string(r.Body)) != `{"controls":[]}` {
 			t.Fatalf("another runner's control stream = %s", r.Body)
 		}
 
@@ -516,11 +517,11 @@ func TestUnacknowledgedClaim(t *testing.T) {
 		h.heartbeat(t, aTok, "linux")
 		h.heartbeat(t, bTok, "linux")
 		task := h.Task(t, h.Owner, h.Project(t, h.Owner, "p"), "echo", map[string]any{"hold": false})
-		claim := func(token string, wait int) []worker.Assignment {
+		claim := func(token string, wait int) []workport.Assignment {
 			t.Helper()
-			r := h.call(t, token, "POST", runners.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": wait})
+			r := h.call(t, token, "POST", runnerapi.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": wait})
 			fixture.Want(t, r, http.StatusOK)
-			var out runners.Assignments
+			var out runnerapi.Assignments
 			r.JSON(t, &out)
 			return out.Assignments
 		}
@@ -531,7 +532,7 @@ func TestUnacknowledgedClaim(t *testing.T) {
 		// Runner b keeps heartbeating; a says nothing more. Within the
 		// lease (5 s) and a rescue round, the work comes back.
 		deadline := time.Now().Add(20 * time.Second)
-		var again []worker.Assignment
+		var again []workport.Assignment
 		for len(again) == 0 {
 			if time.Now().After(deadline) {
 				t.Fatalf("the unacknowledged work never came back; task is %s", fixture.GetTask(t, h.Owner, task.ID).Status)
@@ -559,10 +560,10 @@ func TestRescopeReachesAWaitingRunner(t *testing.T) {
 		h.heartbeat(t, bTok, "gpu")
 		task := h.Task(t, h.Owner, h.Project(t, h.Owner, "p"), "echo", map[string]any{"hold": false,
 			"config": map[string]any{"runner": map[string]any{"required_labels": []string{"gpu"}}}})
-		got := make(chan []worker.Assignment, 1)
+		got := make(chan []workport.Assignment, 1)
 		go func() {
-			r := h.call(t, bTok, "POST", runners.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": 20000})
-			var out runners.Assignments
+			r := h.call(t, bTok, "POST", runnerapi.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "process", "wait_ms": 20000})
+			var out runnerapi.Assignments
 			_ = json.Unmarshal(r.Body, &out)
 			got <- out.Assignments
 		}()
@@ -596,7 +597,7 @@ func TestDisableBetweenMatchAndClaim(t *testing.T) {
 			} else {
 				fixture.Want(t, h.Owner.Do("POST", "/api/organization/runners/"+id+"/drain", nil), http.StatusOK)
 			}
-			as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1},
+			as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, workport.ClaimRequest{Worker: runnerapi.Owner(id), Backend: "process", Max: 1},
 				func(context.Context) (*jobs.Match, error) { return m, nil }) // the match read before the change
 			if err != nil || len(as) != 0 {
 				t.Fatalf("a %s runner claimed %+v (%v)", stop, as, err)
@@ -604,7 +605,7 @@ func TestDisableBetweenMatchAndClaim(t *testing.T) {
 			// Without the check in the claim, the same stale match claims it.
 			stale := *m
 			stale.Still = nil
-			if as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, worker.ClaimRequest{Worker: runners.Owner(id), Backend: "process", Max: 1},
+			if as, err := h.App.Server.Dispatcher.ClaimMatching(ctx, workport.ClaimRequest{Worker: runnerapi.Owner(id), Backend: "process", Max: 1},
 				func(context.Context) (*jobs.Match, error) { return &stale, nil }); err != nil || len(as) != 1 {
 				t.Fatalf("the control claim got %+v (%v): the test does not reach the race", as, err)
 			}

@@ -18,7 +18,7 @@ import (
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/text"
 	tokens "slipway/internal/platform/token"
-	"slipway/internal/worker"
+	"slipway/internal/runnerapi"
 )
 
 // Config is what the runners service needs from the instance.
@@ -89,9 +89,6 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus B
 	}
 	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, bus: bus, log: log}
 }
-
-// Owner is the worker id (lease owner and container label) of a runner.
-func Owner(runnerID string) string { return worker.RunnerPrefix + runnerID }
 
 // fresh reports whether a runner's heartbeat is within the stale window.
 func (s *Service) fresh(r *row, now time.Time) bool {
@@ -242,7 +239,7 @@ func (s *Service) Create(ctx context.Context, u *actor.User, sel Selector, in Ru
 		}
 		now := s.clock.Now()
 		r := &row{ID: ids.New(), OrganizationID: orgID, Name: name, Class: ClassStatic, TokenGen: 1, AllowedWS: ws, AllowedLabels: ls, CreatedAt: now}
-		secret, hash := tokens.New(StaticPrefix)
+		secret, hash := tokens.New(runnerapi.StaticPrefix)
 		if err := insertRunner(ctx, tx, r, &hash, &u.ID); err != nil {
 			return err
 		}
@@ -292,7 +289,7 @@ func (s *Service) MintEnrollment(ctx context.Context, u *actor.User, sel Selecto
 }
 
 func (s *Service) mint(ctx context.Context, tx *db.Tx, e *enrollmentRow, userID string, now time.Time) (*Enrollment, error) {
-	secret, hash := tokens.New(EnrollmentPrefix)
+	secret, hash := tokens.New(runnerapi.EnrollmentPrefix)
 	if err := insertEnrollment(ctx, tx, e, hash, &userID, now); err != nil {
 		return nil, err
 	}
@@ -404,7 +401,7 @@ func (s *Service) RotateToken(ctx context.Context, u *actor.User, sel Selector, 
 	var out *RotatedToken
 	_, err := s.update(ctx, u, sel, id, "runner.rotate_token", func(tx *db.Tx, r *row, now time.Time) error {
 		if r.Class == ClassStatic {
-			secret, hash := tokens.New(StaticPrefix)
+			secret, hash := tokens.New(runnerapi.StaticPrefix)
 			out = &RotatedToken{Token: secret, Kind: "static"}
 			return exec(ctx, tx, "UPDATE runners SET token_hash = $3, updated_at = $4 WHERE id = $1 AND organization_id = $2",
 				r.ID, r.OrganizationID, hash, now)
@@ -441,7 +438,7 @@ func (s *Service) Delete(ctx context.Context, u *actor.User, sel Selector, id st
 	if err != nil {
 		return err
 	}
-	if _, err := s.queue.Expire(ctx, Owner(id)); err != nil {
+	if _, err := s.queue.Expire(ctx, runnerapi.Owner(id)); err != nil {
 		s.log.Error("taking back the work of a deleted runner failed; its leases run out instead", "runner_id", id, "err", err)
 	}
 	return nil
@@ -558,7 +555,7 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	}
 	var errs []error
 	for _, g := range offline {
-		n, err := s.queue.Expire(ctx, Owner(g.id))
+		n, err := s.queue.Expire(ctx, runnerapi.Owner(g.id))
 		if err != nil {
 			errs = append(errs, err)
 		}

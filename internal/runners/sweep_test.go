@@ -13,6 +13,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/runnerapi"
 	"slipway/internal/runners"
 )
 
@@ -39,7 +40,7 @@ func TestStaleSweep(t *testing.T) {
 				t.Fatal(err)
 			}
 			who := &runners.Identity{RunnerID: id, OrganizationID: ws.OrganizationID, Class: runners.ClassStatic}
-			if _, err := svc.Heartbeat(ctx, who, runners.Heartbeat{Labels: []string{"gpu"}, Version: "t", Backend: "process", Slots: 1}); err != nil {
+			if _, err := svc.Heartbeat(ctx, who, runnerapi.Heartbeat{Labels: []string{"gpu"}, Version: "t", Backend: "process", Slots: 1}); err != nil {
 				t.Fatal(err)
 			}
 			eligible := func() int {
@@ -68,7 +69,7 @@ func TestStaleSweep(t *testing.T) {
 			if err != nil || m == nil {
 				t.Fatalf("match = %v, %v", m, err)
 			}
-			got, err := q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{"k"}, Owner: runners.Owner(id), Max: 5, Lease: 5 * time.Second, Match: m}, nil)
+			got, err := q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{"k"}, Owner: runnerapi.Owner(id), Max: 5, Lease: 5 * time.Second, Match: m}, nil)
 			if err != nil || len(got) != 1 || got[0].ID != held.ID {
 				t.Fatalf("claim = %v, %v", got, err)
 			}
@@ -103,7 +104,7 @@ func TestStaleSweep(t *testing.T) {
 			if n, err := svc.Sweep(ctx); err != nil || n != 0 {
 				t.Fatalf("a second sweep = %d, %v", n, err)
 			}
-			if _, err := svc.Heartbeat(ctx, who, runners.Heartbeat{Labels: []string{"gpu"}, Version: "t", Backend: "process", Slots: 1}); err != nil {
+			if _, err := svc.Heartbeat(ctx, who, runnerapi.Heartbeat{Labels: []string{"gpu"}, Version: "t", Backend: "process", Slots: 1}); err != nil {
 				t.Fatal(err)
 			}
 			if eligible() != 1 {

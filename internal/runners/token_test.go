@@ -1,6 +1,7 @@
 package runners
 
 import (
+	"slipway/internal/runnerapi"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +12,7 @@ import (
 func TestJWT(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	s := newSigner([]byte("0123456789abcdef0123456789abcdef"))
-	tok := s.sign(Claims{Subject: "r1", Organization: "o1", Generation: 3, Scope: jwtScope, IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
+	tok := s.sign(runnerapi.Claims{Subject: "r1", Organization: "o1", Generation: 3, Scope: runnerapi.JWTScope, IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
 	c, err := s.verify(tok, now)
 	if err != nil || c.Subject != "r1" || c.Organization != "o1" || c.Generation != 3 {
 		t.Fatalf("verify = %+v, %v", c, err)
@@ -22,14 +23,14 @@ func TestJWT(t *testing.T) {
 	if _, err := newSigner([]byte("another-secret-of-at-least-32-bytes!!")).verify(tok, now); err == nil {
 		t.Fatal("a token verified under another key")
 	}
-	for i := len(JWTPrefix); i < len(tok); i++ {
+	for i := len(runnerapi.JWTPrefix); i < len(tok); i++ {
 		b := []byte(tok)
 		b[i] ^= 1
 		if _, err := s.verify(string(b), now); err == nil {
 			t.Fatalf("a token with byte %d changed verified", i)
 		}
 	}
-	other := s.sign(Claims{Subject: "r1", Scope: "session", ExpiresAt: now.Add(time.Hour).Unix()})
+	other := s.sign(runnerapi.Claims{Subject: "r1", Scope: "session", ExpiresAt: now.Add(time.Hour).Unix()})
 	if _, err := s.verify(other, now); err == nil {
 		t.Fatal("a token of another scope verified")
 	}
@@ -40,10 +41,10 @@ func TestJWT(t *testing.T) {
 func FuzzVerify(f *testing.F) {
 	now := time.Unix(1_800_000_000, 0)
 	s := newSigner([]byte("0123456789abcdef0123456789abcdef"))
-	good := s.sign(Claims{Subject: "r1", Organization: "o1", Generation: 1, Scope: jwtScope, IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
+	good := s.sign(runnerapi.Claims{Subject: "r1", Organization: "o1", Generation: 1, Scope: runnerapi.JWTScope, IssuedAt: now.Unix(), ExpiresAt: now.Add(time.Hour).Unix()})
 	f.Add(good)
-	f.Add(JWTPrefix + "a.b.c")
-	f.Add(JWTPrefix)
+	f.Add(runnerapi.JWTPrefix + "a.b.c")
+	f.Add(runnerapi.JWTPrefix)
 	f.Add("scrn_" + strings.Repeat("A", 43))
 	f.Fuzz(func(t *testing.T, tok string) {
 		c, err := s.verify(tok, now)
@@ -54,6 +55,6 @@ func FuzzVerify(f *testing.F) {
 				t.Fatalf("%q verified as %+v", tok, c)
 			}
 		}
-		_, _ = ParseClaims(tok)
+		_, _ = runnerapi.ParseClaims(tok)
 	})
 }

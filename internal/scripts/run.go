@@ -14,7 +14,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/runs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // RunJob runs a script on its own (POST /api/scripts/{id}/run) through the
@@ -137,7 +137,7 @@ func (s *Service) Current(ctx context.Context, q db.Queryer, workspaceID, id str
 // Library reads a workspace's code library, mounted read-only into every
 // script run ($SLIPWAY_LIB).
 type Library interface {
-	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error)
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]workport.ScriptFile, error)
 }
 
 // Runner returns the dispatch handler of standalone script runs; lib (nil:
@@ -152,7 +152,7 @@ type runner struct {
 // Start implements dispatch.Handler: the run (with the id its request was
 // answered with; a retry gets a new one) and the script's work, with the
 // revision the request named. A script deleted meanwhile drops its job.
-func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*worker.Assignment, error) {
+func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*workport.Assignment, error) {
 	var p runPayload
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return nil, fmt.Errorf("scripts: payload of job %s: %w", j.ID, err)
@@ -178,25 +178,25 @@ func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.Wo
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]any{"input": p.Input, "script": map[string]any{"id": p.ScriptID, "version": p.Version}})
-	var lib []worker.ScriptFile
+	var lib []workport.ScriptFile
 	if h.lib != nil {
 		if lib, err = h.lib.Library(ctx, tx, j.WorkspaceID); err != nil {
 			return nil, err
 		}
 	}
-	return &worker.Assignment{
-		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
-		Work:  worker.WorkScript,
-		Script: &worker.ScriptWork{Language: rev.Language, Source: rev.Source, Library: lib, Input: input, Image: h.s.image, Timeout: runTimeout,
+	return &workport.Assignment{
+		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
+		Work:  workport.WorkScript,
+		Script: &workport.ScriptWork{Language: rev.Language, Source: rev.Source, Library: lib, Input: input, Image: h.s.image, Timeout: runTimeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": run.ID, "SLIPWAY_IDEMPOTENCY_KEY": j.Ref}},
 	}, nil
 }
 
 // Resume implements dispatch.Handler: a script is not resumed; its worker
 // reports it interrupted and it runs again.
-func (h runner) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error) {
-	a := &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
-		Work: worker.WorkScript, Script: &worker.ScriptWork{}, Resume: &worker.Resume{}}
+func (h runner) Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment, error) {
+	a := &workport.Assignment{Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: workport.WorkScript, Script: &workport.ScriptWork{}, Resume: &workport.Resume{}}
 	if r, err := h.running(ctx, h.s.db.R, j); err != nil {
 		return nil, err
 	} else if r != nil {
@@ -225,7 +225,7 @@ func (h runner) running(ctx context.Context, q db.Queryer, j *jobs.Job) (*runs.R
 
 // Finish implements dispatch.Handler: the run ends with the script's
 // outcome and keeps its output.
-func (h runner) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
+func (h runner) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r workport.Result) error {
 	status, ok := dispatch.RunStatus(r.Outcome)
 	if !ok {
 		return fmt.Errorf("scripts: unknown outcome %q", r.Outcome)

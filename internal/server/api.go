@@ -9,6 +9,7 @@ import (
 	"slipway/internal/commands"
 	"slipway/internal/conversations"
 	"slipway/internal/mail"
+	"slipway/internal/runnerapi"
 	"slipway/internal/undo"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -154,7 +155,7 @@ func registerMeta(api huma.API) {
 		out.Body.Version = buildinfo.Version
 		out.Body.PublicAPIVersion = PublicAPIVersion
 		out.Body.ManagementAPIVersion = ManagementAPIVersion
-		out.Body.RunnerAPIVersions = []string{runners.APIVersion}
+		out.Body.RunnerAPIVersions = []string{runnerapi.APIVersion}
 		return out, nil
 	})
 }

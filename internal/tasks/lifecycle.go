@@ -15,7 +15,7 @@ import (
 	"slipway/internal/platform/jobs"
 	"slipway/internal/projects"
 	"slipway/internal/runs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // The lifecycle of a task's run, as the dispatcher drives it: Start when a
@@ -48,7 +48,7 @@ func Limits(cfg Config, p Projects) jobs.Limits {
 // work is what a run of a task needs, resolved from its project and
 // profile; fail says why it cannot run.
 type work struct {
-	agent   *worker.AgentWork
+	agent   *workport.AgentWork
 	autodev bool
 	fail    string
 }
@@ -99,10 +99,10 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 			secrets = append(secrets, k)
 		}
 	}
-	a := &worker.AgentWork{
+	a := &workport.AgentWork{
 		TaskID:    t.ID,
 		ProjectID: t.ProjectID,
-		Repo: worker.Repo{URL: r.Project.RepoURL, Username: r.Credentials.Username, Token: r.Credentials.Token,
+		Repo: workport.Repo{URL: r.Project.RepoURL, Username: r.Credentials.Username, Token: r.Credentials.Token,
 			SSHPrivateKey: r.Credentials.SSHPrivateKey, DefaultBranch: r.Project.DefaultBranch, Branch: t.Branch},
 		Image: firstNonEmpty(profile.Image, r.Project.AgentImage, s.cfg.DefaultImage),
 		Start: protocol.Start{Type: protocol.InStart, AgentType: profile.AgentType, Prompt: t.Prompt, Instructions: profile.Instructions,
@@ -120,7 +120,7 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 // run, inside the claim's transaction. A task that is no longer queued
 // (cancelled, deleted) drops its job; one that cannot run (its profile or
 // project is gone, no API key) fails at once with a run that says why.
-func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*worker.Assignment, error) {
+func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*workport.Assignment, error) {
 	t, err := getTask(ctx, tx, j.WorkspaceID, j.Ref)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, nil
@@ -158,18 +158,18 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.
 		}
 		return nil, nil
 	}
-	return &worker.Assignment{
-		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: t.WorkspaceID, RunID: run.ID},
-		Work:  worker.WorkAgent,
+	return &workport.Assignment{
+		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: t.WorkspaceID, RunID: run.ID},
+		Work:  workport.WorkAgent,
 		Agent: wk.agent,
 	}, nil
 }
 
 // Resume implements dispatch.Handler: the work of a job a restarted worker
 // still holds, with what its run recorded.
-func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error) {
-	a := &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
-		Work: worker.WorkAgent, Agent: &worker.AgentWork{TaskID: j.Ref}, Resume: &worker.Resume{}}
+func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment, error) {
+	a := &workport.Assignment{Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: workport.WorkAgent, Agent: &workport.AgentWork{TaskID: j.Ref}, Resume: &workport.Resume{}}
 	t, err := getTask(ctx, s.db.R, j.WorkspaceID, j.Ref)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return a, nil // reported interrupted; the job goes away with nothing to run
@@ -189,7 +189,7 @@ func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, 
 	}
 	if a.Lease.RunID != "" && len(a.Resume.Result) > 0 {
 		// Publishing steps the run logged before its worker stopped.
-		steps, err := s.runs.Payloads(ctx, s.db.R, t.WorkspaceID, a.Lease.RunID, worker.EventGit)
+		steps, err := s.runs.Payloads(ctx, s.db.R, t.WorkspaceID, a.Lease.RunID, workport.EventGit)
 		if err != nil {
 			return nil, err
 		}
@@ -211,17 +211,17 @@ func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, 
 
 // outcomes maps a worker's outcome to the task's and the run's status.
 var outcomes = map[string]struct{ task, run string }{
-	worker.Succeeded: {StatusDone, runs.Succeeded},
-	worker.Failed:    {StatusFailed, runs.Failed},
-	worker.TimedOut:  {StatusFailed, runs.Failed},
-	worker.Cancelled: {StatusCancelled, runs.Cancelled},
+	workport.Succeeded: {StatusDone, runs.Succeeded},
+	workport.Failed:    {StatusFailed, runs.Failed},
+	workport.TimedOut:  {StatusFailed, runs.Failed},
+	workport.Cancelled: {StatusCancelled, runs.Cancelled},
 }
 
 // Finish implements dispatch.Handler: the run ends and the task takes the
 // outcome (done, done_pr with an automatic pull request, failed), unless a
 // cancel decided first: that decision stands and only the run's exit code is
 // kept.
-func (s *Service) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
+func (s *Service) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r workport.Result) error {
 	o, ok := outcomes[r.Outcome]
 	if !ok {
 		return fmt.Errorf("tasks: unknown outcome %q", r.Outcome)

@@ -24,7 +24,7 @@ import (
 	"slipway/internal/projects"
 	"slipway/internal/repo"
 	"slipway/internal/tasks"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // Kinds of undo.
@@ -270,7 +270,7 @@ func (s *Service) reverse(ctx context.Context, a *Action) (string, error) {
 		Token: r.Credentials.Token, SSHPrivateKey: r.Credentials.SSHPrivateKey}
 	switch a.Kind {
 	case KindRevertCommit:
-		sha, err := s.git.Revert(ctx, t.ProjectID, remote, t.Branch, t.PR.Commit, worker.AuthorName, worker.AuthorEmail)
+		sha, err := s.git.Revert(ctx, t.ProjectID, remote, t.Branch, t.PR.Commit, workport.AuthorName, workport.AuthorEmail)
 		if err != nil {
 			return "", err
 		}

@@ -16,18 +16,13 @@ import (
 	"slipway/internal/executor"
 	"slipway/internal/platform/redact"
 	"slipway/internal/repo"
+	"slipway/internal/workport"
 )
 
 // In-container paths.
 const (
 	WorkspacePath = "/workspace"
 	AgentPath     = "/usr/local/bin/slipway"
-)
-
-// Commit identity of agent work.
-const (
-	AuthorName  = "Slipway Agent"
-	AuthorEmail = "agent@slipway.invalid"
 )
 
 // Labels every agent carries besides the instance label.
@@ -37,19 +32,12 @@ const (
 	LabelJob  = "service.job"
 )
 
-// Event types the worker writes (agent lines keep the agent's own types).
-const (
-	EventGit     = "git"     // {action, …}
-	EventTimeout = "timeout" // {timeout_seconds}
-	EventLog     = protocol.OutLog
-)
-
 var errTimeout = errors.New("timeout")
 
 // execution is one assignment being worked on.
 type execution struct {
 	w      *Worker
-	a      Assignment
+	a      workport.Assignment
 	cancel context.CancelCauseFunc
 	nudge  chan struct{} // the agent's inbox has lines: renew the lease now to get them
 
@@ -65,7 +53,7 @@ type agentInput struct {
 	closed bool
 }
 
-func newExecution(w *Worker, a Assignment, cancel context.CancelCauseFunc) *execution {
+func newExecution(w *Worker, a workport.Assignment, cancel context.CancelCauseFunc) *execution {
 	return &execution{w: w, a: a, cancel: cancel, nudge: make(chan struct{}, 1), after: a.InboxAfter}
 }
 
@@ -87,7 +75,7 @@ func (e *execution) delivered() int64 {
 // deliver hands inbox lines to the running agent. Lines that cannot be
 // handed over now (no agent runs yet, its queue is full) come again with
 // the next renewal.
-func (e *execution) deliver(lines []InboxLine) {
+func (e *execution) deliver(lines []workport.InboxLine) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.input == nil {
@@ -133,15 +121,15 @@ func (e *execution) run(ctx context.Context) {
 	if w.cfg.Admit != nil {
 		if err := w.cfg.Admit(ctx, a.Lease.WorkspaceID); err != nil {
 			log.Warn("work refused", "err", err)
-			w.finish(a.Lease, Result{Outcome: Failed, Error: err.Error()})
+			w.finish(a.Lease, workport.Result{Outcome: workport.Failed, Error: err.Error()})
 			return
 		}
 	}
 	var secrets []string
 	var cleanup func(context.Context) error
-	var do func(context.Context, *eventWriter, *redact.Redactor) Result
+	var do func(context.Context, *eventWriter, *redact.Redactor) workport.Result
 	switch {
-	case a.Work == WorkAgent && a.Agent != nil:
+	case a.Work == workport.WorkAgent && a.Agent != nil:
 		secrets, do = a.Agent.Secrets, e.agent
 		if a.Resume != nil {
 			do = e.resume
@@ -150,7 +138,7 @@ func (e *execution) run(ctx context.Context) {
 		// work may be claimed again (here too) and get a worktree at the
 		// same path.
 		cleanup = func(ctx context.Context) error { return w.git.RemoveWorktree(ctx, a.Agent.ProjectID, a.Agent.TaskID) }
-	case a.Work == WorkScript && a.Script != nil:
+	case a.Work == workport.WorkScript && a.Script != nil:
 		secrets, do = a.Script.Secrets, e.script
 		cleanup = func(context.Context) error {
 			if e.a.Lease.RunID == "" {
@@ -160,7 +148,7 @@ func (e *execution) run(ctx context.Context) {
 		}
 	default:
 		log.Error("assignment of an unknown kind of work", "work", a.Work)
-		w.finish(a.Lease, Result{Outcome: Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})
+		w.finish(a.Lease, workport.Result{Outcome: workport.Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})
 		return
 	}
 	red := redact.New(secrets...)
@@ -209,7 +197,7 @@ func (e *execution) keepLease(ctx context.Context) {
 	for {
 		d, err := e.w.port.Extend(ctx, e.a.Lease, e.delivered())
 		switch {
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, workport.ErrLeaseLost):
 			e.cancel(causeLeaseLost)
 			return
 		case err != nil:
@@ -246,29 +234,30 @@ func gitMessage(doing string, err error) string {
 	return doing + " failed: " + err.Error()
 }
 
-func (a *AgentWork) remote() repo.Remote {
+// remote is where an agent's work is fetched from and pushed to.
+func remote(a *workport.AgentWork) repo.Remote {
 	return repo.Remote{URL: strings.TrimPrefix(a.Repo.URL, "file://"), Username: a.Repo.Username, Token: a.Repo.Token,
 		SSHPrivateKey: a.Repo.SSHPrivateKey}
 }
 
-func failed(red *redact.Redactor, format string, args ...any) Result {
-	return Result{Outcome: Failed, Error: red.Text(fmt.Sprintf(format, args...))}
+func failed(red *redact.Redactor, format string, args ...any) workport.Result {
+	return workport.Result{Outcome: workport.Failed, Error: red.Text(fmt.Sprintf(format, args...))}
 }
 
 // agent prepares the worktree, runs the agent and publishes its work.
-func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Redactor) workport.Result {
 	w, a := e.w, e.a.Agent
 	if w.backend.Name() != "process" && a.Image == "" {
 		return failed(red, "no agent image is configured: set SERVICE_AGENT_IMAGE, the project's agent_image or the profile's image")
 	}
-	if err := w.git.Sync(ctx, a.ProjectID, a.remote()); err != nil {
+	if err := w.git.Sync(ctx, a.ProjectID, remote(a)); err != nil {
 		return failed(red, "%s", gitMessage("fetching the repository", err))
 	}
 	wt, err := w.git.AddWorktree(ctx, a.ProjectID, a.TaskID, a.Repo.Branch, a.Repo.DefaultBranch)
 	if err != nil {
 		return failed(red, "%s", gitMessage("preparing the worktree", err))
 	}
-	ev.AddValue(EventGit, map[string]any{"action": "worktree", "branch": a.Repo.Branch, "base": a.Repo.DefaultBranch})
+	ev.AddValue(workport.EventGit, map[string]any{"action": "worktree", "branch": a.Repo.Branch, "base": a.Repo.DefaultBranch})
 	if w.cfg.AgentBinary == "" {
 		return failed(red, "no statically linked slipway binary to mount into the agent container: build with CGO_ENABLED=0 or set SERVICE_AGENT_BINARY")
 	}
@@ -315,7 +304,7 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 				result = &res
 			}
 		}
-		if pe.Type == EventLog {
+		if pe.Type == workport.EventLog {
 			ev.Line("", line) // plain output: in pieces of the line limit
 			return
 		}
@@ -326,12 +315,12 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	}
 	switch {
 	case runErr != nil:
-		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(runErr.Error())}
+		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(runErr.Error())}
 	case result == nil:
-		return Result{Outcome: Failed, ExitCode: code, Error: fmt.Sprintf("the agent exited with code %d without a result", deref(code))}
+		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: fmt.Sprintf("the agent exited with code %d without a result", deref(code))}
 	case result.Status != protocol.ResultSuccess || deref(code) != 0:
 		msg := firstNonEmpty(result.Error, result.Summary, fmt.Sprintf("the agent reported failure (exit code %d)", deref(code)))
-		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(msg)}
+		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(msg)}
 	}
 	r := e.publish(ctx, ev, red, false)
 	r.ExitCode = code
@@ -343,12 +332,12 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 // committed the work already and died before pushing it, or even removed
 // the worktree after publishing; a branch ahead of its base is then pushed
 // (pushing what the remote has is a no-op).
-func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor, resumed bool) Result {
+func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor, resumed bool) workport.Result {
 	w, a := e.w, e.a.Agent
 	var sha string
 	var changed bool
 	if _, err := os.Stat(w.git.WorktreePath(a.TaskID)); err == nil || !resumed {
-		if sha, changed, err = w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, AuthorName, AuthorEmail); err != nil {
+		if sha, changed, err = w.git.Commit(ctx, a.ProjectID, a.TaskID, a.CommitMessage, workport.AuthorName, workport.AuthorEmail); err != nil {
 			return failed(red, "%s", gitMessage("committing the agent's work", err))
 		}
 	}
@@ -366,56 +355,56 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 		if ahead > 0 {
 			sha, changed = head, true
 			if !slices.Contains(logged, "commit") {
-				ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
+				ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
 			}
 		}
 	} else if changed {
-		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
+		ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
 	}
 	if !changed {
-		ev.AddValue(EventGit, map[string]any{"action": "commit", "changed": false})
-		return Result{Outcome: Succeeded}
+		ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": false})
+		return workport.Result{Outcome: workport.Succeeded}
 	}
-	if err := w.git.Push(ctx, a.ProjectID, a.remote(), a.Repo.Branch); err != nil {
+	if err := w.git.Push(ctx, a.ProjectID, remote(a), a.Repo.Branch); err != nil {
 		return failed(red, "%s", gitMessage("pushing the branch", err))
 	}
 	if !slices.Contains(logged, "push") {
-		ev.AddValue(EventGit, map[string]any{"action": "push", "branch": a.Repo.Branch})
+		ev.AddValue(workport.EventGit, map[string]any{"action": "push", "branch": a.Repo.Branch})
 	}
 	files, ins, del, err := w.git.DiffStat(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
 	if err != nil {
 		return failed(red, "%s", gitMessage("measuring the change", err))
 	}
-	return Result{Outcome: Succeeded, Change: &Change{Commit: sha, FilesChanged: files, Insertions: ins, Deletions: del}}
+	return workport.Result{Outcome: workport.Succeeded, Change: &workport.Change{Commit: sha, FilesChanged: files, Insertions: ins, Deletions: del}}
 }
 
 // resume finishes work whose worker stopped under it: an agent that ended
 // with a recorded result is never run again; its work is published from
 // the worktree it left. Work without a result is reported interrupted (the
 // hub runs it again or gives up).
-func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Redactor) workport.Result {
 	res, a := e.a.Resume, e.a.Agent
 	if len(res.Result) == 0 {
-		return Result{Outcome: Interrupted, Error: "the server running this task stopped"}
+		return workport.Result{Outcome: workport.Interrupted, Error: "the server running this task stopped"}
 	}
-	if res.recovered {
-		ev.AddValue(EventLog, map[string]string{"line": "the agent ended while its server was down; its result was read back from the agent's container"})
+	if res.Recovered {
+		ev.AddValue(workport.EventLog, map[string]string{"line": "the agent ended while its server was down; its result was read back from the agent's container"})
 		ev.Add(protocol.OutResult, res.Result)
 	}
 	var pr protocol.Result
 	if err := json.Unmarshal(res.Result, &pr); err != nil {
-		return Result{Outcome: Failed, ExitCode: res.ExitCode, Error: "the agent's recorded result cannot be read: " + err.Error()}
+		return workport.Result{Outcome: workport.Failed, ExitCode: res.ExitCode, Error: "the agent's recorded result cannot be read: " + err.Error()}
 	}
 	if pr.Status != protocol.ResultSuccess || (res.ExitCode != nil && *res.ExitCode != 0) {
 		msg := firstNonEmpty(pr.Error, pr.Summary, "the agent reported failure")
-		return Result{Outcome: Failed, ExitCode: res.ExitCode, Error: red.Text(msg)}
+		return workport.Result{Outcome: workport.Failed, ExitCode: res.ExitCode, Error: red.Text(msg)}
 	}
 	if _, err := os.Stat(e.w.git.WorktreePath(a.TaskID)); err != nil {
 		// The worktree goes only after publishing: the server stopped
 		// between that and reporting. What was committed is on the branch.
-		ev.AddValue(EventLog, map[string]string{"line": "the server restarted after publishing the agent's work; reporting it"})
+		ev.AddValue(workport.EventLog, map[string]string{"line": "the server restarted after publishing the agent's work; reporting it"})
 	} else {
-		ev.AddValue(EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
+		ev.AddValue(workport.EventLog, map[string]string{"line": "the server restarted after the agent finished; publishing its work"})
 	}
 	r := e.publish(ctx, ev, red, true)
 	r.ExitCode = res.ExitCode
@@ -425,20 +414,20 @@ func (e *execution) resume(ctx context.Context, ev *eventWriter, red *redact.Red
 // stopped is the result of work whose process the worker stopped: at its
 // time limit (runCtx's), or because the work was cancelled, the worker is
 // shutting down or the lease was lost (ctx's cause).
-func stopped(ctx, runCtx context.Context, ev *eventWriter, code *int, timeout time.Duration, what string) (Result, bool) {
+func stopped(ctx, runCtx context.Context, ev *eventWriter, code *int, timeout time.Duration, what string) (workport.Result, bool) {
 	switch {
 	case errors.Is(context.Cause(runCtx), errTimeout):
-		ev.AddValue(EventTimeout, map[string]any{"timeout_seconds": int(timeout / time.Second)})
-		return Result{Outcome: TimedOut, ExitCode: code, TimeoutSeconds: int(timeout / time.Second),
+		ev.AddValue(workport.EventTimeout, map[string]any{"timeout_seconds": int(timeout / time.Second)})
+		return workport.Result{Outcome: workport.TimedOut, ExitCode: code, TimeoutSeconds: int(timeout / time.Second),
 			Error: fmt.Sprintf("timed out after %s; the %s was stopped", timeout, what)}, true
 	case errors.Is(context.Cause(ctx), causeCancelled):
-		return Result{Outcome: Cancelled, ExitCode: code}, true
+		return workport.Result{Outcome: workport.Cancelled, ExitCode: code}, true
 	case errors.Is(context.Cause(ctx), causeShutdown):
-		return Result{Outcome: ShutDown, ExitCode: code, Error: "the server shut down while the " + what + " ran; it runs again"}, true
+		return workport.Result{Outcome: workport.ShutDown, ExitCode: code, Error: "the server shut down while the " + what + " ran; it runs again"}, true
 	case errors.Is(context.Cause(ctx), causeLeaseLost):
-		return Result{Outcome: Interrupted, ExitCode: code, Error: "the lease was lost"}, true
+		return workport.Result{Outcome: workport.Interrupted, ExitCode: code, Error: "the lease was lost"}, true
 	}
-	return Result{}, false
+	return workport.Result{}, false
 }
 
 // runProcess starts spec, writes feed to its stdin (which stays open until

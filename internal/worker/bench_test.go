@@ -14,14 +14,14 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // agentEvent reports event types the agent produced (not the hub's or the
 // worker's own).
 func agentEvent(typ string) bool {
 	switch typ {
-	case tasks.EventStatus, tasks.EventRun, tasks.EventPR, tasks.EventError, worker.EventGit, worker.EventTimeout:
+	case tasks.EventStatus, tasks.EventRun, tasks.EventPR, tasks.EventError, workport.EventGit, workport.EventTimeout:
 		return false
 	}
 	return true

@@ -10,6 +10,7 @@ import (
 
 	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/redact"
+	"slipway/internal/workport"
 )
 
 // OutputLimits bound what one run stores of what its agent or script
@@ -55,16 +56,16 @@ const EventOutputTruncated = protocol.OutputTruncated
 // fails is sent again under the same number (the hub stores it once); once
 // the lease is lost, events are dropped.
 type eventWriter struct {
-	port   Port
-	lease  Lease
+	port   workport.Port
+	lease  workport.Lease
 	redact *redact.Redactor
 	limits OutputLimits
 
 	mu       sync.Mutex
 	drained  *sync.Cond // signalled when pending shrinks or the writer ends
-	pending  []Event
-	bytes    int    // payload bytes pending
-	inflight *Batch // a batch that failed and is sent again first
+	pending  []workport.Event
+	bytes    int             // payload bytes pending
+	inflight *workport.Batch // a batch that failed and is sent again first
 	seq      int64
 	lost     bool
 	lastErr  error
@@ -89,7 +90,7 @@ const (
 )
 
 // newEventWriter starts a writer whose first batch is numbered after.
-func newEventWriter(port Port, l Lease, r *redact.Redactor, after int64, limits OutputLimits) *eventWriter {
+func newEventWriter(port workport.Port, l workport.Lease, r *redact.Redactor, after int64, limits OutputLimits) *eventWriter {
 	w := &eventWriter{port: port, lease: l, redact: r, limits: limits.withDefaults(), seq: after,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	w.drained = sync.NewCond(&w.mu)
@@ -103,7 +104,7 @@ func (w *eventWriter) Add(eventType string, payload []byte) {
 	if protocol.IsOutput(eventType) && w.Truncated() {
 		return
 	}
-	e := Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
+	e := workport.Event{Type: eventType, Payload: w.redact.JSON(payload), At: time.Now().UTC().Truncate(time.Microsecond)}
 	w.mu.Lock()
 	for w.bytes > maxPending && !w.lost && !w.closed && !w.abandoned {
 		w.kickFlusher()
@@ -122,7 +123,7 @@ func (w *eventWriter) Add(eventType string, payload []byte) {
 			w.truncated = true
 			b, _ := json.Marshal(map[string]any{"stored_bytes": w.outBytes, "stored_lines": w.outLines,
 				"max_bytes": w.limits.Bytes, "max_lines": w.limits.Lines})
-			e = Event{Type: EventOutputTruncated, Payload: b, At: e.At}
+			e = workport.Event{Type: EventOutputTruncated, Payload: b, At: e.At}
 		} else {
 			w.outBytes += int64(len(e.Payload))
 			w.outLines++
@@ -227,7 +228,7 @@ func (w *eventWriter) flush() (retry bool) {
 	w.mu.Lock()
 	if w.inflight == nil && len(w.pending) > 0 {
 		w.seq++
-		w.inflight = &Batch{Seq: w.seq, Events: w.pending}
+		w.inflight = &workport.Batch{Seq: w.seq, Events: w.pending}
 		w.pending, w.bytes = nil, 0
 		w.drained.Broadcast()
 	}
@@ -242,7 +243,7 @@ func (w *eventWriter) flush() (retry bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	switch {
-	case errors.Is(err, ErrLeaseLost):
+	case errors.Is(err, workport.ErrLeaseLost):
 		w.lost, w.inflight, w.pending, w.bytes = true, nil, nil, 0
 		w.drained.Broadcast()
 		return false

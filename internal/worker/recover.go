@@ -9,6 +9,7 @@ import (
 
 	"slipway/internal/agents/protocol"
 	"slipway/internal/executor"
+	"slipway/internal/workport"
 )
 
 // recover deals with what a previous process of this worker left when it
@@ -22,7 +23,7 @@ func (w *Worker) recover(ctx context.Context) {
 		// The rescuer takes the work back once its leases expire.
 		w.log.Error("reading the work a previous process held failed", "err", err)
 	}
-	byRun := map[string]*Assignment{}
+	byRun := map[string]*workport.Assignment{}
 	for i := range held {
 		byRun[held[i].Lease.RunID] = &held[i]
 	}
@@ -37,7 +38,7 @@ func (w *Worker) recover(ctx context.Context) {
 		if a != nil && a.Resume != nil && len(a.Resume.Result) == 0 {
 			if code, ok := l.Exited(); ok {
 				if res := w.readResult(ctx, l); res != nil {
-					a.Resume.Result, a.Resume.ExitCode, a.Resume.recovered = res, &code, true
+					a.Resume.Result, a.Resume.ExitCode, a.Resume.Recovered = res, &code, true
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 
 	"slipway/internal/executor"
 	"slipway/internal/platform/redact"
+	"slipway/internal/workport"
 )
 
 // In-container paths of a script run. ScriptPath holds the source and the
@@ -56,10 +57,10 @@ func (e *execution) scratch() string {
 // stderr as log events, and its last stdout line as its output. A script is
 // not resumed after its worker died: it is reported interrupted and runs
 // again (scripts should be idempotent; the hub retries them a few times).
-func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Redactor) Result {
+func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Redactor) workport.Result {
 	w, a := e.w, e.a.Script
 	if e.a.Resume != nil {
-		return Result{Outcome: Interrupted, Error: "the server running this script stopped"}
+		return workport.Result{Outcome: workport.Interrupted, Error: "the server running this script stopped"}
 	}
 	lang, ok := interpreters[a.Language]
 	if !ok {
@@ -112,15 +113,15 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 	output := scriptOutput(red, last)
 	switch {
 	case runErr != nil:
-		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(runErr.Error()), Output: output}
+		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(runErr.Error()), Output: output}
 	case deref(code) != 0:
 		msg := fmt.Sprintf("the script exited with code %d", deref(code))
 		if stderr != "" {
 			msg += ": " + stderr
 		}
-		return Result{Outcome: Failed, ExitCode: code, Error: red.Text(msg), Output: output}
+		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(msg), Output: output}
 	}
-	return Result{Outcome: Succeeded, ExitCode: code, Output: output}
+	return workport.Result{Outcome: workport.Succeeded, ExitCode: code, Output: output}
 }
 
 // scriptOutput is the script's last line as JSON: itself when it is JSON,
@@ -142,7 +143,7 @@ func scriptOutput(red *redact.Redactor, last []byte) json.RawMessage {
 // writeScratch lays out a script run's directories: the source and input,
 // the files and the library (paths are relative and clean: the hub checked
 // them; they are checked again here), and an empty working directory.
-func writeScratch(src, files, lib, work, name string, a *ScriptWork) error {
+func writeScratch(src, files, lib, work, name string, a *workport.ScriptWork) error {
 	for _, d := range []string{src, files, lib, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -165,7 +166,7 @@ func writeScratch(src, files, lib, work, name string, a *ScriptWork) error {
 }
 
 // writeFiles writes files under dir, refusing a path that would leave it.
-func writeFiles(dir, what string, fs []ScriptFile) error {
+func writeFiles(dir, what string, fs []workport.ScriptFile) error {
 	for _, f := range fs {
 		if !filepath.IsLocal(filepath.FromSlash(f.Path)) {
 			return fmt.Errorf("file path %q leaves the %s directory", f.Path, what)

@@ -3,6 +3,7 @@ package worker
 import (
 	"os"
 	"path/filepath"
+	"slipway/internal/workport"
 	"strings"
 	"testing"
 )
@@ -13,8 +14,8 @@ import (
 func TestWriteScratch(t *testing.T) {
 	root := t.TempDir()
 	src, files, lib, work := filepath.Join(root, "script"), filepath.Join(root, "files"), filepath.Join(root, "lib"), filepath.Join(root, "work")
-	a := &ScriptWork{Source: "echo hi", Input: []byte(`{"a":1}`), Files: []ScriptFile{{Path: "lib/util.sh", Content: []byte("x=1")}, {Path: "data.json", Content: []byte("{}")}},
-		Library: []ScriptFile{{Path: "util.sh", Content: []byte("greet() { echo hi; }")}, {Path: "py/helpers/fmt.py", Content: []byte("def f(): pass")}}}
+	a := &workport.ScriptWork{Source: "echo hi", Input: []byte(`{"a":1}`), Files: []workport.ScriptFile{{Path: "lib/util.sh", Content: []byte("x=1")}, {Path: "data.json", Content: []byte("{}")}},
+		Library: []workport.ScriptFile{{Path: "util.sh", Content: []byte("greet() { echo hi; }")}, {Path: "py/helpers/fmt.py", Content: []byte("def f(): pass")}}}
 	if err := writeScratch(src, files, lib, work, "main.sh", a); err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +30,11 @@ func TestWriteScratch(t *testing.T) {
 		t.Fatalf("work dir: %v %v", entries, err)
 	}
 	for _, bad := range []string{"../escape", "/etc/passwd", "a/../../b"} {
-		err := writeScratch(src, files, lib, work, "main.sh", &ScriptWork{Files: []ScriptFile{{Path: bad}}})
+		err := writeScratch(src, files, lib, work, "main.sh", &workport.ScriptWork{Files: []workport.ScriptFile{{Path: bad}}})
 		if err == nil || !strings.Contains(err.Error(), "leaves the files directory") {
 			t.Fatalf("path %q: %v", bad, err)
 		}
-		err = writeScratch(src, files, lib, work, "main.sh", &ScriptWork{Library: []ScriptFile{{Path: bad}}})
+		err = writeScratch(src, files, lib, work, "main.sh", &workport.ScriptWork{Library: []workport.ScriptFile{{Path: bad}}})
 		if err == nil || !strings.Contains(err.Error(), "leaves the library directory") {
 			t.Fatalf("library path %q: %v", bad, err)
 		}
@@ -45,7 +46,7 @@ func TestWriteScratch(t *testing.T) {
 	// directory (still mounted, so $SLIPWAY_LIB always exists).
 	empty := t.TempDir()
 	src, files, lib, work = filepath.Join(empty, "script"), filepath.Join(empty, "files"), filepath.Join(empty, "lib"), filepath.Join(empty, "work")
-	if err := writeScratch(src, files, lib, work, "main.sh", &ScriptWork{}); err != nil {
+	if err := writeScratch(src, files, lib, work, "main.sh", &workport.ScriptWork{}); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(filepath.Join(src, "input.json")); string(got) != "null" {

@@ -12,6 +12,7 @@ import (
 
 	"slipway/internal/executor"
 	"slipway/internal/repo"
+	"slipway/internal/workport"
 )
 
 // Config sets up a worker.
@@ -48,7 +49,7 @@ type Config struct {
 
 // Worker claims work through a Port and runs it.
 type Worker struct {
-	port    Port
+	port    workport.Port
 	backend executor.Backend
 	git     *repo.Git
 	cfg     Config
@@ -61,7 +62,7 @@ type Worker struct {
 }
 
 // New returns a worker.
-func New(port Port, backend executor.Backend, git *repo.Git, cfg Config, log *slog.Logger) *Worker {
+func New(port workport.Port, backend executor.Backend, git *repo.Git, cfg Config, log *slog.Logger) *Worker {
 	if cfg.Slots <= 0 {
 		cfg.Slots = 16
 	}
@@ -117,7 +118,7 @@ func (w *Worker) Run(ctx context.Context) {
 			}
 			continue
 		}
-		as, err := w.port.Claim(ctx, ClaimRequest{Worker: w.cfg.ID, Backend: w.backend.Name(), Max: free, Wait: w.cfg.ClaimWait})
+		as, err := w.port.Claim(ctx, workport.ClaimRequest{Worker: w.cfg.ID, Backend: w.backend.Name(), Max: free, Wait: w.cfg.ClaimWait})
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -152,7 +153,7 @@ func (w *Worker) free() int {
 }
 
 // start runs an assignment in its own goroutine.
-func (w *Worker) start(a Assignment) {
+func (w *Worker) start(a workport.Assignment) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	e := newExecution(w, a, cancel)
 	w.mu.Lock()
@@ -176,16 +177,16 @@ func (w *Worker) start(a Assignment) {
 }
 
 // control applies pushed directives to the work running here.
-func (w *Worker) control(ctrl <-chan Control) {
+func (w *Worker) control(ctrl <-chan workport.Control) {
 	for c := range ctrl {
 		w.mu.Lock()
 		e := w.running[c.JobID]
 		w.mu.Unlock()
 		switch {
 		case e == nil:
-		case c.Action == ActionCancel:
+		case c.Action == workport.ActionCancel:
 			e.cancel(causeCancelled)
-		case c.Action == ActionDeliver:
+		case c.Action == workport.ActionDeliver:
 			e.poke()
 		}
 	}
@@ -200,7 +201,7 @@ func (w *Worker) Running() int {
 
 // finish reports a result, retrying when the hub cannot be reached; it
 // gives up when the lease is gone.
-func (w *Worker) finish(l Lease, r Result) {
+func (w *Worker) finish(l workport.Lease, r workport.Result) {
 	delay := 200 * time.Millisecond
 	for i := 0; ; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -209,7 +210,7 @@ func (w *Worker) finish(l Lease, r Result) {
 		switch {
 		case err == nil:
 			return
-		case errors.Is(err, ErrLeaseLost):
+		case errors.Is(err, workport.ErrLeaseLost):
 			w.log.Warn("the work's lease was lost before its result could be reported; the result is dropped",
 				"job_id", l.JobID, "run_id", l.RunID, "outcome", r.Outcome)
 			return

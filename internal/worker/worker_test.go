@@ -32,6 +32,7 @@ import (
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 func backends(t *testing.T, fn func(t *testing.T, backend string)) {
@@ -79,7 +80,7 @@ func TestShellTaskEndToEnd(t *testing.T) {
 			if got := agenttest.Git(t, bare, "show", pr.Commit+":README.md"); got != "hello\nworld" {
 				t.Fatalf("README in the commit = %q", got)
 			}
-			if got := agenttest.Git(t, bare, "log", "-1", "--format=%an <%ae>|%s", pr.Commit); got != worker.AuthorName+" <"+worker.AuthorEmail+">|"+task.Title {
+			if got := agenttest.Git(t, bare, "log", "-1", "--format=%an <%ae>|%s", pr.Commit); got != workport.AuthorName+" <"+workport.AuthorEmail+">|"+task.Title {
 				t.Fatalf("commit = %q", got)
 			}
 			if got := agenttest.Git(t, bare, "rev-parse", "refs/heads/main"); got == pr.Commit {
@@ -91,7 +92,7 @@ func TestShellTaskEndToEnd(t *testing.T) {
 					t.Fatalf("event %d = %+v", i, ev)
 				}
 			}
-			want := []string{tasks.EventStatus, tasks.EventStatus, tasks.EventRun, worker.EventGit, "result", worker.EventGit, worker.EventGit, tasks.EventPR, tasks.EventStatus}
+			want := []string{tasks.EventStatus, tasks.EventStatus, tasks.EventRun, workport.EventGit, "result", workport.EventGit, workport.EventGit, tasks.EventPR, tasks.EventStatus}
 			got := slices.DeleteFunc(fixture.Types(evs), func(s string) bool { return s == "message" })
 			if !slices.Equal(got, want) {
 				t.Fatalf("event types %v, want %v\n%s", got, want, fixture.DumpEvents(evs))
@@ -204,7 +205,7 @@ func TestTimeoutKills(t *testing.T) {
 		if got.Status != tasks.StatusFailed || !strings.Contains(got.Error, "timed out after 2s") {
 			t.Fatalf("status %s %q", got.Status, got.Error)
 		}
-		if !slices.Contains(fixture.Types(s.Events(task.ID)), worker.EventTimeout) {
+		if !slices.Contains(fixture.Types(s.Events(task.ID)), workport.EventTimeout) {
 			t.Fatal("no timeout event")
 		}
 		if backend == "docker" {
@@ -446,7 +447,7 @@ func TestRecovery(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(cwt, "COMMITTED.md"), []byte("committed before the crash\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		sha, changed, err := s.Git.Commit(ctx, p.ID, committed.ID, "work", worker.AuthorName, worker.AuthorEmail)
+		sha, changed, err := s.Git.Commit(ctx, p.ID, committed.ID, "work", workport.AuthorName, workport.AuthorEmail)
 		if err != nil || !changed {
 			t.Fatalf("commit: %v %v", changed, err)
 		}
@@ -455,7 +456,7 @@ func TestRecovery(t *testing.T) {
 			t.Helper()
 			var evs []runs.NewEvent
 			for _, p := range steps {
-				evs = append(evs, runs.NewEvent{Type: worker.EventGit, Payload: []byte(p), At: time.Now().UTC()})
+				evs = append(evs, runs.NewEvent{Type: workport.EventGit, Payload: []byte(p), At: time.Now().UTC()})
 			}
 			if err := s.DB.Tx(ctx, func(tx *db.Tx) error { return s.Runs.Append(ctx, tx, s.WS.ID, taskID, runID, evs...) }); err != nil {
 				t.Fatal(err)
@@ -472,7 +473,7 @@ func TestRecovery(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(s.Git.WorktreePath(published.ID), "PUBLISHED.md"), []byte("published before the crash\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		psha, changed, err := s.Git.Commit(ctx, p.ID, published.ID, "work", worker.AuthorName, worker.AuthorEmail)
+		psha, changed, err := s.Git.Commit(ctx, p.ID, published.ID, "work", workport.AuthorName, workport.AuthorEmail)
 		if err != nil || !changed {
 			t.Fatalf("commit: %v %v", changed, err)
 		}
@@ -540,7 +541,7 @@ func TestRecovery(t *testing.T) {
 				var step struct {
 					Action string `json:"action"`
 				}
-				if ev.EventType == worker.EventGit && json.Unmarshal(ev.Payload, &step) == nil {
+				if ev.EventType == workport.EventGit && json.Unmarshal(ev.Payload, &step) == nil {
 					n[step.Action]++
 				}
 			}
@@ -705,7 +706,7 @@ func TestLLMTask(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("the keyless task took %s to fail", d)
 	}
-	if types := fixture.Types(s.Events(nokey.ID)); slices.Contains(types, worker.EventGit) {
+	if types := fixture.Types(s.Events(nokey.ID)); slices.Contains(types, workport.EventGit) {
 		t.Fatalf("the keyless task prepared a worktree: %v", types)
 	}
 }
@@ -822,7 +823,7 @@ func TestOutputBounded(t *testing.T) {
 			switch ev.EventType {
 			case worker.EventOutputTruncated:
 				truncated++
-			case worker.EventLog:
+			case workport.EventLog:
 				logs++
 				bytes += len(ev.Payload)
 				var v struct {

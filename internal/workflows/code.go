@@ -12,7 +12,7 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/runs"
-	"slipway/internal/worker"
+	"slipway/internal/workport"
 )
 
 // CodeJob runs a code node's script through the worker port: the node
@@ -70,9 +70,9 @@ func (e *Engine) scriptOf(ctx context.Context, q db.Queryer, workspaceID string,
 // ($SLIPWAY_LIB).
 type CodeFiles interface {
 	// Files are the files of a code node of a workflow (none is no error).
-	Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]worker.ScriptFile, error)
+	Files(ctx context.Context, q db.Queryer, workspaceID, workflowID, nodeKey string) ([]workport.ScriptFile, error)
 	// Library is the workspace's code library.
-	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]worker.ScriptFile, error)
+	Library(ctx context.Context, q db.Queryer, workspaceID string) ([]workport.ScriptFile, error)
 }
 
 // startCode parks a code node on a job of its own, in the node's
@@ -153,7 +153,7 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 // run, on its log) and the script's work, with the node's input: what its
 // expressions would see ({input, trigger, nodes, run, env} and, in a loop,
 // item and index). A node no longer waiting drops its job.
-func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*worker.Assignment, error) {
+func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*workport.Assignment, error) {
 	st, nr, err := h.codeNode(ctx, tx, j)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, nil
@@ -192,7 +192,7 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	}
 	// The node's files and the library as they are when a worker takes
 	// the node (like a saved script's source).
-	var files, lib []worker.ScriptFile
+	var files, lib []workport.ScriptFile
 	if h.e.codeFiles != nil {
 		if files, err = h.e.codeFiles.Files(ctx, tx, j.WorkspaceID, st.run.WorkflowID, nr.Key); err != nil {
 			return nil, err
@@ -221,19 +221,19 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 		}
 		return nil, err
 	}
-	return &worker.Assignment{
-		Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
-		Work:  worker.WorkScript,
-		Script: &worker.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
+	return &workport.Assignment{
+		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
+		Work:  workport.WorkScript,
+		Script: &workport.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
 	}, nil
 }
 
 // Resume implements dispatch.Handler: a script is not resumed; the worker
 // reports it interrupted and it runs again (Interrupted).
-func (h codeHandler) Resume(ctx context.Context, j *jobs.Job) (*worker.Assignment, error) {
-	a := &worker.Assignment{Lease: worker.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
-		Work: worker.WorkScript, Script: &worker.ScriptWork{}, Resume: &worker.Resume{}}
+func (h codeHandler) Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment, error) {
+	a := &workport.Assignment{Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: workport.WorkScript, Script: &workport.ScriptWork{}, Resume: &workport.Resume{}}
 	r, err := h.scriptRun(ctx, h.e.db.R, j)
 	if err != nil {
 		return nil, err
@@ -273,7 +273,7 @@ func (h codeHandler) scriptRun(ctx context.Context, q db.Queryer, j *jobs.Job) (
 // if it still waits on this job, succeeds with {exit_code, result,
 // script_run_id} or fails with the script's error (the same output on its
 // error handle).
-func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r worker.Result) error {
+func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r workport.Result) error {
 	status, ok := dispatch.RunStatus(r.Outcome)
 	if !ok {
 		return fmt.Errorf("workflows: unknown outcome %q", r.Outcome)
@@ -292,9 +292,9 @@ func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID s
 		}
 		out := map[string]any{"exit_code": r.ExitCode, "result": decode(r.Output), "script_run_id": runID}
 		switch r.Outcome {
-		case worker.Succeeded:
+		case workport.Succeeded:
 			return st.apply(nr, succeed(HandleOut, out))
-		case worker.Cancelled:
+		case workport.Cancelled:
 			return st.apply(nr, failed("the script was cancelled"))
 		}
 		o := failed("%s", r.Error)

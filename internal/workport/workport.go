@@ -1,13 +1,14 @@
-// Package worker is the worker side of execution (DESIGN §5): the worker
-// port, which is everything a worker needs from the hub, and the worker
-// that claims work through it, prepares the repository, runs the agent in
-// an execution backend, streams its events and publishes the result.
+// Package workport is the worker port (DESIGN §5): everything a worker
+// needs from the hub, as one interface and the wire types of the work that
+// crosses it. The hub implements it (package dispatch); the in-process
+// worker of `slipway serve` calls that directly, and a remote runner
+// (package runner) calls it over HTTPS through the runner API (package
+// runners serves it, package runnerapi holds its wire types). It imports
+// no hub code and no executor: both sides import it.
 //
-// The in-process worker of `slipway serve` calls the hub's implementation of
-// the port directly; a remote runner will speak the same operations over
-// HTTPS and must need nothing else. Repository credentials reach the worker
-// (it pushes) but never an agent container.
-package worker
+// Repository credentials reach the worker (it pushes) but never an agent
+// container.
+package workport
 
 import (
 	"context"
@@ -191,9 +192,9 @@ type Resume struct {
 	// shows already: a resumed run does them again (a no-op when done) but
 	// logs each once.
 	Logged []string `json:"logged,omitempty"`
-	// recovered marks a result the worker read back from the backend (not
-	// stored yet).
-	recovered bool
+	// Recovered marks a result the worker read back from the backend (not
+	// stored yet); the worker sets it, it never travels.
+	Recovered bool `json:"-"`
 }
 
 // Batch is a numbered batch of a run's events.
@@ -208,6 +209,20 @@ type Event struct {
 	Payload json.RawMessage `json:"payload"`
 	At      time.Time       `json:"at"`
 }
+
+// Commit identity of agent work (the worker commits with it; an undo
+// reverts with it).
+const (
+	AuthorName  = "Slipway Agent"
+	AuthorEmail = "agent@slipway.invalid"
+)
+
+// Event types the worker writes (agent lines keep the agent's own types).
+const (
+	EventGit     = "git"     // {action, …}
+	EventTimeout = "timeout" // {timeout_seconds}
+	EventLog     = protocol.OutLog
+)
 
 // Outcomes of work.
 const (
