@@ -1,0 +1,4 @@
+-- +goose Up
+CREATE TABLE tasks (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, title TEXT NOT NULL);
+CREATE TABLE runs (id TEXT PRIMARY KEY, workspace_id TEXT NOT NULL, status TEXT NOT NULL);
+CREATE TABLE events (id TEXT PRIMARY KEY, seq INTEGER NOT NULL, run_id TEXT NOT NULL REFERENCES runs (id));
