@@ -215,6 +215,26 @@ func TestToolApprovalsAPI(t *testing.T) {
 	})
 }
 
+// A task's pending approvals are counted, and read back after a decision,
+// in the task's workspace only: named with another workspace, the task has
+// none.
+func TestToolApprovalsOfATaskStayInItsWorkspace(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		ctx := context.Background()
+		w := newWorking(t, f, f.Owner, "Steered")
+		ask(t, f, w, "call_1", "rm -rf build")
+		ow := newWorking(t, f, f.Outsider, "Elsewhere")
+		svc := f.App.Server.Services.Approvals
+		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, w.ws, w.task); err != nil || n != 1 {
+			t.Fatalf("pending in the task's workspace: %d, %v", n, err)
+		}
+		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, ow.ws, w.task); err != nil || n != 0 {
+			t.Fatalf("pending named with another workspace: %d, %v (want 0)", n, err)
+		}
+	})
+}
+
 // A pending approval whose time is up is timed out by the sweep (the agent
 // is told); one whose run ends is superseded.
 func TestToolApprovalsTimeOutAndSupersede(t *testing.T) {

@@ -3,7 +3,6 @@ package approvals
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -100,7 +99,7 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, id, verdict string)
 	}
 	// Who may decide is settled before the transaction: it holds its
 	// connection only for the compare-and-set and what follows it.
-	a, err := get(ctx, s.db.R, id)
+	a, err := lookup(ctx, s.db.R, id)
 	if err != nil {
 		return nil, err
 	}
@@ -134,10 +133,10 @@ func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status
 		return false, nil
 	}
 	now := s.clock.Now()
-	won, err := decide(ctx, tx, a.ID, status, by, now)
+	won, err := decide(ctx, tx, a.WorkspaceID, a.ID, status, by, now)
 	if err != nil || !won {
 		if !won {
-			if cur, gerr := get(ctx, tx, a.ID); gerr == nil {
+			if cur, gerr := get(ctx, tx, a.WorkspaceID, a.ID); gerr == nil {
 				a.Status = cur.Status
 			}
 		}
@@ -159,21 +158,8 @@ func (s *Service) settle(ctx context.Context, tx *db.Tx, a *ToolApproval, status
 // agent is gone), inside tx. One hint, naming the first, covers them all:
 // a watcher refetches the count whichever approval the hint names.
 func (s *Service) Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID string) error {
-	rows, err := tx.QueryContext(ctx, `UPDATE tool_approvals SET status = 'superseded', decided_at = $3
-		WHERE workspace_id = $1 AND task_id = $2 AND status = 'pending' RETURNING id`, workspaceID, taskID, s.clock.Now())
+	closed, err := supersede(ctx, tx, workspaceID, taskID, s.clock.Now())
 	if err != nil {
-		return err
-	}
-	var closed []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		closed = append(closed, id)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 		return err
 	}
 	if len(closed) == 0 {
@@ -184,14 +170,13 @@ func (s *Service) Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID 
 
 // PendingOfTask counts a task's pending approvals (in q: a transaction sees
 // its own writes).
-func (s *Service) PendingOfTask(ctx context.Context, q db.Queryer, taskID string) (int, error) {
-	return pendingOfTask(ctx, q, taskID)
+func (s *Service) PendingOfTask(ctx context.Context, q db.Queryer, workspaceID, taskID string) (int, error) {
+	return pendingOfTask(ctx, q, workspaceID, taskID)
 }
 
 // Expire times out pending approvals whose time is up; it reports how many.
 func (s *Service) Expire(ctx context.Context) (int, error) {
-	due, err := list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE status = 'pending' AND expires_at <= $1
-		ORDER BY expires_at LIMIT 100`, s.clock.Now())
+	due, err := expiring(ctx, s.db.R, s.clock.Now())
 	if err != nil {
 		return 0, err
 	}
@@ -232,21 +217,17 @@ func clamp(limit int) int {
 
 // Pending lists the workspace's pending approvals, newest first.
 func (s *Service) Pending(ctx context.Context, ws *actor.Workspace, limit int) ([]ToolApproval, error) {
-	return list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE workspace_id = $1 AND status = 'pending'
-		ORDER BY created_at DESC, id DESC LIMIT $2`, ws.ID, clamp(limit))
+	return pending(ctx, s.db.R, ws.ID, clamp(limit))
 }
 
 // Decided lists the workspace's decided approvals, newest decision first.
 func (s *Service) Decided(ctx context.Context, ws *actor.Workspace, limit int) ([]ToolApproval, error) {
-	return list(ctx, s.db.R, `SELECT `+columns+` FROM tool_approvals WHERE workspace_id = $1 AND status <> 'pending'
-		ORDER BY decided_at DESC, id DESC LIMIT $2`, ws.ID, clamp(limit))
+	return decided(ctx, s.db.R, ws.ID, clamp(limit))
 }
 
 // Count is the number of pending approvals in the workspace.
 func (s *Service) Count(ctx context.Context, ws *actor.Workspace) (int, error) {
-	var n int
-	err := s.db.R.QueryRowContext(ctx, `SELECT COUNT(*) FROM tool_approvals WHERE workspace_id = $1 AND status = 'pending'`, ws.ID).Scan(&n)
-	return n, err
+	return countPending(ctx, s.db.R, ws.ID)
 }
 
 // Board is the pending approvals, the latest decided and counts by status.
@@ -259,18 +240,8 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, limit int) (*T
 	if b.Decided, err = s.Decided(ctx, ws, limit); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.R.QueryContext(ctx, `SELECT status, COUNT(*) FROM tool_approvals WHERE workspace_id = $1 GROUP BY status`, ws.ID)
-	if err != nil {
+	if err := countByStatus(ctx, s.db.R, ws.ID, b.Counts); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var st string
-		var n int
-		if err := rows.Scan(&st, &n); err != nil {
-			return nil, err
-		}
-		b.Counts[st] = n
-	}
-	return b, rows.Err()
+	return b, nil
 }

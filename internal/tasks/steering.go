@@ -30,7 +30,7 @@ const (
 type Approvals interface {
 	Request(ctx context.Context, tx *db.Tx, workspaceID, taskID, runID, jobID string, req protocol.ApprovalRequest) (*approvals.ToolApproval, bool, error)
 	Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID string) error
-	PendingOfTask(ctx context.Context, q db.Queryer, taskID string) (int, error)
+	PendingOfTask(ctx context.Context, q db.Queryer, workspaceID, taskID string) (int, error)
 }
 
 // Inbox takes lines for the agent of a job (package inbox).
@@ -103,7 +103,7 @@ func (s *Service) resume(ctx context.Context, tx *db.Tx, t *Task, why string) er
 	if t.Status != StatusNeedsInput {
 		return nil
 	}
-	n, err := s.approvals.PendingOfTask(ctx, tx, t.ID)
+	n, err := s.approvals.PendingOfTask(ctx, tx, t.WorkspaceID, t.ID)
 	if err != nil || n > 0 {
 		return err
 	}
