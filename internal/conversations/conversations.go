@@ -7,10 +7,7 @@ package conversations
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -75,53 +72,7 @@ func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox) *S
 // TaskEnded withdraws the messages of a task that ended before its agent
 // took them (tasks.Reactions): they will never be read.
 func (s *Service) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
-	_, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = 'cancelled', updated_at = $3
-		WHERE workspace_id = $1 AND task_id = $2 AND status = 'queued'`, t.WorkspaceID, t.ID, s.clock.Now())
-	if err != nil {
-		return fmt.Errorf("conversations: task ended: %w", err)
-	}
-	return nil
-}
-
-const columns = `id, task_id, workspace_id, role, text, status, author_id, job_id, created_at, updated_at`
-
-func scan(sc interface{ Scan(...any) error }) (*AgentMessage, error) {
-	var m AgentMessage
-	err := sc.Scan(&m.ID, &m.TaskID, &m.WorkspaceID, &m.Role, &m.Text, &m.Status, &m.AuthorID, &m.jobID, db.UTC(&m.CreatedAt), db.UTC(&m.UpdatedAt))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("message")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("conversations: %w", err)
-	}
-	m.ConversationID = m.TaskID
-	return &m, nil
-}
-
-func (s *Service) list(ctx context.Context, query string, args ...any) ([]AgentMessage, error) {
-	rows, err := s.db.R.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("conversations: list: %w", err)
-	}
-	defer rows.Close()
-	out := []AgentMessage{}
-	for rows.Next() {
-		m, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *m)
-	}
-	return out, rows.Err()
-}
-
-func insert(ctx context.Context, tx *db.Tx, m *AgentMessage) error {
-	_, err := tx.ExecContext(ctx, `INSERT INTO agent_messages (id, task_id, workspace_id, role, text, status, author_id, job_id, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)`, m.ID, m.TaskID, m.WorkspaceID, m.Role, m.Text, m.Status, m.AuthorID, m.jobID, m.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("conversations: insert: %w", err)
-	}
-	return nil
+	return cancelQueued(ctx, tx, t.WorkspaceID, t.ID, s.clock.Now())
 }
 
 // cleanText checks a human message: not blank, bounded, no control
@@ -175,7 +126,7 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string) (*
 	}
 	var out *AgentMessage
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		m, err := scan(tx.QueryRowContext(ctx, `SELECT `+columns+` FROM agent_messages WHERE workspace_id = $1 AND id = $2`, ws.ID, id))
+		m, err := get(ctx, tx, ws.ID, id)
 		if err != nil {
 			return err
 		}
@@ -190,8 +141,8 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string) (*
 			return apperr.BadRequest("the agent has already been handed this message")
 		}
 		m.Status, m.UpdatedAt = StatusCancelled, s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = $2, updated_at = $3 WHERE id = $1`, m.ID, m.Status, m.UpdatedAt); err != nil {
-			return fmt.Errorf("conversations: cancel: %w", err)
+		if err := setStatus(ctx, tx, ws.ID, m.ID, m.Status, m.UpdatedAt); err != nil {
+			return err
 		}
 		out = m
 		return nil
@@ -204,9 +155,8 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string) (*
 func (s *Service) MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error {
 	now := s.clock.Now()
 	for _, id := range messageIDs {
-		if _, err := tx.ExecContext(ctx, `UPDATE agent_messages SET status = 'delivered', updated_at = $2 WHERE id = $1 AND status = 'queued'`,
-			id, now); err != nil {
-			return fmt.Errorf("conversations: delivered: %w", err)
+		if err := delivered(ctx, tx, id, now); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -244,7 +194,7 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Age
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("message")
 	}
-	return scan(s.db.R.QueryRowContext(ctx, `SELECT `+columns+` FROM agent_messages WHERE workspace_id = $1 AND id = $2`, ws.ID, id))
+	return get(ctx, s.db.R, ws.ID, id)
 }
 
 // Page bounds.
@@ -265,8 +215,7 @@ func (s *Service) Conversation(ctx context.Context, ws *actor.Workspace, taskID 
 	if _, err := s.tasks.Get(ctx, ws, taskID); err != nil {
 		return nil, err
 	}
-	return s.list(ctx, `SELECT `+columns+` FROM agent_messages WHERE workspace_id = $1 AND task_id = $2
-		ORDER BY created_at, id LIMIT $3`, ws.ID, taskID, clamp(limit))
+	return ofTask(ctx, s.db.R, ws.ID, taskID, clamp(limit))
 }
 
 // List lists the workspace's messages, newest first, optionally of one
@@ -282,6 +231,5 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, taskID, role st
 	if role != "" {
 		w = w.And("role = ?", role)
 	}
-	q, args := `SELECT `+columns+` FROM agent_messages WHERE `+w.SQL, w.Args
-	return s.list(ctx, q+fmt.Sprintf(" ORDER BY created_at DESC, id DESC LIMIT %d", clamp(limit)), args...)
+	return listMessages(ctx, s.db.R, w, clamp(limit))
 }

@@ -55,17 +55,16 @@ func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, mes
 	if err := b.db.Dialect.XactLock(ctx, tx.Tx, "inbox:"+jobID); err != nil {
 		return 0, err
 	}
-	var seq int64
-	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) + 1 FROM agent_inbox WHERE job_id = $1`, jobID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("inbox: next seq: %w", err)
+	seq, err := nextSeq(ctx, tx, jobID)
+	if err != nil {
+		return 0, err
 	}
 	var msg *string
 	if messageID != "" {
 		msg = &messageID
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO agent_inbox (job_id, seq, line, message_id, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		jobID, seq, string(raw), msg, b.clock.Now()); err != nil {
-		return 0, fmt.Errorf("inbox: post: %w", err)
+	if err := insertLine(ctx, tx, jobID, seq, string(raw), msg, b.clock.Now()); err != nil {
+		return 0, err
 	}
 	if err := b.bus.PublishTx(ctx, tx, jobs.TopicControl, workport.ActionDeliver+" "+jobID); err != nil {
 		return 0, err
@@ -76,12 +75,7 @@ func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, mes
 // Withdraw removes a message's line that no worker has taken yet, inside
 // tx; false when it was taken (delivered) or is gone.
 func (b *Inbox) Withdraw(ctx context.Context, tx *db.Tx, jobID, messageID string) (bool, error) {
-	res, err := tx.ExecContext(ctx, `DELETE FROM agent_inbox WHERE job_id = $1 AND message_id = $2 AND taken_at IS NULL`, jobID, messageID)
-	if err != nil {
-		return false, fmt.Errorf("inbox: withdraw: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n > 0, err
+	return withdraw(ctx, tx, jobID, messageID)
 }
 
 // Take returns the job's lines after seq, in order, and marks the ones
@@ -89,34 +83,18 @@ func (b *Inbox) Withdraw(ctx context.Context, tx *db.Tx, jobID, messageID string
 // answer asks again with the same seq and gets them again.
 func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]workport.InboxLine, error) {
 	// Nearly every renewal finds nothing: a read without a transaction.
-	lines, fresh, err := b.read(ctx, b.db.R, jobID, after)
+	lines, fresh, err := read(ctx, b.db.R, jobID, after)
 	if err != nil || !fresh {
 		return lines, err
 	}
 	err = b.db.Tx(ctx, func(tx *db.Tx) error {
-		var ids []string
-		rows, err := tx.QueryContext(ctx, `UPDATE agent_inbox SET taken_at = $3 WHERE job_id = $1 AND seq > $2 AND taken_at IS NULL
-			RETURNING message_id`, jobID, after, b.clock.Now())
+		ids, err := take(ctx, tx, jobID, after, b.clock.Now())
 		if err != nil {
-			return fmt.Errorf("inbox: take: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id *string
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			if id != nil {
-				ids = append(ids, *id)
-			}
-		}
-		if err := rows.Err(); err != nil {
 			return err
 		}
-		rows.Close()
 		// Read in the same transaction: a line withdrawn meanwhile is not
 		// handed out.
-		if lines, _, err = b.read(ctx, tx, jobID, after); err != nil {
+		if lines, _, err = read(ctx, tx, jobID, after); err != nil {
 			return err
 		}
 		if len(ids) == 0 || b.react == nil {
@@ -127,61 +105,28 @@ func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]workport
 	return lines, err
 }
 
-func (b *Inbox) read(ctx context.Context, q db.Queryer, jobID string, after int64) (lines []workport.InboxLine, fresh bool, err error) {
-	rows, err := q.QueryContext(ctx, `SELECT seq, line, taken_at IS NULL FROM agent_inbox WHERE job_id = $1 AND seq > $2 ORDER BY seq`, jobID, after)
-	if err != nil {
-		return nil, false, fmt.Errorf("inbox: read: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var l workport.InboxLine
-		var line string
-		var untaken bool
-		if err := rows.Scan(&l.Seq, &line, &untaken); err != nil {
-			return nil, false, fmt.Errorf("inbox: read: %w", err)
-		}
-		l.Line = json.RawMessage(line)
-		lines = append(lines, l)
-		fresh = fresh || untaken
-	}
-	return lines, fresh, rows.Err()
-}
-
 // Waiting lists the running jobs a worker holds whose agents have lines no
 // worker has taken for at least settle (their nudge may have been missed:
 // lines younger than that are on their way). recheck, when not zero, is how
 // soon a younger line becomes that old.
 func (b *Inbox) Waiting(ctx context.Context, owner string, settle time.Duration) (jobs []string, recheck time.Duration, err error) {
-	rows, err := b.db.R.QueryContext(ctx, `SELECT j.id, MIN(`+b.db.Dialect.TimeColumn("i.created_at")+`) FROM jobs j
-		JOIN agent_inbox i ON i.job_id = j.id
-		WHERE j.state = 'running' AND j.locked_by = $1 AND i.taken_at IS NULL GROUP BY j.id`, owner)
+	untaken, err := oldestUntaken(ctx, b.db, owner)
 	if err != nil {
-		return nil, 0, fmt.Errorf("inbox: waiting: %w", err)
+		return nil, 0, err
 	}
-	defer rows.Close()
 	now := b.clock.Now()
-	for rows.Next() {
-		var id string
-		var oldest time.Time
-		if err := rows.Scan(&id, db.UTC(&oldest)); err != nil {
-			return nil, 0, fmt.Errorf("inbox: waiting: %w", err)
-		}
-		if age := now.Sub(oldest); age >= settle {
-			jobs = append(jobs, id)
+	for _, u := range untaken {
+		if age := now.Sub(u.oldest); age >= settle {
+			jobs = append(jobs, u.job)
 		} else if left := settle - age; recheck == 0 || left < recheck {
 			recheck = left
 		}
 	}
-	return jobs, recheck, rows.Err()
+	return jobs, recheck, nil
 }
 
 // Taken is the last line of a job that a worker has taken (0 for none), read
 // in q: a new attempt's agent starts after it.
 func (b *Inbox) Taken(ctx context.Context, q db.Queryer, jobID string) (int64, error) {
-	var seq int64
-	err := q.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM agent_inbox WHERE job_id = $1 AND taken_at IS NOT NULL`, jobID).Scan(&seq)
-	if err != nil {
-		return 0, fmt.Errorf("inbox: taken: %w", err)
-	}
-	return seq, nil
+	return lastTaken(ctx, q, jobID)
 }

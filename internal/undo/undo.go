@@ -7,7 +7,6 @@ package undo
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -93,45 +92,12 @@ func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, p *projects.Service
 	return &Service{db: d, clock: clk, tasks: t, projects: p, git: g, cfg: cfg, log: log}
 }
 
-const columns = `id, workspace_id, task_id, kind, status, grace_until, created_by, created_at, started_at, finished_at, result, error`
-
-func scan(s interface{ Scan(...any) error }) (*Action, error) {
-	var a Action
-	err := s.Scan(&a.ID, &a.WorkspaceID, &a.TaskID, &a.Kind, &a.Status, db.UTC(&a.GraceUntil), &a.CreatedBy, db.UTC(&a.CreatedAt),
-		db.NullUTC(&a.StartedAt), db.NullUTC(&a.FinishedAt), &a.Result, &a.Error)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("undo action")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("undo: %w", err)
-	}
-	return &a, nil
-}
-
-func (s *Service) list(ctx context.Context, q db.Queryer, query string, args ...any) ([]Action, error) {
-	rows, err := q.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, fmt.Errorf("undo: list: %w", err)
-	}
-	defer rows.Close()
-	out := []Action{}
-	for rows.Next() {
-		a, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *a)
-	}
-	return out, rows.Err()
-}
-
 // List lists a task's undo actions, newest first.
 func (s *Service) List(ctx context.Context, ws *actor.Workspace, taskID string) ([]Action, error) {
 	if _, err := s.tasks.Get(ctx, ws, taskID); err != nil {
 		return nil, err
 	}
-	return s.list(ctx, s.db.R, `SELECT `+columns+` FROM undo_actions WHERE workspace_id = $1 AND task_id = $2
-		ORDER BY created_at DESC, id DESC`, ws.ID, taskID)
+	return ofTask(ctx, s.db.R, ws.ID, taskID)
 }
 
 // Create schedules an undo of a task's published work, inside the task's
@@ -158,18 +124,15 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	a := &Action{ID: ids.New(), WorkspaceID: ws.ID, TaskID: t.ID, Kind: kind, Status: StatusGrace, GraceUntil: now.Add(s.cfg.Grace),
 		CreatedBy: &u.ID, CreatedAt: now}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		var n int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM undo_actions WHERE task_id = $1 AND kind = $2 AND status <> 'failed'`,
-			t.ID, kind).Scan(&n); err != nil {
-			return fmt.Errorf("undo: %w", err)
+		n, err := countLive(ctx, tx, ws.ID, t.ID, kind)
+		if err != nil {
+			return err
 		}
 		if n > 0 {
 			return apperr.New(apperr.CodeConflict, "a %s undo of this task exists already", kind)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO undo_actions (id, workspace_id, task_id, kind, status, grace_until, created_by, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, a.ID, a.WorkspaceID, a.TaskID, a.Kind, a.Status, a.GraceUntil, a.CreatedBy, a.CreatedAt)
-		if err != nil {
-			return fmt.Errorf("undo: insert: %w", err)
+		if err := insert(ctx, tx, a); err != nil {
+			return err
 		}
 		return s.tasks.Record(ctx, tx, ws.ID, t.ID, tasks.EventUndo, map[string]any{"undo_id": a.ID, "kind": kind, "status": a.Status, "by": u.ID})
 	})
@@ -186,7 +149,7 @@ func (s *Service) Execute(ctx context.Context, ws *actor.Workspace, id string) (
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("undo action")
 	}
-	a, err := scan(s.db.R.QueryRowContext(ctx, `SELECT `+columns+` FROM undo_actions WHERE workspace_id = $1 AND id = $2`, ws.ID, id))
+	a, err := get(ctx, s.db.R, ws.ID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -203,16 +166,12 @@ func (s *Service) Execute(ctx context.Context, ws *actor.Workspace, id string) (
 // claim is the compare-and-set from grace to executing.
 func (s *Service) claim(ctx context.Context, a *Action) (bool, error) {
 	now := s.clock.Now()
-	res, err := s.db.W.ExecContext(ctx, `UPDATE undo_actions SET status = 'executing', started_at = $2 WHERE id = $1 AND status = 'grace'`, a.ID, now)
-	if err != nil {
-		return false, fmt.Errorf("undo: claim: %w", err)
-	}
-	n, err := res.RowsAffected()
+	won, err := claim(ctx, s.db.W, a.WorkspaceID, a.ID, now)
 	if err != nil {
 		return false, err
 	}
-	if n == 0 {
-		if cur, err := scan(s.db.R.QueryRowContext(ctx, `SELECT `+columns+` FROM undo_actions WHERE id = $1`, a.ID)); err == nil {
+	if !won {
+		if cur, err := get(ctx, s.db.R, a.WorkspaceID, a.ID); err == nil {
 			a.Status = cur.Status
 		}
 		return false, nil
@@ -233,9 +192,8 @@ func (s *Service) run(ctx context.Context, a *Action) *Action {
 	}
 	ctx = context.WithoutCancel(ctx) // the reversal happened: record it
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE undo_actions SET status = $2, finished_at = $3, result = $4, error = $5 WHERE id = $1`,
-			a.ID, a.Status, now, a.Result, a.Error); err != nil {
-			return fmt.Errorf("undo: record: %w", err)
+		if err := finish(ctx, tx, a, now); err != nil {
+			return err
 		}
 		return s.tasks.Record(ctx, tx, a.WorkspaceID, a.TaskID, tasks.EventUndo, map[string]any{"undo_id": a.ID, "kind": a.Kind,
 			"status": a.Status, "result": a.Result, "error": a.Error})
@@ -289,13 +247,10 @@ func (s *Service) reverse(ctx context.Context, a *Action) (string, error) {
 // It returns how many it executed.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	now := s.clock.Now()
-	if _, err := s.db.W.ExecContext(ctx, `UPDATE undo_actions SET status = 'failed', finished_at = $1,
-		error = 'the server stopped while the undo ran; it is not run again (check the repository)'
-		WHERE status = 'executing' AND started_at < $2`, now, now.Add(-10*time.Minute)); err != nil {
-		return 0, fmt.Errorf("undo: sweep: %w", err)
+	if err := failStale(ctx, s.db.W, now, now.Add(-10*time.Minute)); err != nil {
+		return 0, err
 	}
-	due, err := s.list(ctx, s.db.R, `SELECT `+columns+` FROM undo_actions WHERE status = 'grace' AND grace_until <= $1
-		ORDER BY grace_until LIMIT 50`, now)
+	due, err := dueActions(ctx, s.db.R, now)
 	if err != nil {
 		return 0, err
 	}
