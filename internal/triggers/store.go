@@ -119,8 +119,8 @@ func due(ctx context.Context, q db.Queryer, now time.Time, limit int) ([]Trigger
 // claimTick moves a schedule from the tick it read to the next one; false
 // when another replica (or an edit) moved it first.
 func claimTick(ctx context.Context, tx *db.Tx, t *Trigger, next, now time.Time) (bool, error) {
-	res, err := tx.ExecContext(ctx, `UPDATE workflow_triggers SET next_fire_at = $3, last_fired_at = $4
-		WHERE id = $1 AND enabled AND next_fire_at = $2`, t.ID, *t.NextFireAt, next, now)
+	res, err := tx.ExecContext(ctx, `UPDATE workflow_triggers SET next_fire_at = $4, last_fired_at = $5
+		WHERE workspace_id = $1 AND id = $2 AND enabled AND next_fire_at = $3`, t.workspaceID, t.ID, *t.NextFireAt, next, now)
 	if err != nil {
 		return false, fmt.Errorf("triggers: claim a tick: %w", err)
 	}
