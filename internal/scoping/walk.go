@@ -28,6 +28,7 @@ type Statement struct {
 type Text struct {
 	SQL      string
 	Via      []token.Position // calls followed from a parameter to its argument
+	ViaFuncs []string         // the functions making those calls
 	Problems []Problem
 }
 
@@ -104,6 +105,9 @@ func (m *Module) Walk(s *Schema) (stmts []*Statement, opaque []OpaqueSite) {
 			t := Text{SQL: v.text, Problems: a.Problems}
 			for _, c := range v.via {
 				t.Via = append(t.Via, m.Fset.Position(c))
+				if fi := m.funcAt(c); fi != nil {
+					t.ViaFuncs = append(t.ViaFuncs, fi.key)
+				}
 			}
 			st.Texts = append(st.Texts, t)
 			st.Tables = mergeSorted(st.Tables, a.Tables)
@@ -233,6 +237,16 @@ func (m *Module) Walk(s *Schema) (stmts []*Statement, opaque []OpaqueSite) {
 		return a.Offset < b.Offset
 	})
 	return stmts, opaque
+}
+
+// funcAt returns the function whose body holds p.
+func (m *Module) funcAt(p token.Pos) *funcInfo {
+	for _, fi := range m.list {
+		if fi.decl.Body.Pos() <= p && p < fi.decl.Body.End() {
+			return fi
+		}
+	}
+	return nil
 }
 
 func isPkgVar(info *types.Info, e ast.Expr) bool {
