@@ -192,10 +192,9 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 			status = http.StatusOK
 		}
 		route := rw.r.Pattern
-		if r.Context().Err() != nil && status >= 500 {
-			told(ctx, route, StatusClientClosed)
-		} else {
-			told(ctx, route, status) // to Instrument, when it wraps this
+		elapsed := time.Since(start)
+		if ow, ok := w.(*outcomeWriter); ok { // Instrument wraps this: tell it
+			ow.told(route, status, elapsed, r.Context().Err() != nil)
 		}
 		if status < 400 && quiet(r.URL.Path) {
 			return
@@ -221,7 +220,7 @@ func Observe(log *slog.Logger, next http.Handler) http.Handler {
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Int64("bytes", rw.bytes),
-			slog.Duration("duration", time.Since(start)),
+			slog.Duration("duration", elapsed),
 		)
 	})
 }

@@ -1,8 +1,11 @@
 package httpx
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -21,12 +24,39 @@ type RequestMetrics interface {
 	Observe(method, route string, status int, elapsed time.Duration)
 }
 
-type outcomeKey struct{}
+// outcomeWriter is the ResponseWriter Instrument hands Observe, which
+// tells it the route, the status it logs and the time it took. It passes
+// everything else through (Observe's writer asks it for Flush and Hijack).
+type outcomeWriter struct {
+	http.ResponseWriter
+	route   string
+	status  int
+	elapsed time.Duration
+}
 
-// outcome is what Observe tells Instrument of a request it answered.
-type outcome struct {
-	route  string
-	status int
+// told records what Observe saw; a client that went away before a 5xx
+// counts as 499, as the log says.
+func (w *outcomeWriter) told(route string, status int, elapsed time.Duration, gone bool) {
+	if gone && status >= 500 {
+		status = StatusClientClosed
+	}
+	w.route, w.status, w.elapsed = route, status, elapsed
+}
+
+func (w *outcomeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *outcomeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *outcomeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("httpx: response does not support hijacking")
+	}
+	return h.Hijack()
 }
 
 // Unmatched is the route of requests no pattern matched (404, 405).
@@ -39,40 +69,34 @@ const Unmatched = "unmatched"
 // the query reaches a label or a span (tokens travel in URLs).
 func Instrument(m RequestMetrics, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		out := &outcome{}
-		ctx := context.WithValue(r.Context(), outcomeKey{}, out)
+		ow := &outcomeWriter{ResponseWriter: w}
 		method := Method(r.Method)
-		var span trace.Span
-		if telemetry.Enabled() {
-			ctx = telemetry.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
-			ctx, span = telemetry.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
-				trace.WithAttributes(attribute.String("http.request.method", method)))
-		}
-		next.ServeHTTP(w, r.WithContext(ctx))
-		elapsed := time.Since(start)
-		status := out.status
-		if status == 0 {
-			status = http.StatusOK // Observe did not run (a panic above it)
-		}
-		route := out.route
-		if route == "" {
-			route = Unmatched
-		}
-		m.Observe(method, route, status, elapsed)
-		if span == nil {
+		if !telemetry.Enabled() {
+			next.ServeHTTP(ow, r)
+			m.Observe(method, ow.label(), ow.answered(), ow.elapsed)
 			return
 		}
-		name := route
-		if out.route == "" {
+		start := time.Now()
+		ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		ctx, span := telemetry.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", method)))
+		next.ServeHTTP(ow, r.WithContext(ctx))
+		if ow.elapsed == 0 {
+			ow.elapsed = time.Since(start) // Observe did not finish (a panic above it)
+		}
+		status := ow.answered()
+		m.Observe(method, ow.label(), status, ow.elapsed)
+		name := ow.route
+		switch {
+		case name == "":
 			name = method
-		} else if name[0] == '/' {
+		case name[0] == '/':
 			name = method + " " + name // a pattern without a method
 		}
 		span.SetName(name)
 		span.SetAttributes(attribute.Int("http.response.status_code", status))
-		if out.route != "" {
-			span.SetAttributes(attribute.String("http.route", out.route))
+		if ow.route != "" {
+			span.SetAttributes(attribute.String("http.route", ow.route))
 		}
 		if status >= 500 && status != StatusClientClosed {
 			span.SetStatus(codes.Error, http.StatusText(status))
@@ -81,12 +105,20 @@ func Instrument(m RequestMetrics, next http.Handler) http.Handler {
 	})
 }
 
-// told passes the route and status of an answered request to Instrument,
-// when it wraps Observe.
-func told(ctx context.Context, route string, status int) {
-	if o, ok := ctx.Value(outcomeKey{}).(*outcome); ok {
-		o.route, o.status = route, status
+// label is the route as a metric label.
+func (w *outcomeWriter) label() string {
+	if w.route == "" {
+		return Unmatched
 	}
+	return w.route
+}
+
+// answered is the status Observe logged (200 if it did not get to say).
+func (w *outcomeWriter) answered() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
 }
 
 // Method is the request method as a metric label: the standard ones as
