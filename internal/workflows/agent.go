@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
@@ -57,25 +56,12 @@ func taskSucceeded(status string) bool { return status == "done" || status == "d
 // where the task ended: the node succeeds with the task's outcome or fails
 // (unless its on_failure is continue).
 func (e *Engine) TaskEnded(ctx context.Context, tx *db.Tx, t TaskEnd) error {
-	rows, err := tx.QueryContext(ctx, "SELECT run_id FROM node_runs WHERE task_id = $1 AND status = 'waiting'", t.ID)
+	runIDs, err := runsWaitingOnTask(ctx, tx, t.WorkspaceID, t.ID)
 	if err != nil {
-		return fmt.Errorf("workflows: task ended: %w", err)
-	}
-	var runIDs []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return fmt.Errorf("workflows: task ended: %w", err)
-		}
-		runIDs = append(runIDs, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, runID := range runIDs {
-		_, err := e.transitionTx(ctx, tx, runID, nil, func(_ *db.Tx, st *runState) error {
+		_, err := e.transitionTx(ctx, tx, t.WorkspaceID, runID, nil, func(_ *db.Tx, st *runState) error {
 			if st.run.Status != RunRunning {
 				return nil
 			}

@@ -285,7 +285,7 @@ func (h codeHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID s
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
 	}
-	_, err := h.e.transitionTx(ctx, tx, p.RunID, nil, func(_ *db.Tx, st *runState) error {
+	_, err := h.e.transitionTx(ctx, tx, j.WorkspaceID, p.RunID, nil, func(_ *db.Tx, st *runState) error {
 		nr := st.nodeByID(j.Ref)
 		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeWaiting {
 			return nil
@@ -327,7 +327,7 @@ func (h codeHandler) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, fi
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return fmt.Errorf("workflows: payload of code job %s: %w", j.ID, err)
 	}
-	_, err = h.e.transitionTx(ctx, tx, p.RunID, nil, func(_ *db.Tx, st *runState) error {
+	_, err = h.e.transitionTx(ctx, tx, j.WorkspaceID, p.RunID, nil, func(_ *db.Tx, st *runState) error {
 		nr := st.nodeByID(j.Ref)
 		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeWaiting {
 			return nil

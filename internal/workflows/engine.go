@@ -2,10 +2,8 @@ package workflows
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -132,17 +130,17 @@ type holder struct{}
 // transition is the one way a run changes: in one transaction it locks the
 // run, reads its node runs, lets fn change the state, settles it, and
 // writes nodes, run, events, timers, cancels and the run's job together.
-func (e *Engine) transition(ctx context.Context, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
+func (e *Engine) transition(ctx context.Context, workspaceID, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
 	var st *runState
 	err := e.db.Tx(ctx, func(tx *db.Tx) (err error) {
-		st, err = e.transitionTx(ctx, tx, runID, h, fn)
+		st, err = e.transitionTx(ctx, tx, workspaceID, runID, h, fn)
 		return err
 	})
 	return st, err
 }
 
 // transitionTx is transition inside the caller's transaction.
-func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
+func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID string, h *holder, fn func(tx *db.Tx, st *runState) error) (*runState, error) {
 	// A transition that a database host crash loses is one the engine runs
 	// again (the job and the rows are lost together), like SQLite's WAL at
 	// synchronous NORMAL: no fsync wait per node.
@@ -150,7 +148,7 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, runID string, h *h
 		return nil, err
 	}
 	now := e.clock.Now()
-	run, err := lockRun(ctx, tx, runID, now)
+	run, err := lockRun(ctx, tx, workspaceID, runID, now)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +230,7 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		// workflow or its project, nothing waits on this run (and the
 		// admission lock, which every start and end in the project would
 		// queue on, is not taken).
-		capped, err := e.capped(ctx, tx, st.run.WorkflowID)
+		capped, err := capped(ctx, tx, ws, st.run.WorkflowID)
 		if err != nil || !capped {
 			return err
 		}
@@ -250,13 +248,9 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 // ensureJob queues the run's job unless one is queued or held (the holder
 // reads the run again before it lets go, under the same lock).
 func (e *Engine) ensureJob(ctx context.Context, tx *db.Tx, r *runRow) error {
-	var one int
-	err := tx.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE kind = $1 AND ref_id = $2 AND state IN ('available', 'running')", RunJob, r.ID).Scan(&one)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("workflows: run job: %w", err)
+	pending, err := runJobPending(ctx, tx, r.WorkspaceID, r.ID)
+	if err != nil || pending {
+		return err
 	}
 	return e.enqueueRun(ctx, tx, r)
 }
@@ -290,51 +284,21 @@ func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID
 	if err := e.db.Dialect.XactLock(ctx, tx.Tx, "workflow-admission:"+projectID); err != nil {
 		return err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT r.id, r.workflow_id, w.max_concurrent_runs FROM workflow_runs r JOIN workflows w ON w.id = r.workflow_id
-		WHERE r.project_id = $1 AND r.status = 'queued' ORDER BY r.created_at, r.id LIMIT 200`, projectID)
-	if err != nil {
-		return fmt.Errorf("workflows: admission: %w", err)
-	}
-	type queued struct {
-		id, workflow string
-		max          sql.NullInt64
-	}
-	var waiting []queued
-	for rows.Next() {
-		var q queued
-		if err := rows.Scan(&q.id, &q.workflow, &q.max); err != nil {
-			rows.Close()
-			return fmt.Errorf("workflows: admission: %w", err)
-		}
-		waiting = append(waiting, q)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(waiting) == 0 {
+	waiting, err := queuedRuns(ctx, tx, workspaceID, projectID)
+	if err != nil || len(waiting) == 0 {
 		return err
 	}
-	var projectMax sql.NullInt64
-	if err := tx.QueryRowContext(ctx, "SELECT max_concurrent_runs FROM projects WHERE id = $1", projectID).Scan(&projectMax); err != nil {
-		return fmt.Errorf("workflows: admission: %w", err)
+	projectMax, err := projectCap(ctx, tx, workspaceID, projectID)
+	if err != nil {
+		return err
 	}
-	active := map[string]int64{}
+	active, err := runningByWorkflow(ctx, tx, workspaceID, projectID)
+	if err != nil {
+		return err
+	}
 	var total int64
-	rows, err = tx.QueryContext(ctx, "SELECT workflow_id, COUNT(*) FROM workflow_runs WHERE project_id = $1 AND status = 'running' GROUP BY workflow_id", projectID)
-	if err != nil {
-		return fmt.Errorf("workflows: admission: %w", err)
-	}
-	for rows.Next() {
-		var wf string
-		var n int64
-		if err := rows.Scan(&wf, &n); err != nil {
-			rows.Close()
-			return fmt.Errorf("workflows: admission: %w", err)
-		}
-		active[wf] = n
+	for _, n := range active {
 		total += n
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
 	}
 	for _, q := range waiting {
 		if projectMax.Valid && total >= projectMax.Int64 {
@@ -347,7 +311,7 @@ func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID
 		if inline != nil && q.id == inline.ID {
 			started = inline
 		}
-		if err := e.start(ctx, tx, q.id, started); err != nil {
+		if err := e.start(ctx, tx, workspaceID, q.id, started); err != nil {
 			return err
 		}
 		active[q.workflow]++
@@ -356,27 +320,13 @@ func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID
 	return nil
 }
 
-// capped reports whether a workflow or its project has a cap on runs.
-func (e *Engine) capped(ctx context.Context, tx *db.Tx, workflowID string) (bool, error) {
-	var wmax, pmax sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w JOIN projects p ON p.id = w.project_id
-		WHERE w.id = $1`, workflowID).Scan(&wmax, &pmax)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil // deleted with its workflow
-	}
-	if err != nil {
-		return false, fmt.Errorf("workflows: caps: %w", err)
-	}
-	return wmax.Valid || pmax.Valid, nil
-}
-
 // startNew starts a new run, not written yet, of graph g: at once when
 // neither its workflow nor its project has a cap (no lock: nothing can wait
 // ahead of it), its row written once as its first inline nodes leave it;
 // otherwise queued, through admission, in order behind the runs already
 // waiting.
 func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph, started *Started) error {
-	capped, err := e.capped(ctx, tx, run.WorkflowID)
+	capped, err := capped(ctx, tx, run.WorkspaceID, run.WorkflowID)
 	if err != nil {
 		return err
 	}
@@ -397,22 +347,8 @@ func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph,
 // run ended unlocked (see commit) may leave a run queued with room for it;
 // this lets it in within a sweep.
 func (e *Engine) sweep(ctx context.Context) error {
-	rows, err := e.db.R.QueryContext(ctx, "SELECT DISTINCT workspace_id, project_id FROM workflow_runs WHERE status = 'queued'")
+	ps, err := projectsWithQueuedRuns(ctx, e.db.R)
 	if err != nil {
-		return fmt.Errorf("workflows: sweep: %w", err)
-	}
-	type project struct{ ws, id string }
-	var ps []project
-	for rows.Next() {
-		var p project
-		if err := rows.Scan(&p.ws, &p.id); err != nil {
-			rows.Close()
-			return fmt.Errorf("workflows: sweep: %w", err)
-		}
-		ps = append(ps, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, p := range ps {
@@ -426,9 +362,9 @@ func (e *Engine) sweep(ctx context.Context) error {
 // start moves an admitted run to running with its entry nodes ready; with
 // inline it also runs those of its nodes that run inline, and says how the
 // run stands then.
-func (e *Engine) start(ctx context.Context, tx *db.Tx, runID string, inline *Started) error {
+func (e *Engine) start(ctx context.Context, tx *db.Tx, workspaceID, runID string, inline *Started) error {
 	now := e.clock.Now()
-	run, err := lockRun(ctx, tx, runID, now)
+	run, err := lockRun(ctx, tx, workspaceID, runID, now)
 	if err != nil {
 		return err
 	}
@@ -509,7 +445,7 @@ func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 	for ctx.Err() == nil {
 		var spawn []step
 		var finished, progressed bool
-		_, err := e.transition(ctx, j.Ref, h, func(tx *db.Tx, st *runState) error {
+		_, err := e.transition(ctx, j.WorkspaceID, j.Ref, h, func(tx *db.Tx, st *runState) error {
 			spawn, finished, progressed = nil, false, false
 			spawned := map[string]bool{}
 			more, err := e.runReady(ctx, tx, st, func(nr *nodeRun) bool { return inflight[nr.ID] || spawned[nr.ID] }, func(nr *nodeRun) {
@@ -596,7 +532,7 @@ func (e *Engine) runAsync(ctx context.Context, h *holder, s step) {
 	if ctx.Err() != nil {
 		return // cancelled or the lease was lost: whoever holds the run now decides
 	}
-	_, err := e.transition(ctx, s.run.ID, h, func(tx *db.Tx, st *runState) error {
+	_, err := e.transition(ctx, s.run.WorkspaceID, s.run.ID, h, func(tx *db.Tx, st *runState) error {
 		nr := st.node(s.nr.Frame, s.nr.Key)
 		if st.run.Status != RunRunning || nr == nil || nr.Status != NodeRunning || nr.Attempt != s.nr.Attempt {
 			return nil
@@ -639,7 +575,7 @@ func (e *Engine) fireTimer(ctx context.Context, j *jobs.Job) {
 	}
 	_ = json.Unmarshal(j.Payload, &p) // written by commit; a bad one finds no run
 	lease := j.Lease()
-	_, err := e.transition(ctx, p.RunID, nil, func(tx *db.Tx, st *runState) error {
+	_, err := e.transition(ctx, j.WorkspaceID, p.RunID, nil, func(tx *db.Tx, st *runState) error {
 		if err := e.complete(ctx, tx, lease); err != nil {
 			return err
 		}
@@ -772,7 +708,7 @@ func (e *Engine) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final 
 	if !final || j.Kind != RunJob {
 		return nil
 	}
-	_, err := e.transitionTx(ctx, tx, j.Ref, nil, func(_ *db.Tx, st *runState) error {
+	_, err := e.transitionTx(ctx, tx, j.WorkspaceID, j.Ref, nil, func(_ *db.Tx, st *runState) error {
 		st.finish(RunFailed, nil, "the servers advancing this run stopped too often: "+reason)
 		return nil
 	})

@@ -2,13 +2,11 @@ package workflows
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -34,49 +32,6 @@ var nodeTypeSlug = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,62}$`)
 
 // maxSchemaBytes caps a node type's config schema.
 const maxSchemaBytes = 64 << 10
-
-const nodeTypeColumns = "id, slug, name, description, category, script_id, config_schema, created_at"
-
-func scanNodeType(row interface{ Scan(...any) error }) (*NodeType, error) {
-	var t NodeType
-	var id, script string
-	var schema []byte
-	var created time.Time
-	if err := row.Scan(&id, &t.Slug, &t.Name, &t.Description, &t.Category, &script, &schema, db.UTC(&created)); err != nil {
-		return nil, err
-	}
-	t.ID, t.ScriptID, t.ConfigSchema, t.CreatedAt = &id, &script, schema, &created
-	t.Available, t.Handles = true, append([]string{}, outError...)
-	return &t, nil
-}
-
-func queryNodeTypes(ctx context.Context, q db.Queryer, where string, args ...any) ([]NodeType, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+nodeTypeColumns+" FROM workflow_node_types WHERE "+where, args...)
-	if err != nil {
-		return nil, fmt.Errorf("workflows: node types: %w", err)
-	}
-	defer rows.Close()
-	var out []NodeType
-	for rows.Next() {
-		t, err := scanNodeType(rows)
-		if err != nil {
-			return nil, fmt.Errorf("workflows: node types: %w", err)
-		}
-		out = append(out, *t)
-	}
-	return out, rows.Err()
-}
-
-func getNodeType(ctx context.Context, q db.Queryer, where string, args ...any) (*NodeType, error) {
-	t, err := scanNodeType(q.QueryRowContext(ctx, "SELECT "+nodeTypeColumns+" FROM workflow_node_types WHERE "+where, args...))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("node type")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("workflows: node type: %w", err)
-	}
-	return t, nil
-}
 
 // ListNodeTypes lists the built-in kinds and then the workspace's own node
 // types, by slug.
@@ -140,21 +95,14 @@ func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *ac
 		} else if err != nil {
 			return err
 		}
-		var one int
-		err := tx.QueryRowContext(ctx, "SELECT 1 FROM workflow_node_types WHERE workspace_id = $1 AND slug = $2", ws.ID, in.Slug).Scan(&one)
-		if err == nil {
+		taken, err := nodeTypeSlugTaken(ctx, tx, ws.ID, in.Slug)
+		if err != nil {
+			return err
+		}
+		if taken {
 			return apperr.BadRequest("slug %q is already a node type of this workspace", in.Slug)
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("workflows: node type slug: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO workflow_node_types (id, workspace_id, slug, name, description, category, script_id, config_schema,
-			created_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-			id, ws.ID, in.Slug, name, in.Description, category, in.ScriptID, string(in.ConfigSchema), createdBy, now)
-		if err != nil {
-			return fmt.Errorf("workflows: insert node type: %w", err)
-		}
-		return nil
+		return insertNodeType(ctx, tx, ws.ID, id, t, createdBy, now)
 	})
 	if err != nil {
 		return nil, err

@@ -3,10 +3,8 @@ package workflows
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -336,8 +334,8 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 		if err := s.dropRuns(ctx, tx, ws.ID, "workflow_id = $2", w.ID); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, "DELETE FROM workflows WHERE workspace_id = $1 AND id = $2", ws.ID, w.ID); err != nil {
-			return fmt.Errorf("workflows: delete: %w", err)
+		if err := deleteWorkflow(ctx, tx, ws.ID, w.ID); err != nil {
+			return err
 		}
 		deleted = true
 		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
@@ -348,27 +346,13 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 // dropRuns cancels the runs matching cond (over $1 = workspace, $2) and
 // deletes them with their event logs, in tx.
 func (s *Service) dropRuns(ctx context.Context, tx *db.Tx, workspaceID, cond string, arg string) error {
-	rows, err := tx.QueryContext(ctx, "SELECT id, log_id, status FROM workflow_runs WHERE workspace_id = $1 AND "+cond, workspaceID, arg)
+	all, err := runsMatching(ctx, tx, workspaceID, cond, arg)
 	if err != nil {
-		return fmt.Errorf("workflows: runs to drop: %w", err)
-	}
-	type doomed struct{ id, log, status string }
-	var all []doomed
-	for rows.Next() {
-		var d doomed
-		if err := rows.Scan(&d.id, &d.log, &d.status); err != nil {
-			rows.Close()
-			return err
-		}
-		all = append(all, d)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	for _, d := range all {
 		if d.status == RunRunning || d.status == RunQueued {
-			if _, err := s.engine.transitionTx(ctx, tx, d.id, nil, func(_ *db.Tx, st *runState) error {
+			if _, err := s.engine.transitionTx(ctx, tx, workspaceID, d.id, nil, func(_ *db.Tx, st *runState) error {
 				st.finish(RunCancelled, nil, "the workflow was deleted")
 				return nil
 			}); err != nil {
@@ -424,9 +408,9 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 		}
 		f = f.And("project_id = ?", in.ProjectID)
 	}
-	var total int
-	if err := s.db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE "+f.SQL, f.Args...).Scan(&total); err != nil {
-		return nil, fmt.Errorf("workflows: board: %w", err)
+	total, err := countWorkflows(ctx, s.db.R, f)
+	if err != nil {
+		return nil, err
 	}
 	args := append(append([]any{}, f.Args...), in.PageSize, in.Offset())
 	rows, err := listWorkflows(ctx, s.db.R, f.SQL+" ORDER BY "+orderBy+" LIMIT "+f.Next(1)+" OFFSET "+f.Next(2), args...)
@@ -459,25 +443,18 @@ func (s *Service) Stats(ctx context.Context, ws *actor.Workspace, projectID stri
 		scope, args = scope+" AND project_id = $2", append(args, projectID)
 	}
 	var st Stats
-	if err := s.db.R.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE "+scope, args...).Scan(&st.Workflows); err != nil {
-		return nil, fmt.Errorf("workflows: stats: %w", err)
+	var err error
+	if st.Workflows, err = countWorkflows(ctx, s.db.R, db.Where{SQL: scope, Args: args}); err != nil {
+		return nil, err
 	}
-	since := s.clock.Now().Add(-24 * time.Hour)
-	rows, err := s.db.R.QueryContext(ctx, "SELECT status, "+s.db.Dialect.TimeColumn("started_at")+", "+s.db.Dialect.TimeColumn("finished_at")+
-		" FROM workflow_runs WHERE "+scope+" AND (status IN ('queued', 'running') OR finished_at >= "+fmt.Sprintf("$%d", len(args)+1)+")",
-		append(args, since)...)
+	recent, err := recentRuns(ctx, s.db, db.Where{SQL: scope, Args: args}, s.clock.Now().Add(-24*time.Hour))
 	if err != nil {
-		return nil, fmt.Errorf("workflows: stats: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	var succeeded, finished int
 	var total time.Duration
-	for rows.Next() {
-		var status string
-		var started, ended *time.Time
-		if err := rows.Scan(&status, db.NullUTC(&started), db.NullUTC(&ended)); err != nil {
-			return nil, fmt.Errorf("workflows: stats: %w", err)
-		}
+	for _, r := range recent {
+		status, started, ended := r.status, r.started, r.ended
 		switch status {
 		case RunQueued, RunRunning:
 			st.ActiveRuns++
@@ -491,9 +468,6 @@ func (s *Service) Stats(ctx context.Context, ws *actor.Workspace, projectID stri
 			finished++
 			total += ended.Sub(*started)
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	if n := succeeded + st.Failed24h; n > 0 {
 		rate := float64(succeeded) * 100 / float64(n)
@@ -712,7 +686,7 @@ func (s *Service) CancelRun(ctx context.Context, ws *actor.Workspace, u *actor.U
 	if u != nil {
 		reason = "cancelled by user " + u.ID
 	}
-	st, err := s.engine.transition(ctx, id, nil, func(_ *db.Tx, st *runState) error {
+	st, err := s.engine.transition(ctx, ws.ID, id, nil, func(_ *db.Tx, st *runState) error {
 		st.finish(RunCancelled, nil, reason)
 		return nil
 	})
@@ -737,36 +711,19 @@ type Approval struct {
 // PendingApprovals lists the human gates of the caller's runs across the
 // workspaces they belong to, oldest first.
 func (s *Service) PendingApprovals(ctx context.Context, u *actor.User) ([]Approval, error) {
-	rows, err := s.db.R.QueryContext(ctx, `SELECT n.run_id, n.node_key, n.state, r.workflow_id, w.name, r.project_id, r.workspace_id, `+
-		s.db.Dialect.TimeColumn("n.started_at")+`
-		FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id JOIN workflows w ON w.id = r.workflow_id
-		JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $1
-		WHERE n.status = 'waiting' AND n.kind = 'human' AND r.created_by = $1 AND r.status = 'running'
-		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
-			WHERE sw.id = r.workspace_id AND s.user_id = $1 AND s.suspended_at IS NOT NULL)
-		ORDER BY n.started_at, n.id LIMIT 500`, u.ID)
+	gates, err := waitingGates(ctx, s.db, u.ID)
 	if err != nil {
-		return nil, fmt.Errorf("workflows: approvals: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := []Approval{}
-	for rows.Next() {
-		var a Approval
-		var state []byte
-		var since *time.Time
-		if err := rows.Scan(&a.RunID, &a.NodeKey, &state, &a.WorkflowID, &a.WorkflowName, &a.ProjectID, &a.WorkspaceID, db.NullUTC(&since)); err != nil {
-			return nil, fmt.Errorf("workflows: approvals: %w", err)
-		}
-		if since != nil {
-			a.WaitingSince = *since
-		}
+	for _, g := range gates {
 		var hs humanState
-		if json.Unmarshal(state, &hs) == nil {
-			a.Message = hs.Message
+		if json.Unmarshal(g.state, &hs) == nil {
+			g.Message = hs.Message
 		}
-		out = append(out, a)
+		out = append(out, g.Approval)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 type humanState struct {
@@ -797,18 +754,11 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, runID, nodeKey stri
 	if !ids.Valid(runID) {
 		return nil, apperr.NotFound("workflow run")
 	}
-	var member int
-	err := s.db.R.QueryRowContext(ctx, `SELECT 1 FROM workflow_runs r JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $2
-		WHERE r.id = $1 AND r.created_by = $2
-		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
-			WHERE sw.id = r.workspace_id AND s.user_id = $2 AND s.suspended_at IS NOT NULL)`, runID, u.ID).Scan(&member)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("workflow run")
-	}
+	workspaceID, err := ownRunWorkspace(ctx, s.db.R, runID, u.ID)
 	if err != nil {
-		return nil, fmt.Errorf("workflows: decide: %w", err)
+		return nil, err
 	}
-	st, err := s.engine.transition(ctx, runID, nil, func(_ *db.Tx, st *runState) error {
+	st, err := s.engine.transition(ctx, workspaceID, runID, nil, func(_ *db.Tx, st *runState) error {
 		if st.run.Status != RunRunning {
 			return apperr.BadRequest("the run is %s, not waiting for a decision", st.run.Status)
 		}
@@ -854,29 +804,15 @@ func (s *Service) Emit(ctx context.Context, workspaceID, name string, payload js
 	if !json.Valid(payload) {
 		return 0, apperr.BadRequest("event payload must be JSON")
 	}
-	rows, err := s.db.R.QueryContext(ctx, `SELECT DISTINCT n.run_id FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id
-		WHERE n.status = 'waiting' AND n.wait_event = $1 AND r.workspace_id = $2`, name, workspaceID)
+	runIDs, err := runsWaitingOnEvent(ctx, s.db.R, workspaceID, name)
 	if err != nil {
-		return 0, fmt.Errorf("workflows: emit: %w", err)
-	}
-	var runIDs []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		runIDs = append(runIDs, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	var ev any
 	_ = json.Unmarshal(payload, &ev) // checked valid above
 	n := 0
 	for _, runID := range runIDs {
-		_, err := s.engine.transition(ctx, runID, nil, func(_ *db.Tx, st *runState) error {
+		_, err := s.engine.transition(ctx, workspaceID, runID, nil, func(_ *db.Tx, st *runState) error {
 			if st.run.Status != RunRunning {
 				return nil
 			}

@@ -135,16 +135,10 @@ func scanRunRow(row interface{ Scan(...any) error }) (*runRow, error) {
 	return &r, nil
 }
 
-// getRunRow reads a run; workspaceID "" reads it in whatever workspace
-// (engine paths, which start from a job or a row they own).
+// getRunRow reads a run of the workspace (an engine path names the
+// workspace of the job it works).
 func getRunRow(ctx context.Context, q db.Queryer, workspaceID, id string) (*runRow, error) {
-	query := "SELECT " + runColumns + " FROM workflow_runs WHERE id = $1"
-	args := []any{id}
-	if workspaceID != "" {
-		query += " AND workspace_id = $2"
-		args = append(args, workspaceID)
-	}
-	r, err := scanRunRow(q.QueryRowContext(ctx, query, args...))
+	r, err := scanRunRow(q.QueryRowContext(ctx, "SELECT "+runColumns+" FROM workflow_runs WHERE workspace_id = $1 AND id = $2", workspaceID, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("workflow run")
 	}
@@ -157,8 +151,9 @@ func getRunRow(ctx context.Context, q db.Queryer, workspaceID, id string) (*runR
 // lockRun takes the run's row lock for the transaction (every transition
 // of a run holds it, so transitions of one run never interleave) and reads
 // the run.
-func lockRun(ctx context.Context, tx *db.Tx, id string, now time.Time) (*runRow, error) {
-	r, err := scanRunRow(tx.QueryRowContext(ctx, "UPDATE workflow_runs SET updated_at = $2 WHERE id = $1 RETURNING "+runColumns, id, now))
+func lockRun(ctx context.Context, tx *db.Tx, workspaceID, id string, now time.Time) (*runRow, error) {
+	r, err := scanRunRow(tx.QueryRowContext(ctx, "UPDATE workflow_runs SET updated_at = $3 WHERE workspace_id = $1 AND id = $2 RETURNING "+runColumns,
+		workspaceID, id, now))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("workflow run")
 	}
@@ -190,8 +185,8 @@ func jsonArg(raw json.RawMessage) any {
 }
 
 func saveRunRow(ctx context.Context, q db.Queryer, r *runRow) error {
-	_, err := q.ExecContext(ctx, `UPDATE workflow_runs SET status = $2, output = $3, error = $4, started_at = $5, finished_at = $6
-		WHERE id = $1`, r.ID, r.Status, jsonArg(r.Output), r.Error, r.StartedAt, r.FinishedAt)
+	_, err := q.ExecContext(ctx, `UPDATE workflow_runs SET status = $3, output = $4, error = $5, started_at = $6, finished_at = $7
+		WHERE workspace_id = $1 AND id = $2`, r.WorkspaceID, r.ID, r.Status, jsonArg(r.Output), r.Error, r.StartedAt, r.FinishedAt)
 	if err != nil {
 		return fmt.Errorf("workflows: save run: %w", err)
 	}
@@ -259,9 +254,10 @@ func saveNodeRuns(ctx context.Context, tx *db.Tx, ns []*nodeRun) error {
 		case n.fresh:
 			fresh = append(fresh, n)
 		case n.dirty:
-			_, err := tx.ExecContext(ctx, `UPDATE node_runs SET status = $2, handle = $3, output = $4, error = $5, state = $6, attempt = $7,
-				wait_event = $8, task_id = $9, started_at = $10, finished_at = $11 WHERE id = $1`,
-				n.ID, n.Status, n.Handle, jsonArg(n.Output), n.Error, jsonArg(n.State), n.Attempt, n.WaitEvent, n.TaskID, n.StartedAt, n.FinishedAt)
+			_, err := tx.ExecContext(ctx, `UPDATE node_runs SET status = $3, handle = $4, output = $5, error = $6, state = $7, attempt = $8,
+				wait_event = $9, task_id = $10, started_at = $11, finished_at = $12 WHERE run_id = $1 AND id = $2`,
+				n.RunID, n.ID, n.Status, n.Handle, jsonArg(n.Output), n.Error, jsonArg(n.State), n.Attempt, n.WaitEvent, n.TaskID, n.StartedAt,
+				n.FinishedAt)
 			if err != nil {
 				return fmt.Errorf("workflows: save node run: %w", err)
 			}
@@ -295,4 +291,269 @@ func saveNodeRuns(ctx context.Context, tx *db.Tx, ns []*nodeRun) error {
 		}
 	}
 	return nil
+}
+
+// runsWaitingOnTask lists the runs with a node waiting on a task of the
+// workspace.
+func runsWaitingOnTask(ctx context.Context, q db.Queryer, workspaceID, taskID string) ([]string, error) {
+	ids, err := readIDs(ctx, q, `SELECT n.run_id FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id
+		WHERE r.workspace_id = $1 AND n.task_id = $2 AND n.status = 'waiting'`, workspaceID, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: task ended: %w", err)
+	}
+	return ids, nil
+}
+
+// readIDs reads a statement's one text column.
+func readIDs(ctx context.Context, q db.Queryer, query string, args ...any) ([]string, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// runJobPending reports whether the run's job is queued or held.
+func runJobPending(ctx context.Context, tx *db.Tx, workspaceID, runID string) (bool, error) {
+	var one int
+	err := tx.QueryRowContext(ctx, "SELECT 1 FROM jobs WHERE workspace_id = $1 AND kind = $2 AND ref_id = $3 AND state IN ('available', 'running')",
+		workspaceID, RunJob, runID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("workflows: run job: %w", err)
+	}
+	return true, nil
+}
+
+// queuedRun is a run waiting for admission, with its workflow's cap.
+type queuedRun struct {
+	id, workflow string
+	max          sql.NullInt64
+}
+
+// queuedRuns lists a project's queued runs, oldest first.
+func queuedRuns(ctx context.Context, tx *db.Tx, workspaceID, projectID string) ([]queuedRun, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT r.id, r.workflow_id, w.max_concurrent_runs FROM workflow_runs r
+		JOIN workflows w ON w.id = r.workflow_id AND w.workspace_id = r.workspace_id
+		WHERE r.workspace_id = $1 AND r.project_id = $2 AND r.status = 'queued' ORDER BY r.created_at, r.id LIMIT 200`, workspaceID, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: admission: %w", err)
+	}
+	defer rows.Close()
+	var out []queuedRun
+	for rows.Next() {
+		var q queuedRun
+		if err := rows.Scan(&q.id, &q.workflow, &q.max); err != nil {
+			return nil, fmt.Errorf("workflows: admission: %w", err)
+		}
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// projectCap reads a project's cap on running workflow runs.
+func projectCap(ctx context.Context, tx *db.Tx, workspaceID, projectID string) (sql.NullInt64, error) {
+	var n sql.NullInt64
+	err := tx.QueryRowContext(ctx, "SELECT max_concurrent_runs FROM projects WHERE workspace_id = $1 AND id = $2", workspaceID, projectID).Scan(&n)
+	if err != nil {
+		return n, fmt.Errorf("workflows: admission: %w", err)
+	}
+	return n, nil
+}
+
+// runningByWorkflow counts a project's running runs by workflow.
+func runningByWorkflow(ctx context.Context, tx *db.Tx, workspaceID, projectID string) (map[string]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT workflow_id, COUNT(*) FROM workflow_runs WHERE workspace_id = $1 AND project_id = $2
+		AND status = 'running' GROUP BY workflow_id`, workspaceID, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: admission: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var wf string
+		var n int64
+		if err := rows.Scan(&wf, &n); err != nil {
+			return nil, fmt.Errorf("workflows: admission: %w", err)
+		}
+		out[wf] = n
+	}
+	return out, rows.Err()
+}
+
+// capped reports whether a workflow or its project has a cap on runs.
+func capped(ctx context.Context, tx *db.Tx, workspaceID, workflowID string) (bool, error) {
+	var wmax, pmax sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w
+		JOIN projects p ON p.id = w.project_id AND p.workspace_id = w.workspace_id
+		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, workflowID).Scan(&wmax, &pmax)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // deleted with its workflow
+	}
+	if err != nil {
+		return false, fmt.Errorf("workflows: caps: %w", err)
+	}
+	return wmax.Valid || pmax.Valid, nil
+}
+
+// queuedProject is a project of a workspace with queued runs.
+type queuedProject struct{ ws, id string }
+
+// projectsWithQueuedRuns lists, in every workspace, the projects with
+// queued runs (the admission sweep).
+func projectsWithQueuedRuns(ctx context.Context, q db.Queryer) ([]queuedProject, error) {
+	rows, err := q.QueryContext(ctx, "SELECT DISTINCT workspace_id, project_id FROM workflow_runs WHERE status = 'queued'")
+	if err != nil {
+		return nil, fmt.Errorf("workflows: sweep: %w", err)
+	}
+	defer rows.Close()
+	var out []queuedProject
+	for rows.Next() {
+		var p queuedProject
+		if err := rows.Scan(&p.ws, &p.id); err != nil {
+			return nil, fmt.Errorf("workflows: sweep: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+func deleteWorkflow(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM workflows WHERE workspace_id = $1 AND id = $2", workspaceID, id); err != nil {
+		return fmt.Errorf("workflows: delete: %w", err)
+	}
+	return nil
+}
+
+// doomedRun is a run about to be deleted with its workflow or project.
+type doomedRun struct{ id, log, status string }
+
+// runsMatching lists the workspace's runs matching cond (over $1 =
+// workspace, $2 = arg).
+func runsMatching(ctx context.Context, tx *db.Tx, workspaceID, cond string, arg string) ([]doomedRun, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT id, log_id, status FROM workflow_runs WHERE workspace_id = $1 AND "+cond, workspaceID, arg)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: runs to drop: %w", err)
+	}
+	defer rows.Close()
+	var out []doomedRun
+	for rows.Next() {
+		var d doomedRun
+		if err := rows.Scan(&d.id, &d.log, &d.status); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// countWorkflows counts the workflows w selects.
+func countWorkflows(ctx context.Context, q db.Queryer, w db.Where) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE "+w.SQL, w.Args...).Scan(&n); err != nil {
+		return 0, fmt.Errorf("workflows: count: %w", err)
+	}
+	return n, nil
+}
+
+// recentRun is a run's status and times, for the board's figures.
+type recentRun struct {
+	status         string
+	started, ended *time.Time
+}
+
+// recentRuns reads the runs w selects that are active or finished since.
+func recentRuns(ctx context.Context, d *db.DB, w db.Where, since time.Time) ([]recentRun, error) {
+	rows, err := d.R.QueryContext(ctx, "SELECT status, "+d.Dialect.TimeColumn("started_at")+", "+d.Dialect.TimeColumn("finished_at")+
+		" FROM workflow_runs WHERE "+w.SQL+" AND (status IN ('queued', 'running') OR finished_at >= "+w.Next(1)+")",
+		append(append([]any{}, w.Args...), since)...)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: stats: %w", err)
+	}
+	defer rows.Close()
+	var out []recentRun
+	for rows.Next() {
+		var r recentRun
+		if err := rows.Scan(&r.status, db.NullUTC(&r.started), db.NullUTC(&r.ended)); err != nil {
+			return nil, fmt.Errorf("workflows: stats: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// gate is a waiting human node with its raw state.
+type gate struct {
+	Approval
+	state []byte
+}
+
+// waitingGates lists the human gates of a user's running runs in every
+// workspace the user belongs to (and is not suspended from), oldest first.
+func waitingGates(ctx context.Context, d *db.DB, userID string) ([]gate, error) {
+	rows, err := d.R.QueryContext(ctx, `SELECT n.run_id, n.node_key, n.state, r.workflow_id, w.name, r.project_id, r.workspace_id, `+
+		d.Dialect.TimeColumn("n.started_at")+`
+		FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id JOIN workflows w ON w.id = r.workflow_id
+		JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $1
+		WHERE n.status = 'waiting' AND n.kind = 'human' AND r.created_by = $1 AND r.status = 'running'
+		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
+			WHERE sw.id = r.workspace_id AND s.user_id = $1 AND s.suspended_at IS NOT NULL)
+		ORDER BY n.started_at, n.id LIMIT 500`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: approvals: %w", err)
+	}
+	defer rows.Close()
+	var out []gate
+	for rows.Next() {
+		var g gate
+		var since *time.Time
+		if err := rows.Scan(&g.RunID, &g.NodeKey, &g.state, &g.WorkflowID, &g.WorkflowName, &g.ProjectID, &g.WorkspaceID, db.NullUTC(&since)); err != nil {
+			return nil, fmt.Errorf("workflows: approvals: %w", err)
+		}
+		if since != nil {
+			g.WaitingSince = *since
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// ownRunWorkspace returns the workspace of a run the user started, in a
+// workspace the user belongs to (and is not suspended from).
+func ownRunWorkspace(ctx context.Context, q db.Queryer, runID, userID string) (string, error) {
+	var ws string
+	err := q.QueryRowContext(ctx, `SELECT r.workspace_id FROM workflow_runs r
+		JOIN workspace_members m ON m.workspace_id = r.workspace_id AND m.user_id = $2
+		WHERE r.id = $1 AND r.created_by = $2
+		AND NOT EXISTS (SELECT 1 FROM organization_members s JOIN workspaces sw ON sw.organization_id = s.organization_id
+			WHERE sw.id = r.workspace_id AND s.user_id = $2 AND s.suspended_at IS NOT NULL)`, runID, userID).Scan(&ws)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", apperr.NotFound("workflow run")
+	}
+	if err != nil {
+		return "", fmt.Errorf("workflows: decide: %w", err)
+	}
+	return ws, nil
+}
+
+// runsWaitingOnEvent lists the workspace's runs with a node waiting for the
+// named event.
+func runsWaitingOnEvent(ctx context.Context, q db.Queryer, workspaceID, name string) ([]string, error) {
+	ids, err := readIDs(ctx, q, `SELECT DISTINCT n.run_id FROM node_runs n JOIN workflow_runs r ON r.id = n.run_id
+		WHERE n.status = 'waiting' AND n.wait_event = $1 AND r.workspace_id = $2`, name, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: emit: %w", err)
+	}
+	return ids, nil
 }
