@@ -161,6 +161,14 @@ func (m *Module) eval1(e ast.Expr, en *env) []variant {
 		}
 	case *ast.CallExpr:
 		return m.evalCall(e, en)
+	case *ast.CompositeLit: // db.Where{SQL: …}
+		for _, el := range e.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				if k, ok := kv.Key.(*ast.Ident); ok && k.Name == "SQL" {
+					return m.eval(kv.Value, en)
+				}
+			}
+		}
 	}
 	return dyn(e)
 }
