@@ -3,7 +3,8 @@
 // the state of whatever the job was for. Each job kind has a Handler (tasks
 // register theirs); dispatch owns the choreography: claims with leases,
 // appends, finishes, control messages, and the rescuer that takes back work
-// whose worker died.
+// whose worker died. (Not to be confused with package worker, which does
+// the work a dispatcher hands out, in the hub or in a runner.)
 package dispatch
 
 import (
@@ -271,6 +272,11 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 				return false, err
 			}
 			a.TTL = d.cfg.Lease
+			if a.Lease.RunID != "" {
+				if err := d.queue.BindRun(ctx, tx, j.ID, a.Lease.RunID); err != nil {
+					return false, err
+				}
+			}
 			if d.inbox != nil && j.Attempt > 1 {
 				if a.InboxAfter, err = d.inbox.Taken(ctx, tx, j.ID); err != nil {
 					return false, err
@@ -285,8 +291,15 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 	return as, nil
 }
 
+// holds reports whether a lease is the holder's: same job, owner and
+// attempt, and the same run once the claim is bound to one (a claim made
+// before runs were bound holds with any).
+func holds(holder, l jobs.Lease) bool {
+	return holder.JobID == l.JobID && holder.Owner == l.Owner && holder.Attempt == l.Attempt && (holder.RunID == "" || holder.RunID == l.RunID)
+}
+
 func jobLease(l workport.Lease) jobs.Lease {
-	return jobs.Lease{JobID: l.JobID, Owner: l.Worker, Attempt: l.Attempt}
+	return jobs.Lease{JobID: l.JobID, Owner: l.Worker, Attempt: l.Attempt, RunID: l.RunID}
 }
 
 // Inbox hands a job's agent the lines waiting for it (package inbox).
@@ -322,7 +335,7 @@ func (d *Dispatcher) Append(ctx context.Context, l workport.Lease, b workport.Ba
 	if err != nil {
 		return err
 	}
-	if held == nil || *held != jobLease(l) {
+	if held == nil || !holds(*held, jobLease(l)) {
 		return workport.ErrLeaseLost
 	}
 	evs := make([]runs.NewEvent, len(b.Events))

@@ -1,7 +1,9 @@
 // Package runner is `slipway runner`: a remote runner that enrols with a
 // hub (or presents a static token), heartbeats, and runs the hub's work
 // through the same worker as the hub's own, speaking the worker port over
-// HTTPS (Client) instead of calling it in process.
+// HTTPS (Client) instead of calling it in process. It imports no hub
+// code: the port's types are package workport's and the runner API's are
+// package runnerapi's (the hub's side of runners is package runners).
 package runner
 
 import (

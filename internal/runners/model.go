@@ -4,7 +4,8 @@
 // tokens redeemed for short-lived scrnj_ JWTs), heartbeats and the live
 // signals dispatch reads (who is eligible for what), the sweep that takes
 // stale runners offline, the organization's runner endpoints, and the
-// versioned runner API: the worker port over HTTPS.
+// versioned runner API: the worker port over HTTPS (its wire types are
+// package runnerapi's). The program a runner runs is package runner.
 package runners
 
 import "time"

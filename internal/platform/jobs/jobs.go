@@ -94,6 +94,10 @@ type Lease struct {
 	JobID   string `json:"job_id"`
 	Owner   string `json:"owner"`
 	Attempt int    `json:"attempt"`
+	// RunID is the run the claim started ("" for a claim that started
+	// none): once a claim is bound to its run (BindRun), only a lease
+	// naming that run holds.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // ErrLeaseLost is returned to a holder whose lease was taken away (the job
@@ -671,7 +675,7 @@ func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimR
 	// state again, and a plain primary-key match keeps the planner on the
 	// primary key whatever its statistics say.
 	sqlText := "UPDATE jobs SET state = 'running', attempt = attempt + 1, locked_by = " + q.db.Dialect.Placeholder(1) + ", locked_until = " +
-		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE, started_at = NULL WHERE id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
+		q.db.Dialect.Placeholder(2) + ", cancel_requested = FALSE, started_at = NULL, run_id = NULL WHERE id IN (" + strings.Join(in, ", ") + ") RETURNING " + columns
 	rows, err := tx.QueryContext(ctx, sqlText, args...)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: claim: %w", err)
@@ -697,14 +701,25 @@ func (q *Queue) lock(ctx context.Context, tx *db.Tx, picked []string, req ClaimR
 	return out, nil
 }
 
+// BindRun binds a claim to the run it started, in the claim's transaction:
+// from then on only a lease naming that run holds (Lease.RunID), so a
+// lease of an earlier claim never holds again, whatever its owner and
+// attempt.
+func (q *Queue) BindRun(ctx context.Context, tx *db.Tx, jobID, runID string) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE jobs SET run_id = $2 WHERE id = $1", jobID, runID); err != nil {
+		return fmt.Errorf("jobs: bind run: %w", err)
+	}
+	return nil
+}
+
 // Extend renews a lease for d from now and reports whether a cancel was
 // requested; the first renewal marks the job started (its holder has it).
 // ErrLeaseLost: the job is no longer this holder's.
 func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (cancelRequested bool, err error) {
 	now := q.clock.Now()
 	err = q.db.W.QueryRowContext(ctx, `UPDATE jobs SET locked_until = $4, started_at = COALESCE(started_at, $5)
-		WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running'
-		RETURNING cancel_requested`, l.JobID, l.Owner, l.Attempt, now.Add(d), now).Scan(&cancelRequested)
+		WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running' AND (run_id IS NULL OR run_id = $6)
+		RETURNING cancel_requested`, l.JobID, l.Owner, l.Attempt, now.Add(d), now, l.RunID).Scan(&cancelRequested)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, ErrLeaseLost
 	}
@@ -716,10 +731,11 @@ func (q *Queue) Extend(ctx context.Context, l Lease, d time.Duration) (cancelReq
 
 // finish moves a leased job out of running, in tx; it wakes claimers when
 // the job held a slot or becomes available again. set's parameters start at
-// $4 (every parameter must be used: PostgreSQL cannot type an unused one).
+// $5 (every parameter must be used: PostgreSQL cannot type an unused one).
 func (q *Queue) finish(ctx context.Context, tx *db.Tx, l Lease, set string, args ...any) (*Job, error) {
-	all := append([]any{l.JobID, l.Owner, l.Attempt}, args...)
-	j, err := scan(tx.QueryRowContext(ctx, "UPDATE jobs SET "+set+", locked_until = NULL WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running' RETURNING "+columns, all...))
+	all := append([]any{l.JobID, l.Owner, l.Attempt, l.RunID}, args...)
+	j, err := scan(tx.QueryRowContext(ctx, "UPDATE jobs SET "+set+", locked_until = NULL WHERE id = $1 AND locked_by = $2 AND attempt = $3 AND state = 'running'"+
+		" AND (run_id IS NULL OR run_id = $4) RETURNING "+columns, all...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrLeaseLost
 	}
@@ -737,7 +753,7 @@ func (q *Queue) finish(ctx context.Context, tx *db.Tx, l Lease, set string, args
 // Complete marks a leased job done, in the caller's transaction (so the
 // result it delivered and its completion commit together).
 func (q *Queue) Complete(ctx context.Context, tx *db.Tx, l Lease) (*Job, error) {
-	return q.finish(ctx, tx, l, "state = 'completed', finished_at = $4", q.clock.Now())
+	return q.finish(ctx, tx, l, "state = 'completed', finished_at = $5", q.clock.Now())
 }
 
 // CompleteMany marks many leased jobs done in one transaction and returns
@@ -795,7 +811,7 @@ func (q *Queue) CompleteMany(ctx context.Context, ls []Lease) (int, error) {
 
 // Fail gives a leased job up for good, in tx.
 func (q *Queue) Fail(ctx context.Context, tx *db.Tx, l Lease, reason string) (*Job, error) {
-	return q.finish(ctx, tx, l, "state = 'failed', finished_at = $4, last_error = $5", q.clock.Now(), reason)
+	return q.finish(ctx, tx, l, "state = 'failed', finished_at = $5, last_error = $6", q.clock.Now(), reason)
 }
 
 // Retry puts a leased job back in the queue after delay, in tx. charge=false
@@ -806,8 +822,8 @@ func (q *Queue) Retry(ctx context.Context, tx *db.Tx, l Lease, reason string, de
 	if !charge {
 		refund = 1
 	}
-	j, err := q.finish(ctx, tx, l, `state = CASE WHEN attempt - $5 >= max_attempts THEN 'failed' ELSE 'available' END,
-		attempt = attempt - $5, run_at = $6, last_error = $4, locked_by = '', started_at = NULL`, reason, refund, q.clock.Now().Add(delay))
+	j, err := q.finish(ctx, tx, l, `state = CASE WHEN attempt - $6 >= max_attempts THEN 'failed' ELSE 'available' END,
+		attempt = attempt - $6, run_at = $7, last_error = $5, locked_by = '', started_at = NULL, run_id = NULL`, reason, refund, q.clock.Now().Add(delay))
 	if err != nil {
 		return nil, err
 	}
@@ -942,7 +958,8 @@ func (q *Queue) Unfinished(ctx context.Context, rq db.Queryer, workspaceID, kind
 // job is not running.
 func (q *Queue) Holder(ctx context.Context, id string) (*Lease, error) {
 	var l Lease
-	err := q.db.R.QueryRowContext(ctx, "SELECT id, locked_by, attempt FROM jobs WHERE id = $1 AND state = 'running'", id).Scan(&l.JobID, &l.Owner, &l.Attempt)
+	err := q.db.R.QueryRowContext(ctx, "SELECT id, locked_by, attempt, COALESCE(run_id, '') FROM jobs WHERE id = $1 AND state = 'running'", id).
+		Scan(&l.JobID, &l.Owner, &l.Attempt, &l.RunID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -1013,7 +1030,7 @@ func (q *Queue) Rescue(ctx context.Context, policy Policy, fn InterruptFunc) (in
 			// its lease since the list was read.
 			r, err := scan(tx.QueryRowContext(ctx, `UPDATE jobs SET
 				state = CASE WHEN $5 OR attempt - $6 >= max_attempts THEN 'failed' ELSE 'available' END,
-				attempt = attempt - $6, run_at = $3, last_error = $4, locked_by = '', locked_until = NULL, started_at = NULL
+				attempt = attempt - $6, run_at = $3, last_error = $4, locked_by = '', locked_until = NULL, started_at = NULL, run_id = NULL
 				WHERE id = $1 AND attempt = $2 AND state = 'running' AND locked_until < $3 RETURNING `+columns,
 				j.ID, j.Attempt, now, v.Reason, v.Fail, refund))
 			if errors.Is(err, sql.ErrNoRows) {
