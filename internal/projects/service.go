@@ -2,10 +2,8 @@ package projects
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -480,13 +478,5 @@ func (s *Service) Exists(ctx context.Context, q db.Queryer, workspaceID, id stri
 	if q == nil {
 		q = s.db.R
 	}
-	var one int
-	err := q.QueryRowContext(ctx, "SELECT 1 FROM projects WHERE workspace_id = $1 AND id = $2", workspaceID, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("projects: exists: %w", err)
-	}
-	return true, nil
+	return projectExists(ctx, q, workspaceID, id)
 }

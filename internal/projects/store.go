@@ -88,6 +88,18 @@ func updateProject(ctx context.Context, q db.Queryer, p *projectRow) error {
 	return nil
 }
 
+func projectExists(ctx context.Context, q db.Queryer, workspaceID, id string) (bool, error) {
+	var one int
+	err := q.QueryRowContext(ctx, "SELECT 1 FROM projects WHERE workspace_id = $1 AND id = $2", workspaceID, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("projects: exists: %w", err)
+	}
+	return true, nil
+}
+
 func deleteProject(ctx context.Context, q db.Queryer, workspaceID, id string) error {
 	if _, err := q.ExecContext(ctx, "DELETE FROM projects WHERE workspace_id = $1 AND id = $2", workspaceID, id); err != nil {
 		return fmt.Errorf("projects: delete: %w", err)

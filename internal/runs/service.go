@@ -2,10 +2,8 @@ package runs
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"slipway/internal/agents/protocol"
 	"strings"
@@ -57,11 +55,7 @@ func (s *Service) CreateLog(ctx context.Context, tx *db.Tx, workspaceID, id stri
 // EnsureLog creates an event log unless it exists (a log named after
 // what it belongs to, such as a script's), in tx.
 func (s *Service) EnsureLog(ctx context.Context, tx *db.Tx, workspaceID, id string) error {
-	if _, err := tx.ExecContext(ctx, "INSERT INTO event_logs (id, workspace_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
-		id, workspaceID, s.clock.Now()); err != nil {
-		return fmt.Errorf("runs: ensure log: %w", err)
-	}
-	return nil
+	return ensureLog(ctx, tx, workspaceID, id, s.clock.Now())
 }
 
 // RecordResult keeps a run's result (an agent's result line, a script's
@@ -72,8 +66,7 @@ func (s *Service) RecordResult(ctx context.Context, tx *db.Tx, workspaceID, runI
 
 // OnLog lists the top-level runs of a kind on a log, newest first.
 func (s *Service) OnLog(ctx context.Context, workspaceID, logID, kind string, limit int) ([]Run, error) {
-	return queryRuns(ctx, s.db.R, "SELECT "+runColumns+` FROM runs WHERE workspace_id = $1 AND log_id = $2 AND kind = $3 AND parent_run_id IS NULL
-		ORDER BY created_at DESC, id DESC LIMIT $4`, workspaceID, logID, kind, limit)
+	return runsOnLog(ctx, s.db.R, workspaceID, logID, kind, limit)
 }
 
 // DeleteLog removes a log with its runs and events, in tx.
@@ -492,14 +485,5 @@ func (s *Service) Payloads(ctx context.Context, q db.Queryer, workspaceID, runID
 // LastResult is the result line of the newest run on a log that recorded
 // one (nil when none did).
 func (s *Service) LastResult(ctx context.Context, q db.Queryer, workspaceID, logID string) (json.RawMessage, error) {
-	var res []byte
-	err := q.QueryRowContext(ctx, `SELECT result FROM runs WHERE workspace_id = $1 AND log_id = $2 AND result IS NOT NULL
-		ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, logID).Scan(&res)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("runs: last result: %w", err)
-	}
-	return res, nil
+	return lastResult(ctx, q, workspaceID, logID)
 }

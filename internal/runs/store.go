@@ -54,6 +54,30 @@ func insertLog(ctx context.Context, q db.Queryer, workspaceID, id string, now ti
 	return nil
 }
 
+// ensureLog creates an event log unless it exists.
+func ensureLog(ctx context.Context, q db.Queryer, workspaceID, id string, now time.Time) error {
+	if _, err := q.ExecContext(ctx, "INSERT INTO event_logs (id, workspace_id, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING",
+		id, workspaceID, now); err != nil {
+		return fmt.Errorf("runs: ensure log: %w", err)
+	}
+	return nil
+}
+
+// lastResult is the result of the newest run on a log that recorded one
+// (nil when none did).
+func lastResult(ctx context.Context, q db.Queryer, workspaceID, logID string) (json.RawMessage, error) {
+	var res []byte
+	err := q.QueryRowContext(ctx, `SELECT result FROM runs WHERE workspace_id = $1 AND log_id = $2 AND result IS NOT NULL
+		ORDER BY created_at DESC, id DESC LIMIT 1`, workspaceID, logID).Scan(&res)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: last result: %w", err)
+	}
+	return res, nil
+}
+
 func deleteLog(ctx context.Context, q db.Queryer, d db.Dialect, workspaceID, id string) error {
 	// Lock the log's runs before the log, in the order an append takes them
 	// (its run, then the log): deleting the log first deadlocked with a run
@@ -159,6 +183,12 @@ func listRuns(ctx context.Context, q db.Queryer, w db.Where, orderBy string, lim
 	args := append(append([]any{}, w.Args...), limit, offset)
 	out, err := queryRuns(ctx, q, "SELECT "+runColumns+" FROM runs WHERE "+w.SQL+" ORDER BY "+orderBy+" LIMIT "+w.Next(1)+" OFFSET "+w.Next(2), args...)
 	return out, total, err
+}
+
+// runsOnLog lists the top-level runs of a kind on a log, newest first.
+func runsOnLog(ctx context.Context, q db.Queryer, workspaceID, logID, kind string, limit int) ([]Run, error) {
+	return queryRuns(ctx, q, "SELECT "+runColumns+` FROM runs WHERE workspace_id = $1 AND log_id = $2 AND kind = $3 AND parent_run_id IS NULL
+		ORDER BY created_at DESC, id DESC LIMIT $4`, workspaceID, logID, kind, limit)
 }
 
 func childRuns(ctx context.Context, q db.Queryer, workspaceID, parentID string) ([]Run, error) {

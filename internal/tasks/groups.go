@@ -2,9 +2,7 @@ package tasks
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"sort"
 	"time"
 
@@ -67,9 +65,8 @@ func (s *Service) CreateGroup(ctx context.Context, ws *actor.Workspace, u *actor
 		g.Title = title
 	}
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO task_groups (id, workspace_id, title, created_by, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			g.ID, g.WorkspaceID, g.Title, g.CreatedBy, g.CreatedAt); err != nil {
-			return fmt.Errorf("tasks: insert group: %w", err)
+		if err := insertGroup(ctx, tx, g); err != nil {
+			return err
 		}
 		for _, t := range ts {
 			if err := s.insert(ctx, tx, t); err != nil {
@@ -93,31 +90,17 @@ func (s *Service) group(ctx context.Context, q db.Queryer, ws *actor.Workspace, 
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("group")
 	}
-	g := &Group{Counts: map[string]int{}}
-	err := q.QueryRowContext(ctx, `SELECT id, workspace_id, title, created_by, created_at FROM task_groups WHERE workspace_id = $1 AND id = $2`,
-		ws.ID, id).Scan(&g.ID, &g.WorkspaceID, &g.Title, &g.CreatedBy, db.UTC(&g.CreatedAt))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("group")
-	}
+	g, err := getGroup(ctx, q, ws.ID, id)
 	if err != nil {
-		return nil, fmt.Errorf("tasks: group: %w", err)
+		return nil, err
 	}
-	rows, err := q.QueryContext(ctx, "SELECT "+taskColumns+" FROM tasks WHERE workspace_id = $1 AND group_id = $2 ORDER BY created_at, id", ws.ID, id)
-	if err != nil {
-		return nil, fmt.Errorf("tasks: group tasks: %w", err)
+	if g.Tasks, err = groupTasks(ctx, q, ws.ID, id); err != nil {
+		return nil, err
 	}
-	defer rows.Close()
-	r := newTaskRow()
-	g.Tasks = []Task{}
-	for rows.Next() {
-		var t Task
-		if err := r.scan(rows, &t); err != nil {
-			return nil, fmt.Errorf("tasks: group tasks: %w", err)
-		}
-		g.Tasks = append(g.Tasks, t)
+	for _, t := range g.Tasks {
 		g.Counts[t.Status]++
 	}
-	return g, rows.Err()
+	return g, nil
 }
 
 // CancelGroup cancels every task of the group that has not ended, in one
@@ -197,20 +180,12 @@ func (s *Service) TeamBoard(ctx context.Context, ws *actor.Workspace) ([]TeamRow
 	for _, p := range profiles {
 		rows[p.Name] = &TeamRow{AgentProfile: p.Name}
 	}
-	rs, err := s.db.R.QueryContext(ctx, `SELECT agent_profile, status, COUNT(*), MAX(`+s.db.Dialect.TimeColumn("updated_at")+`), SUM(cost_usd)
-		FROM tasks WHERE workspace_id = $1 GROUP BY agent_profile, status`, ws.ID)
+	counts, err := profileCounts(ctx, s.db, ws.ID)
 	if err != nil {
-		return nil, fmt.Errorf("tasks: team board: %w", err)
+		return nil, err
 	}
-	defer rs.Close()
-	for rs.Next() {
-		var profile, status string
-		var n int
-		var last time.Time
-		var cost float64
-		if err := rs.Scan(&profile, &status, &n, db.UTC(&last), &cost); err != nil {
-			return nil, fmt.Errorf("tasks: team board: %w", err)
-		}
+	for _, c := range counts {
+		profile, status, n, last, cost := c.profile, c.status, c.n, c.last, c.cost
 		row := rows[profile]
 		if row == nil {
 			if row = rows[Unassigned]; row == nil {
@@ -235,9 +210,6 @@ func (s *Service) TeamBoard(ctx context.Context, ws *actor.Workspace) ([]TeamRow
 			row.LastActivity = &l
 		}
 		row.CostUSD += cost
-	}
-	if err := rs.Err(); err != nil {
-		return nil, err
 	}
 	out := make([]TeamRow, 0, len(rows))
 	for _, r := range rows {

@@ -268,3 +268,83 @@ func addCost(ctx context.Context, q db.Queryer, workspaceID, id string, usd floa
 	}
 	return nil
 }
+
+// queryTasks reads the tasks of a statement selecting taskColumns.
+func queryTasks(ctx context.Context, q db.Queryer, op, query string, args ...any) ([]Task, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: %s: %w", op, err)
+	}
+	defer rows.Close()
+	r := newTaskRow()
+	out := []Task{}
+	for rows.Next() {
+		var t Task
+		if err := r.scan(rows, &t); err != nil {
+			return nil, fmt.Errorf("tasks: %s: %w", op, err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// childTasks lists a task's subtasks, oldest first.
+func childTasks(ctx context.Context, q db.Queryer, workspaceID, parentID string) ([]Task, error) {
+	return queryTasks(ctx, q, "subtasks", "SELECT "+taskColumns+" FROM tasks WHERE workspace_id = $1 AND parent_task_id = $2 ORDER BY created_at, id",
+		workspaceID, parentID)
+}
+
+// profileCount is how many of a workspace's tasks of a profile are in a
+// status, when one last changed and what they cost.
+type profileCount struct {
+	profile, status string
+	n               int
+	last            time.Time
+	cost            float64
+}
+
+func profileCounts(ctx context.Context, d *db.DB, workspaceID string) ([]profileCount, error) {
+	rows, err := d.R.QueryContext(ctx, `SELECT agent_profile, status, COUNT(*), MAX(`+d.Dialect.TimeColumn("updated_at")+`), SUM(cost_usd)
+		FROM tasks WHERE workspace_id = $1 GROUP BY agent_profile, status`, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: team board: %w", err)
+	}
+	defer rows.Close()
+	var out []profileCount
+	for rows.Next() {
+		var c profileCount
+		if err := rows.Scan(&c.profile, &c.status, &c.n, db.UTC(&c.last), &c.cost); err != nil {
+			return nil, fmt.Errorf("tasks: team board: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func insertGroup(ctx context.Context, tx *db.Tx, g *Group) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO task_groups (id, workspace_id, title, created_by, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		g.ID, g.WorkspaceID, g.Title, g.CreatedBy, g.CreatedAt); err != nil {
+		return fmt.Errorf("tasks: insert group: %w", err)
+	}
+	return nil
+}
+
+// getGroup reads a group of the workspace, without its tasks.
+func getGroup(ctx context.Context, q db.Queryer, workspaceID, id string) (*Group, error) {
+	g := &Group{Counts: map[string]int{}}
+	err := q.QueryRowContext(ctx, `SELECT id, workspace_id, title, created_by, created_at FROM task_groups WHERE workspace_id = $1 AND id = $2`,
+		workspaceID, id).Scan(&g.ID, &g.WorkspaceID, &g.Title, &g.CreatedBy, db.UTC(&g.CreatedAt))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("group")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tasks: group: %w", err)
+	}
+	return g, nil
+}
+
+// groupTasks lists a group's tasks, oldest first.
+func groupTasks(ctx context.Context, q db.Queryer, workspaceID, groupID string) ([]Task, error) {
+	return queryTasks(ctx, q, "group tasks", "SELECT "+taskColumns+" FROM tasks WHERE workspace_id = $1 AND group_id = $2 ORDER BY created_at, id",
+		workspaceID, groupID)
+}

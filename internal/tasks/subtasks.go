@@ -100,22 +100,15 @@ func (s *Service) Subtasks(ctx context.Context, ws *actor.Workspace, parentID st
 	if _, err := s.Get(ctx, ws, parentID); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.R.QueryContext(ctx, "SELECT "+taskColumns+" FROM tasks WHERE workspace_id = $1 AND parent_task_id = $2 ORDER BY created_at, id",
-		ws.ID, parentID)
+	children, err := childTasks(ctx, s.db.R, ws.ID, parentID)
 	if err != nil {
-		return nil, fmt.Errorf("tasks: subtasks: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
 	out := []Subtask{}
-	r := newTaskRow()
-	for rows.Next() {
-		var t Task
-		if err := r.scan(rows, &t); err != nil {
-			return nil, fmt.Errorf("tasks: subtasks: %w", err)
-		}
-		out = append(out, subtaskOf(&t, ""))
+	for i := range children {
+		out = append(out, subtaskOf(&children[i], ""))
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func subtaskOf(t *Task, summary string) Subtask {
