@@ -3,7 +3,6 @@ package tenancy
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
@@ -29,12 +28,7 @@ func (a Access) CanAccess(ctx context.Context, userID, workspaceID string) (bool
 // AutonomyLevel is the workspace's autonomy level (0 to 100): how much its
 // agents may do without asking.
 func (a Access) AutonomyLevel(ctx context.Context, workspaceID string) (int, error) {
-	var level int
-	err := a.DB.R.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, workspaceID).Scan(&level)
-	if err != nil {
-		return 0, fmt.Errorf("tenancy: autonomy level: %w", err)
-	}
-	return level, nil
+	return autonomyLevel(ctx, a.DB.R, workspaceID)
 }
 
 // Autonomy is a workspace's autonomy setting.
@@ -71,12 +65,12 @@ func (s *Service) SetAutonomy(ctx context.Context, u *actor.User, id string, lev
 		if !WorkspaceAdmin(w.Role) && orgRole != RoleOwner && orgRole != RoleAdmin {
 			return apperr.New(apperr.CodeForbidden, "only the workspace's owner or admin or the organization's owner or admin may change its autonomy level")
 		}
-		var before int
-		if err := tx.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, id).Scan(&before); err != nil {
-			return fmt.Errorf("tenancy: autonomy level: %w", err)
+		before, err := autonomyLevel(ctx, tx, id)
+		if err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET autonomy_level = $2 WHERE id = $1`, id, level); err != nil {
-			return fmt.Errorf("tenancy: set autonomy level: %w", err)
+		if err := setAutonomyLevel(ctx, tx, id, level); err != nil {
+			return err
 		}
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.autonomy", "workspace", id, Autonomy{before}, Autonomy{level})
 	})

@@ -2,8 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -95,24 +93,6 @@ type Accepted struct {
 // answer for all three).
 var ErrBadInvite = apperr.BadRequest("this invite is not valid: it is unknown, already used or expired")
 
-const inviteColumns = `id, organization_id, email, role, workspace_ids, invited_by, created_at, expires_at`
-
-func scanInvite(s interface{ Scan(...any) error }) (*Invite, error) {
-	var in Invite
-	var ws string
-	err := s.Scan(&in.ID, &in.OrganizationID, &in.Email, &in.Role, &ws, &in.InvitedBy, db.UTC(&in.CreatedAt), db.UTC(&in.ExpiresAt))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("invite")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tenancy: invite: %w", err)
-	}
-	if err := json.Unmarshal([]byte(ws), &in.WorkspaceIDs); err != nil {
-		return nil, fmt.Errorf("tenancy: invite workspaces: %w", err)
-	}
-	return &in, nil
-}
-
 // Mailer queues a templated mail in a transaction (package mail).
 type Mailer interface {
 	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
@@ -151,21 +131,7 @@ func (s *Service) Invites(ctx context.Context, u *actor.User, sel Selector) ([]I
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.R.QueryContext(ctx, `SELECT `+inviteColumns+` FROM organization_invites
-		WHERE organization_id = $1 AND accepted_at IS NULL AND expires_at > $2 ORDER BY created_at DESC, id DESC`, o.ID, s.clock.Now())
-	if err != nil {
-		return nil, fmt.Errorf("tenancy: invites: %w", err)
-	}
-	defer rows.Close()
-	out := []Invite{}
-	for rows.Next() {
-		in, err := scanInvite(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, *in)
-	}
-	return out, rows.Err()
+	return pendingInvites(ctx, s.db.R, o.ID, s.clock.Now())
 }
 
 // inviteTarget checks what an invite joins: the role and workspaces of the
@@ -178,10 +144,9 @@ func inviteTarget(ctx context.Context, q db.Queryer, orgID, role string, wsIDs [
 		return "", nil, apperr.BadRequest("role must be admin or member (ownership is transferred, not invited)")
 	}
 	if len(wsIDs) == 0 {
-		var first string
-		err := q.QueryRowContext(ctx, `SELECT id FROM workspaces WHERE organization_id = $1 ORDER BY created_at, id LIMIT 1`, orgID).Scan(&first)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return "", nil, fmt.Errorf("tenancy: first workspace: %w", err)
+		first, err := firstWorkspace(ctx, q, orgID)
+		if err != nil {
+			return "", nil, err
 		}
 		if first != "" {
 			wsIDs = []string{first}
@@ -190,13 +155,14 @@ func inviteTarget(ctx context.Context, q db.Queryer, orgID, role string, wsIDs [
 	}
 	var out []string
 	for _, id := range wsIDs {
-		var n int
+		ok := false
 		if ids.Valid(id) {
-			if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM workspaces WHERE id = $1 AND organization_id = $2`, id, orgID).Scan(&n); err != nil {
-				return "", nil, fmt.Errorf("tenancy: invite workspace: %w", err)
+			var err error
+			if ok, err = workspaceOfOrganization(ctx, q, orgID, id); err != nil {
+				return "", nil, err
 			}
 		}
-		if n == 0 {
+		if !ok {
 			return "", nil, apperr.BadRequest("workspace_ids: %q is not a workspace of this organization", text.Clip(id, 64))
 		}
 		if !slices.Contains(out, id) {
@@ -211,23 +177,18 @@ func inviteTarget(ctx context.Context, q db.Queryer, orgID, role string, wsIDs [
 // a member or has a pending invite already.
 func (s *Service) issue(ctx context.Context, tx *db.Tx, o *Organization, u *actor.User, email, role string, wsIDs []string) (*IssuedInvite, string, error) {
 	now := s.clock.Now()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM organization_members m JOIN users us ON us.id = m.user_id
-		WHERE m.organization_id = $1 AND us.email = $2`, o.ID, email).Scan(&n); err != nil {
-		return nil, "", fmt.Errorf("tenancy: invite: %w", err)
+	member, err := isMemberByEmail(ctx, tx, o.ID, email)
+	if err != nil {
+		return nil, "", err
 	}
-	if n > 0 {
+	if member {
 		return nil, VerdictAlreadyMember, nil
 	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM organization_invites WHERE organization_id = $1 AND email = $2 AND accepted_at IS NULL
-		AND expires_at <= $3`, o.ID, email, now); err != nil {
-		return nil, "", fmt.Errorf("tenancy: invite: %w", err)
+	invited, err := pendingInviteFor(ctx, tx, o.ID, email, now)
+	if err != nil {
+		return nil, "", err
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM organization_invites WHERE organization_id = $1 AND email = $2 AND accepted_at IS NULL`,
-		o.ID, email).Scan(&n); err != nil {
-		return nil, "", fmt.Errorf("tenancy: invite: %w", err)
-	}
-	if n > 0 {
+	if invited {
 		return nil, VerdictAlreadyInvited, nil
 	}
 	tok, hash := token.New(InviteTokenPrefix)
@@ -236,9 +197,7 @@ func (s *Service) issue(ctx context.Context, tx *db.Tx, o *Organization, u *acto
 	if in.WorkspaceIDs == nil {
 		in.WorkspaceIDs = []string{}
 	}
-	b, _ := json.Marshal(in.WorkspaceIDs)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO organization_invites (id, organization_id, email, role, workspace_ids, token_hash, invited_by,
-		created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, in.ID, o.ID, email, role, string(b), hash, u.ID, now, in.ExpiresAt); err != nil {
+	if err := insertInvite(ctx, tx, &in.Invite, hash); err != nil {
 		if s.db.Dialect.IsUniqueViolation(err) {
 			return nil, VerdictAlreadyInvited, nil
 		}
@@ -330,8 +289,7 @@ func (s *Service) inviteOf(ctx context.Context, q db.Queryer, o *Organization, i
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("invite")
 	}
-	return scanInvite(q.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM organization_invites
-		WHERE organization_id = $1 AND id = $2 AND accepted_at IS NULL`, o.ID, id))
+	return pendingInvite(ctx, q, o.ID, id)
 }
 
 // RevokeInvite deletes a pending invite (owner or admin).
@@ -345,8 +303,8 @@ func (s *Service) RevokeInvite(ctx context.Context, u *actor.User, sel Selector,
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM organization_invites WHERE id = $1`, in.ID); err != nil {
-			return fmt.Errorf("tenancy: revoke invite: %w", err)
+		if err := deleteInvite(ctx, tx, in.OrganizationID, in.ID); err != nil {
+			return err
 		}
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "organization.invite.revoke", "invite", in.ID, in, nil)
 	})
@@ -368,8 +326,8 @@ func (s *Service) ResendInvite(ctx context.Context, u *actor.User, sel Selector,
 		now := s.clock.Now()
 		tok, hash := token.New(InviteTokenPrefix)
 		in.ExpiresAt = now.Add(s.inviteTTL)
-		if _, err := tx.ExecContext(ctx, `UPDATE organization_invites SET token_hash = $2, expires_at = $3 WHERE id = $1`, in.ID, hash, in.ExpiresAt); err != nil {
-			return fmt.Errorf("tenancy: resend invite: %w", err)
+		if err := renewInvite(ctx, tx, in.OrganizationID, in.ID, hash, in.ExpiresAt); err != nil {
+			return err
 		}
 		out = &IssuedInvite{Invite: *in, Token: tok, AcceptURL: s.publicURL + "/invite?token=" + tok}
 		if err := s.mailInvite(ctx, tx, o, u, out); err != nil {
@@ -391,8 +349,7 @@ func (s *Service) AcceptInvite(ctx context.Context, u *actor.User, tok string) (
 	var out *Accepted
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
 		now := s.clock.Now()
-		in, err := scanInvite(tx.QueryRowContext(ctx, `SELECT `+inviteColumns+` FROM organization_invites
-			WHERE token_hash = $1 AND accepted_at IS NULL AND expires_at > $2`, token.Hash(tok), now))
+		in, err := inviteByToken(ctx, tx, token.Hash(tok), now)
 		if errors.Is(err, apperr.ErrNotFound) {
 			return ErrBadInvite
 		}
@@ -403,27 +360,15 @@ func (s *Service) AcceptInvite(ctx context.Context, u *actor.User, tok string) (
 			return apperr.New(apperr.CodeForbidden, "this invite is for another email address; sign in with the invited account")
 		}
 		// Single use: the compare-and-set decides between racing accepts.
-		res, err := tx.ExecContext(ctx, `UPDATE organization_invites SET accepted_at = $2, accepted_by = $3 WHERE id = $1 AND accepted_at IS NULL`,
-			in.ID, now, u.ID)
+		won, err := markAccepted(ctx, tx, in.ID, u.ID, now)
 		if err != nil {
-			return fmt.Errorf("tenancy: accept invite: %w", err)
+			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			if err != nil {
-				return err
-			}
+		if !won {
 			return ErrBadInvite
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO organization_members (organization_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (organization_id, user_id) DO NOTHING`, in.OrganizationID, u.ID, in.Role, now); err != nil {
-			return fmt.Errorf("tenancy: accept invite: %w", err)
-		}
-		for _, ws := range in.WorkspaceIDs {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_members (workspace_id, user_id, role, created_at)
-				SELECT id, $2, 'member', $3 FROM workspaces WHERE id = $1 AND organization_id = $4
-				ON CONFLICT (workspace_id, user_id) DO NOTHING`, ws, u.ID, now, in.OrganizationID); err != nil {
-				return fmt.Errorf("tenancy: accept invite: %w", err)
-			}
+		if err := joinInvited(ctx, tx, in, u.ID, now); err != nil {
+			return err
 		}
 		s.changed(tx)
 		out = &Accepted{OrganizationID: in.OrganizationID}
@@ -450,20 +395,14 @@ func (s *Service) InvitingOrganizations(ctx context.Context, emails []string) (m
 	for i, e := range emails {
 		args[i], marks[i] = e, fmt.Sprintf("$%d", i+1)
 	}
-	rows, err := s.db.R.QueryContext(ctx, `SELECT i.email, o.name FROM organization_invites i JOIN organizations o ON o.id = i.organization_id
-		WHERE i.email IN (`+strings.Join(marks, ", ")+`) ORDER BY i.created_at, i.id`, args...)
+	pairs, err := invitingOrganizations(ctx, s.db.R, strings.Join(marks, ", "), args)
 	if err != nil {
-		return nil, fmt.Errorf("tenancy: inviting organizations: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var e, name string
-		if err := rows.Scan(&e, &name); err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out[e], name) {
-			out[e] = append(out[e], name)
+	for _, p := range pairs {
+		if !slices.Contains(out[p[0]], p[1]) {
+			out[p[0]] = append(out[p[0]], p[1])
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -2,9 +2,7 @@ package tenancy
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -58,35 +56,6 @@ type MemberView struct {
 const memberAuditKind = "member"
 
 func memberTarget(orgID, userID string) string { return orgID + "/" + userID }
-
-func memberRow(ctx context.Context, q db.Queryer, orgID, userID string) (*MemberView, error) {
-	var m MemberView
-	err := q.QueryRowContext(ctx, `SELECT u.id, u.email, u.display_name, m.role, m.created_at, m.suspended_at
-		FROM organization_members m JOIN users u ON u.id = m.user_id
-		WHERE m.organization_id = $1 AND m.user_id = $2`, orgID, userID).
-		Scan(&m.UserID, &m.Email, &m.DisplayName, &m.Role, db.UTC(&m.JoinedAt), db.NullUTC(&m.SuspendedAt))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("member")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("tenancy: member: %w", err)
-	}
-	m.Status = MemberActive
-	if m.SuspendedAt != nil {
-		m.Status = MemberSuspended
-	}
-	return &m, nil
-}
-
-func activeOwners(ctx context.Context, q db.Queryer, orgID string) (int, error) {
-	var n int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM organization_members WHERE organization_id = $1 AND role = 'owner' AND suspended_at IS NULL`,
-		orgID).Scan(&n)
-	if err != nil {
-		return 0, fmt.Errorf("tenancy: owners: %w", err)
-	}
-	return n, nil
-}
 
 // managed opens the common prologue of member management in tx: the
 // caller's organization and role, and the target member (another
@@ -152,8 +121,8 @@ func (s *Service) SetRole(ctx context.Context, u *actor.User, sel Selector, user
 			}
 		}
 		before := *m
-		if _, err := tx.ExecContext(ctx, `UPDATE organization_members SET role = $3 WHERE organization_id = $1 AND user_id = $2`, o.ID, userID, role); err != nil {
-			return fmt.Errorf("tenancy: set role: %w", err)
+		if err := setOrgRole(ctx, tx, o.ID, userID, role); err != nil {
+			return err
 		}
 		m.Role = role
 		out = m
@@ -205,9 +174,8 @@ func (s *Service) setSuspended(ctx context.Context, u *actor.User, sel Selector,
 		if suspend {
 			at = &now
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE organization_members SET suspended_at = $3 WHERE organization_id = $1 AND user_id = $2`,
-			o.ID, userID, at); err != nil {
-			return fmt.Errorf("tenancy: suspend: %w", err)
+		if err := setSuspendedAt(ctx, tx, o.ID, userID, at); err != nil {
+			return err
 		}
 		m.SuspendedAt, m.Status = at, MemberActive
 		if suspend {
@@ -238,12 +206,8 @@ func (s *Service) Offboard(ctx context.Context, u *actor.User, sel Selector, use
 		if err := lastOwner(ctx, tx, o.ID, m, "removed"); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM workspace_members WHERE user_id = $1
-			AND workspace_id IN (SELECT id FROM workspaces WHERE organization_id = $2)`, userID, o.ID); err != nil {
-			return fmt.Errorf("tenancy: offboard: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM organization_members WHERE organization_id = $1 AND user_id = $2`, o.ID, userID); err != nil {
-			return fmt.Errorf("tenancy: offboard: %w", err)
+		if err := removeFromOrganization(ctx, tx, o.ID, userID); err != nil {
+			return err
 		}
 		if s.react != nil && userID != u.ID { // leaving keeps your own sessions
 			if err := s.react.Offboarded(ctx, tx, userID); err != nil {
@@ -274,11 +238,11 @@ func (s *Service) TransferOwnership(ctx context.Context, u *actor.User, sel Sele
 			return apperr.New(apperr.CodeConflict, "a suspended member cannot take ownership; reactivate them first")
 		}
 		now := s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `UPDATE organization_members SET role = 'owner' WHERE organization_id = $1 AND user_id = $2`, o.ID, userID); err != nil {
-			return fmt.Errorf("tenancy: transfer: %w", err)
+		if err := setOrgRole(ctx, tx, o.ID, userID, RoleOwner); err != nil {
+			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE organization_members SET role = 'admin' WHERE organization_id = $1 AND user_id = $2`, o.ID, u.ID); err != nil {
-			return fmt.Errorf("tenancy: transfer: %w", err)
+		if err := setOrgRole(ctx, tx, o.ID, u.ID, RoleAdmin); err != nil {
+			return err
 		}
 		s.changed(tx)
 		before := *o
@@ -353,26 +317,8 @@ func (s *Service) MembersBoard(ctx context.Context, u *actor.User, sel Selector,
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.R.QueryContext(ctx, `SELECT u.id, u.email, u.display_name, m.role, m.created_at, m.suspended_at
-		FROM organization_members m JOIN users u ON u.id = m.user_id
-		WHERE m.organization_id = $1 ORDER BY m.created_at, u.id`, o.ID)
+	all, err := orgMembers(ctx, s.db.R, o.ID)
 	if err != nil {
-		return nil, fmt.Errorf("tenancy: members board: %w", err)
-	}
-	defer rows.Close()
-	var all []MemberView
-	for rows.Next() {
-		var m MemberView
-		if err := rows.Scan(&m.UserID, &m.Email, &m.DisplayName, &m.Role, db.UTC(&m.JoinedAt), db.NullUTC(&m.SuspendedAt)); err != nil {
-			return nil, fmt.Errorf("tenancy: members board: %w", err)
-		}
-		m.Status = MemberActive
-		if m.SuspendedAt != nil {
-			m.Status = MemberSuspended
-		}
-		all = append(all, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	q := strings.ToLower(strings.TrimSpace(in.Q))

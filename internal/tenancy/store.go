@@ -224,3 +224,19 @@ func onlyAdminsIn(ctx context.Context, q db.Queryer, workspaceID string) (bool, 
 	}
 	return only, nil
 }
+
+// autonomyLevel reads a workspace's autonomy level.
+func autonomyLevel(ctx context.Context, q db.Queryer, workspaceID string) (int, error) {
+	var level int
+	if err := q.QueryRowContext(ctx, `SELECT autonomy_level FROM workspaces WHERE id = $1`, workspaceID).Scan(&level); err != nil {
+		return 0, fmt.Errorf("tenancy: autonomy level: %w", err)
+	}
+	return level, nil
+}
+
+func setAutonomyLevel(ctx context.Context, tx *db.Tx, workspaceID string, level int) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE workspaces SET autonomy_level = $2 WHERE id = $1`, workspaceID, level); err != nil {
+		return fmt.Errorf("tenancy: set autonomy level: %w", err)
+	}
+	return nil
+}

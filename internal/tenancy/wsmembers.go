@@ -2,7 +2,6 @@ package tenancy
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"slipway/internal/audit"
@@ -30,24 +29,6 @@ type WorkspaceMember struct {
 	DisplayName string    `json:"display_name"`
 	Role        string    `json:"role" enum:"owner,admin,member"`
 	JoinedAt    time.Time `json:"joined_at"`
-}
-
-func workspaceMembers(ctx context.Context, q db.Queryer, wsID string) ([]WorkspaceMember, error) {
-	rows, err := q.QueryContext(ctx, `SELECT u.id, u.email, u.display_name, m.role, m.created_at
-		FROM workspace_members m JOIN users u ON u.id = m.user_id WHERE m.workspace_id = $1 ORDER BY m.created_at, u.id`, wsID)
-	if err != nil {
-		return nil, fmt.Errorf("tenancy: workspace members: %w", err)
-	}
-	defer rows.Close()
-	out := []WorkspaceMember{}
-	for rows.Next() {
-		var m WorkspaceMember
-		if err := rows.Scan(&m.UserID, &m.Email, &m.DisplayName, &m.Role, db.UTC(&m.JoinedAt)); err != nil {
-			return nil, fmt.Errorf("tenancy: workspace members: %w", err)
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // WorkspaceMembers lists a workspace's members (anyone who may see it).
@@ -80,16 +61,6 @@ func (s *Service) wsManager(ctx context.Context, tx *db.Tx, u *actor.User, wsID 
 	return w, map[string]bool{}, nil
 }
 
-func lastWorkspaceOwner(ctx context.Context, q db.Queryer, wsID, userID string) (bool, error) {
-	var owners, isOwner int
-	err := q.QueryRowContext(ctx, `SELECT COUNT(*), COUNT(CASE WHEN user_id = $2 THEN 1 END) FROM workspace_members
-		WHERE workspace_id = $1 AND role = 'owner'`, wsID, userID).Scan(&owners, &isOwner)
-	if err != nil {
-		return false, fmt.Errorf("tenancy: workspace owners: %w", err)
-	}
-	return isOwner == 1 && owners == 1, nil
-}
-
 // SetWorkspaceMember adds a member of the organization to the workspace
 // with a role, or changes their role.
 func (s *Service) SetWorkspaceMember(ctx context.Context, u *actor.User, wsID, userID, role string) (*WorkspaceMember, error) {
@@ -112,8 +83,7 @@ func (s *Service) SetWorkspaceMember(ctx context.Context, u *actor.User, wsID, u
 		if target.SuspendedAt != nil {
 			return apperr.New(apperr.CodeConflict, "the member is suspended in the organization")
 		}
-		var current string
-		_ = tx.QueryRowContext(ctx, `SELECT role FROM workspace_members WHERE workspace_id = $1 AND user_id = $2`, wsID, userID).Scan(&current)
+		current, _ := workspaceRole(ctx, tx, wsID, userID)
 		if !may[role] || (current != "" && !may[current]) {
 			return apperr.New(apperr.CodeForbidden, "you may not make someone a workspace %s here", role)
 		}
@@ -126,9 +96,8 @@ func (s *Service) SetWorkspaceMember(ctx context.Context, u *actor.User, wsID, u
 			}
 		}
 		now := s.clock.Now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO workspace_members (workspace_id, user_id, role, created_at) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (workspace_id, user_id) DO UPDATE SET role = excluded.role`, wsID, userID, role, now); err != nil {
-			return fmt.Errorf("tenancy: set workspace member: %w", err)
+		if err := upsertWorkspaceMember(ctx, tx, wsID, userID, role, now); err != nil {
+			return err
 		}
 		ms, err := workspaceMembers(ctx, tx, wsID)
 		if err != nil {
@@ -160,8 +129,8 @@ func (s *Service) RemoveWorkspaceMember(ctx context.Context, u *actor.User, wsID
 		if !ids.Valid(userID) {
 			return apperr.NotFound("member")
 		}
-		var current string
-		if err := tx.QueryRowContext(ctx, `SELECT role FROM workspace_members WHERE workspace_id = $1 AND user_id = $2`, wsID, userID).Scan(&current); err != nil {
+		current, err := workspaceRole(ctx, tx, wsID, userID)
+		if err != nil {
 			return apperr.NotFound("member")
 		}
 		if userID != u.ID && !may[current] {
@@ -173,8 +142,8 @@ func (s *Service) RemoveWorkspaceMember(ctx context.Context, u *actor.User, wsID
 			}
 			return apperr.New(apperr.CodeConflict, "the workspace's last owner cannot leave it; make someone else an owner first")
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM workspace_members WHERE workspace_id = $1 AND user_id = $2`, wsID, userID); err != nil {
-			return fmt.Errorf("tenancy: remove workspace member: %w", err)
+		if err := deleteWorkspaceMember(ctx, tx, wsID, userID); err != nil {
+			return err
 		}
 		s.changed(tx)
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "workspace.member.remove", "workspace_member", wsID+"/"+userID,
