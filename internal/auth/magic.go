@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -110,16 +109,15 @@ func (s *Service) RequestMagic(ctx context.Context, rawEmail, ip string, solved 
 		return "", err
 	}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		var recent int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = 'magic' AND created_at > $2`,
-			u.ID, now.Add(-10*time.Second)).Scan(&recent); err != nil || recent > 2 {
+		recent, err := recentTokens(ctx, tx, u.ID, "magic", now.Add(-10*time.Second))
+		if err != nil || recent > 2 {
 			return err // a burst of requests sends a few mails, not a flood
 		}
 		tok, hash := tokens.New(MagicTokenPrefix)
 		code := magicCode()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at, request_id, code_hash)
-			VALUES ($1, $2, 'magic', $3, $4, $5, $6, $7)`, ids.New(), u.ID, hash, now, expires, requestID, tokens.Hash(requestID+":"+code)); err != nil {
-			return fmt.Errorf("auth: magic: %w", err)
+		codeHash := tokens.Hash(requestID + ":" + code)
+		if err := insertToken(ctx, tx, u.ID, "magic", hash, now, expires, &requestID, &codeHash); err != nil {
+			return err
 		}
 		return s.mailer.Queue(ctx, tx, u.Email, "magic", map[string]string{"name": u.DisplayName, "code": code,
 			"link": s.publicURL + "/api/auth/magic/consume?token=" + tok, "expires": expires.Format("15:04 MST")})
@@ -136,10 +134,9 @@ func (s *Service) MagicPendingOf(ctx context.Context, cookie string) (*MagicPend
 	if s.clock.Now().After(expires) {
 		return &MagicPending{Status: PendingExpired}, nil
 	}
-	used := false // no row: an address without an account, which looks the same
-	err := s.db.R.QueryRowContext(ctx, `SELECT used_at IS NOT NULL FROM auth_tokens WHERE request_id = $1 AND purpose = 'magic'`, requestID).Scan(&used)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("auth: magic pending: %w", err)
+	used, err := magicRequestUsed(ctx, s.db.R, requestID)
+	if err != nil {
+		return nil, err
 	}
 	if used {
 		return &MagicPending{Status: PendingUsed}, nil
@@ -193,23 +190,17 @@ func (s *Service) magicSignIn(ctx context.Context, cond, key, ip, userAgent stri
 	now := s.clock.Now()
 	var out *LoginResult
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		args := append([]any{key, now}, extra...)
-		var userID string
-		err := tx.QueryRowContext(ctx, `UPDATE auth_tokens SET used_at = $2 WHERE `+cond+` AND purpose = 'magic' AND used_at IS NULL
-			AND expires_at > $2 RETURNING user_id`, args...).Scan(&userID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrBadMagic
-		}
+		userID, err := useMagicToken(ctx, tx, cond, append([]any{key, now}, extra...))
 		if err != nil {
-			return fmt.Errorf("auth: magic: %w", err)
+			return err
 		}
 		u, err := userByID(ctx, tx, userID)
 		if err != nil {
 			return err
 		}
 		// Following the link proves the address.
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET email_verified = TRUE WHERE id = $1`, userID); err != nil {
-			return fmt.Errorf("auth: magic: %w", err)
+		if err := setEmailVerified(ctx, tx, userID); err != nil {
+			return err
 		}
 		u.EmailVerified = true
 		if u.TOTPArmed {

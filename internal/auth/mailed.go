@@ -2,16 +2,13 @@ package auth
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"slipway/internal/captcha"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
 	tokens "slipway/internal/platform/token"
 )
@@ -130,19 +127,17 @@ func (s *Service) requestMail(ctx context.Context, rawEmail, ip string, solved *
 	}
 	now := s.clock.Now()
 	return true, s.db.Tx(ctx, func(tx *db.Tx) error {
-		var recent int
-		if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM auth_tokens WHERE user_id = $1 AND purpose = $2 AND created_at > $3`,
-			u.ID, m.purpose, now.Add(-mailPause)).Scan(&recent); err != nil {
-			return fmt.Errorf("auth: %s: %w", m.purpose, err)
+		recent, err := recentTokens(ctx, tx, u.ID, m.purpose, now.Add(-mailPause))
+		if err != nil {
+			return err
 		}
 		if recent > 0 {
 			return nil // one mail a minute is plenty
 		}
 		tok, hash := tokens.New(m.prefix)
 		expires := now.Add(m.ttl)
-		if _, err := tx.ExecContext(ctx, `INSERT INTO auth_tokens (id, user_id, purpose, token_hash, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-			ids.New(), u.ID, m.purpose, hash, now, expires); err != nil {
-			return fmt.Errorf("auth: %s: %w", m.purpose, err)
+		if err := insertToken(ctx, tx, u.ID, m.purpose, hash, now, expires, nil, nil); err != nil {
+			return err
 		}
 		return s.mailer.Queue(ctx, tx, u.Email, m.purpose, map[string]string{"name": u.DisplayName,
 			"link": s.publicURL + m.path + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
@@ -155,14 +150,9 @@ func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error 
 		return ErrBadResetToken
 	}
 	now := s.clock.Now()
-	var tokenID, userID string
-	err := s.db.R.QueryRowContext(ctx, `SELECT id, user_id FROM auth_tokens WHERE token_hash = $1 AND purpose = 'reset' AND used_at IS NULL
-		AND expires_at > $2`, tokens.Hash(tok), now).Scan(&tokenID, &userID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrBadResetToken
-	}
+	tokenID, userID, err := resetToken(ctx, s.db.R, tokens.Hash(tok), now)
 	if err != nil {
-		return fmt.Errorf("auth: reset: %w", err)
+		return err
 	}
 	u, err := userByID(ctx, s.db.R, userID)
 	if err != nil {
@@ -178,11 +168,11 @@ func (s *Service) ConsumeReset(ctx context.Context, tok, password string) error 
 	}
 	defer s.forgetUser(userID)
 	return s.db.Tx(ctx, func(tx *db.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE auth_tokens SET used_at = $2 WHERE id = $1 AND used_at IS NULL`, tokenID, now)
+		won, err := useToken(ctx, tx, tokenID, now)
 		if err != nil {
-			return fmt.Errorf("auth: reset: %w", err)
+			return err
 		}
-		if n, _ := res.RowsAffected(); n != 1 {
+		if !won {
 			return ErrBadResetToken // a racing consume won
 		}
 		if err := updatePasswordHash(ctx, tx, userID, hash, now); err != nil {
@@ -211,17 +201,12 @@ func (s *Service) ConsumeVerify(ctx context.Context, tok string) (bool, error) {
 	now := s.clock.Now()
 	verified := false
 	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		var userID string
-		err := tx.QueryRowContext(ctx, `UPDATE auth_tokens SET used_at = $2 WHERE token_hash = $1 AND purpose = 'verify' AND used_at IS NULL
-			AND expires_at > $2 RETURNING user_id`, tokens.Hash(tok), now).Scan(&userID)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
+		userID, err := useVerifyToken(ctx, tx, tokens.Hash(tok), now)
+		if err != nil || userID == "" {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("auth: verify: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET email_verified = TRUE, updated_at = $2 WHERE id = $1`, userID, now); err != nil {
-			return fmt.Errorf("auth: verify: %w", err)
+		if err := setEmailVerifiedAt(ctx, tx, userID, now); err != nil {
+			return err
 		}
 		verified = true
 		tx.AfterCommit(func() { s.forgetUser(userID) })

@@ -5,10 +5,8 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/base32"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/url"
 	"slipway/internal/captcha"
@@ -50,23 +48,6 @@ type RecoveryCodesOut struct {
 	RecoveryCodes []string `json:"recovery_codes" doc:"Single-use codes for when the authenticator is lost; shown only now"`
 }
 
-type totpState struct {
-	secret, pending *string
-	lastStep        int64
-}
-
-func totpOf(ctx context.Context, q db.Queryer, userID string) (*totpState, error) {
-	var st totpState
-	err := q.QueryRowContext(ctx, `SELECT totp_secret, totp_pending, totp_last_step FROM users WHERE id = $1`, userID).Scan(&st.secret, &st.pending, &st.lastStep)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("user")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("auth: totp: %w", err)
-	}
-	return &st, nil
-}
-
 // Enroll starts (or restarts) an enrolment for the signed-in account.
 func (s *Service) Enroll(ctx context.Context, u *actor.User) (*TOTPEnrollment, error) {
 	st, err := totpOf(ctx, s.db.R, u.ID)
@@ -81,8 +62,8 @@ func (s *Service) Enroll(ctx context.Context, u *actor.User) (*TOTPEnrollment, e
 		return nil, err
 	}
 	b32 := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(secret)
-	if _, err := s.db.W.ExecContext(ctx, `UPDATE users SET totp_pending = $2 WHERE id = $1`, u.ID, s.sealer.Seal(b32, totpSealContext)); err != nil {
-		return nil, fmt.Errorf("auth: enroll: %w", err)
+	if err := setTOTPPending(ctx, s.db.W, u.ID, s.sealer.Seal(b32, totpSealContext)); err != nil {
+		return nil, err
 	}
 	label := url.PathEscape("Slipway:" + u.Email)
 	return &TOTPEnrollment{Secret: b32, URI: "otpauth://totp/" + label + "?secret=" + b32 + "&issuer=Slipway&algorithm=SHA1&digits=6&period=30"}, nil
@@ -122,22 +103,14 @@ func (s *Service) Confirm(ctx context.Context, u *actor.User, code string) (*Rec
 		if step == 0 {
 			return ErrBadCode
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = totp_pending, totp_pending = NULL, totp_last_step = $2 WHERE id = $1`,
-			u.ID, step); err != nil {
-			return fmt.Errorf("auth: confirm: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, u.ID); err != nil {
-			return fmt.Errorf("auth: confirm: %w", err)
-		}
 		out = &RecoveryCodesOut{}
+		var hashes []string
 		for i := 0; i < RecoveryCodes; i++ {
 			c := recoveryCode()
-			if _, err := tx.ExecContext(ctx, `INSERT INTO user_recovery_codes (user_id, code_hash) VALUES ($1, $2)`, u.ID, tokens.Hash(c)); err != nil {
-				return fmt.Errorf("auth: confirm: %w", err)
-			}
 			out.RecoveryCodes = append(out.RecoveryCodes, c)
+			hashes = append(hashes, tokens.Hash(c))
 		}
-		return nil
+		return armTOTP(ctx, tx, u.ID, step, hashes)
 	})
 	return out, err
 }
@@ -174,20 +147,9 @@ func (s *Service) useCode(ctx context.Context, tx *db.Tx, userID, code string) (
 		if step == 0 {
 			return false, nil
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE users SET totp_last_step = $2 WHERE id = $1 AND totp_last_step < $2`, userID, step)
-		if err != nil {
-			return false, fmt.Errorf("auth: totp: %w", err)
-		}
-		n, err := res.RowsAffected()
-		return n == 1, err
+		return advanceTOTPStep(ctx, tx, userID, step)
 	}
-	res, err := tx.ExecContext(ctx, `UPDATE user_recovery_codes SET used_at = $3 WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL`,
-		userID, tokens.Hash(code), s.clock.Now())
-	if err != nil {
-		return false, fmt.Errorf("auth: recovery code: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
+	return useRecoveryCode(ctx, tx, userID, tokens.Hash(code), s.clock.Now())
 }
 
 // Disable turns 2FA off with a valid code or recovery code.
@@ -207,11 +169,7 @@ func (s *Service) Disable(ctx context.Context, u *actor.User, code string) error
 		if !ok {
 			return ErrBadCode
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = 0 WHERE id = $1`, u.ID); err != nil {
-			return fmt.Errorf("auth: disable: %w", err)
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM user_recovery_codes WHERE user_id = $1`, u.ID)
-		return err
+		return disarmTOTP(ctx, tx, u.ID)
 	})
 }
 
