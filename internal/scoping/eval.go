@@ -159,6 +159,9 @@ func (m *Module) eval1(e ast.Expr, en *env) []variant {
 		if e.Sel.Name == "SQL" && m.isWhere(e.X, en) { // a db.Where's clause
 			return m.eval(e.X, en)
 		}
+		if vs := m.rangeField(e, en); vs != nil {
+			return vs
+		}
 	case *ast.CallExpr:
 		return m.evalCall(e, en)
 	case *ast.CompositeLit: // db.Where{SQL: …}
@@ -267,6 +270,16 @@ func (m *Module) reaching(v *types.Var, at token.Pos, en *env) []variant {
 			val = one("")
 		case a.op == token.ADD_ASSIGN:
 			val = concat(m.reaching(v, a.pos, en), m.eval(a.rhs, en))
+		case a.op == token.RANGE:
+			val = one(Dyn(v.Name()))
+			if a.index == 1 {
+				if elems, een := m.elements(a.rhs, en); elems != nil {
+					val = nil
+					for _, el := range elems {
+						val = union(val, m.eval(el, een))
+					}
+				}
+			}
 		default:
 			val = m.eval(a.rhs, en)
 		}
@@ -462,4 +475,82 @@ func (m *Module) builder(v *types.Var, at token.Pos, en *env) []variant {
 		return true
 	})
 	return out
+}
+
+// elements returns the elements of the composite literal x is (a literal,
+// or a variable or package-level variable initialised with one), with the
+// environment they are written in; nil when x is not one.
+func (m *Module) elements(x ast.Expr, en *env) ([]ast.Expr, *env) {
+	switch x := ast.Unparen(x).(type) {
+	case *ast.CompositeLit:
+		out := make([]ast.Expr, 0, len(x.Elts))
+		for _, el := range x.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			out = append(out, el)
+		}
+		return out, en
+	case *ast.Ident:
+		v, ok := en.pkg.Info.Uses[x].(*types.Var)
+		if !ok {
+			return nil, nil
+		}
+		if pv, ok := m.vars[v]; ok {
+			return m.elements(pv.init, &env{pkg: pv.pkg, depth: en.depth})
+		}
+	}
+	return nil, nil
+}
+
+// rangeField evaluates v.f where v is the value of a range over a literal
+// of struct literals: f of each element.
+func (m *Module) rangeField(e *ast.SelectorExpr, en *env) []variant {
+	id, ok := e.X.(*ast.Ident)
+	if !ok || en.fi == nil {
+		return nil
+	}
+	v, ok := en.pkg.Info.Uses[id].(*types.Var)
+	if !ok {
+		return nil
+	}
+	var out []variant
+	for _, a := range en.fi.assigns[v] {
+		if a.op != token.RANGE || a.index != 1 {
+			continue
+		}
+		elems, een := m.elements(a.rhs, en)
+		for _, el := range elems {
+			lit, ok := el.(*ast.CompositeLit)
+			if !ok {
+				continue
+			}
+			if f := field(lit, e.Sel.Name, een.pkg.Info); f != nil {
+				out = union(out, m.eval(f, een))
+			}
+		}
+	}
+	return out
+}
+
+// field returns the expression a struct literal gives field name.
+func field(lit *ast.CompositeLit, name string, info *types.Info) ast.Expr {
+	for i, el := range lit.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if k, ok := kv.Key.(*ast.Ident); ok && k.Name == name {
+				return kv.Value
+			}
+			continue
+		}
+		// Positional: the i-th field of the literal's struct type.
+		t := info.TypeOf(lit)
+		if t == nil {
+			return nil
+		}
+		st, ok := t.Underlying().(*types.Struct)
+		if ok && i < st.NumFields() && st.Field(i).Name() == name {
+			return el
+		}
+	}
+	return nil
 }

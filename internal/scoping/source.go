@@ -349,6 +349,19 @@ func (fi *funcInfo) collect() {
 				}
 				fi.assigns[v] = append(fi.assigns[v], a)
 			}
+		case *ast.RangeStmt:
+			// The loop's value (or key) is each element of what it ranges
+			// over; the body is where it is used.
+			for k, e := range []ast.Expr{n.Key, n.Value} {
+				id, ok := e.(*ast.Ident)
+				if !ok {
+					continue
+				}
+				if v, ok := info.Defs[id].(*types.Var); ok {
+					fi.assigns[v] = append(fi.assigns[v], assign{pos: n.Pos(), end: n.Body.Pos(), op: token.RANGE, rhs: n.X,
+						block: n.Body, single: true, index: k})
+				}
+			}
 		}
 		return true
 	})

@@ -153,7 +153,7 @@ func (m *Module) Walk(s *Schema) (stmts []*Statement, opaque []OpaqueSite) {
 				}
 				sel, _ := ast.Unparen(n.Fun).(*ast.SelectorExpr)
 				qi, isDB := -1, false
-				if sel != nil {
+				if sel != nil && pkgOf(info, sel.X) == "" { // a method, not a package's function (syscall.Exec)
 					qi, isDB = dbMethods[sel.Sel.Name]
 				}
 				for i, a := range n.Args {
@@ -209,11 +209,29 @@ func (m *Module) Walk(s *Schema) (stmts []*Statement, opaque []OpaqueSite) {
 						continue
 					}
 					for k, n := range vs.Names {
+						key, en := p.Rel+"."+n.Name, &env{pkg: p}
+						// Texts inside a package-level literal (a table of
+						// statements) are statements of their own.
+						ast.Inspect(vs.Values[k], func(x ast.Node) bool {
+							if cl, ok := x.(*ast.CompositeLit); ok {
+								for _, el := range cl.Elts {
+									if kv, ok := el.(*ast.KeyValueExpr); ok {
+										el = kv.Value
+									}
+									if t := p.Info.TypeOf(el); t != nil {
+										if b, ok := t.Underlying().(*types.Basic); ok && b.Info()&types.IsString != 0 {
+											judge(nil, p, key, el, m.eval(el, en))
+										}
+									}
+								}
+							}
+							return true
+						})
 						o := p.Info.Defs[n]
 						if o == nil || m.used[o] {
 							continue
 						}
-						judge(nil, p, p.Rel+"."+n.Name, vs.Values[k], m.eval(vs.Values[k], &env{pkg: p}))
+						judge(nil, p, key, vs.Values[k], m.eval(vs.Values[k], en))
 					}
 				}
 			}
@@ -267,11 +285,21 @@ func anySQL(vs []variant) bool {
 	return false
 }
 
-// allowedOpaque: texts that are not statements the walk judges (DDL,
-// pragmas, SET, lock functions) are no concern.
+// allowedOpaque: a text that starts with anything but a statement the
+// walk judges (DDL, PRAGMA, SAVEPOINT, SET, a lock function) is no
+// concern, even with run-time parts; one that starts with a run-time part
+// may be anything.
 func allowedOpaque(vs []variant) bool {
 	for _, v := range vs {
-		if strings.Contains(v.text, dynOpen) {
+		toks := tokenize(v.text)
+		for len(toks) > 0 && toks[0].kind == tPunct && toks[0].text == "(" {
+			toks = toks[1:]
+		}
+		if len(toks) == 0 || toks[0].kind == tDyn {
+			return false
+		}
+		switch strings.ToUpper(toks[0].text) {
+		case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH":
 			return false
 		}
 	}

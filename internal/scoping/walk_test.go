@@ -37,7 +37,8 @@ func TestWalk(t *testing.T) {
 		"sample.Passthrough":  {"runs"},
 		"sample.Tuple":        {"-"},
 		"sample.Builder":      {"-"}, // keyed: the parent's key in every row
-		"sample.Opaque":       {"events"},
+		"sample.Ranged":       {"events", "-", "-"},
+		"sample.sweeps":       {"events", "-"},
 		"sample.Helper":       {"runs"},
 	}
 	for k, w := range want {

@@ -89,12 +89,23 @@ func Builder(ctx context.Context, q db.Queryer, ids []string) {
 
 type holder struct{ sql string }
 
-// Opaque hands the database a text the walk cannot see; the literals it
-// comes from are statements of their own.
-func Opaque(ctx context.Context, q db.Queryer) {
-	for _, h := range []holder{{sql: "DELETE FROM events WHERE seq < 0"}} {
+// Ranged runs the statements of a table: each is judged.
+func Ranged(ctx context.Context, q db.Queryer) {
+	for _, h := range sweeps {
 		q.ExecContext(ctx, h.sql)
 	}
+	for _, s := range []string{"DELETE FROM runs WHERE workspace_id = $1"} {
+		q.ExecContext(ctx, s)
+	}
+}
+
+var sweeps = []holder{{sql: "DELETE FROM events WHERE seq < 0"}, {"UPDATE tasks SET title = '' WHERE workspace_id = $1"}}
+
+// Opaque hands the database a text the walk cannot see.
+func Opaque(ctx context.Context, q db.Queryer, h *holder) {
+	q.ExecContext(ctx, h.sql)
+	q.ExecContext(ctx, "PRAGMA optimize")
+	q.ExecContext(ctx, "SAVEPOINT "+h.sql)
 }
 
 // Helper is never called: its return is a statement.
