@@ -79,7 +79,8 @@ type Engine struct {
 
 	codeFiles CodeFiles // files mounted into code runs; nil: none
 
-	graphs graphCache // graph versions by id (a version never changes)
+	graphs graphCache  // graph versions by id (a version never changes)
+	defs   definitions // workflows' stored graphs → their versions
 }
 
 // EngineDeps are what the engine uses of the rest. Agents, Scripts and
@@ -230,6 +231,9 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		// workflow or its project, nothing waits on this run (and the
 		// admission lock, which every start and end in the project would
 		// queue on, is not taken).
+		if st.uncapped {
+			return nil // read uncapped in this same transaction
+		}
 		capped, err := capped(ctx, tx, ws, st.run.WorkflowID)
 		if err != nil || !capped {
 			return err
@@ -325,11 +329,8 @@ func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID
 // ahead of it), its row written once as its first inline nodes leave it;
 // otherwise queued, through admission, in order behind the runs already
 // waiting.
-func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph, started *Started) error {
-	capped, err := capped(ctx, tx, run.WorkspaceID, run.WorkflowID)
-	if err != nil {
-		return err
-	}
+// capped says whether its workflow or project has a cap, as read in tx.
+func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph, capped bool, started *Started) error {
 	if capped {
 		if err := insertRunRow(ctx, tx, run, run.CreatedAt); err != nil {
 			return err
@@ -339,7 +340,7 @@ func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph,
 	// Nobody else sees the run before this transaction commits: it needs
 	// no lock.
 	st := newRunState(run, g, nil, e.clock.Now())
-	st.unsaved = true
+	st.unsaved, st.uncapped = true, true
 	return e.begin(ctx, tx, st, started)
 }
 

@@ -521,48 +521,38 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 	if !json.Valid(input) || !json.Valid(trigger) {
 		return nil, apperr.BadRequest("input must be JSON")
 	}
-	w, err := getWorkflow(ctx, tx, workspaceID, id)
+	w, err := startable(ctx, tx, workspaceID, id)
 	if err != nil {
 		return nil, err
 	}
 	// The run names the version of the workflow's graph it starts with
 	// (stored once per workflow), so editing the workflow never changes it.
 	now := s.clock.Now()
-	graph, err := json.Marshal(w.graph())
+	def, err := s.engine.definition(ctx, tx, workspaceID, id, w.graph, now)
 	if err != nil {
 		return nil, err
 	}
-	graphID, err := graphVersion(ctx, tx, workspaceID, w.ID, graph, now)
-	if err != nil {
-		return nil, err
-	}
-	g := s.engine.graphs.get(graphID)
-	if g == nil {
-		if g, err = parseGraph(graph); err != nil {
-			return nil, err
-		}
-		s.engine.graphs.put(graphID, g)
-	}
+	graphID, g := def.graphID, def.graph
 	logID := ids.New()
 	if err := s.runs.CreateLog(ctx, tx, workspaceID, logID); err != nil {
 		return nil, err
 	}
-	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.ProjectID, NewLog: true})
+	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.projectID, NewLog: true})
 	if err != nil {
 		return nil, err
 	}
 	stored, bodyIsInput := storedTrigger(trigger, input)
-	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.ProjectID, WorkflowID: w.ID, LogID: logID, Status: RunQueued, GraphID: graphID,
+	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.projectID, WorkflowID: id, LogID: logID, Status: RunQueued, GraphID: graphID,
 		Input: input, Trigger: stored, TriggerBodyIsInput: bodyIsInput, CreatedAt: now, CreatedBy: createdBy}
 	// Admitted at once, it runs its first inline nodes in this transaction
 	// (which records its queued event with the rest): a run of inline nodes
 	// only ends here, with nothing queued for it.
 	started := &Started{ID: r.ID, Status: RunQueued}
-	if err := s.engine.startNew(ctx, tx, row, g, started); err != nil {
+	if err := s.engine.startNew(ctx, tx, row, g, w.capped, started); err != nil {
 		return nil, err
 	}
 	if started.Status == RunQueued {
-		if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, queuedEvent(w.ID, now)); err != nil {
+		if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, queuedEvent(id, now)); err != nil {
 			return nil, err
 		}
 	}

@@ -28,6 +28,7 @@ type runState struct {
 	stopped  []*nodeRun // node runs cancelled in this transition (their tasks and timers go too)
 	fresh    bool       // the run starts in this transition: it has no job yet
 	unsaved  bool       // the run starts in this transition and has no row yet
+	uncapped bool       // neither its workflow nor its project has a cap, as read in this transaction
 	timers   []timer    // timeouts to schedule
 	runDirty bool
 }

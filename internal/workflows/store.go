@@ -393,6 +393,31 @@ func runningByWorkflow(ctx context.Context, tx *db.Tx, workspaceID, projectID st
 }
 
 // capped reports whether a workflow or its project has a cap on runs.
+// startRow is what starting a run reads of its workflow: its project, its
+// graph as stored, and whether it or its project has a cap.
+type startRow struct {
+	projectID string
+	graph     []byte
+	capped    bool
+}
+
+// startable reads a workflow to start a run of, in one statement.
+func startable(ctx context.Context, tx *db.Tx, workspaceID, id string) (*startRow, error) {
+	var r startRow
+	var wmax, pmax sql.NullInt64
+	err := tx.QueryRowContext(ctx, `SELECT w.project_id, w.graph, w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w
+		JOIN projects p ON p.id = w.project_id AND p.workspace_id = w.workspace_id
+		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, id).Scan(&r.projectID, &r.graph, &wmax, &pmax)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("workflow")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workflows: get: %w", err)
+	}
+	r.capped = wmax.Valid || pmax.Valid
+	return &r, nil
+}
+
 func capped(ctx context.Context, tx *db.Tx, workspaceID, workflowID string) (bool, error) {
 	var wmax, pmax sql.NullInt64
 	err := tx.QueryRowContext(ctx, `SELECT w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"slipway/internal/platform/db"
 )
@@ -124,4 +125,81 @@ func (r *runRow) triggerValue() any {
 		m["body"] = decode(r.Input)
 	}
 	return t
+}
+
+// definitions maps a workflow's graph as stored (by workflow and the hash
+// of the stored text) to its version and parsed form, so that starting a
+// run reads the workflow's row and nothing else of its graph: no decoding,
+// re-encoding or version lookup on every delivery. An edit changes the
+// stored text, and so the key, on every replica alike; an entry is only
+// kept once the transaction that found or stored its version committed.
+// The bound only limits memory.
+type definitions struct {
+	mu sync.RWMutex
+	m  map[defKey]definition
+}
+
+type defKey struct {
+	workflow string
+	sum      [sha256.Size]byte
+}
+
+type definition struct {
+	graphID string
+	graph   *Graph
+}
+
+func (c *definitions) get(k defKey) (definition, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.m[k]
+	return d, ok
+}
+
+func (c *definitions) put(k defKey, d definition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[defKey]definition{}
+	}
+	if _, ok := c.m[k]; !ok && len(c.m) >= graphCacheMax {
+		for old := range c.m {
+			delete(c.m, old)
+			break
+		}
+	}
+	c.m[k] = d
+}
+
+// definition is the version and parsed graph of a workflow's stored graph
+// (raw), storing the version when it is new.
+func (e *Engine) definition(ctx context.Context, tx *db.Tx, workspaceID, workflowID string, raw []byte, now time.Time) (definition, error) {
+	k := defKey{workflow: workflowID, sum: sha256.Sum256(raw)}
+	if d, ok := e.defs.get(k); ok {
+		return d, nil
+	}
+	var stored Graph
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		return definition{}, fmt.Errorf("workflows: graph of %s: %w", workflowID, err)
+	}
+	w := Workflow{}
+	w.setGraph(&stored)
+	graph, err := json.Marshal(w.graph())
+	if err != nil {
+		return definition{}, err
+	}
+	graphID, err := graphVersion(ctx, tx, workspaceID, workflowID, graph, now)
+	if err != nil {
+		return definition{}, err
+	}
+	g := e.graphs.get(graphID)
+	if g == nil {
+		if g, err = parseGraph(graph); err != nil {
+			return definition{}, err
+		}
+		e.graphs.put(graphID, g)
+	}
+	d := definition{graphID: graphID, graph: g}
+	tx.AfterCommit(func() { e.defs.put(k, d) })
+	return d, nil
 }

@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"testing"
 
@@ -145,6 +146,35 @@ func TestWorkflowVersions(t *testing.T) {
 		if n := g.count(t, "SELECT COUNT(*) FROM workflow_runs WHERE workflow_id = $1", w.ID); n != 0 {
 			t.Fatalf("%d runs outlived their workflow", n)
 		}
+	})
+}
+
+// TestWorkflowVersionRolledBack: a start whose transaction rolls back
+// after it stored a new graph version leaves nothing behind that a later
+// start would name (the definition cache keeps only committed versions).
+func TestWorkflowVersionRolledBack(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, eng db.Engine) {
+		g := newEngine(t, eng)
+		ctx := context.Background()
+		w := g.workflow(t, []n{node("calc", "transform", map[string]any{"expression": "input.x * 3"})}, nil)
+		boom := errors.New("the caller gave up")
+		err := g.DB.Tx(ctx, func(tx *db.Tx) error {
+			if _, err := g.Workflows.StartRunTx(ctx, tx, g.WS.ID, &g.user.ID, w.ID, json.RawMessage(`{"x": 1}`), nil); err != nil {
+				return err
+			}
+			return boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("the start's transaction: %v", err)
+		}
+		if n := g.count(t, "SELECT COUNT(*) FROM workflow_graphs WHERE workflow_id = $1", w.ID); n != 0 {
+			t.Fatalf("a rolled-back start left %d versions", n)
+		}
+		id := g.run(t, w, `{"x": 2}`)
+		if n := g.count(t, "SELECT COUNT(*) FROM workflow_graphs WHERE workspace_id = $1 AND id = $2", g.WS.ID, g.graphOf(t, id)); n != 1 {
+			t.Fatalf("the next run names a version that is not stored")
+		}
+		jsonEq(t, g.finished(t, id).Output, `6`)
 	})
 }
 
