@@ -2,14 +2,12 @@ package mail
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
-	"slipway/internal/platform/db"
 	"slipway/internal/platform/httpx"
 )
 
@@ -34,28 +32,18 @@ type OutboxMail struct {
 
 // Recent lists the newest mails (bodies only without an SMTP server).
 func (o *Outbox) Recent(ctx context.Context, limit int) ([]OutboxMail, error) {
-	rows, err := o.db.R.QueryContext(ctx, `SELECT id, to_addr, template_key, subject, body_sealed, status, attempts, last_error, created_at, sent_at
-		FROM mail_outbox ORDER BY created_at DESC, id DESC LIMIT $1`, limit)
+	mails, sealed, err := recentMail(ctx, o.db.R, limit)
 	if err != nil {
-		return nil, fmt.Errorf("mail: outbox: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	out := []OutboxMail{}
-	for rows.Next() {
-		var m OutboxMail
-		var sealed string
-		if err := rows.Scan(&m.ID, &m.To, &m.TemplateKey, &m.Subject, &sealed, &m.Status, &m.Attempts, &m.LastError,
-			db.UTC(&m.CreatedAt), db.NullUTC(&m.SentAt)); err != nil {
-			return nil, fmt.Errorf("mail: outbox: %w", err)
-		}
-		if o.smtp.Host == "" {
-			if body, err := o.sealer.Open(sealed, sealContext); err == nil {
-				m.Body = &body
+	if o.smtp.Host == "" {
+		for i := range mails {
+			if body, err := o.sealer.Open(sealed[i], sealContext); err == nil {
+				mails[i].Body = &body
 			}
 		}
-		out = append(out, m)
 	}
-	return out, rows.Err()
+	return mails, nil
 }
 
 // Register mounts the instance admin's mail operations (under

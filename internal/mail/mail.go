@@ -10,7 +10,6 @@ package mail
 import (
 	"context"
 	"crypto/tls"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,7 +22,6 @@ import (
 
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
-	"slipway/internal/platform/ids"
 	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/vault"
 )
@@ -90,9 +88,8 @@ func (o *Outbox) Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[
 	}
 	subject, body := render(t.Subject, vars), render(t.Body, vars)
 	now := o.clock.Now()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO mail_outbox (id, to_addr, template_key, subject, body_sealed, status, next_attempt_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, 'queued', $6, $6)`, ids.New(), to, key, subject, o.sealer.Seal(body, sealContext), now); err != nil {
-		return fmt.Errorf("mail: queue: %w", err)
+	if err := insertMail(ctx, tx, to, key, subject, o.sealer.Seal(body, sealContext), now); err != nil {
+		return err
 	}
 	tx.AfterCommit(o.poke)
 	return nil
@@ -116,21 +113,10 @@ type queued struct {
 // never send one mail at once.
 func (o *Outbox) Send(ctx context.Context) (int, error) {
 	now := o.clock.Now()
-	rows, err := o.db.R.QueryContext(ctx, `SELECT id FROM mail_outbox WHERE status = 'queued' AND next_attempt_at <= $1
-		ORDER BY next_attempt_at, id LIMIT 50`, now)
+	due, err := dueMail(ctx, o.db.R, now)
 	if err != nil {
-		return 0, fmt.Errorf("mail: due: %w", err)
+		return 0, err
 	}
-	var due []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		due = append(due, id)
-	}
-	rows.Close()
 	sent := 0
 	for _, id := range due {
 		m, err := o.claim(ctx, id, now)
@@ -154,29 +140,19 @@ func (o *Outbox) Send(ctx context.Context) (int, error) {
 // claim takes a due mail by moving its next attempt past the time a send
 // may take (compare-and-set on the attempt count).
 func (o *Outbox) claim(ctx context.Context, id string, now time.Time) (*queued, error) {
-	var m queued
-	var sealed string
-	err := o.db.R.QueryRowContext(ctx, `SELECT id, to_addr, subject, body_sealed, attempts, created_at FROM mail_outbox
-		WHERE id = $1 AND status = 'queued'`, id).Scan(&m.id, &m.to, &m.subject, &sealed, &m.attempts, db.UTC(&m.created))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+	m, sealed, err := queuedMail(ctx, o.db.R, id)
+	if err != nil || m == nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("mail: claim: %w", err)
-	}
-	res, err := o.db.W.ExecContext(ctx, `UPDATE mail_outbox SET attempts = attempts + 1, next_attempt_at = $3
-		WHERE id = $1 AND attempts = $2 AND status = 'queued'`, id, m.attempts, now.Add(5*time.Minute))
-	if err != nil {
-		return nil, fmt.Errorf("mail: claim: %w", err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return nil, nil
+	won, err := takeAttempt(ctx, o.db.W, id, m.attempts, now.Add(5*time.Minute))
+	if err != nil || !won {
+		return nil, err
 	}
 	m.attempts++
 	if m.body, err = o.sealer.Open(sealed, sealContext); err != nil {
 		return nil, fmt.Errorf("mail: open body: %w", err)
 	}
-	return &m, nil
+	return m, nil
 }
 
 // backoff is the wait before attempt n+1: 10 s doubling to at most 10
@@ -194,14 +170,13 @@ func (o *Outbox) settle(ctx context.Context, m *queued, sendErr error) error {
 	var err error
 	switch {
 	case sendErr == nil:
-		_, err = o.db.W.ExecContext(ctx, `UPDATE mail_outbox SET status = 'sent', sent_at = $2, last_error = '' WHERE id = $1`, m.id, now)
+		err = markSent(ctx, o.db.W, m.id, now)
 	case now.Sub(m.created) > GiveUpAfter:
 		o.log.Error("mail could not be delivered; giving up", "mail_id", m.id, "attempts", m.attempts, "err", sendErr)
-		_, err = o.db.W.ExecContext(ctx, `UPDATE mail_outbox SET status = 'failed', last_error = $2 WHERE id = $1`, m.id, sendErr.Error())
+		err = markFailed(ctx, o.db.W, m.id, sendErr.Error())
 	default:
 		o.log.Warn("mail delivery failed; retrying", "mail_id", m.id, "attempts", m.attempts, "in", backoff(m.attempts), "err", sendErr)
-		_, err = o.db.W.ExecContext(ctx, `UPDATE mail_outbox SET next_attempt_at = $2, last_error = $3 WHERE id = $1`,
-			m.id, now.Add(backoff(m.attempts)), sendErr.Error())
+		err = retryLater(ctx, o.db.W, m.id, now.Add(backoff(m.attempts)), sendErr.Error())
 	}
 	if err != nil {
 		return fmt.Errorf("mail: settle: %w", err)
@@ -293,12 +268,7 @@ func encodeHeader(s string) string {
 // Prune deletes sent and failed mail older than KeepFor; queued mail stays
 // until it is sent or given up on.
 func (o *Outbox) Prune(ctx context.Context) (int, error) {
-	res, err := o.db.W.ExecContext(ctx, `DELETE FROM mail_outbox WHERE status <> 'queued' AND created_at < $1`, o.clock.Now().Add(-KeepFor))
-	if err != nil {
-		return 0, fmt.Errorf("mail: prune: %w", err)
-	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return pruneMail(ctx, o.db.W, o.clock.Now().Add(-KeepFor))
 }
 
 // Run sends due mail when woken by a queued mail and every few seconds, and

@@ -2,9 +2,6 @@ package mail
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"regexp"
 	"slices"
 	"sort"
@@ -109,15 +106,8 @@ func (ts *Templates) get(ctx context.Context, q db.Queryer, key string) (*MailTe
 		return nil, apperr.NotFound("template")
 	}
 	t := &MailTemplate{Key: key, Subject: b.subject, Body: b.body, Allowed: b.vars}
-	var at time.Time
-	err := q.QueryRowContext(ctx, `SELECT subject, body, updated_by, updated_at FROM mail_templates WHERE key = $1`, key).
-		Scan(&t.Subject, &t.Body, &t.UpdatedBy, db.UTC(&at))
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-	case err != nil:
-		return nil, fmt.Errorf("mail: template: %w", err)
-	default:
-		t.Custom, t.UpdatedAt = true, &at
+	if err := readTemplate(ctx, q, t); err != nil {
+		return nil, err
 	}
 	t.Variables = placeholders(t.Subject, t.Body)
 	return t, nil
@@ -181,10 +171,8 @@ func (ts *Templates) Put(ctx context.Context, u *actor.User, key string, in Mail
 			return err
 		}
 		now := ts.clock.Now()
-		if _, err := tx.ExecContext(ctx, `INSERT INTO mail_templates (key, subject, body, updated_by, updated_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT (key) DO UPDATE SET subject = excluded.subject, body = excluded.body, updated_by = excluded.updated_by,
-			updated_at = excluded.updated_at`, key, subject, body, u.ID, now); err != nil {
-			return fmt.Errorf("mail: put template: %w", err)
+		if err := putTemplate(ctx, tx, key, subject, body, u.ID, now); err != nil {
+			return err
 		}
 		if out, err = ts.get(ctx, tx, key); err != nil {
 			return err
