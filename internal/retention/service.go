@@ -110,7 +110,7 @@ func (s *Service) leaves(ctx context.Context, cutoff time.Time, batch, deleteEve
 			if err := lock(ctx, tx, s.db, lockRunsSQL, ids); err != nil {
 				return err
 			}
-			n, err = affected(tx.ExecContext(ctx, deleteRuns, padded(ids, cutoff)...))
+			n, err = deleteBatch(ctx, tx, deleteRuns, padded(ids, cutoff)...)
 			return err
 		})
 		if err != nil {
@@ -149,7 +149,7 @@ func (s *Service) workflows(ctx context.Context, cutoff time.Time, p *Pruned) er
 				if del.byLog {
 					keys = stillLogs
 				}
-				k, err := affected(tx.ExecContext(ctx, del.sql, padded(keys)...))
+				k, err := deleteBatch(ctx, tx, del.sql, padded(keys)...)
 				if err != nil {
 					return fmt.Errorf("retention: delete workflow runs: %w", err)
 				}
@@ -181,7 +181,7 @@ func (s *Service) events(ctx context.Context, lockQuery string, lockIDs []string
 			if err := lock(ctx, tx, s.db, lockQuery, lockIDs); err != nil {
 				return err
 			}
-			n, err = affected(tx.ExecContext(ctx, deleteEvents, padded(ids, cutoff)...))
+			n, err = deleteBatch(ctx, tx, deleteEvents, padded(ids, cutoff)...)
 			return err
 		})
 		if err != nil {

@@ -223,6 +223,12 @@ func readPairs(ctx context.Context, q db.Queryer, query string, args ...any) (id
 	return ids, logs, rows.Err()
 }
 
+// deleteBatch runs one of the pass's deleting statements and reports the
+// rows it removed.
+func deleteBatch(ctx context.Context, tx *db.Tx, query string, args ...any) (int64, error) {
+	return affected(tx.ExecContext(ctx, query, args...))
+}
+
 func affected(res sql.Result, err error) (int64, error) {
 	if err != nil {
 		return 0, err
