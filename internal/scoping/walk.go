@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"go/types"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -322,5 +323,70 @@ func mergeSorted(a, b []string) []string {
 		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// Site is a place in the code that holds SQL.
+type Site struct {
+	Pos  token.Position
+	Pkg  string // directory under internal/
+	Func string
+	What string
+}
+
+// IsStoreFile reports whether a file is one of a package's stores:
+// store.go, <concept>_store.go or store_<concept>.go.
+func IsStoreFile(path string) bool {
+	base := path[strings.LastIndexAny(path, `/\`)+1:]
+	return base == "store.go" || strings.HasSuffix(base, "_store.go") || strings.HasPrefix(base, "store_") && strings.HasSuffix(base, ".go")
+}
+
+// OutsideStores lists the SQL written outside store files: the literals
+// that read as a statement and the calls that hand the database a query.
+func (m *Module) OutsideStores() []Site {
+	var out []Site
+	for _, fi := range m.sortedFuncs() {
+		file := m.Fset.Position(fi.decl.Pos()).Filename
+		if IsStoreFile(file) {
+			continue
+		}
+		info := fi.pkg.Info
+		ast.Inspect(fi.decl.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.BasicLit:
+				if s, err := strconv.Unquote(n.Value); err == nil && n.Kind == token.STRING && LooksLikeStatement(s) {
+					out = append(out, Site{Pos: m.Fset.Position(n.Pos()), Pkg: fi.pkg.Rel, Func: fi.key, What: "SQL text"})
+				}
+			case *ast.CallExpr:
+				sel, ok := ast.Unparen(n.Fun).(*ast.SelectorExpr)
+				if !ok || pkgOf(info, sel.X) != "" {
+					return true
+				}
+				if qi, ok := dbMethods[sel.Sel.Name]; ok && qi < len(n.Args) {
+					out = append(out, Site{Pos: m.Fset.Position(n.Pos()), Pkg: fi.pkg.Rel, Func: fi.key, What: "query: " + sel.Sel.Name})
+				}
+			}
+			return true
+		})
+	}
+	for _, p := range m.sorted() {
+		for _, f := range p.Files {
+			if IsStoreFile(m.Fset.Position(f.Pos()).Filename) {
+				continue
+			}
+			for _, d := range f.Decls {
+				if gd, ok := d.(*ast.GenDecl); ok {
+					ast.Inspect(gd, func(n ast.Node) bool {
+						if bl, ok := n.(*ast.BasicLit); ok && bl.Kind == token.STRING {
+							if s, err := strconv.Unquote(bl.Value); err == nil && LooksLikeStatement(s) {
+								out = append(out, Site{Pos: m.Fset.Position(bl.Pos()), Pkg: p.Rel, Func: p.Rel, What: "SQL text"})
+							}
+						}
+						return true
+					})
+				}
+			}
+		}
+	}
 	return out
 }

@@ -1,0 +1,109 @@
+package scoping
+
+// Exception names statements that may touch workspace tables without
+// naming a workspace: every statement of the function Func on the listed
+// tables. Func is the walk's key: the package's directory under internal/,
+// then Type.Method or the function's name (a closure counts as the
+// function that holds it; a package-level table of statements as its
+// variable's name). A text a caller hands to a helper may be named by the
+// caller instead. A new entry needs a reason that says why no workspace
+// applies: a sweep over every workspace, a lookup by a token's hash, a
+// user's or an admin's read across workspaces, the queue. The test fails on
+// an entry that no statement needs any more.
+type Exception struct {
+	Func   string
+	Tables []string
+	Reason string
+}
+
+const (
+	queue  = "the queue: jobs are claimed, leased, renewed, finished and rescued by id, holder or pool for every workspace (a job carries its workspace for the work it starts)"
+	sweep  = "a sweep over every workspace"
+	fixedT = "test fixture (excluded from the moves, see the report): sets up and inspects rows by id"
+)
+
+// Unscoped is the allowlist, by package then function.
+var Unscoped = []Exception{
+	{"approvals.lookup", []string{"tool_approvals"}, "a decision names only the approval: the caller then checks the user's membership of the approval's workspace"},
+	{"approvals.expiring", []string{"tool_approvals"}, sweep + ": pending approvals whose time is up"},
+
+	{"conversations.delivered", []string{"agent_messages"}, "the inbox's reaction names the messages a worker took by id only; app.reactions (not this issue's to change) passes no workspace"},
+
+	{"fixture.API.SetStatus", []string{"tasks"}, fixedT},
+	{"fixture.API.Event", []string{"event_logs", "runs"}, fixedT},
+	{"fixture.Stack.Job", []string{"jobs"}, fixedT},
+
+	{"inbox.oldestUntaken", []string{"jobs", "agent_inbox"}, "the worker protocol: the running jobs a holder has, whatever their workspace, with lines waiting"},
+
+	{"platform/jobs.Queue.Get", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Claim", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Matches", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.FleetWaiting", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.candidates", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.runningByKey", []string{"jobs"}, queue + "; caps count by concurrency key, which names the workspace or project itself"},
+	{"platform/jobs.Queue.lock", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.BindRun", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Extend", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.finish", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.CompleteMany", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.stampFailed", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Held", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Cancelling", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Holder", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Rescue", []string{"jobs"}, queue + "; " + sweep},
+	{"platform/jobs.Queue.Expire", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Repool", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Waiting", []string{"jobs"}, queue},
+	{"platform/jobs.Queue.Prune", []string{"jobs"}, queue + "; " + sweep},
+	{"platform/jobs.Queue.Depths", []string{"jobs"}, "metrics: unfinished jobs counted by kind and state over every workspace"},
+
+	{"projects.Service.MaxConcurrentRuns", []string{"projects"}, "admission inside the claim: the queue's concurrency key names the project, not its workspace"},
+
+	{"retention.Service.Pass", []string{"runs", "run_events", "tasks", "node_runs"}, sweep + ": retention of finished runs"},
+	{"retention.Service.leaves", []string{"runs"}, sweep + ": retention of finished runs"},
+	{"retention.Service.workflows", []string{"runs", "workflow_runs", "node_runs", "tasks", "jobs", "event_logs"}, sweep + ": retention of finished runs"},
+	{"retention.leafBatch", []string{"runs"}, sweep + ": retention of finished runs"},
+	{"retention.leafEvents", []string{"runs", "run_events"}, sweep + ": retention of finished runs"},
+	{"retention.leafRuns", []string{"runs"}, sweep + ": retention of finished runs"},
+	{"retention.lock", []string{"runs"}, sweep + ": retention of finished runs"},
+	{"retention.workflowDeletes", []string{"runs", "workflow_runs", "event_logs"}, sweep + ": retention of finished runs"},
+
+	{"tenancy.joinedWorkspaces", []string{"workspace_members"}, "a user's memberships across workspaces (the workspace list and the default workspace)"},
+
+	{"triggers.byTokenHash", []string{"workflow_triggers"}, "a webhook delivery finds its trigger by its token's hash"},
+	{"triggers.due", []string{"workflow_triggers"}, sweep + ": schedules whose tick has come"},
+	{"triggers.pruneDeliveries", []string{"webhook_deliveries"}, sweep + ": delivery ids older than a day"},
+
+	{"undo.failStale", []string{"undo_actions"}, sweep + ": undos a stopped process left executing"},
+	{"undo.dueActions", []string{"undo_actions"}, sweep + ": undos whose grace ended"},
+
+	{"workflows.projectsWithQueuedRuns", []string{"workflow_runs"}, sweep + ": projects with queued workflow runs, for admission"},
+	{"workflows.waitingGates", []string{"node_runs", "workflow_runs", "workflows", "workspace_members"}, "a user's human gates across the workspaces they belong to"},
+	{"workflows.ownRunWorkspace", []string{"workflow_runs", "workspace_members"}, "a decision names only the run: found among the user's own runs in workspaces they belong to"},
+}
+
+// OpaqueQuery names a function that hands the database a text the walk
+// cannot see (a field, a loop variable): the literals it comes from are
+// judged where they are written; this says so.
+type OpaqueQuery struct {
+	Func   string
+	Reason string
+}
+
+// Opaque lists those functions.
+var Opaque = []OpaqueQuery{
+	{"platform/db.tracedStmt.ExecContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
+	{"platform/db.tracedStmt.QueryContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
+}
+
+// OutsideStores names the packages whose SQL may live outside store files
+// (store.go, <concept>_store.go), with the reason.
+var OutsideStores = map[string]string{
+	"platform/db":        "the database layer itself",
+	"platform/db/dbtest": "test databases: creates and drops them",
+	"platform/jobs":      "the queue is its own store",
+	"platform/pubsub":    "NOTIFY and LISTEN",
+	"apitest":            "test helper: inspects rows",
+	"fixture":            "test helper: sets up rows (excluded from this issue's moves)",
+	"runners":            "excluded from this issue's moves while its package is restructured (TODO: runners/service.go, identity.go, metrics.go)",
+}
