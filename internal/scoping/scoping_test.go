@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"slipway/migrations"
@@ -14,29 +15,39 @@ import (
 
 var dump = flag.String("scoping.dump", "", "write every statement the walk finds, with its verdict, to this file")
 
+var loaded struct {
+	once   sync.Once
+	m      *Module
+	schema *Schema
+	root   string
+	err    error
+}
+
 // load reads the module's packages under internal/ and the PostgreSQL
-// migrations (the SQLite ones have the same tables).
+// migrations (the SQLite ones have the same tables), once for the tests
+// that need them.
 func load(t *testing.T) (*Module, *Schema, func(string) string) {
 	t.Helper()
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := Load(root, "slipway", "internal")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := ReadSchema(migrations.FS, "postgres")
-	if err != nil {
-		t.Fatal(err)
+	l := &loaded
+	l.once.Do(func() {
+		if l.root, l.err = filepath.Abs("../.."); l.err != nil {
+			return
+		}
+		if l.m, l.err = Load(l.root, "slipway", "internal"); l.err != nil {
+			return
+		}
+		l.schema, l.err = ReadSchema(migrations.FS, "postgres")
+	})
+	if l.err != nil {
+		t.Fatal(l.err)
 	}
 	rel := func(file string) string {
-		if r, err := filepath.Rel(root, file); err == nil {
+		if r, err := filepath.Rel(l.root, file); err == nil {
 			return r
 		}
 		return file
 	}
-	return m, schema, rel
+	return l.m, l.schema, rel
 }
 
 // TestEveryStatementScoped walks every SQL statement of the non-test Go
