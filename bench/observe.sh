@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Reproduces the observability figures in bench/README.md: what measuring
+# costs on authenticated GET /api/me and on the sync webhook -> transform ->
+# end flow of bench/webhook.sh, with metrics off (SERVICE_METRICS_ADDR=off:
+# no listener, requests not measured) and on (the default: every request in
+# the histogram, a scrape of /metrics every second), rounds alternating so
+# each mode sees the same machine weather. Prints req/s per round and the
+# median of each mode.
+#
+#   bench/observe.sh                          # builds ./cmd/slipway; modes off and on
+#   BEFORE=/path/to/slipway bench/observe.sh  # adds "before": a build without the instrumentation
+#   MODES="off on traced" bench/observe.sh    # traced: every span exported over OTLP/HTTP to a local sink
+#   ENGINES=sqlite ROUNDS=5 DURATION=10s CONNS=8 bench/observe.sh
+#
+# Needs wrk, curl, python3 (the OTLP sink of the traced mode) and, for
+# PostgreSQL, psql reaching a server (PGSERVER=postgres://postgres@127.0.0.1:5432).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/serve.sh
+command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+out=$(mktemp -d)
+pids=()
+PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
+PGURL=$PGSERVER/postgres?sslmode=disable
+dbname=slipway_bench_observe_$$
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$out"
+}
+trap cleanup EXIT
+go build -o "$out/slipway" ./cmd/slipway
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-8}
+MODES=${MODES:-off on}
+if [ -n "${BEFORE:-}" ]; then MODES="before $MODES"; fi
+METRICS=127.0.0.1:18464
+SINK=127.0.0.1:18318
+cat >"$out/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"n":21}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+
+case " $MODES " in *" traced "*)
+  # An OTLP/HTTP endpoint that takes every export and drops it.
+  python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200); self.send_header("Content-Type", "application/x-protobuf"); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer((sys.argv[1], int(sys.argv[2])), H).serve_forever()' "${SINK%:*}" "${SINK#*:}" &
+  pids+=($!)
+esac
+
+rps() { awk '/Requests\/sec/ {printf "%.0f", $2}'; }
+
+results=$out/results
+run_mode() { # $1 = engine, $2 = mode
+  local engine=$1 mode=$2 url pid csrf cookie scraper
+  unset SERVICE_METRICS_ADDR OTEL_EXPORTER_OTLP_ENDPOINT
+  bin=$out/slipway
+  case $mode in
+    before) bin=$BEFORE ;;
+    off) export SERVICE_METRICS_ADDR=off ;;
+    on) export SERVICE_METRICS_ADDR=$METRICS ;;
+    traced) export SERVICE_METRICS_ADDR=$METRICS OTEL_EXPORTER_OTLP_ENDPOINT=http://$SINK ;;
+  esac
+  serve_signed_in "$engine" 18095
+  post() { curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' -d "$2" "$url$1"; }
+  git init -q --bare -b main "$out/repo-$engine-$mode-$round.git"
+  local project workflow hook
+  project=$(post /api/projects "{\"name\":\"bench\",\"repo_url\":\"$out/repo-$engine-$mode-$round.git\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  workflow=$(post /api/workflows "{\"project_id\":\"$project\",\"name\":\"double\",
+    \"nodes\":[{\"key\":\"double\",\"kind\":\"transform\",\"config\":{\"mapping\":{\"ok\":\"true\",\"n\":\"input.n * 2\"}}},
+               {\"key\":\"respond\",\"kind\":\"end\",\"config\":{\"output\":\"nodes.double.output\"}}],
+    \"edges\":[{\"source\":\"double\",\"target\":\"respond\"}]}" | sed 's/^{"id":"\([^"]*\)".*/\1/')
+  hook=$(post "/api/workflows/$workflow/triggers" '{"kind":"webhook","config":{"response_mode":"sync"}}' |
+    sed 's/.*"receiver_url":"\([^"]*\)".*/\1/')
+  local answer
+  answer=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"n":21}' "$url$hook")
+  [ "$answer" = '{"n":42,"ok":true}' ] || { echo "unexpected answer: $answer" >&2; exit 1; }
+  scraper=
+  if [ "$mode" = on ] || [ "$mode" = traced ]; then
+    local scraped
+    scraped=$(curl -sf "http://$METRICS/metrics" || true)
+    grep -q '^slipway_http_request_duration_seconds_count' <<<"$scraped" ||
+      { echo "no metrics at $METRICS" >&2; cat "$out/serve-$engine.log" >&2; exit 1; }
+    (while sleep 1; do curl -sf -o /dev/null "http://$METRICS/metrics" || true; done) &
+    scraper=$!
+  fi
+  wrk -t1 -c"$CONNS" -d2s -H "$cookie" "$url/api/me" >/dev/null # warm-up
+  local me hookrps
+  me=$(wrk -t1 -c"$CONNS" -d"$DURATION" -H "$cookie" "$url/api/me" | rps)
+  hookrps=$(wrk -t1 -c"$CONNS" -d"$DURATION" -s "$out/post.lua" "$url$hook" | rps)
+  [ -n "$scraper" ] && kill "$scraper" 2>/dev/null && wait "$scraper" 2>/dev/null || true
+  echo "$engine $mode $round $me $hookrps" | tee -a "$results"
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+}
+
+echo "engine mode round me_rps webhook_rps"
+for e in ${ENGINES:-sqlite postgres}; do
+  for round in $(seq 1 "$ROUNDS"); do
+    for m in $MODES; do run_mode "$e" "$m"; done
+  done
+done
+echo "== medians (req/s) =="
+for e in ${ENGINES:-sqlite postgres}; do
+  for m in $MODES; do
+    me=$(awk -v e="$e" -v m="$m" '$1==e && $2==m {print $4}' "$results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    wh=$(awk -v e="$e" -v m="$m" '$1==e && $2==m {print $5}' "$results" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+    echo "$e $m GET /api/me $me, webhook $wh"
+  done
+done
