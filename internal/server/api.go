@@ -83,6 +83,7 @@ func humaConfig(title, version, openAPIPath string) huma.Config {
 func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	pub := humago.New(mux, humaConfig("Slipway API", PublicAPIVersion, "/api/openapi"))
 	pub.UseMiddleware(httpx.PathIDs(pub))
+	pub.UseMiddleware(httpx.OperationSpans) // a span per operation under a traced request (observe.go)
 	pub.OpenAPI().Info.Description = "The public API of Slipway: projects, tasks, runs, workflows and everything around them."
 	pub.OpenAPI().Components.SecuritySchemes["session"] = &huma.SecurityScheme{
 		Type: "apiKey", In: "cookie", Name: "service_session",

@@ -240,8 +240,9 @@ func TestMetrics(t *testing.T) {
 }
 
 // TestTraces runs a webhook-triggered workflow with a span recorder in
-// place of an exporter: its one trace holds the HTTP request, its SQL, the
-// run's job queued, the job worked by the engine, and the nodes, in order.
+// place of an exporter: its one trace holds the HTTP request, the API
+// operation, its SQL, the run's job queued, the job worked by the engine,
+// and the nodes, in order.
 func TestTraces(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
@@ -303,14 +304,16 @@ func TestTraces(t *testing.T) {
 			t.Fatalf("the trace has no %q span: %v", name, names(spans))
 			return nil
 		}
+		op := byName("post_api_workflows_triggers_webhook_token") // the API operation: the service call
 		enqueue, work := byName("jobs.enqueue workflow_run"), byName("jobs.work workflow_run")
 		transform, call, end := byName("workflow.node transform"), byName("workflow.node http_request"), byName("workflow.node end")
 		if root.Parent().IsValid() || spans[0].SpanContext().SpanID() != root.SpanContext().SpanID() {
 			t.Fatalf("the request's span is not the trace's root and first: %v", names(spans))
 		}
-		// The request's SQL is under the request's span; the job's under
-		// the job's; the job continues the trace from the span that queued it.
-		var requestSQL, jobSQL int
+		// The request's SQL is under the request's span (its session, its
+		// operation); the job's under the job's; the job continues the trace
+		// from the span that queued it.
+		var requestSQL, operationSQL, jobSQL int
 		for _, s := range spans {
 			if !strings.HasPrefix(s.Name(), "db.") {
 				continue
@@ -321,21 +324,23 @@ func TestTraces(t *testing.T) {
 			switch s.Parent().SpanID() {
 			case root.SpanContext().SpanID():
 				requestSQL++
+			case op.SpanContext().SpanID():
+				operationSQL++
 			case work.SpanContext().SpanID():
 				jobSQL++
 			}
 		}
-		if requestSQL == 0 || jobSQL == 0 {
-			t.Fatalf("SQL spans under the request %d, under the job %d: %v", requestSQL, jobSQL, names(spans))
+		if operationSQL == 0 || jobSQL == 0 {
+			t.Fatalf("SQL spans under the request %d, its operation %d, the job %d: %v", requestSQL, operationSQL, jobSQL, names(spans))
 		}
 		for _, c := range []struct {
 			child, parent sdktrace.ReadOnlySpan
-		}{{enqueue, root}, {transform, root}, {work, enqueue}, {call, work}, {end, work}} {
+		}{{op, root}, {enqueue, op}, {transform, op}, {work, enqueue}, {call, work}, {end, work}} {
 			if c.child.Parent().SpanID() != c.parent.SpanContext().SpanID() {
 				t.Errorf("%s's parent is not %s", c.child.Name(), c.parent.Name())
 			}
 		}
-		order := []sdktrace.ReadOnlySpan{root, transform, enqueue, work, call, end}
+		order := []sdktrace.ReadOnlySpan{root, op, transform, enqueue, work, call, end}
 		for i := 1; i < len(order); i++ {
 			if order[i].StartTime().Before(order[i-1].StartTime()) {
 				t.Errorf("%s started before %s", order[i].Name(), order[i-1].Name())

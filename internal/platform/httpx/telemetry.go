@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -159,4 +160,22 @@ func withTrace(ctx context.Context, l *slog.Logger) *slog.Logger {
 		return l.With("trace_id", sc.TraceID().String())
 	}
 	return l
+}
+
+// OperationSpans is an API middleware: under a traced request it runs the
+// operation in a span named after its operation id, the service call
+// between the request's span and the SQL and jobs it causes.
+func OperationSpans(hctx huma.Context, next func(huma.Context)) {
+	op := hctx.Operation()
+	if op == nil || !telemetry.Recording(hctx.Context()) {
+		next(hctx)
+		return
+	}
+	ctx, span, _ := telemetry.StartChild(hctx.Context(), op.OperationID,
+		trace.WithAttributes(attribute.String("slipway.operation.id", op.OperationID)))
+	defer span.End()
+	next(huma.WithContext(hctx, ctx))
+	if status := hctx.Status(); status >= 500 {
+		span.SetStatus(codes.Error, http.StatusText(status))
+	}
 }
