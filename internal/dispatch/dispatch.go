@@ -267,7 +267,9 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 			if err != nil {
 				return false, err
 			}
-			a, err := h.Start(ctx, tx, j, info)
+			sctx, span := jobs.StartClaim(ctx, j) // in the trace that queued the job
+			a, err := h.Start(sctx, tx, j, info)
+			span.End()
 			if err != nil || a == nil {
 				return false, err
 			}

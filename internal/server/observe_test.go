@@ -356,6 +356,41 @@ func TestTraces(t *testing.T) {
 				}
 			}
 		}
+
+		// A task's job: the hub's claim of it (starting the task's run)
+		// continues the trace of the request that created the task.
+		f.Task(t, f.Owner, f.Project(t, f.Owner, "Traced tasks"), "true", obj{"hold": false})
+		deadline = time.Now().Add(15 * time.Second)
+		for {
+			var created trace.TraceID
+			for _, s := range rec.Ended() {
+				if s.Name() == "POST /api/tasks" && hasAttr(s, "http.response.status_code", "201") {
+					created = s.SpanContext().TraceID()
+				}
+			}
+			var enqueued, claimed sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended() {
+				if s.SpanContext().TraceID() != created {
+					continue
+				}
+				switch s.Name() {
+				case "jobs.enqueue task":
+					enqueued = s
+				case "jobs.claim task":
+					claimed = s
+				}
+			}
+			if enqueued != nil && claimed != nil {
+				if claimed.Parent().SpanID() != enqueued.SpanContext().SpanID() {
+					t.Fatalf("the task's claim is not under its enqueue")
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no claim of the task's job in its request's trace; spans: %v", names(rec.Ended()))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	})
 }
 

@@ -47,6 +47,20 @@ func StartWork(ctx context.Context, j *Job) (context.Context, trace.Span) {
 			attribute.String("messaging.message.id", j.ID), attribute.Int("slipway.job.attempt", j.Attempt)))
 }
 
+// StartClaim starts the span of what the claimer does with a job inside
+// its claim (the hub's start of a task's or script's run, the assignment
+// it hands a worker), in the trace that queued the job. The work itself
+// runs in a worker; the worker protocol does not carry the trace there yet.
+func StartClaim(ctx context.Context, j *Job) (context.Context, trace.Span) {
+	if !telemetry.Enabled() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	ctx = telemetry.Extract(ctx, j.TraceParent)
+	return telemetry.Start(ctx, "jobs.claim "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
+		trace.WithAttributes(attribute.String("messaging.system", "slipway.jobs"), attribute.String("messaging.destination.name", j.Kind),
+			attribute.String("messaging.message.id", j.ID), attribute.Int("slipway.job.attempt", j.Attempt)))
+}
+
 // Depth is the number of unfinished jobs of one kind in one state.
 type Depth struct {
 	Kind  string
