@@ -2,10 +2,12 @@
 // River (github.com/riverqueue/river) side by side, on SQLite and on
 // PostgreSQL, on this machine (bench/README.md, docs/decisions.md):
 //
-//   - throughput: N jobs inserted up front (not timed), then worked by the
-//     workers with a no-op until the queue is drained, in jobs/s; two
-//     shapes: "one at a time" (W workers, each holding one job) and
-//     "batches" (2 claimers of up to 200 jobs each, 400 jobs in flight);
+//   - throughput: N jobs inserted up front (not timed), then worked with a
+//     no-op until the queue is drained, in jobs/s; two shapes: "one at a
+//     time" (a worker of W slots, each slot working one job: Slipway's
+//     internal/worker, River's MaxWorkers) and "batches" (400 jobs in
+//     flight: 2 Slipway claimers of up to 200 jobs each completing them
+//     together, River with MaxWorkers 400);
 //   - pickup: enqueue → the worker's code starts, with every worker idle and
 //     waiting, median and p90 over S jobs enqueued one at a time (on
 //     PostgreSQL from a second pool, as another replica would; on SQLite in
@@ -198,7 +200,7 @@ func runEngine(c config, engine db.Engine) []result {
 		if v.onlySingle {
 			continue
 		}
-		r := result{engine: string(engine), queue: v.name, figure: fmt.Sprintf("pickup, %d idle workers", c.workers), jobs: c.samples}
+		r := result{engine: string(engine), queue: v.name, figure: fmt.Sprintf("pickup, %d idle worker slots", c.workers), jobs: c.samples}
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		var lat []time.Duration
 		if v.river {
@@ -363,20 +365,36 @@ func slipwayThroughput(ctx context.Context, c config, engine db.Engine, n int, b
 		}
 	}
 
-	workers, perClaim := c.workers, 1
-	if batched {
-		workers, perClaim = c.claimers, c.batch
-	}
-	var done atomic.Int64
-	errs := make(chan error, workers)
 	start := time.Now()
+	var done int
+	if batched {
+		done, err = s.claimBatches(ctx, c.claimers, c.batch)
+	} else {
+		done, err = s.work(ctx, c.workers, false, nil)
+	}
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, err
+	}
+	if done != n {
+		return 0, fmt.Errorf("%d of %d jobs done", done, n)
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// claimBatches is BenchmarkClaimComplete's loop: claimers take up to batch
+// jobs a claim and complete them in one transaction (CompleteMany), until
+// the queue is empty.
+func (s *slipway) claimBatches(ctx context.Context, claimers, batch int) (int, error) {
+	var done atomic.Int64
+	errs := make(chan error, claimers)
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for w := 0; w < claimers; w++ {
 		wg.Add(1)
 		go func(owner string) {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				js, err := s.q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{kind}, Owner: owner, Max: perClaim, Lease: time.Minute}, nil)
+				js, err := s.q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{kind}, Owner: owner, Max: batch, Lease: time.Minute}, nil)
 				if err != nil {
 					errs <- err
 					return
@@ -384,64 +402,136 @@ func slipwayThroughput(ctx context.Context, c config, engine db.Engine, n int, b
 				if len(js) == 0 {
 					return // everything was queued up front: drained
 				}
-				if batched {
-					ls := make([]jobs.Lease, len(js))
-					for i, j := range js {
-						ls[i] = j.Lease()
-					}
-					k, err := s.q.CompleteMany(ctx, ls)
-					if err != nil || k != len(ls) {
-						errs <- fmt.Errorf("completed %d of %d: %v", k, len(ls), err)
-						return
-					}
-				} else {
-					// One job: completed in its own transaction, as the hub
-					// completes a job with the writes of its result.
-					if err := s.d.Tx(ctx, func(tx *db.Tx) error {
-						_, err := s.q.Complete(ctx, tx, js[0].Lease())
-						return err
-					}); err != nil {
-						errs <- err
-						return
-					}
+				ls := make([]jobs.Lease, len(js))
+				for i, j := range js {
+					ls[i] = j.Lease()
 				}
-				done.Add(int64(len(js)))
+				k, err := s.q.CompleteMany(ctx, ls)
+				if err != nil || k != len(ls) {
+					errs <- fmt.Errorf("completed %d of %d: %v", k, len(ls), err)
+					return
+				}
+				done.Add(int64(k))
 			}
 		}(fmt.Sprintf("bench-%d", w))
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	select {
 	case err := <-errs:
 		return 0, err
 	default:
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if int(done.Load()) != n {
-		return 0, fmt.Errorf("%d of %d jobs done", done.Load(), n)
-	}
-	return float64(n) / elapsed.Seconds(), nil
+	return int(done.Load()), ctx.Err()
 }
 
-// slipwayPickup: workers wait as the hub's do (dispatch.claim): claim, and
-// when there is nothing, wait for a wake-up on the bus or the 1 s poll.
+// work runs a worker as the hub's is (internal/worker): slots jobs at a
+// time, one claim loop taking up to the free slots, each job in a goroutine
+// of its own that completes it in its own transaction (as the hub completes
+// a job with the writes of its result) and frees its slot. wait=false
+// returns once the queue is empty (all jobs were queued up front); wait=true
+// waits for work as the dispatcher's claim does (woken by the bus, polling
+// each second as a fallback) until ctx ends. started, when set, is called as
+// each job starts.
+func (s *slipway) work(ctx context.Context, slots int, wait bool, started func(*jobs.Job) error) (int, error) {
+	sub := s.bus.Subscribe(jobs.TopicQueued)
+	defer sub.Close()
+	poll := time.NewTicker(time.Second)
+	defer poll.Stop()
+	freed := make(chan struct{}, 1) // a slot was freed since the loop last looked
+	errs := make(chan error, slots)
+	var active, done atomic.Int64
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case err := <-errs:
+			return int(done.Load()), err
+		default:
+		}
+		if ctx.Err() != nil {
+			return int(done.Load()), nil
+		}
+		free := slots - int(active.Load())
+		var js []*jobs.Job
+		if free > 0 {
+			var err error
+			js, err = s.q.Claim(ctx, jobs.ClaimRequest{Kinds: []string{kind}, Owner: "bench", Max: free, Lease: time.Minute}, nil)
+			if err != nil {
+				if ctx.Err() != nil {
+					return int(done.Load()), nil
+				}
+				return int(done.Load()), err
+			}
+		}
+		for _, j := range js {
+			active.Add(1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					active.Add(-1)
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
+				if started != nil {
+					if err := started(j); err != nil {
+						errs <- err
+						return
+					}
+				}
+				if err := s.d.Tx(ctx, func(tx *db.Tx) error {
+					_, err := s.q.Complete(ctx, tx, j.Lease())
+					return err
+				}); err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+				done.Add(1)
+			}()
+		}
+		if len(js) > 0 {
+			continue
+		}
+		if free > 0 && !wait && active.Load() == 0 {
+			return int(done.Load()), nil // drained
+		}
+		if free == 0 || !wait {
+			select {
+			case <-freed:
+			case <-ctx.Done():
+			}
+			continue
+		}
+		select {
+		case <-sub.C:
+		case <-poll.C:
+		case <-freed:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// slipwayPickup: a worker of c.workers slots waits for work (work with
+// wait=true) while jobs are enqueued one at a time.
 func slipwayPickup(ctx context.Context, c config, engine db.Engine) ([]time.Duration, error) {
 	t, drop, err := fresh(ctx, c, engine)
 	if err != nil {
 		return nil, err
 	}
 	defer drop()
-	work, err := openSlipway(ctx, t)
+	worker, err := openSlipway(ctx, t)
 	if err != nil {
 		return nil, err
 	}
-	defer work.close()
-	if _, err := work.d.NewMigrations(migrations.FS, nil).Up(ctx); err != nil {
+	defer worker.close()
+	if _, err := worker.d.NewMigrations(migrations.FS, nil).Up(ctx); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	from := work
+	from := worker
 	if engine == db.Postgres {
 		// Another replica: its own pool and its own listener.
 		if from, err = openSlipway(ctx, t); err != nil {
@@ -453,54 +543,23 @@ func slipwayPickup(ctx context.Context, c config, engine db.Engine) ([]time.Dura
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	waited := make(chan time.Duration, c.samples)
-	errs := make(chan error, c.workers)
-	var wg sync.WaitGroup
-	for w := 0; w < c.workers; w++ {
-		wg.Add(1)
-		go func(owner string) {
-			defer wg.Done()
-			sub := work.bus.Subscribe(jobs.TopicQueued)
-			defer sub.Close()
-			poll := time.NewTicker(time.Second)
-			defer poll.Stop()
-			for {
-				js, err := work.q.Claim(wctx, jobs.ClaimRequest{Kinds: []string{kind}, Owner: owner, Max: 1, Lease: time.Minute}, nil)
-				if err != nil {
-					if wctx.Err() == nil {
-						errs <- err
-					}
-					return
-				}
-				for _, j := range js {
-					var p struct{ At int64 }
-					if err := json.Unmarshal(j.Payload, &p); err != nil {
-						errs <- err
-						return
-					}
-					waited <- time.Since(time.Unix(0, p.At))
-					if err := work.d.Tx(wctx, func(tx *db.Tx) error {
-						_, err := work.q.Complete(wctx, tx, j.Lease())
-						return err
-					}); err != nil {
-						if wctx.Err() == nil {
-							errs <- err
-						}
-						return
-					}
-				}
-				if len(js) > 0 {
-					continue
-				}
-				select {
-				case <-sub.C:
-				case <-poll.C:
-				case <-wctx.Done():
-					return
-				}
+	errs := make(chan error, 1)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_, err := worker.work(wctx, c.workers, true, func(j *jobs.Job) error {
+			var p struct{ At int64 }
+			if err := json.Unmarshal(j.Payload, &p); err != nil {
+				return err
 			}
-		}(fmt.Sprintf("pickup-%d", w))
-	}
-	time.Sleep(200 * time.Millisecond) // every worker waiting
+			waited <- time.Since(time.Unix(0, p.At))
+			return nil
+		})
+		if err != nil {
+			errs <- err
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // the worker waiting
 	enqueue := func() error {
 		return from.d.Tx(ctx, func(tx *db.Tx) error {
 			_, err := from.q.Enqueue(ctx, tx, jobs.NewJob{Kind: kind, Payload: map[string]int64{"at": time.Now().UnixNano()}})
@@ -509,7 +568,7 @@ func slipwayPickup(ctx context.Context, c config, engine db.Engine) ([]time.Dura
 	}
 	lat, err := collect(ctx, c, enqueue, waited, errs)
 	stop()
-	wg.Wait()
+	<-stopped
 	return lat, err
 }
 
