@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -136,7 +137,7 @@ func (s *Server) observeProcess(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	if o.Tracing {
-		shutdown, err := startTracing(ctx, s.cfg)
+		shutdown, err := startTracing(ctx, s.cfg, s.log)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +172,10 @@ func (s *Server) observeProcess(ctx context.Context) (stop func(), err error) {
 // startTracing installs an OTLP/HTTP exporter configured by the standard
 // OTEL_* variables (endpoint, headers, timeout, certificate; sampler and
 // batching through the SDK's own) behind a batching provider.
-func startTracing(ctx context.Context, cfg *config.Config) (shutdown func(), err error) {
+func startTracing(ctx context.Context, cfg *config.Config, log *slog.Logger) (shutdown func(), err error) {
+	// The SDK reports what it could not export here (a collector down):
+	// into the server's log, not the standard logger.
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing: the SDK reports an error", "err", err) }))
 	exp, err := otlptracehttp.New(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
@@ -189,7 +193,11 @@ func startTracing(ctx context.Context, cfg *config.Config) (shutdown func(), err
 		telemetry.Use(nil)
 		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = tp.Shutdown(flush) // spans that cannot leave in five seconds are lost, as the exporter's own timeout would
+		// Spans that cannot leave in five seconds are lost, as with the
+		// exporter's own timeout.
+		if err := tp.Shutdown(flush); err != nil {
+			log.Warn("tracing: the last spans were not exported", "err", err)
+		}
 	}, nil
 }
 
