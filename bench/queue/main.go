@@ -14,13 +14,16 @@
 //     the same process, the only way SQLite is shared).
 //
 // Every run gets a fresh database (a new SQLite file, or a new PostgreSQL
-// database created and dropped here). River runs twice: with its defaults
-// (FetchCooldown 100 ms, FetchPollInterval 1 s) and with the settings of
-// its own benchmark, `river bench` (2 ms, 20 ms). Slipway's queue runs as
-// the hub runs it: woken by its bus (NOTIFY on PostgreSQL, in-process on
-// SQLite), polling each second only as a fallback.
+// database created and dropped here). River runs with its defaults
+// (FetchCooldown 100 ms, FetchPollInterval 1 s), with the settings of its
+// own benchmark, `river bench` (2 ms, 20 ms), and, for "one at a time",
+// with those settings and each job completed in the worker's transaction
+// (JobCompleteTx). Slipway's queue runs as the hub runs it: woken by its bus
+// (NOTIFY on PostgreSQL, in-process on SQLite), polling each second only as
+// a fallback. -rounds repeats everything and reports medians and ranges.
 //
 //	go run ./bench/queue                     # both engines
+//	go run ./bench/queue -rounds 3           # the figures in bench/README.md
 //	go run ./bench/queue -engines sqlite     # no PostgreSQL needed
 //	go run ./bench/queue -pg 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable'
 package main
