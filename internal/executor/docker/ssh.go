@@ -82,13 +82,22 @@ func dialSSH(sshPath string, args []string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := cmd.StdoutPipe()
+	// A pipe of our own for its output, not StdoutPipe: Wait (which runs
+	// as soon as ssh starts, to learn how it ended) closes StdoutPipe's
+	// read end when ssh exits, and output still unread in the pipe then
+	// fails with "file already closed". Our read end stays open until the
+	// connection closes, so a reader drains it to EOF.
+	out, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = w
 	stderr := &tail{}
 	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close() // ssh holds its own copy
+	if err != nil {
+		out.Close()
 		return nil, err
 	}
 	c := &cmdConn{cmd: cmd, in: in, out: out, stderr: stderr, done: make(chan struct{})}
@@ -129,6 +138,7 @@ func (c *cmdConn) Close() error {
 	c.once.Do(func() {
 		c.in.Close()
 		c.cmd.Process.Kill()
+		go func() { <-c.done; c.out.Close() }() // once ssh is gone: nothing more comes
 	})
 	return nil
 }
