@@ -14,11 +14,7 @@ out=$(mktemp -d); pids=(); bin=$BINARY
 PGSERVER=postgres://postgres@127.0.0.1:5432; PGURL=$PGSERVER/postgres?sslmode=disable; dbname=slipway_cpu_$$
 trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null||true; wait $p 2>/dev/null||true; done; psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1||true; rm -rf $out' EXIT
 serve_signed_in $ENGINE $((18200 + RANDOM % 700))
-post() { curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' -d "$2" "$url$1"; }
-git init -q --bare -b main "$out/repo.git"
-project=$(post /api/projects "{\"name\":\"bench\",\"repo_url\":\"$out/repo.git\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
-workflow=$(post /api/workflows "{\"project_id\":\"$project\",\"name\":\"double\",\"nodes\":[{\"key\":\"double\",\"kind\":\"transform\",\"config\":{\"mapping\":{\"ok\":\"true\",\"n\":\"input.n * 2\"}}},{\"key\":\"respond\",\"kind\":\"end\",\"config\":{\"output\":\"nodes.double.output\"}}],\"edges\":[{\"source\":\"double\",\"target\":\"respond\"}]}" | sed 's/^{"id":"\([^"]*\)".*/\1/')
-hook=$(post "/api/workflows/$workflow/triggers" '{"kind":"webhook","config":{"response_mode":"sync"}}' | sed 's/.*"receiver_url":"\([^"]*\)".*/\1/')
+webhook_flow "$out/repo.git"
 cat >"$out/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.body = '{"n":21}'

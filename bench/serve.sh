@@ -28,3 +28,23 @@ serve_signed_in() { # $1 = sqlite|postgres, $2 = port
   [ -n "$token" ] || { echo "login failed" >&2; cat "$out/serve-$engine.log" >&2; exit 1; }
   cookie="Cookie: service_session=$token; service_csrf=$csrf"
 }
+
+# webhook_flow REPO makes, on the signed-in server, a project on a new bare
+# repository at REPO and the sync webhook -> transform -> end workflow the
+# webhook benchmarks drive (POST {"n":21} answers {"n":42,"ok":true}),
+# checks one answer, and sets project to the project's id and hook to the
+# receiver's path.
+webhook_flow() { # $1 = path of the bare repository to create
+  local workflow answer
+  git init -q --bare -b main "$1"
+  post() { curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' -d "$2" "$url$1"; }
+  project=$(post /api/projects "{\"name\":\"bench\",\"repo_url\":\"$1\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
+  workflow=$(post /api/workflows "{\"project_id\":\"$project\",\"name\":\"double\",
+    \"nodes\":[{\"key\":\"double\",\"kind\":\"transform\",\"config\":{\"mapping\":{\"ok\":\"true\",\"n\":\"input.n * 2\"}}},
+               {\"key\":\"respond\",\"kind\":\"end\",\"config\":{\"output\":\"nodes.double.output\"}}],
+    \"edges\":[{\"source\":\"double\",\"target\":\"respond\"}]}" | sed 's/^{"id":"\([^"]*\)".*/\1/')
+  hook=$(post "/api/workflows/$workflow/triggers" '{"kind":"webhook","config":{"response_mode":"sync"}}' |
+    sed 's/.*"receiver_url":"\([^"]*\)".*/\1/')
+  answer=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"n":21}' "$url$hook")
+  [ "$answer" = '{"n":42,"ok":true}' ] || { echo "unexpected answer: $answer" >&2; exit 1; }
+}

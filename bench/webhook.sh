@@ -42,19 +42,8 @@ LUA
 run_engine() { # $1 = sqlite|postgres
   local engine=$1 url pid csrf cookie
   serve_signed_in "$engine" 18094
-  post() { curl -sf -X POST -H "$cookie" -H "X-CSRF-Token: $csrf" -H 'Content-Type: application/json' -d "$2" "$url$1"; }
-  git init -q --bare -b main "$out/repo-$engine.git"
-  local project workflow hook
-  project=$(post /api/projects "{\"name\":\"bench\",\"repo_url\":\"$out/repo-$engine.git\"}" | sed 's/.*"id":"\([^"]*\)".*/\1/')
-  workflow=$(post /api/workflows "{\"project_id\":\"$project\",\"name\":\"double\",
-    \"nodes\":[{\"key\":\"double\",\"kind\":\"transform\",\"config\":{\"mapping\":{\"ok\":\"true\",\"n\":\"input.n * 2\"}}},
-               {\"key\":\"respond\",\"kind\":\"end\",\"config\":{\"output\":\"nodes.double.output\"}}],
-    \"edges\":[{\"source\":\"double\",\"target\":\"respond\"}]}" | sed 's/^{"id":"\([^"]*\)".*/\1/')
-  hook=$(post "/api/workflows/$workflow/triggers" '{"kind":"webhook","config":{"response_mode":"sync"}}' |
-    sed 's/.*"receiver_url":"\([^"]*\)".*/\1/')
-  local answer
-  answer=$(curl -sf -X POST -H 'Content-Type: application/json' -d '{"n":21}' "$url$hook")
-  [ "$answer" = '{"n":42,"ok":true}' ] || { echo "unexpected answer: $answer" >&2; exit 1; }
+  local project hook
+  webhook_flow "$out/repo-$engine.git"
   for c in $CONNS; do
     echo "== $engine: sync webhook, wrk -t1 -c$c -d$DURATION"
     wrk -t1 -c"$c" -d"$DURATION" --latency -s "$out/post.lua" "$url$hook" | grep -E 'Requests/sec|  50%|  99%|Non-2xx|requests in'
