@@ -110,10 +110,7 @@ type Options struct {
 // App is everything Build made. Nothing runs until the caller starts it
 // (server.Serve, or a test stack).
 type App struct {
-	Config   *config.Config
-	DB       *db.DB
 	Log      *slog.Logger
-	Clock    clock.Clock
 	Bus      *pubsub.Bus
 	Services Services
 	Queue    *jobs.Queue
@@ -125,7 +122,6 @@ type App struct {
 	Backend    executor.Backend
 	Git        *repo.Git
 	Parts      Parts
-	Inbox      *inbox.Inbox
 	Retention  *retention.Service
 	// Gate keeps tenant code off a process backend that contains nothing
 	// (nil: the backend contains it).
@@ -226,8 +222,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp.Handle(workflows.CodeJob, workport.WorkScript, eng.Code())
 	disp.Handle(scripts.RunJob, workport.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
 
-	a := &App{Config: cfg, DB: d, Log: log, Clock: clk, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
-		Parts: parts, Inbox: in, Retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
+	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
+		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
 	// Where the process backend can contain nothing, only instance
 	// admins' code runs (DESIGN §10).
 	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
