@@ -26,7 +26,7 @@ func graphHash(graph []byte) string {
 
 // graph returns a run's graph: its version, read once per process.
 func (e *Engine) graph(ctx context.Context, q db.Queryer, r *runRow) (*Graph, error) {
-	if g := e.graphs.get(r.GraphID); g != nil {
+	if g, ok := e.graphs.get(r.GraphID); ok {
 		return g, nil
 	}
 	raw, err := readGraph(ctx, q, r)
@@ -49,40 +49,44 @@ func parseGraph(raw []byte) (*Graph, error) {
 	return &g, nil
 }
 
-// graphCache holds parsed graph versions by id. A version never changes and
-// its id is never reused, so an entry is never stale, on any replica (one
-// stored by a transaction that rolled back is merely never asked for); the
-// bound only limits memory. Graphs in it are shared: read them, never
-// write them.
-type graphCache struct {
+// bounded is a map kept under a bound: when full, a new key forgets one
+// entry at random. Only memory is bounded; an entry is never stale for the
+// caches below (their keys name immutable values).
+type bounded[K comparable, V any] struct {
 	mu sync.RWMutex
-	m  map[string]*Graph
+	m  map[K]V
 }
 
-// graphCacheMax bounds the versions kept parsed (a full cache forgets one
-// at random for each new one).
+// graphCacheMax bounds each cache.
 const graphCacheMax = 1024
 
-func (c *graphCache) get(id string) *Graph {
+func (c *bounded[K, V]) get(k K) (V, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.m[id]
+	v, ok := c.m[k]
+	return v, ok
 }
 
-func (c *graphCache) put(id string, g *Graph) {
+func (c *bounded[K, V]) put(k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
-		c.m = map[string]*Graph{}
+		c.m = map[K]V{}
 	}
-	if _, ok := c.m[id]; !ok && len(c.m) >= graphCacheMax {
-		for k := range c.m {
-			delete(c.m, k)
+	if _, ok := c.m[k]; !ok && len(c.m) >= graphCacheMax {
+		for old := range c.m {
+			delete(c.m, old)
 			break
 		}
 	}
-	c.m[id] = g
+	c.m[k] = v
 }
+
+// graphCache holds parsed graph versions by id. A version never changes and
+// its id is never reused, so an entry is never stale, on any replica (one
+// stored by a transaction that rolled back is merely never asked for).
+// Graphs in it are shared: read them, never write them.
+type graphCache = bounded[string, *Graph]
 
 // storedTrigger is what a run stores of its trigger: a webhook's body is
 // also the run's input, so a trigger whose body is the input is stored
@@ -134,10 +138,7 @@ func (r *runRow) triggerValue() any {
 // stored text, and so the key, on every replica alike; an entry is only
 // kept once the transaction that found or stored its version committed.
 // The bound only limits memory.
-type definitions struct {
-	mu sync.RWMutex
-	m  map[defKey]definition
-}
+type definitions = bounded[defKey, definition]
 
 type defKey struct {
 	workflow string
@@ -149,28 +150,6 @@ type definition struct {
 	graph   *Graph
 }
 
-func (c *definitions) get(k defKey) (definition, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	d, ok := c.m[k]
-	return d, ok
-}
-
-func (c *definitions) put(k defKey, d definition) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[defKey]definition{}
-	}
-	if _, ok := c.m[k]; !ok && len(c.m) >= graphCacheMax {
-		for old := range c.m {
-			delete(c.m, old)
-			break
-		}
-	}
-	c.m[k] = d
-}
-
 // definition is the version and parsed graph of a workflow's stored graph
 // (raw), storing the version when it is new.
 func (e *Engine) definition(ctx context.Context, tx *db.Tx, workspaceID, workflowID string, raw []byte, now time.Time) (definition, error) {
@@ -178,11 +157,13 @@ func (e *Engine) definition(ctx context.Context, tx *db.Tx, workspaceID, workflo
 	if d, ok := e.defs.get(k); ok {
 		return d, nil
 	}
+	// The version's text is the graph as a Workflow carries it (nil lists
+	// as empty ones), as versions have always been stored.
 	var stored Graph
 	if err := json.Unmarshal(raw, &stored); err != nil {
 		return definition{}, fmt.Errorf("workflows: graph of %s: %w", workflowID, err)
 	}
-	w := Workflow{}
+	var w Workflow
 	w.setGraph(&stored)
 	graph, err := json.Marshal(w.graph())
 	if err != nil {
@@ -192,8 +173,8 @@ func (e *Engine) definition(ctx context.Context, tx *db.Tx, workspaceID, workflo
 	if err != nil {
 		return definition{}, err
 	}
-	g := e.graphs.get(graphID)
-	if g == nil {
+	g, ok := e.graphs.get(graphID)
+	if !ok {
 		if g, err = parseGraph(graph); err != nil {
 			return definition{}, err
 		}
