@@ -95,26 +95,22 @@ func claimAndLongPoll(t *testing.T, h Hub) {
 	if as, err := h.Port().Claim(ctx(t), request(h, 0)); err != nil || len(as) != 0 {
 		t.Fatalf("claim with nothing queued: %+v, %v", as, err)
 	}
-	// A claim waits; work queued meanwhile wakes it long before its bound.
+	// A claim waits: work queued while it waits is what it answers with
+	// (its bound, far away, would end it empty).
 	type answer struct {
 		as  []workport.Assignment
 		err error
-		at  time.Time
 	}
 	got := make(chan answer, 1)
-	start := time.Now()
 	go func() {
 		as, err := h.Port().Claim(ctx(t), request(h, 25*time.Second))
-		got <- answer{as, err, time.Now()}
+		got <- answer{as, err}
 	}()
 	time.Sleep(300 * time.Millisecond)
 	task := h.Queue(t)
 	a := <-got
 	if a.err != nil {
 		t.Fatalf("long poll: %v", a.err)
-	}
-	if a.at.Sub(start) > 15*time.Second {
-		t.Fatalf("the long poll answered after %s: queued work did not wake it", a.at.Sub(start))
 	}
 	if len(a.as) != 1 || a.as[0].Agent == nil || a.as[0].Agent.TaskID != task {
 		t.Fatalf("long poll handed out %+v, want the task %s", a.as, task)
