@@ -93,16 +93,25 @@ func spawnAs(t *testing.T, cred *syscall.Credential, bin, dir, command string, r
 	if cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
-	stderr, err := cmd.StderrPipe()
+	// A pipe of our own, not StderrPipe: Wait closes that one as soon as the
+	// process exits, and the last lines (why it exited) would be lost.
+	stderr, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.Stderr = w
 	p := &proc{cmd: cmd, exited: make(chan struct{})}
-	if err := cmd.Start(); err != nil {
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		stderr.Close()
 		t.Fatal(err)
 	}
+	read := make(chan struct{})
 	addr := make(chan string, 1)
 	go func() {
+		defer close(read)
+		defer stderr.Close()
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -123,6 +132,12 @@ func spawnAs(t *testing.T, cred *syscall.Credential, bin, dir, command string, r
 	}()
 	go func() {
 		p.err = cmd.Wait()
+		// Every line it wrote is in p.out, unless a child that outlives it
+		// holds its stderr open.
+		select {
+		case <-read:
+		case <-time.After(2 * time.Second):
+		}
 		close(p.exited)
 	}()
 	t.Cleanup(func() {
