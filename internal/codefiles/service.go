@@ -194,7 +194,7 @@ func (s *Service) Put(ctx context.Context, ws *actor.Workspace, set Set, in File
 			}
 			lock += ":" + sc.WorkflowID + ":" + sc.NodeKey
 		}
-		if err := s.db.Dialect.XactLock(ctx, tx.Tx, lock); err != nil {
+		if err := s.db.Dialect.XactLock(ctx, tx, lock); err != nil {
 			return err
 		}
 		infos, err := listInfos(ctx, tx, sc)

@@ -52,7 +52,7 @@ func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, mes
 		return 0, fmt.Errorf("inbox: encoding a line: %w", err)
 	}
 	// One poster per job at a time: sequence numbers are dense and unique.
-	if err := b.db.Dialect.XactLock(ctx, tx.Tx, "inbox:"+jobID); err != nil {
+	if err := b.db.Dialect.XactLock(ctx, tx, "inbox:"+jobID); err != nil {
 		return 0, err
 	}
 	seq, err := nextSeq(ctx, tx, jobID)

@@ -310,6 +310,35 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, n NewRun) (*Run, error) 
 	return r, s.hub.NotifyTx(ctx, tx, r.WorkspaceID, TopicRuns, r.ID)
 }
 
+// Ended is a run that started and ended in the transaction that writes it
+// (a workflow run of inline nodes only), with its new log.
+type Ended struct {
+	NewRun
+	Status string // terminal
+	Error  string
+	Events []NewEvent
+}
+
+// Record writes an ended run at once, its log, its row and its events
+// queued on tx (see db.Tx.Later): nobody saw it running, so it is written
+// as it ended instead of started, numbered and finished statement by
+// statement. Nobody can watch the streams of a log and run that did not
+// exist before tx, so nothing goes out live but the runs topic's hint.
+func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
+	if !Terminal(e.Status) {
+		return apperr.New(apperr.CodeInternal, "runs: %q is not a terminal status", e.Status)
+	}
+	if e.ID == "" || !e.NewLog {
+		return apperr.New(apperr.CodeInternal, "runs: an ended run is recorded with its id and a new log")
+	}
+	now := s.clock.Now()
+	r := &Run{ID: e.ID, Kind: e.Kind, Status: e.Status, WorkspaceID: e.WorkspaceID, ProjectID: optional(e.ProjectID), TaskID: optional(e.TaskID),
+		ParentRunID: optional(e.ParentRunID), Attempt: 1, Backend: e.Backend, CreatedAt: now, LogID: e.LogID, JobID: e.JobID,
+		Error: s.redact.Text(e.Error), FinishedAt: &now}
+	recordEnded(ctx, tx, r, s.rows(e.LogID, &r.ID, int64(len(e.Events)), e.Events))
+	return s.hub.NotifyTx(ctx, tx, r.WorkspaceID, TopicRuns, r.ID)
+}
+
 // TopicRuns hints that a run started or ended.
 const TopicRuns = "runs"
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -107,6 +108,30 @@ func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 	}
 	countStarted(q, r.Kind)
 	return nil
+}
+
+// recordEnded queues (tx.Later) the inserts of a run that ended in the
+// transaction that started it: its log and its row with their final
+// sequence numbers, and its events numbered from 1 on both.
+func recordEnded(ctx context.Context, tx *db.Tx, r *Run, rs []row) {
+	n := int64(len(rs))
+	tx.Later("INSERT INTO event_logs (id, workspace_id, created_at, event_seq) VALUES ($1, $2, $3, $4)", r.LogID, r.WorkspaceID, r.CreatedAt, n)
+	tx.Later(`INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
+		backend, created_at, error, finished_at, event_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt,
+		r.Error, r.FinishedAt, n)
+	for start := 0; start < len(rs); start += eventChunk {
+		chunk := rs[start:min(start+eventChunk, len(rs))]
+		args := make([]any, 0, len(chunk)*8)
+		for i := range chunk {
+			chunk[i].logSeq = *chunk[i].runSeq
+			c := chunk[i]
+			args = append(args, c.id, c.logID, c.logSeq, c.runID, c.runSeq, c.ev.Type, string(c.ev.Payload), c.ev.At)
+		}
+		tx.Later(insertEventsPlain(len(chunk)), args...)
+	}
+	countStarted(tx, r.Kind)
+	countFinished(tx, r.Kind, r.Status)
 }
 
 // countRuns counts the top-level runs of a kind on a log (a new run's
@@ -302,12 +327,26 @@ func insertEventsQuery(dialect db.Dialect, rows int) string {
 	if q, ok := insertEventsQueries.Load(key); ok {
 		return q.(string)
 	}
-	q := insertEventsSQL(dialect, rows)
+	q := insertEventsSQL(rows, dialect.Placeholder, dialect.StoredJSON("payload"))
 	insertEventsQueries.Store(key, q)
 	return q
 }
 
-func insertEventsSQL(dialect db.Dialect, rows int) string {
+// insertEventsPlain is the insert of rows events without taking anything
+// back ($N placeholders, which both engines read).
+func insertEventsPlain(rows int) string {
+	key := fmt.Sprintf("plain/%d", rows)
+	if q, ok := insertEventsQueries.Load(key); ok {
+		return q.(string)
+	}
+	q := insertEventsSQL(rows, func(n int) string { return "$" + strconv.Itoa(n) }, "")
+	insertEventsQueries.Store(key, q)
+	return q
+}
+
+// insertEventsSQL is the insert of rows events, placeholders numbered by
+// placeholder, tail appended (what it takes back).
+func insertEventsSQL(rows int, placeholder func(int) string, tail string) string {
 	var sb strings.Builder
 	sb.WriteString("INSERT INTO run_events (id, log_id, log_seq, run_id, run_seq, event_type, payload, created_at) VALUES ")
 	p := 0
@@ -321,11 +360,11 @@ func insertEventsSQL(dialect db.Dialect, rows int) string {
 				sb.WriteString(", ")
 			}
 			p++
-			sb.WriteString(dialect.Placeholder(p))
+			sb.WriteString(placeholder(p))
 		}
 		sb.WriteByte(')')
 	}
-	sb.WriteString(dialect.StoredJSON("payload"))
+	sb.WriteString(tail)
 	return sb.String()
 }
 

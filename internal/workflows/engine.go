@@ -145,7 +145,7 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 	// A transition that a database host crash loses is one the engine runs
 	// again (the job and the rows are lost together), like SQLite's WAL at
 	// synchronous NORMAL: no fsync wait per node.
-	if err := e.db.Dialect.AsyncCommit(ctx, tx.Tx); err != nil {
+	if err := e.db.Dialect.AsyncCommit(ctx, tx); err != nil {
 		return nil, err
 	}
 	now := e.clock.Now()
@@ -171,16 +171,17 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 
 // commit writes what a transition changed, in its transaction.
 func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder) error {
+	// A run that started and ended in this transaction is written once, as
+	// it ended, with its events.
+	once := st.unsaved && st.ended
 	if st.unsaved {
 		// Before its node runs, which reference it.
-		if err := insertRunRow(ctx, tx, st.run, st.now); err != nil {
+		if err := e.create(ctx, tx, st.run, st); err != nil {
 			return err
 		}
 		st.unsaved, st.runDirty = false, false
 	}
-	if err := saveNodeRuns(ctx, tx, st.changed()); err != nil {
-		return err
-	}
+	saveNodeRuns(tx, st.changed())
 	ws := st.run.WorkspaceID
 	for _, t := range st.timers {
 		if _, err := e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: TimerJob, WorkspaceID: ws, Ref: t.node.ID, RunAt: t.at, MaxAttempts: 10,
@@ -205,19 +206,18 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		}
 	}
 	if st.runDirty {
-		if err := saveRunRow(ctx, tx, st.run); err != nil {
-			return err
-		}
+		saveRunRow(tx, st.run)
 	}
-	if len(st.events) > 0 {
+	if len(st.events) > 0 && !once {
 		if err := e.runs.Append(ctx, tx, ws, st.run.LogID, st.run.ID, st.events...); err != nil && !errors.Is(err, runs.ErrRunOver) {
 			return err
 		}
 	}
 	if st.ended {
-		status := map[string]string{RunSucceeded: runs.Succeeded, RunFailed: runs.Failed, RunCancelled: runs.Cancelled}[st.run.Status]
-		if _, err := e.runs.Finish(ctx, tx, ws, st.run.ID, status, nil, st.run.Error); err != nil {
-			return err
+		if !once {
+			if _, err := e.runs.Finish(ctx, tx, ws, st.run.ID, runStatus(st.run.Status), nil, st.run.Error); err != nil {
+				return err
+			}
 		}
 		if h == nil && !st.fresh {
 			if _, err := e.queue.Cancel(ctx, tx, ws, RunJob, st.run.ID); err != nil {
@@ -246,6 +246,39 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		}
 		return e.ensureJob(ctx, tx, st.run)
 	}
+	return nil
+}
+
+// runStatus is the runs row's status of a workflow run's terminal status.
+func runStatus(status string) string {
+	switch status {
+	case RunSucceeded:
+		return runs.Succeeded
+	case RunFailed:
+		return runs.Failed
+	}
+	return runs.Cancelled
+}
+
+// create writes a run that its transaction made: its log, its runs row and
+// its workflow run row. With st (the state of a run that started and ended
+// in this transaction) the runs row is written as the run ended, with its
+// events; otherwise as it stands, queued or running.
+func (e *Engine) create(ctx context.Context, tx *db.Tx, r *runRow, st *runState) error {
+	n := runs.NewRun{ID: r.ID, Kind: runs.KindWorkflow, WorkspaceID: r.WorkspaceID, LogID: r.LogID, ProjectID: r.ProjectID, NewLog: true}
+	if st != nil && st.ended {
+		if err := e.runs.Record(ctx, tx, runs.Ended{NewRun: n, Status: runStatus(r.Status), Error: r.Error, Events: st.events}); err != nil {
+			return err
+		}
+	} else {
+		if err := e.runs.CreateLog(ctx, tx, r.WorkspaceID, r.LogID); err != nil {
+			return err
+		}
+		if _, err := e.runs.Start(ctx, tx, n); err != nil {
+			return err
+		}
+	}
+	insertRunRow(tx, r, e.clock.Now())
 	return nil
 }
 
@@ -285,7 +318,7 @@ type Started struct {
 // that run's ready inline nodes in the same transaction (a run that needs
 // nothing else ends before anything is queued for it).
 func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID string, inline *Started) error {
-	if err := e.db.Dialect.XactLock(ctx, tx.Tx, "workflow-admission:"+projectID); err != nil {
+	if err := e.db.Dialect.XactLock(ctx, tx, "workflow-admission:"+projectID); err != nil {
 		return err
 	}
 	waiting, err := queuedRuns(ctx, tx, workspaceID, projectID)
@@ -332,7 +365,7 @@ func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID
 // capped says whether its workflow or project has a cap, as read in tx.
 func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph, capped bool, started *Started) error {
 	if capped {
-		if err := insertRunRow(ctx, tx, run, run.CreatedAt); err != nil {
+		if err := e.create(ctx, tx, run, nil); err != nil {
 			return err
 		}
 		return e.admitNow(ctx, tx, run.WorkspaceID, run.ProjectID, started)

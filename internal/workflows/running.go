@@ -67,26 +67,20 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 		return nil, err
 	}
 	graphID, g := def.graphID, def.graph
-	logID := ids.New()
-	if err := s.runs.CreateLog(ctx, tx, workspaceID, logID); err != nil {
-		return nil, err
-	}
-	r, err := s.runs.Start(ctx, tx, runs.NewRun{Kind: runs.KindWorkflow, WorkspaceID: workspaceID, LogID: logID, ProjectID: w.projectID, NewLog: true})
-	if err != nil {
-		return nil, err
-	}
 	stored, bodyIsInput := storedTrigger(trigger, input)
-	row := &runRow{ID: r.ID, WorkspaceID: workspaceID, ProjectID: w.projectID, WorkflowID: id, LogID: logID, Status: RunQueued, GraphID: graphID,
+	// The run and its log are written by startNew: queued, or as its first
+	// inline nodes leave it.
+	row := &runRow{ID: ids.New(), WorkspaceID: workspaceID, ProjectID: w.projectID, WorkflowID: id, LogID: ids.New(), Status: RunQueued, GraphID: graphID,
 		Input: input, Trigger: stored, TriggerBodyIsInput: bodyIsInput, CreatedAt: now, CreatedBy: createdBy}
 	// Admitted at once, it runs its first inline nodes in this transaction
 	// (which records its queued event with the rest): a run of inline nodes
 	// only ends here, with nothing queued for it.
-	started := &Started{ID: r.ID, Status: RunQueued}
+	started := &Started{ID: row.ID, Status: RunQueued}
 	if err := s.engine.startNew(ctx, tx, row, g, w.capped, started); err != nil {
 		return nil, err
 	}
 	if started.Status == RunQueued {
-		if err := s.runs.Append(ctx, tx, workspaceID, logID, r.ID, queuedEvent(id, now)); err != nil {
+		if err := s.runs.Append(ctx, tx, workspaceID, row.LogID, row.ID, queuedEvent(id, now)); err != nil {
 			return nil, err
 		}
 	}

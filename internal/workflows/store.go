@@ -165,16 +165,12 @@ func lockRun(ctx context.Context, tx *db.Tx, workspaceID, id string, now time.Ti
 
 // insertRunRow writes a new run as it stands: queued, or (a run started at
 // once, written after its first transition) with its status and output.
-func insertRunRow(ctx context.Context, q db.Queryer, r *runRow, now time.Time) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO workflow_runs (id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id,
+func insertRunRow(tx *db.Tx, r *runRow, now time.Time) {
+	tx.Later(`INSERT INTO workflow_runs (id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id,
 		input, trigger_data, trigger_body_is_input, output, error, created_at, started_at, finished_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		r.ID, r.WorkspaceID, r.ProjectID, r.WorkflowID, r.LogID, r.CreatedBy, r.Status, r.GraphID, []byte(r.Input), []byte(r.Trigger),
 		r.TriggerBodyIsInput, jsonArg(r.Output), r.Error, r.CreatedAt, r.StartedAt, r.FinishedAt, now)
-	if err != nil {
-		return fmt.Errorf("workflows: insert run: %w", err)
-	}
-	return nil
 }
 
 func jsonArg(raw json.RawMessage) any {
@@ -184,13 +180,9 @@ func jsonArg(raw json.RawMessage) any {
 	return []byte(raw)
 }
 
-func saveRunRow(ctx context.Context, q db.Queryer, r *runRow) error {
-	_, err := q.ExecContext(ctx, `UPDATE workflow_runs SET status = $3, output = $4, error = $5, started_at = $6, finished_at = $7
+func saveRunRow(tx *db.Tx, r *runRow) {
+	tx.Later(`UPDATE workflow_runs SET status = $3, output = $4, error = $5, started_at = $6, finished_at = $7
 		WHERE workspace_id = $1 AND id = $2`, r.WorkspaceID, r.ID, r.Status, jsonArg(r.Output), r.Error, r.StartedAt, r.FinishedAt)
-	if err != nil {
-		return fmt.Errorf("workflows: save run: %w", err)
-	}
-	return nil
 }
 
 // nodeRun is one node's state in one frame of a run.
@@ -247,20 +239,17 @@ func listNodeRuns(ctx context.Context, q db.Queryer, runID string) ([]*nodeRun, 
 
 // saveNodeRuns writes the new and changed node runs of a transition: new
 // ones in one multi-row insert, changed ones one update each.
-func saveNodeRuns(ctx context.Context, tx *db.Tx, ns []*nodeRun) error {
+func saveNodeRuns(tx *db.Tx, ns []*nodeRun) {
 	var fresh []*nodeRun
 	for _, n := range ns {
 		switch {
 		case n.fresh:
 			fresh = append(fresh, n)
 		case n.dirty:
-			_, err := tx.ExecContext(ctx, `UPDATE node_runs SET status = $3, handle = $4, output = $5, error = $6, state = $7, attempt = $8,
+			tx.Later(`UPDATE node_runs SET status = $3, handle = $4, output = $5, error = $6, state = $7, attempt = $8,
 				wait_event = $9, task_id = $10, started_at = $11, finished_at = $12 WHERE run_id = $1 AND id = $2`,
 				n.RunID, n.ID, n.Status, n.Handle, jsonArg(n.Output), n.Error, jsonArg(n.State), n.Attempt, n.WaitEvent, n.TaskID, n.StartedAt,
 				n.FinishedAt)
-			if err != nil {
-				return fmt.Errorf("workflows: save node run: %w", err)
-			}
 		}
 		n.fresh, n.dirty = false, false
 	}
@@ -286,11 +275,8 @@ func saveNodeRuns(ctx context.Context, tx *db.Tx, ns []*nodeRun) error {
 			args = append(args, n.ID, n.RunID, n.Frame, n.Key, n.Kind, n.Status, n.Handle, jsonArg(n.Output), n.Error, jsonArg(n.State), n.Attempt,
 				n.WaitEvent, n.TaskID, n.Seq, n.CreatedAt, n.StartedAt, n.FinishedAt)
 		}
-		if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("workflows: insert node runs: %w", err)
-		}
+		tx.Later(b.String(), args...)
 	}
-	return nil
 }
 
 // runsWaitingOnTask lists the runs with a node waiting on a task of the

@@ -95,7 +95,13 @@ func (d *DB) runBatch(items []*batchItem) {
 				return err
 			}
 			tx.after = nil
-			if it.err = call(it, tx); it.err != nil {
+			if it.err = call(it, tx); it.err == nil {
+				it.err = tx.flush(it.ctx) // its queued statements, inside its savepoint
+			} else if tx.broken != nil {
+				it.err = tx.broken
+			}
+			tx.later, tx.broken = nil, nil // the savepoint's rollback ends them
+			if it.err != nil {
 				if _, err := tx.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
 					return err
 				}

@@ -241,6 +241,10 @@ type Tx struct {
 	*sql.Tx
 	db    *DB
 	after []func()
+
+	conn   *sql.Conn // PostgreSQL: the transaction's connection
+	later  []later   // statements queued by Later
+	broken error     // a queued statement failed: the transaction cannot commit
 }
 
 // stmt returns the transaction's use of a statement prepared once on the
@@ -287,6 +291,9 @@ func (d *DB) prepareWrite(query string) {
 
 // ExecContext runs a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
@@ -295,14 +302,21 @@ func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.R
 
 // QueryContext runs a query in the transaction.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if err := tx.flush(ctx); err != nil {
+		return nil, err
+	}
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return tx.Tx.QueryContext(ctx, query, args...)
 }
 
-// QueryRowContext runs a one-row query in the transaction.
+// QueryRowContext runs a one-row query in the transaction. When statements
+// queued by Later fail before it, the row's own error may not say so (on
+// PostgreSQL it reports the aborted transaction), but the transaction
+// refuses to commit and returns their error.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	_ = tx.flush(ctx) // kept in tx.broken
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
@@ -317,21 +331,29 @@ func (tx *Tx) AfterCommit(fn func()) { tx.after = append(tx.after, fn) }
 // IMMEDIATE, so it holds the write lock from the start and never fails late
 // with SQLITE_BUSY on upgrade.
 func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
-	stx, err := d.W.BeginTx(ctx, nil)
+	tx, err := d.beginOn(ctx)
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
 	}
-	tx := &Tx{Tx: stx, db: d}
+	stx := tx.Tx
 	defer func() {
 		if p := recover(); p != nil {
 			_ = stx.Rollback() // the panic is what matters
+			tx.end()
 			panic(p)
 		}
 		if err != nil {
 			_ = stx.Rollback() // fn's error is what matters; a failed rollback ends with the connection
 		}
+		tx.end()
 	}()
 	if err = fn(tx); err != nil {
+		if tx.broken != nil {
+			return tx.broken // what made fn's statements fail
+		}
+		return err
+	}
+	if err = tx.flush(ctx); err != nil {
 		return err
 	}
 	if err = stx.Commit(); err != nil {

@@ -2,7 +2,6 @@ package db
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -32,13 +31,13 @@ type Dialect interface {
 	// transactions taking the same name run one at a time across replicas
 	// (count-based caps checked inside them hold). SQLite needs nothing: its
 	// write transactions already run one at a time.
-	XactLock(ctx context.Context, tx *sql.Tx, name string) error
+	XactLock(ctx context.Context, tx *Tx, name string) error
 	// AsyncCommit lets the transaction commit without waiting for its WAL
 	// to reach the disk (PostgreSQL's synchronous_commit off for this
 	// transaction): what it wrote survives the process, only a crash of
 	// the database host may lose the last fraction of a second of such
 	// commits. SQLite's WAL at synchronous NORMAL already commits so.
-	AsyncCommit(ctx context.Context, tx *sql.Tx) error
+	AsyncCommit(ctx context.Context, tx *Tx) error
 	// SkipLocked ends a SELECT that picks rows to claim: PostgreSQL locks the
 	// rows it returns and skips rows other transactions locked; SQLite's one
 	// writer needs nothing.
@@ -88,13 +87,13 @@ func (sqliteDialect) TryLock(_ context.Context, _ *DB, name string) (func(), boo
 	return mu.Unlock, true, nil
 }
 
-func (sqliteDialect) XactLock(context.Context, *sql.Tx, string) error { return nil }
+func (sqliteDialect) XactLock(context.Context, *Tx, string) error { return nil }
 
-func (sqliteDialect) AsyncCommit(context.Context, *sql.Tx) error { return nil }
+func (sqliteDialect) AsyncCommit(context.Context, *Tx) error { return nil }
 
-func (postgresDialect) AsyncCommit(ctx context.Context, tx *sql.Tx) error {
-	_, err := tx.ExecContext(ctx, "SET LOCAL synchronous_commit = off")
-	return err
+func (postgresDialect) AsyncCommit(_ context.Context, tx *Tx) error {
+	tx.Later("SET LOCAL synchronous_commit = off") // with the transaction's next statement
+	return nil
 }
 
 func (sqliteDialect) SkipLocked() string { return "" }
@@ -115,7 +114,7 @@ func (postgresDialect) Placeholder(n int) string { return "$" + strconv.Itoa(n) 
 
 type postgresDialect struct{}
 
-func (postgresDialect) XactLock(ctx context.Context, tx *sql.Tx, name string) error {
+func (postgresDialect) XactLock(ctx context.Context, tx *Tx, name string) error {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(name)); err != nil {
 		return fmt.Errorf("db: lock %s: %w", name, err)
 	}

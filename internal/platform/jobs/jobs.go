@@ -580,7 +580,7 @@ func (q *Queue) pick(ctx context.Context, tx *db.Tx, req ClaimRequest, now time.
 		}
 		return out, nil
 	}
-	if err := q.db.Dialect.XactLock(ctx, tx.Tx, admissionLock); err != nil {
+	if err := q.db.Dialect.XactLock(ctx, tx, admissionLock); err != nil {
 		return nil, err
 	}
 	running, err := q.runningByKey(ctx, tx)

@@ -124,10 +124,9 @@ func (b *Bus) PublishTx(ctx context.Context, tx *db.Tx, topic, payload string) e
 		tx.AfterCommit(func() { b.deliver(Message{Topic: topic, Payload: payload}) })
 		return nil
 	}
-	// PostgreSQL queues NOTIFY until commit and drops it on rollback.
-	if _, err := tx.ExecContext(ctx, "SELECT pg_notify($1, $2)", channel, msg); err != nil {
-		return fmt.Errorf("pubsub: notify: %w", err)
-	}
+	// PostgreSQL queues NOTIFY until commit and drops it on rollback; the
+	// call goes with the transaction's next statements.
+	tx.Later("SELECT pg_notify($1, $2)", channel, msg)
 	return nil
 }
 

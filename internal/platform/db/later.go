@@ -1,0 +1,135 @@
+package db
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// later is a statement queued by Tx.Later.
+type later struct {
+	query string
+	args  []any
+}
+
+// Later queues a statement whose outcome the transaction needs only as an
+// error (an insert of new rows, an update, a notify): it runs, in the
+// order queued, before the transaction's next statement or its commit. On
+// PostgreSQL the statements queued together travel as one pipeline, a
+// single round trip instead of one each. A failure among them fails that
+// next statement, or the commit, and the transaction rolls back: a caller
+// that must react to one statement's error (a unique violation it turns
+// into a conflict) runs it with ExecContext instead.
+func (tx *Tx) Later(query string, args ...any) {
+	tx.later = append(tx.later, later{query: query, args: args})
+}
+
+// flush runs the queued statements. After a failure the transaction is
+// broken (PostgreSQL aborts it; on SQLite the statements after the failed
+// one did not run): commit refuses it.
+func (tx *Tx) flush(ctx context.Context) error {
+	if len(tx.later) == 0 || tx.broken != nil {
+		return tx.broken
+	}
+	qs := tx.later
+	tx.later = nil
+	var err error
+	if tx.conn == nil {
+		for _, q := range qs {
+			if err = tx.exec(ctx, q.query, q.args...); err != nil {
+				break
+			}
+		}
+	} else {
+		err = tx.pipeline(ctx, qs)
+	}
+	if err != nil {
+		tx.broken = err
+	}
+	return err
+}
+
+// exec runs one statement, prepared where Tx.stmt keeps it.
+func (tx *Tx) exec(ctx context.Context, query string, args ...any) error {
+	var err error
+	if st := tx.stmt(ctx, query); st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = tx.Tx.ExecContext(ctx, query, args...)
+	}
+	return err
+}
+
+// pipeline sends the statements to PostgreSQL as one batch on the
+// transaction's connection (the transaction is open on it, so they run
+// inside it) and reads their outcomes.
+func (tx *Tx) pipeline(ctx context.Context, qs []later) error {
+	query := qs[0].query
+	if len(qs) > 1 {
+		query = fmt.Sprintf("pipeline of %d statements: %s", len(qs), query)
+	}
+	ctx, span := startSQL(ctx, attribute.String("db.system.name", "postgresql"), "db.pipeline", query)
+	err := tx.conn.Raw(func(dc any) error {
+		c, ok := pgxConn(dc)
+		if !ok {
+			// Not pgx underneath: one statement at a time.
+			for _, q := range qs {
+				if _, err := tx.Tx.ExecContext(ctx, q.query, q.args...); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		b := &pgx.Batch{}
+		for _, q := range qs {
+			b.Queue(q.query, q.args...)
+		}
+		return c.SendBatch(ctx, b).Close()
+	})
+	endSQL(span, err)
+	return err
+}
+
+// pgxConn finds the pgx connection under a driver connection.
+func pgxConn(dc any) (*pgx.Conn, bool) {
+	if t, ok := dc.(*tracedConn); ok {
+		dc = t.Conn
+	}
+	c, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, false
+	}
+	return c.Conn(), true
+}
+
+// beginOn starts a write transaction: on PostgreSQL on a connection of its
+// own (Later's pipelines need to reach it), on SQLite on the writer.
+func (d *DB) beginOn(ctx context.Context) (*Tx, error) {
+	if d.Target.Engine != Postgres {
+		stx, err := d.W.BeginTx(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return &Tx{Tx: stx, db: d}, nil
+	}
+	conn, err := d.W.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Tx{Tx: stx, db: d, conn: conn}, nil
+}
+
+// end releases what beginOn took once the transaction is over.
+func (tx *Tx) end() {
+	if tx.conn != nil {
+		tx.conn.Close()
+	}
+}
