@@ -36,12 +36,23 @@ var observabilityVars = []Var{
 	{"SERVICE_METRICS_ADDR", DefaultMetricsAddr, "ours: `host:port` of a second listener that serves Prometheus metrics at `/metrics` (and pprof when enabled), apart from the API's; `off` disables it. The default port taken (another server on this host) is a warning; a port set here must be free"},
 	{"SERVICE_METRICS_TOKEN", "", "ours: set (at least 16 bytes), the metrics listener answers only `Authorization: Bearer <token>`; required in production when `SERVICE_METRICS_ADDR` is not a loopback address"},
 	{"SERVICE_PPROF", "false", "ours: serve Go's profiler at `/debug/pprof/` on the metrics listener (behind its token when one is set)"},
+}
+
+// tracingVars switch on the export of spans, by the server and by a
+// runner alike.
+var tracingVars = []Var{
 	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OpenTelemetry: set, traces (HTTP → service → SQL → queue → worker) are exported over OTLP/HTTP to it; unset, tracing is off and costs nothing. The SDK honours the other standard variables (`OTEL_EXPORTER_OTLP_HEADERS`, `_TIMEOUT`, `_CERTIFICATE`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`)"},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "", "OpenTelemetry: the traces endpoint itself (wins over the one above; also turns tracing on)"},
 	{"OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf", "OpenTelemetry: only `http/protobuf` is built in (port 4318 on a collector); anything else is a boot error"},
 	{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf", "OpenTelemetry: likewise, for traces"},
 	{"OTEL_SDK_DISABLED", "false", "OpenTelemetry: true turns tracing off whatever else is set"},
 }
+
+// runnerTracingVars are the same variables as a runner reads them: its
+// own spans, under the traces the hub started (the first one says so).
+var runnerTracingVars = append([]Var{
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "", "OpenTelemetry: set, the runner exports the spans of its work over OTLP/HTTP to it, each in the trace of whoever queued the work (service `slipway-runner`); unset, it exports none and the hub's traces end at the claim. The SDK honours the same standard variables as the server's"},
+}, tracingVars[1:]...)
 
 func readObservability(r *reader, prod bool) Observability {
 	var o Observability
@@ -73,6 +84,14 @@ func readObservability(r *reader, prod bool) Observability {
 	}
 	o.Pprof = r.boolean("SERVICE_PPROF", false)
 
+	o.Tracing = readTracing(r)
+	return o
+}
+
+// readTracing reports whether spans are exported: an OTLP endpoint is
+// configured (the SDK reads the OTEL_* variables themselves) and the SDK
+// is not disabled.
+func readTracing(r *reader) bool {
 	endpoint := r.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", r.str("OTEL_EXPORTER_OTLP_ENDPOINT", ""))
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 		if p := r.str(name, "http/protobuf"); p != "http/protobuf" {
@@ -80,8 +99,7 @@ func readObservability(r *reader, prod bool) Observability {
 		}
 	}
 	disabled := r.boolean("OTEL_SDK_DISABLED", false)
-	o.Tracing = endpoint != "" && !disabled
-	return o
+	return endpoint != "" && !disabled
 }
 
 // loopback reports whether a host:port listens on loopback only.

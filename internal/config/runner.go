@@ -53,6 +53,10 @@ type Runner struct {
 	AllowUnsandboxed          bool
 	SSHExecAgentCmd           string
 	SSHInsecureHostKey        bool
+
+	// Tracing: the runner exports the spans of its work itself (an OTLP
+	// endpoint is set in its own environment; see Observability.Tracing).
+	Tracing bool
 }
 
 // LoadRunner reads the runner configuration. The error joins one line per
@@ -151,6 +155,7 @@ func loadRunner(lookup Lookup) (*Runner, *reader) {
 	if c.SSHInsecureHostKey && c.Backend != BackendRawSSHExec {
 		r.failf("SERVICE_SSH_INSECURE_HOST_KEY", "applies only to the raw-ssh-exec backend")
 	}
+	c.Tracing = readTracing(r)
 	return c, r
 }
 

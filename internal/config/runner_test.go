@@ -26,6 +26,13 @@ func TestLoadRunnerValid(t *testing.T) {
 			eq(t, c.Poll, 3*time.Second)
 			eq(t, c.TokenRefresh, time.Duration(0))
 			eq(t, c.TokenFile, "data/runner-token")
+			eq(t, c.Tracing, false)
+		}},
+		{"an OTLP endpoint: the runner exports its spans", with(runnerBase(), "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"), func(t *testing.T, c *Runner) {
+			eq(t, c.Tracing, true)
+		}},
+		{"unless the SDK is disabled", with(runnerBase(), "OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318", "OTEL_SDK_DISABLED", "true"), func(t *testing.T, c *Runner) {
+			eq(t, c.Tracing, false)
 		}},
 		{"labels folded and deduplicated", with(runnerBase(), "SERVICE_RUNNER_LABELS", "GPU, linux  gpu,ARM64"), func(t *testing.T, c *Runner) {
 			eq(t, c.Labels, []string{"gpu", "linux", "arm64"})

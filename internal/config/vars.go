@@ -113,7 +113,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_RUNNER_AUTOSCALE_RUNNER_IMAGE", "", "image for spawned runners; required when autoscale is on"},
 	{"SERVICE_RUNNER_AUTOSCALE_COOLDOWN_SECS", "60", "minimum seconds between scale actions"},
 	{"SERVICE_RUNNER_AUTOSCALE_NETWORK", "service-agents", "network for spawned runners"},
-}, observabilityVars)
+}, observabilityVars, tracingVars)
 
 // RunnerVars are read by `slipway runner`.
 var RunnerVars = join([]Var{
@@ -144,7 +144,7 @@ var RunnerVars = join([]Var{
 	{"SERVICE_RUNNER_ALLOW_UNSANDBOXED", "false", "must be true for `raw-ssh-exec` (and for `process`)"},
 	{"SERVICE_SSH_EXEC_AGENT_CMD", "", "required for `raw-ssh-exec`; template with `{image}` and `{agent_type}`; `$SLIPWAY_COMMAND` holds the agent's own command line"},
 	{"SERVICE_SSH_INSECURE_HOST_KEY", "false", "`raw-ssh-exec` only: accept any host key"},
-})
+}, runnerTracingVars)
 
 // MarkdownTable renders vars as the README's configuration table.
 func MarkdownTable(vars []Var) string {

@@ -274,6 +274,7 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 				return false, err
 			}
 			a.TTL = d.cfg.Lease
+			a.TraceParent = j.TraceParent // the worker's span continues the trace that queued the job
 			if a.Lease.RunID != "" {
 				if err := d.queue.BindRun(ctx, tx, j.ID, a.Lease.RunID); err != nil {
 					return false, err
@@ -522,6 +523,7 @@ func (d *Dispatcher) Held(ctx context.Context, workerID string) ([]workport.Assi
 			return nil, fmt.Errorf("dispatch: resuming job %s: %w", j.ID, err)
 		}
 		a.TTL = d.cfg.Lease
+		a.TraceParent = j.TraceParent
 		out = append(out, *a)
 	}
 	return out, nil

@@ -43,8 +43,13 @@ func (h *localHub) Restart(t *testing.T) workport.Port { return h.s.Dispatcher }
 func (h *localHub) Worker() string                     { return h.worker }
 func (h *localHub) Lease() time.Duration               { return h.s.Cfg.Lease }
 
-func (h *localHub) Queue(t *testing.T) string {
-	return h.s.Task(h.project, "echo from the port suite", tasks.TaskConfig{}).ID
+func (h *localHub) Queue(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	task, err := h.s.Tasks.Create(ctx, h.s.WS, nil, tasks.TaskCreate{ProjectID: h.project, Prompt: "echo from the port suite"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return task.ID
 }
 
 func (h *localHub) Message(t *testing.T, taskID, text string) {

@@ -18,6 +18,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
+	"slipway/internal/platform/telemetry"
 	"slipway/internal/runnerapi"
 	"slipway/internal/workport"
 )
@@ -125,6 +128,11 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	if t := c.bearer(); t != "" {
 		req.Header.Set("Authorization", "Bearer "+t)
+	}
+	if telemetry.Recording(ctx) {
+		// A report of traced work (its events, its result): the hub's
+		// spans of it continue the work's trace.
+		telemetry.Propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

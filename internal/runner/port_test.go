@@ -10,9 +10,11 @@ import (
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/telemetry"
 	"slipway/internal/runner"
 	"slipway/internal/runnerapi"
 	"slipway/internal/runners"
+	"slipway/internal/tasks"
 	"slipway/internal/workport"
 	"slipway/internal/workport/porttest"
 )
@@ -22,23 +24,27 @@ import (
 // runners (so the server's own worker takes none of them).
 func TestPortConformance(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
-		porttest.Run(t, func(t *testing.T) porttest.Hub {
-			f := fixture.NewAPI(t, e, "SERVICE_HUB_MODE", "true", "SERVICE_AGENT_EXECUTION", "fleet_only", "SERVICE_WORKER_LEASE_SECS", "5")
-			r := f.Owner.Do("POST", "/api/organization/runners", map[string]any{"name": "suite"})
-			fixture.Want(t, r, http.StatusCreated)
-			var created runners.CreatedRunner
-			r.JSON(t, &created)
-			f.App.Remember(created.Token)
-			h := &remoteHub{f: f, token: created.Token, worker: runnerapi.Owner(created.Runner.ID),
-				project: f.Project(t, f.Owner, "port suite")}
-			h.client = h.newClient(t)
-			// Online: a runner that has not sent a heartbeat is not eligible.
-			if _, err := h.client.Heartbeat(context.Background(), runnerapi.Heartbeat{Version: "test", Backend: "process", Slots: 4}); err != nil {
-				t.Fatal(err)
-			}
-			return h
-		})
+		porttest.Run(t, func(t *testing.T) porttest.Hub { return newRemoteHub(t, e) })
 	})
+}
+
+// newRemoteHub is a hub whose tasks go only to runners, with one runner
+// registered and online whose client the hub's Port is.
+func newRemoteHub(t *testing.T, e db.Engine) *remoteHub {
+	f := fixture.NewAPI(t, e, "SERVICE_HUB_MODE", "true", "SERVICE_AGENT_EXECUTION", "fleet_only", "SERVICE_WORKER_LEASE_SECS", "5")
+	r := f.Owner.Do("POST", "/api/organization/runners", map[string]any{"name": "suite"})
+	fixture.Want(t, r, http.StatusCreated)
+	var created runners.CreatedRunner
+	r.JSON(t, &created)
+	f.App.Remember(created.Token)
+	h := &remoteHub{f: f, token: created.Token, worker: runnerapi.Owner(created.Runner.ID),
+		project: f.Project(t, f.Owner, "port suite")}
+	h.client = h.newClient(t)
+	// Online: a runner that has not sent a heartbeat is not eligible.
+	if _, err := h.client.Heartbeat(context.Background(), runnerapi.Heartbeat{Version: "test", Backend: "process", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 type remoteHub struct {
@@ -66,8 +72,19 @@ func (h *remoteHub) Restart(t *testing.T) workport.Port { return h.newClient(t) 
 func (h *remoteHub) Worker() string                     { return h.worker }
 func (h *remoteHub) Lease() time.Duration               { return 5 * time.Second }
 
-func (h *remoteHub) Queue(t *testing.T) string {
-	return h.f.Task(t, h.f.Owner, h.project, "echo from the port suite", map[string]any{"hold": false}).ID
+// Queue sends the request with ctx's trace context, as a traced client
+// would.
+func (h *remoteHub) Queue(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	var header []string
+	if tp := telemetry.Inject(ctx); tp != "" {
+		header = []string{"traceparent", tp}
+	}
+	r := h.f.Owner.Do("POST", "/api/tasks", map[string]any{"project_id": h.project, "prompt": "echo from the port suite", "hold": false}, header...)
+	fixture.Want(t, r, http.StatusCreated)
+	var task tasks.Task
+	r.JSON(t, &task)
+	return task.ID
 }
 
 func (h *remoteHub) Message(t *testing.T, taskID, text string) {

@@ -24,6 +24,7 @@ import (
 	"slipway/internal/executor/sandbox"
 	"slipway/internal/executor/sshexec"
 	"slipway/internal/platform/datadir"
+	"slipway/internal/platform/telemetry/otlp"
 	"slipway/internal/repo"
 	"slipway/internal/runnerapi"
 	"slipway/internal/worker"
@@ -87,6 +88,16 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 		return err
 	}
 	owner := runnerapi.Owner(r.id)
+	if cfg.Tracing {
+		// Its own spans, in the traces the hub's work carries here; after
+		// the worker stops, the last ones are flushed.
+		stopTracing, err := otlp.Start(ctx, "slipway-runner", owner, log)
+		if err != nil {
+			return err
+		}
+		defer stopTracing()
+		log.Info("tracing: exporting the spans of this runner's work over OTLP/HTTP")
+	}
 	a := cfg.Agent
 	r.worker = worker.New(client, backend, git, worker.Config{ID: owner, Slots: cfg.Slots, AgentBinary: binary,
 		Labels: map[string]string{executor.InstanceLabel: owner},

@@ -14,18 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"slipway/internal/buildinfo"
-	"slipway/internal/config"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/telemetry"
+	"slipway/internal/platform/telemetry/otlp"
 )
 
 // observer is a server's Prometheus registry: the process-wide metrics
@@ -137,7 +132,7 @@ func (s *Server) observeProcess(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	if o.Tracing {
-		shutdown, err := startTracing(ctx, s.cfg, s.log)
+		shutdown, err := otlp.Start(ctx, "slipway", s.cfg.InstanceID, s.log)
 		if err != nil {
 			return nil, err
 		}
@@ -167,38 +162,6 @@ func (s *Server) observeProcess(ctx context.Context) (stop func(), err error) {
 		}
 	}
 	return stop, nil
-}
-
-// startTracing installs an OTLP/HTTP exporter configured by the standard
-// OTEL_* variables (endpoint, headers, timeout, certificate; sampler and
-// batching through the SDK's own) behind a batching provider.
-func startTracing(ctx context.Context, cfg *config.Config, log *slog.Logger) (shutdown func(), err error) {
-	// The SDK reports what it could not export here (a collector down):
-	// into the server's log, not the standard logger.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing: the SDK reports an error", "err", err) }))
-	exp, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT: %w", err)
-	}
-	// Ours first: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
-	res, err := resource.New(ctx, resource.WithAttributes(attribute.String("service.name", "slipway"),
-		attribute.String("service.version", buildinfo.Version), attribute.String("service.instance.id", cfg.InstanceID)),
-		resource.WithFromEnv(), resource.WithTelemetrySDK())
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	telemetry.Use(tp)
-	return func() {
-		telemetry.Use(nil)
-		flush, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		// Spans that cannot leave in five seconds are lost, as with the
-		// exporter's own timeout.
-		if err := tp.Shutdown(flush); err != nil {
-			log.Warn("tracing: the last spans were not exported", "err", err)
-		}
-	}, nil
 }
 
 // stateCollector reads, when scraped, what is state rather than events:

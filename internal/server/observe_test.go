@@ -358,36 +358,62 @@ func TestTraces(t *testing.T) {
 		}
 
 		// A task's job: the hub's claim of it (starting the task's run)
-		// continues the trace of the request that created the task.
-		f.Task(t, f.Owner, f.Project(t, f.Owner, "Traced tasks"), "true", obj{"hold": false})
-		deadline = time.Now().Add(15 * time.Second)
+		// and the worker's run of it continue the trace of the request that
+		// created the task, and what the worker reports (its events, its
+		// result) is written under the worker's span.
+		task := f.Task(t, f.Owner, f.Project(t, f.Owner, "Traced tasks"), "true", obj{"hold": false})
+		deadline = time.Now().Add(30 * time.Second)
 		for {
-			var created trace.TraceID
+			var request sdktrace.ReadOnlySpan
 			for _, s := range rec.Ended() {
 				if s.Name() == "POST /api/tasks" && hasAttr(s, "http.response.status_code", "201") {
-					created = s.SpanContext().TraceID()
+					request = s
 				}
 			}
-			var enqueued, claimed sdktrace.ReadOnlySpan
-			for _, s := range rec.Ended() {
-				if s.SpanContext().TraceID() != created {
-					continue
-				}
-				switch s.Name() {
-				case "jobs.enqueue task":
-					enqueued = s
-				case "jobs.claim task":
-					claimed = s
+			var enqueued, claimed, worked sdktrace.ReadOnlySpan
+			var reportSQL int
+			if request != nil {
+				for _, s := range rec.Ended() {
+					if s.SpanContext().TraceID() != request.SpanContext().TraceID() {
+						continue
+					}
+					switch s.Name() {
+					case "jobs.enqueue task":
+						enqueued = s
+					case "jobs.claim task":
+						claimed = s
+					case "worker.run agent":
+						worked = s
+					}
 				}
 			}
-			if enqueued != nil && claimed != nil {
+			if enqueued != nil && claimed != nil && worked != nil {
 				if claimed.Parent().SpanID() != enqueued.SpanContext().SpanID() {
 					t.Fatalf("the task's claim is not under its enqueue")
+				}
+				// The worker's span: a child of the span that queued the job,
+				// started after it, for this task and its run.
+				if worked.Parent().SpanID() != enqueued.SpanContext().SpanID() || !worked.Parent().IsRemote() {
+					t.Fatalf("the worker's span has the parent %v, want the enqueue %v (carried through the job)", worked.Parent(), enqueued.SpanContext())
+				}
+				if worked.StartTime().Before(enqueued.StartTime()) {
+					t.Errorf("the worker's span started before the task was queued")
+				}
+				if !hasAttr(worked, "slipway.task.id", task.ID) || !hasAttrKey(worked, "slipway.run.id") || !hasAttr(worked, "slipway.outcome", "succeeded") {
+					t.Errorf("the worker's span lacks the task, the run or the outcome: %v", worked.Attributes())
+				}
+				for _, s := range rec.Ended() {
+					if strings.HasPrefix(s.Name(), "db.") && s.Parent().SpanID() == worked.SpanContext().SpanID() {
+						reportSQL++
+					}
+				}
+				if reportSQL == 0 {
+					t.Fatalf("no SQL under the worker's span (its appends and finish): %v", names(rec.Ended()))
 				}
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no claim of the task's job in its request's trace; spans: %v", names(rec.Ended()))
+				t.Fatalf("no claim and run of the task's job in its request's trace; spans: %v", names(rec.Ended()))
 			}
 			time.Sleep(20 * time.Millisecond)
 		}

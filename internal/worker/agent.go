@@ -117,11 +117,18 @@ func (e *execution) detach(in *agentInput) {
 
 func (e *execution) run(ctx context.Context) {
 	a, w := e.a, e.w
+	ctx, span := e.startSpan(ctx)
+	defer span.End()
+	// What the work reports goes under its span, also once ctx ended (a
+	// cancel, a shutdown: the result still has to be told).
+	report := context.WithoutCancel(ctx)
 	log := w.log.With("job_id", a.Lease.JobID, "run_id", a.Lease.RunID)
 	if w.cfg.Admit != nil {
 		if err := w.cfg.Admit(ctx, a.Lease.WorkspaceID); err != nil {
 			log.Warn("work refused", "err", err)
-			w.finish(a.Lease, workport.Result{Outcome: workport.Failed, Error: err.Error()})
+			r := workport.Result{Outcome: workport.Failed, Error: err.Error()}
+			ended(span, r)
+			w.finish(report, a.Lease, r)
 			return
 		}
 	}
@@ -148,7 +155,9 @@ func (e *execution) run(ctx context.Context) {
 		}
 	default:
 		log.Error("assignment of an unknown kind of work", "work", a.Work)
-		w.finish(a.Lease, workport.Result{Outcome: workport.Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)})
+		r := workport.Result{Outcome: workport.Failed, Error: fmt.Sprintf("this worker cannot do %q work", a.Work)}
+		ended(span, r)
+		w.finish(report, a.Lease, r)
 		return
 	}
 	red := redact.New(secrets...)
@@ -156,10 +165,10 @@ func (e *execution) run(ctx context.Context) {
 	if a.Resume != nil {
 		after = a.Resume.BatchSeq
 	}
-	events := newEventWriter(w.port, a.Lease, red, after, w.cfg.Output)
+	events := newEventWriter(report, w.port, a.Lease, red, after, w.cfg.Output)
 	defer context.AfterFunc(ctx, events.abandon)()
 
-	keepCtx, stopKeeping := context.WithCancel(ctx)
+	keepCtx, stopKeeping := context.WithCancel(untraced(ctx))
 	go e.keepLease(keepCtx)
 
 	started := time.Now()
@@ -171,11 +180,12 @@ func (e *execution) run(ctx context.Context) {
 	if err := cleanup(context.WithoutCancel(ctx)); err != nil {
 		log.Warn("cleaning up after the work failed", "err", err)
 	}
+	ended(span, r)
 	if events.Lost() || errors.Is(context.Cause(ctx), causeLeaseLost) {
 		log.Warn("the work's lease was lost (rescued or closed elsewhere); its result is not reported")
 		return
 	}
-	w.finish(a.Lease, r)
+	w.finish(report, a.Lease, r)
 	log.Info("work ended", "work", a.Work, "outcome", r.Outcome, "backend", w.backend.Name(),
 		"duration", time.Since(started).Round(time.Millisecond))
 }

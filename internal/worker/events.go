@@ -56,6 +56,9 @@ const EventOutputTruncated = protocol.OutputTruncated
 // fails is sent again under the same number (the hub stores it once); once
 // the lease is lost, events are dropped.
 type eventWriter struct {
+	// ctx is what every append is sent under (the work's span), never
+	// cancelled: the last batches go after the work stopped.
+	ctx    context.Context
 	port   workport.Port
 	lease  workport.Lease
 	redact *redact.Redactor
@@ -90,8 +93,8 @@ const (
 )
 
 // newEventWriter starts a writer whose first batch is numbered after.
-func newEventWriter(port workport.Port, l workport.Lease, r *redact.Redactor, after int64, limits OutputLimits) *eventWriter {
-	w := &eventWriter{port: port, lease: l, redact: r, limits: limits.withDefaults(), seq: after,
+func newEventWriter(ctx context.Context, port workport.Port, l workport.Lease, r *redact.Redactor, after int64, limits OutputLimits) *eventWriter {
+	w := &eventWriter{ctx: context.WithoutCancel(ctx), port: port, lease: l, redact: r, limits: limits.withDefaults(), seq: after,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{})}
 	w.drained = sync.NewCond(&w.mu)
 	go w.loop()
@@ -237,7 +240,7 @@ func (w *eventWriter) flush() (retry bool) {
 	if b == nil {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	err := w.port.Append(ctx, w.lease, *b)
 	cancel()
 	w.mu.Lock()

@@ -200,11 +200,12 @@ func (w *Worker) Running() int {
 }
 
 // finish reports a result, retrying when the hub cannot be reached; it
-// gives up when the lease is gone.
-func (w *Worker) finish(l workport.Lease, r workport.Result) {
+// gives up when the lease is gone. ctx carries the work's span, not a
+// deadline.
+func (w *Worker) finish(base context.Context, l workport.Lease, r workport.Result) {
 	delay := 200 * time.Millisecond
 	for i := 0; ; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(base, 30*time.Second)
 		err := w.port.Finish(ctx, l, r)
 		cancel()
 		switch {

@@ -127,6 +127,10 @@ type Assignment struct {
 	// Resume is set by Held for work whose agent had already ended: its
 	// recorded result stands, the agent is not run again.
 	Resume *Resume `json:"resume,omitempty"`
+	// TraceParent is the W3C trace context of whoever queued the work ("" when
+	// it was queued untraced): the worker's span of the work continues that
+	// trace.
+	TraceParent string `json:"traceparent,omitempty" doc:"W3C traceparent of whoever queued the work (absent when untraced); the span of the work continues its trace"`
 }
 
 // AgentWork is an agent run on a repository: prepare the worktree, run the

@@ -3019,6 +3019,8 @@ export interface components {
             lease: components["schemas"]["Lease"];
             resume?: components["schemas"]["Resume"];
             script?: components["schemas"]["ScriptWork"];
+            /** @description W3C traceparent of whoever queued the work (absent when untraced); the span of the work continues its trace */
+            traceparent?: string;
             /** Format: int64 */
             ttl_ns: number;
             work: string;

@@ -50,7 +50,8 @@ func StartWork(ctx context.Context, j *Job) (context.Context, trace.Span) {
 // StartClaim starts the span of what the claimer does with a job inside
 // its claim (the hub's start of a task's or script's run, the assignment
 // it hands a worker), in the trace that queued the job. The work itself
-// runs in a worker; the worker protocol does not carry the trace there yet.
+// runs in a worker, whose span continues the same trace: the assignment
+// carries the job's traceparent across the worker port.
 func StartClaim(ctx context.Context, j *Job) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
 		return ctx, trace.SpanFromContext(ctx)

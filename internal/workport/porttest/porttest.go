@@ -10,10 +10,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"slipway/internal/platform/telemetry"
 	"slipway/internal/workport"
 )
 
@@ -29,8 +36,10 @@ type Hub interface {
 	Worker() string
 	// Lease is how long a lease lasts without an extension.
 	Lease() time.Duration
-	// Queue queues a task this worker may claim and returns its id.
-	Queue(t *testing.T) string
+	// Queue queues a task this worker may claim and returns its id. It is
+	// queued as a request made under ctx would queue it: in the trace of
+	// ctx's span, when there is one.
+	Queue(ctx context.Context, t *testing.T) string
 	// Message sends a person's message to the task's agent.
 	Message(t *testing.T, taskID, text string)
 	// Cancel cancels the task.
@@ -54,6 +63,7 @@ func Run(t *testing.T, newHub func(t *testing.T) Hub) {
 		{"a rescued lease is lost", leaseLostAfterRescue},
 		{"the control stream tells of messages and cancels", controlStream},
 		{"held work survives a restart of its worker", heldAcrossRestart},
+		{"work carries the trace that queued it", traceCarried},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, newHub(t)) })
@@ -73,7 +83,7 @@ func request(h Hub, wait time.Duration) workport.ClaimRequest {
 // claim queues a task and claims it.
 func claim(t *testing.T, h Hub) (string, workport.Assignment) {
 	t.Helper()
-	task := h.Queue(t)
+	task := h.Queue(ctx(t), t)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		as, err := h.Port().Claim(ctx(t), request(h, 5*time.Second))
@@ -107,7 +117,7 @@ func claimAndLongPoll(t *testing.T, h Hub) {
 		got <- answer{as, err}
 	}()
 	time.Sleep(300 * time.Millisecond)
-	task := h.Queue(t)
+	task := h.Queue(ctx(t), t)
 	a := <-got
 	if a.err != nil {
 		t.Fatalf("long poll: %v", a.err)
@@ -304,4 +314,74 @@ func heldAcrossRestart(t *testing.T, h Hub) {
 	if err := p.Finish(ctx(t), held[0].Lease, workport.Result{Outcome: workport.Succeeded}); err != nil {
 		t.Fatalf("finish by the restarted worker: %v", err)
 	}
+}
+
+// traceCarried: the work a worker claims carries the W3C trace context of
+// whoever queued it, so the worker's span of it continues that trace; work
+// queued untraced carries none. A restarted worker's held work carries it
+// too.
+func traceCarried(t *testing.T, h Hub) {
+	// Queued while nothing is traced (as a hub with tracing off).
+	plain := h.Queue(ctx(t), t)
+
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	telemetry.Use(tp)
+	t.Cleanup(func() { telemetry.Use(nil); tp.Shutdown(context.Background()) })
+	queuing, span := tp.Tracer("porttest").Start(ctx(t), "a person queues a task")
+	traced := h.Queue(queuing, t)
+	span.End()
+	want := span.SpanContext().TraceID()
+
+	got := map[string]workport.Assignment{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(got) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("claimed %d of the 2 queued tasks", len(got))
+		}
+		as, err := h.Port().Claim(ctx(t), request(h, 5*time.Second))
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		for _, a := range as {
+			if a.Agent == nil || (a.Agent.TaskID != plain && a.Agent.TaskID != traced) {
+				t.Fatalf("claimed work that was not queued: %+v", a)
+			}
+			got[a.Agent.TaskID] = a
+		}
+	}
+	if carried := got[plain].TraceParent; carried != "" {
+		t.Errorf("work queued untraced carries the trace context %q", carried)
+	}
+	sc := remote(got[traced].TraceParent)
+	if !sc.IsValid() || sc.TraceID() != want {
+		t.Fatalf("work queued under trace %s carries %q, want that trace", want, got[traced].TraceParent)
+	}
+	// Its parent is a span the hub recorded of queuing it (under the
+	// person's span), not one made up.
+	if !slices.ContainsFunc(rec.Ended(), func(s sdktrace.ReadOnlySpan) bool {
+		return s.SpanContext().SpanID() == sc.SpanID() && s.SpanContext().TraceID() == want
+	}) {
+		t.Errorf("the work's trace context %q names no span recorded in the trace", got[traced].TraceParent)
+	}
+
+	held, err := h.Restart(t).Held(ctx(t), h.Worker())
+	if err != nil {
+		t.Fatalf("held: %v", err)
+	}
+	if len(held) != 2 {
+		t.Fatalf("held %d pieces of work, want the 2 claimed", len(held))
+	}
+	for _, a := range held {
+		if a.TraceParent != got[a.Agent.TaskID].TraceParent {
+			t.Errorf("held work of task %s carries %q, claimed with %q", a.Agent.TaskID, a.TraceParent, got[a.Agent.TaskID].TraceParent)
+		}
+	}
+}
+
+// remote is the span context a traceparent names (invalid when it names
+// none or is malformed).
+func remote(traceparent string) trace.SpanContext {
+	c := telemetry.Propagator.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
+	return trace.SpanContextFromContext(c)
 }
