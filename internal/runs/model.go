@@ -62,6 +62,8 @@ type Run struct {
 	Result json.RawMessage `json:"-"`
 	// BatchSeq is the last worker batch of events stored.
 	BatchSeq int64 `json:"-"`
+	// packed says the run's events are packed in its row (see Record).
+	packed bool
 }
 
 // RunTree is a run with its descendants.

@@ -319,11 +319,13 @@ type Ended struct {
 	Events []NewEvent
 }
 
-// Record writes an ended run at once, its log, its row and its events
-// queued on tx (see db.Tx.Later): nobody saw it running, so it is written
-// as it ended instead of started, numbered and finished statement by
-// statement. Nobody can watch the streams of a log and run that did not
-// exist before tx, so nothing goes out live but the runs topic's hint.
+// Record writes an ended run at once, its log and its row queued on tx (see
+// db.Tx.Later), with its events packed in the row: nobody saw it running,
+// so it is written as it ended instead of started, numbered, appended to
+// and finished statement by statement. Its events are read through the run
+// (Events), like every workflow run's. Nobody can watch the streams of a
+// log and run that did not exist before tx, so nothing goes out live but
+// the runs topic's hint.
 func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
 	if !Terminal(e.Status) {
 		return apperr.New(apperr.CodeInternal, "runs: %q is not a terminal status", e.Status)
@@ -335,7 +337,17 @@ func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
 	r := &Run{ID: e.ID, Kind: e.Kind, Status: e.Status, WorkspaceID: e.WorkspaceID, ProjectID: optional(e.ProjectID), TaskID: optional(e.TaskID),
 		ParentRunID: optional(e.ParentRunID), Attempt: 1, Backend: e.Backend, CreatedAt: now, LogID: e.LogID, JobID: e.JobID,
 		Error: s.redact.Text(e.Error), FinishedAt: &now}
-	recordEnded(ctx, tx, r, s.rows(e.LogID, &r.ID, int64(len(e.Events)), e.Events))
+	packed := make([]packedEvent, len(e.Events))
+	for i, ev := range e.Events {
+		if ev.At.IsZero() {
+			ev.At = now
+		}
+		packed[i] = packedEvent{Type: ev.Type, Payload: s.redact.JSON(ev.Payload), At: clock.Normalize(ev.At)}
+	}
+	rows := func() []row { return s.rows(e.LogID, &r.ID, int64(len(e.Events)), e.Events) }
+	if err := recordEnded(ctx, tx, r, packed, rows); err != nil {
+		return err
+	}
 	return s.hub.NotifyTx(ctx, tx, r.WorkspaceID, TopicRuns, r.ID)
 }
 

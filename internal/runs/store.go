@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 )
@@ -19,14 +21,14 @@ import (
 // workspace's run reads, and is changed, exactly like a missing one.
 
 const runColumns = `id, kind, status, workspace_id, project_id, task_id, parent_run_id, attempt, backend, exit_code, error, created_at,
-	finished_at, log_id, job_id, result, batch_seq`
+	finished_at, log_id, job_id, result, batch_seq, events IS NOT NULL`
 
 func scanRun(row interface{ Scan(...any) error }) (*Run, error) {
 	var r Run
 	var exit sql.NullInt64
 	var job, result sql.NullString
 	err := row.Scan(&r.ID, &r.Kind, &r.Status, &r.WorkspaceID, &r.ProjectID, &r.TaskID, &r.ParentRunID, &r.Attempt, &r.Backend,
-		&exit, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.FinishedAt), &r.LogID, &job, &result, &r.BatchSeq)
+		&exit, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.FinishedAt), &r.LogID, &job, &result, &r.BatchSeq, &r.packed)
 	if err != nil {
 		return nil, err
 	}
@@ -110,28 +112,86 @@ func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 	return nil
 }
 
+// packedEvent is one event of a run recorded at once, as its row's events
+// column keeps it (a JSON array in sequence order). The event's id is not
+// kept: it is derived from the run's id and its sequence number (eventID).
+type packedEvent struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload"`
+	At      time.Time       `json:"at"`
+}
+
+// maxPacked bounds the events a run keeps packed (eventID numbers them in
+// three bytes); a run with more keeps them as rows.
+const maxPacked = 1 << 16
+
+// eventID is the id of a packed run's event seq (from 1): the run's UUID
+// with its last three bytes replaced by the number. A UUIDv7's last bytes
+// are random, so the ids stay unique among events (and valid UUIDs).
+func eventID(runID string, seq int64) string {
+	u, err := uuid.Parse(runID)
+	if err != nil {
+		return runID // unreachable: run ids are UUIDs
+	}
+	u[13], u[14], u[15] = byte(seq>>16), byte(seq>>8), byte(seq)
+	return u.String()
+}
+
 // recordEnded queues (tx.Later) the inserts of a run that ended in the
 // transaction that started it: its log and its row with their final
-// sequence numbers, and its events numbered from 1 on both.
-func recordEnded(ctx context.Context, tx *db.Tx, r *Run, rs []row) {
-	n := int64(len(rs))
+// sequence numbers and, up to maxPacked, its events packed in the row;
+// beyond that its events as rows numbered from 1 on both.
+func recordEnded(ctx context.Context, tx *db.Tx, r *Run, evs []packedEvent, rows func() []row) error {
+	n := int64(len(evs))
 	tx.Later("INSERT INTO event_logs (id, workspace_id, created_at, event_seq) VALUES ($1, $2, $3, $4)", r.LogID, r.WorkspaceID, r.CreatedAt, n)
-	tx.Later(`INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
-		backend, created_at, error, finished_at, event_seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt,
-		r.Error, r.FinishedAt, n)
-	for start := 0; start < len(rs); start += eventChunk {
-		chunk := rs[start:min(start+eventChunk, len(rs))]
-		args := make([]any, 0, len(chunk)*8)
-		for i := range chunk {
-			chunk[i].logSeq = *chunk[i].runSeq
-			c := chunk[i]
-			args = append(args, c.id, c.logID, c.logSeq, c.runID, c.runSeq, c.ev.Type, string(c.ev.Payload), c.ev.At)
+	var packed any
+	if len(evs) <= maxPacked {
+		b, err := json.Marshal(evs)
+		if err != nil {
+			return fmt.Errorf("runs: pack events: %w", err)
 		}
-		tx.Later(insertEventsPlain(len(chunk)), args...)
+		packed = string(b)
+	}
+	tx.Later(`INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
+		backend, created_at, error, finished_at, event_seq, events) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt,
+		r.Error, r.FinishedAt, n, packed)
+	if packed == nil {
+		rs := rows()
+		for start := 0; start < len(rs); start += eventChunk {
+			chunk := rs[start:min(start+eventChunk, len(rs))]
+			args := make([]any, 0, len(chunk)*8)
+			for i := range chunk {
+				chunk[i].logSeq = *chunk[i].runSeq
+				c := chunk[i]
+				args = append(args, c.id, c.logID, c.logSeq, c.runID, c.runSeq, c.ev.Type, string(c.ev.Payload), c.ev.At)
+			}
+			tx.Later(insertEventsPlain(len(chunk)), args...)
+		}
 	}
 	countStarted(tx, r.Kind)
 	countFinished(tx, r.Kind, r.Status)
+	return nil
+}
+
+// packedEvents pages through the events packed in a run's row (seq from
+// 1); task is what they name as their task.
+func packedEvents(ctx context.Context, q db.Queryer, r *Run, task string, after int32, limit int) ([]TaskEvent, error) {
+	var raw []byte
+	if err := q.QueryRowContext(ctx, "SELECT events FROM runs WHERE workspace_id = $1 AND id = $2", r.WorkspaceID, r.ID).Scan(&raw); err != nil {
+		return nil, fmt.Errorf("runs: packed events: %w", err)
+	}
+	var evs []packedEvent
+	if err := json.Unmarshal(raw, &evs); err != nil {
+		return nil, fmt.Errorf("runs: packed events: %w", err)
+	}
+	out := make([]TaskEvent, 0, min(limit, len(evs)))
+	for i := max(int(after), 0); i < len(evs) && len(out) < limit; i++ {
+		seq := int64(i + 1)
+		out = append(out, TaskEvent{EventID: eventID(r.ID, seq), EventType: evs[i].Type, Payload: evs[i].Payload, SequenceNum: int32(seq),
+			TaskID: task, Timestamp: evs[i].At.UTC()})
+	}
+	return out, nil
 }
 
 // countRuns counts the top-level runs of a kind on a log (a new run's
@@ -410,6 +470,8 @@ func scanEvents(rows *sql.Rows, limit int, taskID string) ([]TaskEvent, error) {
 }
 
 // logEvents pages through a log in its sequence; task_id is the log's id.
+// (A log written by Record keeps its events in its run's row: they are
+// read through the run, see runEvents.)
 func logEvents(ctx context.Context, q db.Queryer, logID string, after int32, limit int) ([]TaskEvent, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+", log_seq FROM run_events WHERE log_id = $1 AND log_seq > $2 ORDER BY log_seq LIMIT $3",
 		logID, after, limit)
@@ -425,6 +487,9 @@ func runEvents(ctx context.Context, q db.Queryer, r *Run, after int32, limit int
 	task := r.LogID
 	if r.TaskID != nil {
 		task = *r.TaskID
+	}
+	if r.packed {
+		return packedEvents(ctx, q, r, task, after, limit)
 	}
 	rows, err := q.QueryContext(ctx, "SELECT "+eventColumns+", run_seq FROM run_events WHERE run_id = $1 AND run_seq > $2 ORDER BY run_seq LIMIT $3",
 		r.ID, after, limit)
@@ -452,6 +517,27 @@ func payloadsOf(ctx context.Context, q db.Queryer, workspaceID, runID, eventType
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("runs: events of a type: %w", err)
+	}
+	if len(out) > 0 {
+		return out, nil
+	}
+	// None as rows: the run may keep its events packed.
+	var raw []byte
+	err = q.QueryRowContext(ctx, "SELECT events FROM runs WHERE workspace_id = $1 AND id = $2 AND events IS NOT NULL", workspaceID, runID).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("runs: events of a type: %w", err)
+	}
+	var evs []packedEvent
+	if err := json.Unmarshal(raw, &evs); err != nil {
+		return nil, fmt.Errorf("runs: events of a type: %w", err)
+	}
+	for _, e := range evs {
+		if e.Type == eventType {
+			out = append(out, e.Payload)
+		}
 	}
 	return out, nil
 }

@@ -94,6 +94,7 @@ type OpaqueQuery struct {
 var Opaque = []OpaqueQuery{
 	{"platform/db.tracedStmt.ExecContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
 	{"platform/db.tracedStmt.QueryContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
+	{"platform/db.Tx.pipeline", "runs the statements queued by Tx.Later, whose texts are judged where Later is called"},
 }
 
 // OutsideStores names the packages whose SQL may live outside store files

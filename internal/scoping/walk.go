@@ -59,7 +59,7 @@ type OpaqueSite struct {
 // dbMethods take a query text; the value is the index of its argument.
 var dbMethods = map[string]int{
 	"ExecContext": 1, "QueryContext": 1, "QueryRowContext": 1, "PrepareContext": 1,
-	"QueryRowPrepared": 1, "QueryPrepared": 1,
+	"QueryRowPrepared": 1, "QueryPrepared": 1, "Later": 0,
 	"Exec": 0, "Query": 0, "QueryRow": 0, "Prepare": 0,
 }
 

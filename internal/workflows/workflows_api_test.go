@@ -1773,3 +1773,73 @@ func TestWorkflowsRunKeepsItsGraph(t *testing.T) {
 		apiWantError(t, owner.Do("POST", "/api/workflows/"+simple.ID+"/runs", `{"input": `), http.StatusBadRequest, "bad_request")
 	})
 }
+
+// A run of inline nodes starts and ends in one transaction and is written
+// once, its events packed in its row: read through the API they are the
+// events a run written as it goes has (numbered from 1, with ids that are
+// UUIDs, distinct and the same on every read, paged by after_sequence and
+// limit), and no run_events row is stored for it. A run that waits (a
+// human gate) keeps its events as rows.
+func TestWorkflowsRecordedRunEvents(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		alpha := f.Project(t, owner, "Alpha")
+		chain, _ := apiCreate(t, owner, apiChainWorkflow(alpha, "Chain"))
+		run := apiStartRun(t, owner, chain.ID, apiObj{"input": apiObj{"x": 2}})
+		if v := apiWaitFinished(t, owner, run); v.Status != workflows.RunSucceeded {
+			t.Fatalf("run = %+v", v)
+		}
+		events := func(query string) []runs.TaskEvent {
+			t.Helper()
+			r := owner.Do("GET", "/api/runs/"+run+"/events"+query, nil)
+			fixture.Want(t, r, http.StatusOK)
+			var evs []runs.TaskEvent
+			r.JSON(t, &evs)
+			return evs
+		}
+		all := events("")
+		if len(all) < 5 {
+			t.Fatalf("%d events, want the run's queued, running, node and succeeded events", len(all))
+		}
+		seen := map[string]bool{}
+		for i, ev := range all {
+			if ev.SequenceNum != int32(i+1) || !ids.Valid(ev.EventID) || seen[ev.EventID] || ev.EventID == run || ev.Timestamp.IsZero() ||
+				!json.Valid(ev.Payload) {
+				t.Fatalf("event %d = %+v", i, ev)
+			}
+			seen[ev.EventID] = true
+		}
+		status := func(ev runs.TaskEvent) string {
+			var p struct{ Status string }
+			_ = json.Unmarshal(ev.Payload, &p)
+			return ev.EventType + ":" + p.Status
+		}
+		if first, second, last := status(all[0]), status(all[1]), status(all[len(all)-1]); first != "run:queued" || second != "run:running" ||
+			last != "run:succeeded" {
+			t.Fatalf("events run %s, %s … %s", first, second, last)
+		}
+		if again := events(""); !reflect.DeepEqual(again, all) {
+			t.Fatalf("a second read differs:\n%+v\n%+v", again, all)
+		}
+		if page := events("?after_sequence=2&limit=2"); len(page) != 2 || !reflect.DeepEqual(page, all[2:4]) {
+			t.Fatalf("page after 2, limit 2 = %+v", page)
+		}
+		if page := events(fmt.Sprintf("?after_sequence=%d", len(all))); len(page) != 0 {
+			t.Fatalf("page after the last = %+v", page)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM run_events WHERE run_id = $1", run); n != 0 {
+			t.Fatalf("%d run_events rows for a run written once", n)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM runs WHERE id = $1 AND events IS NOT NULL AND event_seq = $2", run, len(all)); n != 1 {
+			t.Fatal("the run's row does not keep its events packed, numbered to the last")
+		}
+
+		approval, _ := apiCreate(t, owner, apiApprovalWorkflow(alpha))
+		waiting := apiStartRun(t, owner, approval.ID, apiObj{"input": apiObj{"x": 2}})
+		apiWaitHuman(t, owner, waiting, "ask")
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM run_events WHERE run_id = $1", waiting); n < 2 {
+			t.Fatalf("%d run_events rows for a run that waits, want its events as rows", n)
+		}
+	})
+}
