@@ -81,24 +81,25 @@ func (s *Service) Append(ctx context.Context, tx *db.Tx, workspaceID, logID, run
 		return nil
 	}
 	var rs []row
+	var last int64
 	if runID != "" {
-		last, runLog, ok, err := reserveRun(ctx, tx, workspaceID, runID, len(evs))
+		res, err := reserve(ctx, tx, workspaceID, logID, runID, len(evs))
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !res.running {
 			return ErrRunOver
 		}
-		if runLog != logID {
+		if res.runLog != logID {
 			return apperr.New(apperr.CodeInternal, "run %s does not write to log %s", runID, logID)
 		}
-		rs = s.rows(logID, &runID, last, evs)
+		rs, last = s.rows(logID, &runID, res.runLast, evs), res.logLast
 	} else {
 		rs = s.rows(logID, nil, 0, evs)
-	}
-	last, err := reserveLog(ctx, tx, workspaceID, logID, len(evs))
-	if err != nil {
-		return err
+		var err error
+		if last, err = reserveLog(ctx, tx, workspaceID, logID, len(evs)); err != nil {
+			return err
+		}
 	}
 	for i := range rs {
 		rs[i].logSeq = last - int64(len(rs)) + int64(i) + 1

@@ -300,19 +300,50 @@ func reserveLog(ctx context.Context, tx *db.Tx, workspaceID, logID string, n int
 	return last, nil
 }
 
-// reserveRun takes n sequence numbers on a running run and returns the last
-// one and its log; ok is false when the run is not running (its events are
-// over: the terminal status event is the last).
-func reserveRun(ctx context.Context, tx *db.Tx, workspaceID, runID string, n int) (last int64, logID string, ok bool, err error) {
-	err = tx.QueryRowContext(ctx, `UPDATE runs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'
-		RETURNING event_seq, log_id`, workspaceID, runID, n).Scan(&last, &logID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", false, nil
+// reserved is what reserve took: the run's last sequence number and its
+// log, and the log's last (running false: the run has ended, and the log
+// took nothing).
+type reserved struct {
+	running bool
+	runLast int64
+	runLog  string
+	logLast int64
+}
+
+// reserve takes n sequence numbers on a running run and on its log, in one
+// round trip on PostgreSQL (the log's only when the run is running and
+// writes to it).
+func reserve(ctx context.Context, tx *db.Tx, workspaceID, logID, runID string, n int) (reserved, error) {
+	var res reserved
+	one := func(dst ...any) func(db.Rows) error {
+		return func(rows db.Rows) error {
+			if rows.Next() {
+				return rows.Scan(dst...)
+			}
+			return rows.Err()
+		}
 	}
+	var logLast sql.NullInt64
+	err := tx.Pipe(ctx,
+		db.Query{SQL: `UPDATE runs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'
+		RETURNING event_seq, log_id`, Args: []any{workspaceID, runID, n}, Scan: func(rows db.Rows) error {
+			if rows.Next() {
+				res.running = true
+				return rows.Scan(&res.runLast, &res.runLog)
+			}
+			return rows.Err()
+		}},
+		db.Query{SQL: `UPDATE event_logs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2
+		AND EXISTS (SELECT 1 FROM runs WHERE workspace_id = $1 AND id = $4 AND status = 'running' AND log_id = $2) RETURNING event_seq`,
+			Args: []any{workspaceID, logID, n, runID}, Scan: one(&logLast)})
 	if err != nil {
-		return 0, "", false, fmt.Errorf("runs: reserve run sequence: %w", err)
+		return res, fmt.Errorf("runs: reserve sequence: %w", err)
 	}
-	return last, logID, true, nil
+	if res.running && res.runLog == logID && !logLast.Valid {
+		return res, apperr.NotFound("event log")
+	}
+	res.logLast = logLast.Int64
+	return res, nil
 }
 
 // row is an event ready to insert.

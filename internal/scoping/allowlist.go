@@ -94,7 +94,8 @@ type OpaqueQuery struct {
 var Opaque = []OpaqueQuery{
 	{"platform/db.tracedStmt.ExecContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
 	{"platform/db.tracedStmt.QueryContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
-	{"platform/db.Tx.pipeline", "runs the statements queued by Tx.Later, whose texts are judged where Later is called"},
+	{"platform/db.Tx.pipeline", "runs the statements queued by Tx.Later and Tx.Pipe, whose texts are judged where they are written"},
+	{"platform/db.Tx.run", "runs the statements queued by Tx.Later and Tx.Pipe, whose texts are judged where they are written"},
 }
 
 // OutsideStores names the packages whose SQL may live outside store files

@@ -149,15 +149,11 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 		return nil, err
 	}
 	now := e.clock.Now()
-	run, err := lockRun(ctx, tx, workspaceID, runID, now)
+	run, nodes, err := lockRunNodes(ctx, tx, workspaceID, runID, now)
 	if err != nil {
 		return nil, err
 	}
 	g, err := e.graph(ctx, tx, run)
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := listNodeRuns(ctx, tx, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -163,6 +163,39 @@ func lockRun(ctx context.Context, tx *db.Tx, workspaceID, id string, now time.Ti
 	return r, nil
 }
 
+// lockRunNodes is lockRun followed by the run's node runs, read after the
+// lock (so as its previous holder committed them), in one round trip.
+func lockRunNodes(ctx context.Context, tx *db.Tx, workspaceID, id string, now time.Time) (*runRow, []*nodeRun, error) {
+	var r *runRow
+	var nodes []*nodeRun
+	err := tx.Pipe(ctx,
+		db.Query{SQL: "UPDATE workflow_runs SET updated_at = $3 WHERE workspace_id = $1 AND id = $2 RETURNING " + runColumns,
+			Args: []any{workspaceID, id, now}, Scan: func(rows db.Rows) (err error) {
+				if rows.Next() {
+					r, err = scanRunRow(rows)
+					return err
+				}
+				return rows.Err()
+			}},
+		db.Query{SQL: "SELECT " + nodeColumns + " FROM node_runs WHERE run_id = $1 ORDER BY seq", Args: []any{id}, Scan: func(rows db.Rows) error {
+			for rows.Next() {
+				n, err := scanNodeRun(rows)
+				if err != nil {
+					return err
+				}
+				nodes = append(nodes, n)
+			}
+			return rows.Err()
+		}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("workflows: lock run: %w", err)
+	}
+	if r == nil {
+		return nil, nil, apperr.NotFound("workflow run")
+	}
+	return r, nodes, nil
+}
+
 // insertRunRow writes a new run as it stands: queued, or (a run started at
 // once, written after its first transition) with its status and output.
 func insertRunRow(tx *db.Tx, r *runRow, now time.Time) {

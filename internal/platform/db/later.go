@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -9,10 +10,41 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 )
 
-// later is a statement queued by Tx.Later.
+// later is a statement queued by Tx.Later or run by Tx.Pipe.
 type later struct {
 	query string
 	args  []any
+	scan  func(Rows) error // nil: its rows are not read
+}
+
+// Query is a statement of Tx.Pipe; Scan (nil: none) reads its rows.
+type Query struct {
+	SQL  string
+	Args []any
+	Scan func(Rows) error
+}
+
+// Rows are a pipelined query's rows as Query.Scan reads them (database/sql's
+// on SQLite, pgx's on PostgreSQL: scan destinations that implement
+// sql.Scanner work with both).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// Pipe runs the queued statements and then qs, in order, each seeing what
+// the ones before it did (as separate statements do: on PostgreSQL each
+// takes its own snapshot, so a query after a row lock reads what the lock's
+// previous holder committed), and reads their rows; on PostgreSQL all of
+// them travel in one round trip. An error from a statement or a Scan fails
+// the transaction (see Later), so a Scan reports "no row" in its own
+// variables, not as an error, when the caller goes on.
+func (tx *Tx) Pipe(ctx context.Context, qs ...Query) error {
+	for _, q := range qs {
+		tx.later = append(tx.later, later{query: q.SQL, args: q.Args, scan: q.Scan})
+	}
+	return tx.flush(ctx)
 }
 
 // Later queues a statement whose outcome the transaction needs only as an
@@ -39,7 +71,7 @@ func (tx *Tx) flush(ctx context.Context) error {
 	var err error
 	if tx.conn == nil {
 		for _, q := range qs {
-			if err = tx.exec(ctx, q.query, q.args...); err != nil {
+			if err = tx.run(ctx, q); err != nil {
 				break
 			}
 		}
@@ -52,15 +84,34 @@ func (tx *Tx) flush(ctx context.Context) error {
 	return err
 }
 
-// exec runs one statement, prepared where Tx.stmt keeps it.
-func (tx *Tx) exec(ctx context.Context, query string, args ...any) error {
-	var err error
-	if st := tx.stmt(ctx, query); st != nil {
-		_, err = st.ExecContext(ctx, args...)
-	} else {
-		_, err = tx.Tx.ExecContext(ctx, query, args...)
+// run runs one statement (prepared where Tx.stmt keeps it) and hands its
+// rows to its scan.
+func (tx *Tx) run(ctx context.Context, q later) error {
+	st := tx.stmt(ctx, q.query)
+	if q.scan == nil {
+		var err error
+		if st != nil {
+			_, err = st.ExecContext(ctx, q.args...)
+		} else {
+			_, err = tx.Tx.ExecContext(ctx, q.query, q.args...)
+		}
+		return err
 	}
-	return err
+	var rows *sql.Rows
+	var err error
+	if st != nil {
+		rows, err = st.QueryContext(ctx, q.args...)
+	} else {
+		rows, err = tx.Tx.QueryContext(ctx, q.query, q.args...)
+	}
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := q.scan(rows); err != nil {
+		return err
+	}
+	return rows.Close()
 }
 
 // pipeline sends the statements to PostgreSQL as one batch on the
@@ -75,17 +126,15 @@ func (tx *Tx) pipeline(ctx context.Context, qs []later) error {
 	err := tx.conn.Raw(func(dc any) error {
 		c, ok := pgxConn(dc)
 		if !ok {
-			// Not pgx underneath: one statement at a time.
-			for _, q := range qs {
-				if _, err := tx.Tx.ExecContext(ctx, q.query, q.args...); err != nil {
-					return err
-				}
-			}
-			return nil
+			return fmt.Errorf("db: a PostgreSQL connection that is not pgx's (%T)", dc)
 		}
 		b := &pgx.Batch{}
 		for _, q := range qs {
-			b.Queue(q.query, q.args...)
+			qq := b.Queue(q.query, q.args...)
+			if q.scan != nil {
+				scan := q.scan
+				qq.Query(func(rows pgx.Rows) error { return scan(rows) })
+			}
 		}
 		return c.SendBatch(ctx, b).Close()
 	})

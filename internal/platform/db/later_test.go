@@ -52,6 +52,60 @@ func TestLater(t *testing.T) {
 			t.Fatalf("%d rows after commit, want 3", n)
 		}
 
+		// Pipe: queued statements, then queries whose rows are read, in
+		// order; each sees what the ones before it did.
+		err = d.Tx(ctx, func(tx *db.Tx) error {
+			tx.Later("INSERT INTO later_rows (n, v) VALUES ($1, $2)", 4, "e")
+			var n int
+			var vs []string
+			err := tx.Pipe(ctx,
+				db.Query{SQL: "SELECT COUNT(*) FROM later_rows", Scan: func(r db.Rows) error {
+					for r.Next() {
+						if err := r.Scan(&n); err != nil {
+							return err
+						}
+					}
+					return r.Err()
+				}},
+				db.Query{SQL: "UPDATE later_rows SET v = v || '!' WHERE n >= $1", Args: []any{3}},
+				db.Query{SQL: "SELECT v FROM later_rows WHERE n >= $1 ORDER BY n", Args: []any{3}, Scan: func(r db.Rows) error {
+					for r.Next() {
+						var v string
+						if err := r.Scan(&v); err != nil {
+							return err
+						}
+						vs = append(vs, v)
+					}
+					return r.Err()
+				}})
+			if err != nil {
+				return err
+			}
+			if n != 4 || len(vs) != 2 || vs[0] != "d!" || vs[1] != "e!" {
+				t.Errorf("pipe read count %d and %v, want 4 and [d! e!]", n, vs)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A Scan's error fails the transaction like a statement's.
+		refused := errors.New("refused by scan")
+		err = d.Tx(ctx, func(tx *db.Tx) error {
+			tx.Later("INSERT INTO later_rows (n, v) VALUES ($1, $2)", 5, "f")
+			err := tx.Pipe(ctx, db.Query{SQL: "SELECT v FROM later_rows", Scan: func(db.Rows) error { return refused }})
+			if !errors.Is(err, refused) {
+				t.Errorf("pipe err = %v, want the scan's", err)
+			}
+			return nil // the transaction must still refuse to commit
+		})
+		if !errors.Is(err, refused) {
+			t.Fatalf("commit after a failed scan: err = %v", err)
+		}
+		if _, err := d.W.ExecContext(ctx, "DELETE FROM later_rows WHERE n = 4"); err != nil {
+			t.Fatal(err)
+		}
+
 		// A failure among them fails the commit: nothing of the
 		// transaction stays, not even what ran before it.
 		for _, next := range []string{"commit", "exec", "query row"} {
