@@ -60,20 +60,21 @@ func (r *taskRow) scan(row interface{ Scan(...any) error }, into *Task) error {
 	if err := row.Scan(r.dest...); err != nil {
 		return err
 	}
-	// r.t's Config and PR stay zero: they are decoded into the copy.
-	t := r.t
+	// r.t's Config and PR stay zero: they are decoded into *into (not
+	// into a local copy, which the decoder's pointer would move to the
+	// heap: one allocation per row).
+	*into = r.t
 	if r.config != "{}" { // most tasks take the defaults
-		if err := json.Unmarshal([]byte(r.config), &t.Config); err != nil {
-			return fmt.Errorf("tasks: config of %s: %w", t.ID, err)
+		if err := json.Unmarshal([]byte(r.config), &into.Config); err != nil {
+			return fmt.Errorf("tasks: config of %s: %w", into.ID, err)
 		}
 	}
 	if r.pr != nil {
-		t.PR = &PullRequest{}
-		if err := json.Unmarshal([]byte(*r.pr), t.PR); err != nil {
-			return fmt.Errorf("tasks: pr of %s: %w", t.ID, err)
+		into.PR = &PullRequest{}
+		if err := json.Unmarshal([]byte(*r.pr), into.PR); err != nil {
+			return fmt.Errorf("tasks: pr of %s: %w", into.ID, err)
 		}
 	}
-	*into = t
 	return nil
 }
 

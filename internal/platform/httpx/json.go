@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -15,8 +16,14 @@ var errNUL = errors.New("text must not contain NUL characters (\\u0000)")
 // whose strings (or keys) hold a NUL character: PostgreSQL cannot store one
 // in text, SQLite would keep it and hand it to every later reader, and no
 // text a user writes needs it. Huma answers 400 naming the body.
+// Bodies that write their own JSON (JSONAppender) skip encoding/json.
 var JSONFormat = huma.Format{
-	Marshal: huma.DefaultJSONFormat.Marshal,
+	Marshal: func(w io.Writer, v any) error {
+		if a, ok := v.(JSONAppender); ok {
+			return marshalAppender(w, a)
+		}
+		return huma.DefaultJSONFormat.Marshal(w, v)
+	},
 	Unmarshal: func(data []byte, v any) error {
 		if bytes.Contains(data, []byte(`\u0000`)) && holdsNUL(data) {
 			return errNUL
