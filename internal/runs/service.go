@@ -104,7 +104,9 @@ func (s *Service) Append(ctx context.Context, tx *db.Tx, workspaceID, logID, run
 	for i := range rs {
 		rs[i].logSeq = last - int64(len(rs)) + int64(i) + 1
 	}
-	if err := insertEvents(ctx, tx, s.db.Dialect, rs); err != nil {
+	// Live watchers get the payloads as stored, which the inserts return:
+	// only a relay needs them before the commit.
+	if err := insertEvents(ctx, tx, s.db.Dialect, rs, !s.hub.Relays()); err != nil {
 		return err
 	}
 	streams := []string{StreamTask + ":" + logID}
@@ -334,7 +336,7 @@ func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
 	if e.ID == "" || !e.NewLog {
 		return apperr.New(apperr.CodeInternal, "runs: an ended run is recorded with its id and a new log")
 	}
-	now := s.clock.Now()
+	now := clock.Normalize(s.clock.Now())
 	r := &Run{ID: e.ID, Kind: e.Kind, Status: e.Status, WorkspaceID: e.WorkspaceID, ProjectID: optional(e.ProjectID), TaskID: optional(e.TaskID),
 		ParentRunID: optional(e.ParentRunID), Attempt: 1, Backend: e.Backend, CreatedAt: now, LogID: e.LogID, JobID: e.JobID,
 		Error: s.redact.Text(e.Error), FinishedAt: &now}
@@ -343,7 +345,7 @@ func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
 		if ev.At.IsZero() {
 			ev.At = now
 		}
-		packed[i] = packedEvent{Type: ev.Type, Payload: s.redact.JSON(ev.Payload), At: clock.Normalize(ev.At)}
+		packed[i] = pack(ev.Type, s.redact.JSON(ev.Payload), ev.At, now)
 	}
 	rows := func() []row { return s.rows(e.LogID, &r.ID, int64(len(e.Events)), e.Events) }
 	if err := recordEnded(ctx, tx, r, packed, rows); err != nil {

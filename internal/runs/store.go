@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 )
 
@@ -113,12 +114,24 @@ func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 }
 
 // packedEvent is one event of a run recorded at once, as its row's events
-// column keeps it (a JSON array in sequence order). The event's id is not
-// kept: it is derived from the run's id and its sequence number (eventID).
+// column keeps it (a JSON array in sequence order, short keys: it is stored
+// for every such run). Its time is kept in microseconds from the run's
+// created_at; its id is not kept: it is derived from the run's id and its
+// sequence number (eventID).
 type packedEvent struct {
-	Type    string          `json:"type"`
-	Payload json.RawMessage `json:"payload"`
-	At      time.Time       `json:"at"`
+	Type    string          `json:"t"`
+	Payload json.RawMessage `json:"p"`
+	Micros  int64           `json:"us"`
+}
+
+// pack is an event as packed on a run created at base.
+func pack(typ string, payload json.RawMessage, at, base time.Time) packedEvent {
+	return packedEvent{Type: typ, Payload: payload, Micros: clock.Normalize(at).Sub(clock.Normalize(base)).Microseconds()}
+}
+
+// at is the event's time on a run created at base.
+func (e packedEvent) at(base time.Time) time.Time {
+	return clock.Normalize(base).Add(time.Duration(e.Micros) * time.Microsecond)
 }
 
 // maxPacked bounds the events a run keeps packed (eventID numbers them in
@@ -189,7 +202,7 @@ func packedEvents(ctx context.Context, q db.Queryer, r *Run, task string, after 
 	for i := max(int(after), 0); i < len(evs) && len(out) < limit; i++ {
 		seq := int64(i + 1)
 		out = append(out, TaskEvent{EventID: eventID(r.ID, seq), EventType: evs[i].Type, Payload: evs[i].Payload, SequenceNum: int32(seq),
-			TaskID: task, Timestamp: evs[i].At.UTC()})
+			TaskID: task, Timestamp: evs[i].at(r.CreatedAt)})
 	}
 	return out, nil
 }
@@ -315,34 +328,19 @@ type reserved struct {
 // writes to it).
 func reserve(ctx context.Context, tx *db.Tx, workspaceID, logID, runID string, n int) (reserved, error) {
 	var res reserved
-	one := func(dst ...any) func(db.Rows) error {
-		return func(rows db.Rows) error {
-			if rows.Next() {
-				return rows.Scan(dst...)
-			}
-			return rows.Err()
-		}
-	}
-	var logLast sql.NullInt64
+	var logFound bool
 	err := tx.Pipe(ctx,
 		db.Query{SQL: `UPDATE runs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2 AND status = 'running'
-		RETURNING event_seq, log_id`, Args: []any{workspaceID, runID, n}, Scan: func(rows db.Rows) error {
-			if rows.Next() {
-				res.running = true
-				return rows.Scan(&res.runLast, &res.runLog)
-			}
-			return rows.Err()
-		}},
+		RETURNING event_seq, log_id`, Args: []any{workspaceID, runID, n}, Scan: db.ScanOne(&res.running, &res.runLast, &res.runLog)},
 		db.Query{SQL: `UPDATE event_logs SET event_seq = event_seq + $3 WHERE workspace_id = $1 AND id = $2
 		AND EXISTS (SELECT 1 FROM runs WHERE workspace_id = $1 AND id = $4 AND status = 'running' AND log_id = $2) RETURNING event_seq`,
-			Args: []any{workspaceID, logID, n, runID}, Scan: one(&logLast)})
+			Args: []any{workspaceID, logID, n, runID}, Scan: db.ScanOne(&logFound, &res.logLast)})
 	if err != nil {
 		return res, fmt.Errorf("runs: reserve sequence: %w", err)
 	}
-	if res.running && res.runLog == logID && !logLast.Valid {
+	if res.running && res.runLog == logID && !logFound {
 		return res, apperr.NotFound("event log")
 	}
-	res.logLast = logLast.Int64
 	return res, nil
 }
 
@@ -363,8 +361,11 @@ const eventChunk = 64
 // keeps each size prepared: a batch of 500 events is eight executions of
 // one statement). Each row's payload becomes the text stored (see
 // Dialect.StoredJSON): what goes out live must be what the events endpoints
-// read back.
-func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row) error {
+// read back. With later the inserts are queued (db.Tx.Queue) and the
+// stored payloads are on the rows once the transaction's next statement or
+// its commit ran; otherwise now.
+func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row, later bool) error {
+	var qs []db.Query
 	for start := 0; start < len(rows); {
 		n := min(eventChunk, len(rows)-start)
 		if n < eventChunk && len(rows) > eventChunk {
@@ -375,39 +376,41 @@ func insertEvents(ctx context.Context, tx *db.Tx, dialect db.Dialect, rows []row
 		for _, r := range chunk {
 			args = append(args, r.id, r.logID, r.logSeq, r.runID, r.runSeq, r.ev.Type, string(r.ev.Payload), r.ev.At)
 		}
-		if err := insertChunk(ctx, tx, dialect, insertEventsQuery(dialect, n), args, chunk); err != nil {
-			return fmt.Errorf("runs: append: %w", err)
+		q := db.Query{SQL: insertEventsQuery(dialect, n), Args: args}
+		if dialect.StoredJSON("payload") != "" {
+			q.Scan = storedPayloads(chunk)
 		}
+		qs = append(qs, q)
 		start += n
+	}
+	if later {
+		tx.Queue(qs...)
+		return nil
+	}
+	if err := tx.Pipe(ctx, qs...); err != nil {
+		return fmt.Errorf("runs: append: %w", err)
 	}
 	return nil
 }
 
-// insertChunk runs one insert and, where the engine rewrites JSON, takes
-// the stored payloads back, matched by id (RETURNING promises no order).
-func insertChunk(ctx context.Context, tx *db.Tx, dialect db.Dialect, query string, args []any, chunk []row) error {
-	if dialect.StoredJSON("payload") == "" {
-		_, err := tx.ExecContext(ctx, query, args...)
-		return err
-	}
-	rs, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
-	for rs.Next() {
-		var id, payload string
-		if err := rs.Scan(&id, &payload); err != nil {
-			return err
-		}
-		for i := range chunk {
-			if chunk[i].id == id {
-				chunk[i].ev.Payload = json.RawMessage(payload)
-				break
+// storedPayloads takes the stored payloads back onto the chunk's rows,
+// matched by id (RETURNING promises no order).
+func storedPayloads(chunk []row) func(db.Rows) error {
+	return func(rs db.Rows) error {
+		for rs.Next() {
+			var id, payload string
+			if err := rs.Scan(&id, &payload); err != nil {
+				return err
+			}
+			for i := range chunk {
+				if chunk[i].id == id {
+					chunk[i].ev.Payload = json.RawMessage(payload)
+					break
+				}
 			}
 		}
+		return rs.Err()
 	}
-	return rs.Err()
 }
 
 // insertEventsQueries memoises insertEventsSQL by dialect and size.

@@ -420,18 +420,20 @@ type startRow struct {
 	capped    bool
 }
 
-// startable reads a workflow to start a run of, in one statement.
+// startable reads a workflow to start a run of, in one statement (on
+// PostgreSQL with the transaction's BEGIN, when it is the first).
 func startable(ctx context.Context, tx *db.Tx, workspaceID, id string) (*startRow, error) {
 	var r startRow
 	var wmax, pmax sql.NullInt64
-	err := tx.QueryRowContext(ctx, `SELECT w.project_id, w.graph, w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w
+	var found bool
+	err := tx.Pipe(ctx, db.Query{SQL: `SELECT w.project_id, w.graph, w.max_concurrent_runs, p.max_concurrent_runs FROM workflows w
 		JOIN projects p ON p.id = w.project_id AND p.workspace_id = w.workspace_id
-		WHERE w.workspace_id = $1 AND w.id = $2`, workspaceID, id).Scan(&r.projectID, &r.graph, &wmax, &pmax)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, apperr.NotFound("workflow")
-	}
+		WHERE w.workspace_id = $1 AND w.id = $2`, Args: []any{workspaceID, id}, Scan: db.ScanOne(&found, &r.projectID, &r.graph, &wmax, &pmax)})
 	if err != nil {
 		return nil, fmt.Errorf("workflows: get: %w", err)
+	}
+	if !found {
+		return nil, apperr.NotFound("workflow")
 	}
 	r.capped = wmax.Valid || pmax.Valid
 	return &r, nil

@@ -1787,7 +1787,8 @@ func TestWorkflowsRecordedRunEvents(t *testing.T) {
 		alpha := f.Project(t, owner, "Alpha")
 		chain, _ := apiCreate(t, owner, apiChainWorkflow(alpha, "Chain"))
 		run := apiStartRun(t, owner, chain.ID, apiObj{"input": apiObj{"x": 2}})
-		if v := apiWaitFinished(t, owner, run); v.Status != workflows.RunSucceeded {
+		v := apiWaitFinished(t, owner, run)
+		if v.Status != workflows.RunSucceeded {
 			t.Fatalf("run = %+v", v)
 		}
 		events := func(query string) []runs.TaskEvent {
@@ -1809,6 +1810,14 @@ func TestWorkflowsRecordedRunEvents(t *testing.T) {
 				t.Fatalf("event %d = %+v", i, ev)
 			}
 			seen[ev.EventID] = true
+			if i > 0 && ev.Timestamp.Before(all[i-1].Timestamp) {
+				t.Fatalf("event %d at %s, before event %d at %s", i, ev.Timestamp, i-1, all[i-1].Timestamp)
+			}
+		}
+		// Times are kept to the microsecond: the queued event is the run's
+		// creation.
+		if !all[0].Timestamp.Equal(v.CreatedAt) {
+			t.Fatalf("queued event at %s, run created at %s", all[0].Timestamp, v.CreatedAt)
 		}
 		status := func(ev runs.TaskEvent) string {
 			var p struct{ Status string }

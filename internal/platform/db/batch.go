@@ -91,7 +91,7 @@ func (d *DB) runBatch(items []*batchItem) {
 				continue
 			}
 			sp := fmt.Sprintf("batch_%d", i)
-			if _, err := tx.Tx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
+			if _, err := tx.sqlTx.ExecContext(ctx, "SAVEPOINT "+sp); err != nil {
 				return err
 			}
 			tx.after = nil
@@ -102,13 +102,13 @@ func (d *DB) runBatch(items []*batchItem) {
 			}
 			tx.later, tx.broken = nil, nil // the savepoint's rollback ends them
 			if it.err != nil {
-				if _, err := tx.Tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
+				if _, err := tx.sqlTx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT "+sp); err != nil {
 					return err
 				}
 			} else {
 				it.after = tx.after
 			}
-			if _, err := tx.Tx.ExecContext(ctx, "RELEASE SAVEPOINT "+sp); err != nil {
+			if _, err := tx.sqlTx.ExecContext(ctx, "RELEASE SAVEPOINT "+sp); err != nil {
 				return err
 			}
 		}

@@ -238,11 +238,12 @@ type Queryer interface {
 // invalidating a cache): it runs after a successful commit, never after a
 // rollback.
 type Tx struct {
-	*sql.Tx
 	db    *DB
 	after []func()
 
-	conn   *sql.Conn // PostgreSQL: the transaction's connection
+	sqlTx  *sql.Tx   // SQLite: database/sql's transaction on the writer
+	conn   *sql.Conn // PostgreSQL: the connection the transaction runs on
+	begun  bool      // PostgreSQL: BEGIN went out (it travels with the first statements)
 	later  []later   // statements queued by Later
 	broken error     // a queued statement failed: the transaction cannot commit
 }
@@ -268,7 +269,7 @@ func (tx *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	// Bound to the transaction (closed with it); it reuses the statement
 	// already prepared on the transaction's connection.
-	return tx.Tx.StmtContext(ctx, st.(*sql.Stmt))
+	return tx.sqlTx.StmtContext(ctx, st.(*sql.Stmt))
 }
 
 // prepareWrite prepares a transaction's statement on the writer pool.
@@ -291,36 +292,51 @@ func (d *DB) prepareWrite(query string) {
 
 // ExecContext runs a statement in the transaction.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if err := tx.flush(ctx); err != nil {
+	if err := tx.ready(ctx); err != nil {
 		return nil, err
+	}
+	if tx.conn != nil {
+		return tx.conn.ExecContext(ctx, query, args...)
 	}
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
-	return tx.Tx.ExecContext(ctx, query, args...)
+	return tx.sqlTx.ExecContext(ctx, query, args...)
 }
 
 // QueryContext runs a query in the transaction.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if err := tx.flush(ctx); err != nil {
+	if err := tx.ready(ctx); err != nil {
 		return nil, err
+	}
+	if tx.conn != nil {
+		return tx.conn.QueryContext(ctx, query, args...)
 	}
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
-	return tx.Tx.QueryContext(ctx, query, args...)
+	return tx.sqlTx.QueryContext(ctx, query, args...)
 }
 
 // QueryRowContext runs a one-row query in the transaction. When statements
-// queued by Later fail before it, the row's own error may not say so (on
-// PostgreSQL it reports the aborted transaction), but the transaction
-// refuses to commit and returns their error.
+// queued by Later failed before it, it does not run: its row reports an
+// error (context.Canceled, as *sql.Row can carry no other), and the
+// transaction refuses to commit and returns their error.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	_ = tx.flush(ctx) // kept in tx.broken
+	if tx.ready(ctx) != nil {
+		// Kept in tx.broken. Never run it outside the transaction (a
+		// PostgreSQL BEGIN that failed): a cancelled context fails it.
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		ctx = done
+	}
+	if tx.conn != nil {
+		return tx.conn.QueryRowContext(ctx, query, args...)
+	}
 	if st := tx.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
-	return tx.Tx.QueryRowContext(ctx, query, args...)
+	return tx.sqlTx.QueryRowContext(ctx, query, args...)
 }
 
 // AfterCommit runs fn after the transaction commits.
@@ -335,15 +351,14 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 	if err != nil {
 		return fmt.Errorf("db: begin: %w", err)
 	}
-	stx := tx.Tx
 	defer func() {
 		if p := recover(); p != nil {
-			_ = stx.Rollback() // the panic is what matters
+			tx.rollback() // the panic is what matters
 			tx.end()
 			panic(p)
 		}
 		if err != nil {
-			_ = stx.Rollback() // fn's error is what matters; a failed rollback ends with the connection
+			tx.rollback() // fn's error is what matters; a failed rollback ends with the connection
 		}
 		tx.end()
 	}()
@@ -353,11 +368,8 @@ func (d *DB) Tx(ctx context.Context, fn func(tx *Tx) error) (err error) {
 		}
 		return err
 	}
-	if err = tx.flush(ctx); err != nil {
+	if err = tx.commit(ctx); err != nil {
 		return err
-	}
-	if err = stx.Commit(); err != nil {
-		return fmt.Errorf("db: commit: %w", err)
 	}
 	for _, f := range tx.after {
 		f()

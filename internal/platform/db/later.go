@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -33,6 +35,27 @@ type Rows interface {
 	Err() error
 }
 
+// Queue queues queries like Later, each with its Scan (nil: none), which
+// runs when the queue does: before the transaction's next statement or its
+// commit. Only what runs after that may use what the Scans read.
+func (tx *Tx) Queue(qs ...Query) {
+	for _, q := range qs {
+		tx.later = append(tx.later, later{query: q.SQL, args: q.Args, scan: q.Scan})
+	}
+}
+
+// ScanOne is a Query.Scan for a query of at most one row: it scans the row
+// into dst and sets found.
+func ScanOne(found *bool, dst ...any) func(Rows) error {
+	return func(rows Rows) error {
+		if rows.Next() {
+			*found = true
+			return rows.Scan(dst...)
+		}
+		return rows.Err()
+	}
+}
+
 // Pipe runs the queued statements and then qs, in order, each seeing what
 // the ones before it did (as separate statements do: on PostgreSQL each
 // takes its own snapshot, so a query after a row lock reads what the lock's
@@ -41,9 +64,7 @@ type Rows interface {
 // the transaction (see Later), so a Scan reports "no row" in its own
 // variables, not as an error, when the caller goes on.
 func (tx *Tx) Pipe(ctx context.Context, qs ...Query) error {
-	for _, q := range qs {
-		tx.later = append(tx.later, later{query: q.SQL, args: q.Args, scan: q.Scan})
-	}
+	tx.Queue(qs...)
 	return tx.flush(ctx)
 }
 
@@ -63,25 +84,101 @@ func (tx *Tx) Later(query string, args ...any) {
 // broken (PostgreSQL aborts it; on SQLite the statements after the failed
 // one did not run): commit refuses it.
 func (tx *Tx) flush(ctx context.Context) error {
-	if len(tx.later) == 0 || tx.broken != nil {
+	return tx.send(ctx, nil)
+}
+
+// ready is flush before a statement of the caller's: on PostgreSQL BEGIN
+// goes out first if nothing took it yet.
+func (tx *Tx) ready(ctx context.Context) error {
+	if tx.conn != nil && !tx.begun && len(tx.later) == 0 && tx.broken == nil {
+		return tx.send(ctx, nil) // BEGIN alone: the caller's statement needs database/sql's answer types
+	}
+	return tx.flush(ctx)
+}
+
+// send runs the queued statements, then last (nil: none). On PostgreSQL
+// they go as one pipeline, after BEGIN when it has not gone out yet.
+func (tx *Tx) send(ctx context.Context, last *later) error {
+	if tx.broken != nil {
 		return tx.broken
 	}
 	qs := tx.later
 	tx.later = nil
+	if last != nil {
+		qs = append(qs, *last)
+	}
 	var err error
-	if tx.conn == nil {
+	switch {
+	case tx.conn != nil:
+		if !tx.begun {
+			qs = append([]later{{query: "BEGIN"}}, qs...)
+			tx.begun = true
+		}
+		if len(qs) > 0 {
+			err = tx.pipeline(ctx, qs)
+		}
+	default:
 		for _, q := range qs {
 			if err = tx.run(ctx, q); err != nil {
 				break
 			}
 		}
-	} else {
-		err = tx.pipeline(ctx, qs)
 	}
 	if err != nil {
 		tx.broken = err
 	}
 	return err
+}
+
+// commit runs what is queued and commits: on PostgreSQL COMMIT goes in the
+// same pipeline (a transaction that ran nothing sends nothing).
+func (tx *Tx) commit(ctx context.Context) error {
+	if tx.conn == nil {
+		if err := tx.flush(ctx); err != nil {
+			return err
+		}
+		if err := tx.sqlTx.Commit(); err != nil {
+			return fmt.Errorf("db: commit: %w", err)
+		}
+		return nil
+	}
+	if !tx.begun && len(tx.later) == 0 {
+		return nil
+	}
+	err := tx.send(ctx, &later{query: "COMMIT"})
+	if err != nil {
+		return fmt.Errorf("db: commit: %w", err) // the caller rolls back
+	}
+	tx.begun = false // over: nothing to roll back
+	return nil
+}
+
+// rollback ends a transaction that will not commit.
+func (tx *Tx) rollback() {
+	if tx.conn == nil {
+		_ = tx.sqlTx.Rollback()
+		return
+	}
+	if tx.begun {
+		tx.abort()
+		tx.begun = false
+	}
+}
+
+// end gives a PostgreSQL transaction's connection back to the pool.
+func (tx *Tx) end() {
+	if tx.conn != nil {
+		tx.conn.Close()
+	}
+}
+
+// abort sends ROLLBACK on PostgreSQL (after a failed pipeline, the
+// transaction may still be open, aborted). If that fails too, the pool
+// drops the connection: it never hands out one with a transaction open.
+func (tx *Tx) abort() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = tx.conn.ExecContext(ctx, "ROLLBACK")
 }
 
 // run runs one statement (prepared where Tx.stmt keeps it) and hands its
@@ -93,7 +190,7 @@ func (tx *Tx) run(ctx context.Context, q later) error {
 		if st != nil {
 			_, err = st.ExecContext(ctx, q.args...)
 		} else {
-			_, err = tx.Tx.ExecContext(ctx, q.query, q.args...)
+			_, err = tx.sqlTx.ExecContext(ctx, q.query, q.args...)
 		}
 		return err
 	}
@@ -102,7 +199,7 @@ func (tx *Tx) run(ctx context.Context, q later) error {
 	if st != nil {
 		rows, err = st.QueryContext(ctx, q.args...)
 	} else {
-		rows, err = tx.Tx.QueryContext(ctx, q.query, q.args...)
+		rows, err = tx.sqlTx.QueryContext(ctx, q.query, q.args...)
 	}
 	if err != nil {
 		return err
@@ -118,10 +215,11 @@ func (tx *Tx) run(ctx context.Context, q later) error {
 // transaction's connection (the transaction is open on it, so they run
 // inside it) and reads their outcomes.
 func (tx *Tx) pipeline(ctx context.Context, qs []later) error {
-	query := qs[0].query
-	if len(qs) > 1 {
-		query = fmt.Sprintf("pipeline of %d statements: %s", len(qs), query)
+	texts := make([]string, len(qs))
+	for i, q := range qs {
+		texts[i] = q.query
 	}
+	query := strings.Join(texts, "; ") // startSQL bounds it
 	ctx, span := startSQL(ctx, attribute.String("db.system.name", "postgresql"), "db.pipeline", query)
 	err := tx.conn.Raw(func(dc any) error {
 		c, ok := pgxConn(dc)
@@ -154,31 +252,21 @@ func pgxConn(dc any) (*pgx.Conn, bool) {
 	return c.Conn(), true
 }
 
-// beginOn starts a write transaction: on PostgreSQL on a connection of its
-// own (Later's pipelines need to reach it), on SQLite on the writer.
+// beginOn starts a write transaction: on SQLite database/sql's, on the
+// writer; on PostgreSQL on a connection of its own, where BEGIN waits to
+// travel with the transaction's first statements (in the pipeline of
+// Later and Pipe) and COMMIT with its last.
 func (d *DB) beginOn(ctx context.Context) (*Tx, error) {
 	if d.Target.Engine != Postgres {
 		stx, err := d.W.BeginTx(ctx, nil)
 		if err != nil {
 			return nil, err
 		}
-		return &Tx{Tx: stx, db: d}, nil
+		return &Tx{sqlTx: stx, db: d}, nil
 	}
 	conn, err := d.W.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	return &Tx{Tx: stx, db: d, conn: conn}, nil
-}
-
-// end releases what beginOn took once the transaction is over.
-func (tx *Tx) end() {
-	if tx.conn != nil {
-		tx.conn.Close()
-	}
+	return &Tx{db: d, conn: conn}, nil
 }

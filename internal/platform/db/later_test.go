@@ -89,6 +89,21 @@ func TestLater(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Queue: a query's Scan runs with the queue, at the commit when no
+		// statement comes after it.
+		var queued string
+		err = d.Tx(ctx, func(tx *db.Tx) error {
+			var found bool
+			tx.Queue(db.Query{SQL: "UPDATE later_rows SET v = v || '?' WHERE n = $1 RETURNING v", Args: []any{3}, Scan: db.ScanOne(&found, &queued)})
+			if queued != "" {
+				t.Errorf("the queued query ran before anything asked for it")
+			}
+			return nil
+		})
+		if err != nil || queued != "d!?" {
+			t.Fatalf("queued query read %q (err %v), want d!? by the commit", queued, err)
+		}
+
 		// A Scan's error fails the transaction like a statement's.
 		refused := errors.New("refused by scan")
 		err = d.Tx(ctx, func(tx *db.Tx) error {

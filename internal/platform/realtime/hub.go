@@ -161,6 +161,11 @@ func (h *Hub) NotifyTx(ctx context.Context, tx *db.Tx, workspaceID, topic, id st
 	return h.relayTx(ctx, tx, n)
 }
 
+// Relays says whether PublishTx builds its items inside the transaction
+// (a relay sends them to the other replicas with it); without one it
+// builds them after the commit, and only when someone watches.
+func (h *Hub) Relays() bool { return h != nil && h.relay != nil }
+
 func (h *Hub) relayTx(ctx context.Context, tx *db.Tx, n note) error {
 	b, err := json.Marshal(n)
 	if err != nil {
