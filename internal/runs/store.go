@@ -11,11 +11,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
 )
 
 // Every statement on a run or a log names its workspace: another
@@ -138,17 +137,8 @@ func (e packedEvent) at(base time.Time) time.Time {
 // three bytes); a run with more keeps them as rows.
 const maxPacked = 1 << 16
 
-// eventID is the id of a packed run's event seq (from 1): the run's UUID
-// with its last three bytes replaced by the number. A UUIDv7's last bytes
-// are random, so the ids stay unique among events (and valid UUIDs).
-func eventID(runID string, seq int64) string {
-	u, err := uuid.Parse(runID)
-	if err != nil {
-		return runID // unreachable: run ids are UUIDs
-	}
-	u[13], u[14], u[15] = byte(seq>>16), byte(seq>>8), byte(seq)
-	return u.String()
-}
+// eventID is the id of a packed run's event seq (from 1).
+func eventID(runID string, seq int64) string { return ids.Derive(runID, seq) }
 
 // recordEnded queues (tx.Later) the inserts of a run that ended in the
 // transaction that started it: its log and its row with their final

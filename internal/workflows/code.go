@@ -136,7 +136,7 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := listNodeRuns(ctx, q, run.ID)
+	nodes, err := nodesOf(ctx, q, run)
 	if err != nil {
 		return nil, nil, err
 	}

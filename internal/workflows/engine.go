@@ -170,6 +170,15 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 	// A run that started and ended in this transaction is written once, as
 	// it ended, with its events.
 	once := st.unsaved && st.ended
+	if once && packable(st.nodes) {
+		// Its node runs too, in its row: nothing will change them.
+		if err := packNodes(st.run, st.nodes); err != nil {
+			return err
+		}
+		for _, n := range st.nodes {
+			n.fresh, n.dirty = false, false
+		}
+	}
 	if st.unsaved {
 		// Before its node runs, which reference it.
 		if err := e.create(ctx, tx, st.run, st); err != nil {

@@ -157,7 +157,7 @@ func (s *Service) viewIn(ctx context.Context, q db.Queryer, r *runRow) (*RunView
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := listNodeRuns(ctx, q, r.ID)
+	nodes, err := nodesOf(ctx, q, r)
 	if err != nil {
 		return nil, err
 	}

@@ -115,18 +115,24 @@ type runRow struct {
 	Error                                         string
 	CreatedAt                                     time.Time
 	StartedAt, FinishedAt                         *time.Time
+	// Nodes are the run's node runs packed in its row (a run written once,
+	// see packNodes); nil: they are rows of node_runs.
+	Nodes json.RawMessage
 }
 
 const runColumns = `id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id, input, trigger_data, trigger_body_is_input,
-	output, error, created_at, started_at, finished_at`
+	output, error, created_at, started_at, finished_at, nodes`
 
 func scanRunRow(row interface{ Scan(...any) error }) (*runRow, error) {
 	var r runRow
-	var input, trigger, output []byte
+	var input, trigger, output, nodes []byte
 	err := row.Scan(&r.ID, &r.WorkspaceID, &r.ProjectID, &r.WorkflowID, &r.LogID, &r.CreatedBy, &r.Status, &r.GraphID, &input, &trigger,
-		&r.TriggerBodyIsInput, &output, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.StartedAt), db.NullUTC(&r.FinishedAt))
+		&r.TriggerBodyIsInput, &output, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.StartedAt), db.NullUTC(&r.FinishedAt), &nodes)
 	if err != nil {
 		return nil, err
+	}
+	if nodes != nil {
+		r.Nodes = nodes
 	}
 	r.Input, r.Trigger = input, trigger
 	if output != nil {
@@ -193,17 +199,29 @@ func lockRunNodes(ctx context.Context, tx *db.Tx, workspaceID, id string, now ti
 	if r == nil {
 		return nil, nil, apperr.NotFound("workflow run")
 	}
-	return r, nodes, nil
+	if r.Nodes != nil {
+		nodes, err = unpackNodes(r)
+	}
+	return r, nodes, err
+}
+
+// nodesOf reads a run's node runs: packed in its row, or its node_runs
+// rows.
+func nodesOf(ctx context.Context, q db.Queryer, r *runRow) ([]*nodeRun, error) {
+	if r.Nodes != nil {
+		return unpackNodes(r)
+	}
+	return listNodeRuns(ctx, q, r.ID)
 }
 
 // insertRunRow writes a new run as it stands: queued, or (a run started at
 // once, written after its first transition) with its status and output.
 func insertRunRow(tx *db.Tx, r *runRow, now time.Time) {
 	tx.Later(`INSERT INTO workflow_runs (id, workspace_id, project_id, workflow_id, log_id, created_by, status, graph_id,
-		input, trigger_data, trigger_body_is_input, output, error, created_at, started_at, finished_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		input, trigger_data, trigger_body_is_input, output, error, created_at, started_at, finished_at, updated_at, nodes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 		r.ID, r.WorkspaceID, r.ProjectID, r.WorkflowID, r.LogID, r.CreatedBy, r.Status, r.GraphID, []byte(r.Input), []byte(r.Trigger),
-		r.TriggerBodyIsInput, jsonArg(r.Output), r.Error, r.CreatedAt, r.StartedAt, r.FinishedAt, now)
+		r.TriggerBodyIsInput, jsonArg(r.Output), r.Error, r.CreatedAt, r.StartedAt, r.FinishedAt, now, jsonArg(r.Nodes))
 }
 
 func jsonArg(raw json.RawMessage) any {

@@ -1843,12 +1843,35 @@ func TestWorkflowsRecordedRunEvents(t *testing.T) {
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM runs WHERE id = $1 AND events IS NOT NULL AND event_seq = $2", run, len(all)); n != 1 {
 			t.Fatal("the run's row does not keep its events packed, numbered to the last")
 		}
+		// Its node runs too: none in node_runs, and the view shows them with
+		// their times, to the microsecond, inside the run's.
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM node_runs WHERE run_id = $1", run); n != 0 {
+			t.Fatalf("%d node_runs rows for a run written once", n)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM workflow_runs WHERE id = $1 AND nodes IS NOT NULL", run); n != 1 {
+			t.Fatal("the workflow run's row does not keep its node runs packed")
+		}
+		for _, n := range v.Nodes {
+			if n.Status == "skipped" {
+				continue
+			}
+			if n.StartedAt == nil || n.FinishedAt == nil || n.StartedAt.Before(*v.StartedAt) || n.FinishedAt.After(*v.FinishedAt) ||
+				n.FinishedAt.Before(*n.StartedAt) || n.Attempt != 1 {
+				t.Fatalf("node %s[%s] = %+v in run %s–%s", n.Key, n.Frame, n, v.StartedAt, v.FinishedAt)
+			}
+		}
+		if again := apiWaitFinished(t, owner, run); !reflect.DeepEqual(again.Nodes, v.Nodes) {
+			t.Fatalf("a second read of the run differs:\n%+v\n%+v", again.Nodes, v.Nodes)
+		}
 
 		approval, _ := apiCreate(t, owner, apiApprovalWorkflow(alpha))
 		waiting := apiStartRun(t, owner, approval.ID, apiObj{"input": apiObj{"x": 2}})
 		apiWaitHuman(t, owner, waiting, "ask")
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM run_events WHERE run_id = $1", waiting); n < 2 {
 			t.Fatalf("%d run_events rows for a run that waits, want its events as rows", n)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM node_runs WHERE run_id = $1", waiting); n < 2 {
+			t.Fatalf("%d node_runs rows for a run that waits, want its node runs as rows", n)
 		}
 	})
 }

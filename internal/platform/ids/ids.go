@@ -31,3 +31,16 @@ func RandomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// Derive is the UUID id with its last three bytes replaced by n (below
+// 2^24): an id for the n-th thing kept inside the row of id (an event or a
+// node run packed in its run's row) that is not stored. A UUIDv7's last
+// bytes are random, so derived ids stay unique and valid UUIDs.
+func Derive(id string, n int64) string {
+	u, err := uuid.Parse(id)
+	if err != nil {
+		return id
+	}
+	u[13], u[14], u[15] = byte(n>>16), byte(n>>8), byte(n)
+	return u.String()
+}
