@@ -229,8 +229,15 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 				return err
 			}
 		}
-		if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, st.run.ID); err != nil {
-			return err
+		// Whoever waits for a run (WaitRun) learned its id from the
+		// commit that created it: a run created and ended in this one is
+		// seen ended by the waiter's first look, so nobody needs telling
+		// (and PostgreSQL commits without its NOTIFY, whose queue every
+		// notifying commit takes in turn).
+		if !once {
+			if err := e.bus.PublishTx(ctx, tx, TopicRunEnded, st.run.ID); err != nil {
+				return err
+			}
 		}
 		// The end frees a slot only under a cap: without one on its
 		// workflow or its project, nothing waits on this run (and the
