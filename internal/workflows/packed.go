@@ -92,14 +92,15 @@ func unpackNodes(r *runRow) ([]*nodeRun, error) {
 }
 
 // packable says whether a run written once keeps its node runs packed:
-// not too many, and none that a task or an event names (they are found by
-// those, in node_runs).
+// not too many, and none that something outside the row may name (a task
+// or an event finds its node in node_runs; an agent or code node's work
+// names its node run's id).
 func packable(nodes []*nodeRun) bool {
 	if len(nodes) > maxPackedNodes {
 		return false
 	}
 	for _, n := range nodes {
-		if n.TaskID != nil || n.WaitEvent != nil {
+		if n.TaskID != nil || n.WaitEvent != nil || n.Kind == "agent" || n.Kind == "code" {
 			return false
 		}
 	}
