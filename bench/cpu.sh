@@ -10,16 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/serve.sh
-out=$(mktemp -d); pids=(); bin=$BINARY
-PGSERVER=postgres://postgres@127.0.0.1:5432; PGURL=$PGSERVER/postgres?sslmode=disable; dbname=slipway_cpu_$$
-trap 'for p in "${pids[@]}"; do kill $p 2>/dev/null||true; wait $p 2>/dev/null||true; done; psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1||true; rm -rf $out' EXIT
+bench_init cpu
+bin=$BINARY
 serve_signed_in $ENGINE $((18200 + RANDOM % 700))
 webhook_flow "$out/repo.git"
-cat >"$out/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"n":21}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
 wrk -t1 -c8 -d3s -s "$out/post.lua" "$url$hook" >/dev/null
 cpu() { awk '{print $14+$15}' /proc/$pid/stat; }
 c0=$(cpu)

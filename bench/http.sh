@@ -12,18 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/serve.sh
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-out=$(mktemp -d)
-pids=()
-PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
-PGURL=$PGSERVER/postgres?sslmode=disable
-dbname=slipway_bench_http_$$
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$out"
-}
-trap cleanup EXIT
+bench_init http
 bin=${BINARY:-}
 if [ -z "$bin" ]; then
   go build -o "$out/slipway" ./cmd/slipway

@@ -17,18 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/serve.sh
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-out=$(mktemp -d)
-pids=()
-PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
-PGURL=$PGSERVER/postgres?sslmode=disable
-dbname=slipway_bench_observe_$$
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$out"
-}
-trap cleanup EXIT
+bench_init observe
 go build -o "$out/slipway" ./cmd/slipway
 DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
@@ -37,11 +26,6 @@ MODES=${MODES:-off on}
 if [ -n "${BEFORE:-}" ]; then MODES="before $MODES"; fi
 METRICS=127.0.0.1:18464
 SINK=127.0.0.1:18318
-cat >"$out/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"n":21}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
 
 case " $MODES " in *" traced "*)
   # An OTLP/HTTP endpoint that takes every export and drops it.

@@ -1,4 +1,32 @@
-# Sourced by the bench scripts: serve_signed_in ENGINE PORT starts the server
+# Sourced by the bench scripts.
+#
+# bench_init NAME prepares one: wrk must be there; $out is a temporary
+# directory holding post.lua (wrk's script for the webhook flow's POST
+# {"n":21}); $pids are the servers to stop; $PGSERVER and $PGURL name the
+# PostgreSQL server and $dbname a database of its own. On exit the servers
+# stop, the database is dropped and $out removed.
+bench_init() { # $1 = the script's name
+  command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
+  out=$(mktemp -d)
+  pids=()
+  PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
+  PGURL=$PGSERVER/postgres?sslmode=disable
+  dbname=slipway_bench_$1_$$
+  cat >"$out/post.lua" <<'LUA'
+wrk.method = "POST"
+wrk.body = '{"n":21}'
+wrk.headers["Content-Type"] = "application/json"
+LUA
+  trap bench_cleanup EXIT
+}
+
+bench_cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
+  rm -rf "$out"
+}
+
+# serve_signed_in ENGINE PORT starts the server
 # ($bin) on a fresh SQLite file or PostgreSQL database and signs an admin in.
 # It uses the caller's $out, $bin, $PGURL, $PGSERVER, $dbname and pids, and
 # sets url, pid, csrf and cookie (the Cookie header of the session).

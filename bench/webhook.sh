@@ -14,18 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/serve.sh
-command -v wrk >/dev/null || { echo "wrk is missing: apt-get install -y wrk" >&2; exit 1; }
-out=$(mktemp -d)
-pids=()
-PGSERVER=${PGSERVER:-postgres://postgres@127.0.0.1:5432}
-PGURL=$PGSERVER/postgres?sslmode=disable
-dbname=slipway_bench_webhook_$$
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  psql -q "$PGURL" -c "DROP DATABASE IF EXISTS $dbname WITH (FORCE)" >/dev/null 2>&1 || true
-  rm -rf "$out"
-}
-trap cleanup EXIT
+bench_init webhook
 bin=${BINARY:-}
 if [ -z "$bin" ]; then
   go build -o "$out/slipway" ./cmd/slipway
@@ -33,11 +22,6 @@ if [ -z "$bin" ]; then
 fi
 DURATION=${DURATION:-20s}
 CONNS=${CONNS:-1 8 32}
-cat >"$out/post.lua" <<'LUA'
-wrk.method = "POST"
-wrk.body = '{"n":21}'
-wrk.headers["Content-Type"] = "application/json"
-LUA
 
 run_engine() { # $1 = sqlite|postgres
   local engine=$1 url pid csrf cookie
