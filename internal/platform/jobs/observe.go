@@ -38,13 +38,7 @@ func claimed(js []*Job, now time.Time) {
 // untraced starts a trace of its own. With tracing off it returns ctx and
 // a no-op span.
 func StartWork(ctx context.Context, j *Job) (context.Context, trace.Span) {
-	if !telemetry.Enabled() {
-		return ctx, trace.SpanFromContext(ctx)
-	}
-	ctx = telemetry.Extract(ctx, j.TraceParent)
-	return telemetry.Start(ctx, "jobs.work "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(attribute.String("messaging.system", "slipway.jobs"), attribute.String("messaging.destination.name", j.Kind),
-			attribute.String("messaging.message.id", j.ID), attribute.Int("slipway.job.attempt", j.Attempt)))
+	return startConsumer(ctx, j, "jobs.work ")
 }
 
 // StartClaim starts the span of what the claimer does with a job inside
@@ -53,11 +47,17 @@ func StartWork(ctx context.Context, j *Job) (context.Context, trace.Span) {
 // runs in a worker, whose span continues the same trace: the assignment
 // carries the job's traceparent across the worker port.
 func StartClaim(ctx context.Context, j *Job) (context.Context, trace.Span) {
+	return startConsumer(ctx, j, "jobs.claim ")
+}
+
+// startConsumer starts a consumer span named prefix+kind for a job, in the
+// trace that queued it (a no-op span with tracing off).
+func startConsumer(ctx context.Context, j *Job, prefix string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
 		return ctx, trace.SpanFromContext(ctx)
 	}
 	ctx = telemetry.Extract(ctx, j.TraceParent)
-	return telemetry.Start(ctx, "jobs.claim "+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
+	return telemetry.Start(ctx, prefix+j.Kind, trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(attribute.String("messaging.system", "slipway.jobs"), attribute.String("messaging.destination.name", j.Kind),
 			attribute.String("messaging.message.id", j.ID), attribute.Int("slipway.job.attempt", j.Attempt)))
 }
