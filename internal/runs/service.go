@@ -348,7 +348,7 @@ func (s *Service) Record(ctx context.Context, tx *db.Tx, e Ended) error {
 		packed[i] = pack(ev.Type, s.redact.JSON(ev.Payload), ev.At, now)
 	}
 	rows := func() []row { return s.rows(e.LogID, &r.ID, int64(len(e.Events)), e.Events) }
-	if err := recordEnded(ctx, tx, r, packed, rows); err != nil {
+	if err := recordEnded(tx, r, packed, rows); err != nil {
 		return err
 	}
 	return s.hub.NotifyTx(ctx, tx, r.WorkspaceID, TopicRuns, r.ID)

@@ -144,7 +144,7 @@ func eventID(runID string, seq int64) string { return ids.Derive(runID, seq) }
 // transaction that started it: its log and its row with their final
 // sequence numbers and, up to maxPacked, its events packed in the row;
 // beyond that its events as rows numbered from 1 on both.
-func recordEnded(ctx context.Context, tx *db.Tx, r *Run, evs []packedEvent, rows func() []row) error {
+func recordEnded(tx *db.Tx, r *Run, evs []packedEvent, rows func() []row) error {
 	n := int64(len(evs))
 	tx.Later("INSERT INTO event_logs (id, workspace_id, created_at, event_seq) VALUES ($1, $2, $3, $4)", r.LogID, r.WorkspaceID, r.CreatedAt, n)
 	var packed any
