@@ -12,7 +12,6 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
-	"slipway/migrations"
 )
 
 // TestWorkflowVersionsCarryRuns: upgrading to workflow versions (00016)
@@ -75,7 +74,7 @@ func TestWorkflowVersionsCarryRuns(t *testing.T) {
 		}
 		kept := indexes()
 
-		if _, err := d.NewMigrations(migrations.FS, nil).Up(ctx); err != nil {
+		if _, err := d.NewMigrations(before(t, 16), nil).Up(ctx); err != nil {
 			t.Fatal(err)
 		}
 		var versions int

@@ -113,14 +113,55 @@ func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 }
 
 // packedEvent is one event of a run recorded at once, as its row's events
-// column keeps it (a JSON array in sequence order, short keys: it is stored
-// for every such run). Its time is kept in microseconds from the run's
-// created_at; its id is not kept: it is derived from the run's id and its
-// sequence number (eventID).
+// column keeps it: a JSON array in sequence order, each event an array
+// [type, micros, payload] (it is stored for every such run: no keys). Its
+// time is kept in microseconds from the run's created_at; its id is not
+// kept: it is derived from the run's id and its sequence number (eventID).
+// Runs packed before 00023 keep each event as {"t", "p", "us"}; both read.
 type packedEvent struct {
 	Type    string          `json:"t"`
 	Payload json.RawMessage `json:"p"`
 	Micros  int64           `json:"us"`
+}
+
+// MarshalJSON writes the event as [type, micros, payload].
+func (e packedEvent) MarshalJSON() ([]byte, error) {
+	t, err := json.Marshal(e.Type)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(t)+len(e.Payload)+24)
+	b = append(append(append(b, '['), t...), ',')
+	b = append(strconv.AppendInt(b, e.Micros, 10), ',')
+	if len(e.Payload) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Payload...)
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads either form of a packed event.
+func (e *packedEvent) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		type keyed packedEvent // without the methods
+		return json.Unmarshal(b, (*keyed)(e))
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return err
+	}
+	if len(parts) != 3 {
+		return fmt.Errorf("runs: a packed event has %d parts, not 3", len(parts))
+	}
+	if err := json.Unmarshal(parts[0], &e.Type); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(parts[1], &e.Micros); err != nil {
+		return err
+	}
+	e.Payload = parts[2]
+	return nil
 }
 
 // pack is an event as packed on a run created at base.

@@ -72,9 +72,11 @@ func (s *Service) inTx(ctx context.Context, tx *db.Tx, fn func(tx *db.Tx) error)
 var errDryRun = errors.New("workflows: dry run")
 
 // ProjectDeleting stops and removes the project's workflow runs (the rows
-// go with the project; their logs and tasks need telling).
+// go with the project; their logs and tasks need telling). They are found
+// through the project's workflows (workflow_runs_workflow): no index leads
+// from a project to its finished runs.
 func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
-	return s.dropRuns(ctx, tx, workspaceID, "project_id = $2", projectID)
+	return s.dropRuns(ctx, tx, workspaceID, "workflow_id IN (SELECT id FROM workflows WHERE workspace_id = $1 AND project_id = $2)", projectID)
 }
 
 // CapChanged starts the project's queued runs its new cap lets through.

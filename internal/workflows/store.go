@@ -537,10 +537,14 @@ type recentRun struct {
 	started, ended *time.Time
 }
 
-// recentRuns reads the runs w selects that are active or finished since.
+// recentRuns reads the runs w selects that are active or finished since:
+// each status through its own index (workflow_runs_queued, _active and
+// _finished, whose predicates the arms repeat), so the figures read the
+// runs in flight and the last day's, never every run of the workspace.
 func recentRuns(ctx context.Context, d *db.DB, w db.Where, since time.Time) ([]recentRun, error) {
-	rows, err := d.R.QueryContext(ctx, "SELECT status, "+d.Dialect.TimeColumn("started_at")+", "+d.Dialect.TimeColumn("finished_at")+
-		" FROM workflow_runs WHERE "+w.SQL+" AND (status IN ('queued', 'running') OR finished_at >= "+w.Next(1)+")",
+	cols := "SELECT status, " + d.Dialect.TimeColumn("started_at") + ", " + d.Dialect.TimeColumn("finished_at") + " FROM workflow_runs WHERE " + w.SQL
+	rows, err := d.R.QueryContext(ctx, cols+" AND status = 'queued' UNION ALL "+cols+" AND status = 'running' UNION ALL "+
+		cols+" AND status IN ('succeeded', 'failed', 'cancelled') AND finished_at >= "+w.Next(1),
 		append(append([]any{}, w.Args...), since)...)
 	if err != nil {
 		return nil, fmt.Errorf("workflows: stats: %w", err)
