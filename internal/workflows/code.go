@@ -132,7 +132,7 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	g, err := h.e.graph(ctx, q, run)
+	g, err := h.e.Graph(ctx, q, run)
 	if err != nil {
 		return nil, nil, err
 	}

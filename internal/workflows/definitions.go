@@ -137,7 +137,7 @@ func (s *Service) replace(ctx context.Context, tx *db.Tx, ws *actor.Workspace, i
 		if err := updateWorkflow(ctx, tx, w, s.clock.Now()); err != nil {
 			return err
 		}
-		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+		return s.engine.Admit(ctx, tx, ws.ID, w.ProjectID)
 	}()
 	return out, err
 }
@@ -161,7 +161,7 @@ func (s *Service) setCapTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, 
 		return err
 	}
 	*out = w
-	return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+	return s.engine.Admit(ctx, tx, ws.ID, w.ProjectID)
 }
 
 // SetConcurrency sets or clears a workflow's cap; queued runs it now lets
@@ -184,7 +184,7 @@ func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id st
 			return err
 		}
 		out = w
-		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+		return s.engine.Admit(ctx, tx, ws.ID, w.ProjectID)
 	})
 	return out, err
 }
@@ -211,7 +211,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 			return err
 		}
 		deleted = true
-		return s.engine.admit(ctx, tx, ws.ID, w.ProjectID)
+		return s.engine.Admit(ctx, tx, ws.ID, w.ProjectID)
 	})
 	return deleted, err
 }
@@ -225,10 +225,7 @@ func (s *Service) dropRuns(ctx context.Context, tx *db.Tx, workspaceID, cond str
 	}
 	for _, d := range all {
 		if d.status == RunRunning || d.status == RunQueued {
-			if _, err := s.engine.transitionTx(ctx, tx, workspaceID, d.id, nil, func(_ *db.Tx, st *runState) error {
-				st.finish(RunCancelled, nil, "the workflow was deleted")
-				return nil
-			}); err != nil {
+			if _, err := s.engine.Cancel(ctx, tx, workspaceID, d.id, "the workflow was deleted"); err != nil {
 				return err
 			}
 		}

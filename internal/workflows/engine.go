@@ -153,7 +153,7 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 	if err != nil {
 		return nil, err
 	}
-	g, err := e.graph(ctx, tx, run)
+	g, err := e.Graph(ctx, tx, run)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +250,7 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		if err != nil || !capped {
 			return err
 		}
-		return e.admit(ctx, tx, ws, st.run.ProjectID)
+		return e.Admit(ctx, tx, ws, st.run.ProjectID)
 	}
 	if h == nil && len(st.ready()) > 0 {
 		if st.fresh {
@@ -310,10 +310,10 @@ func (e *Engine) enqueueRun(ctx context.Context, tx *db.Tx, r *runRow) error {
 	return err
 }
 
-// admit starts the queued runs of a project that its caps and their
+// Admit starts the queued runs of a project that its caps and their
 // workflows' caps let through, oldest first. Transactions that admit in one
 // project take its lock, so the counts they read hold.
-func (e *Engine) admit(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
+func (e *Engine) Admit(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
 	return e.admitNow(ctx, tx, workspaceID, projectID, nil)
 }
 
@@ -326,7 +326,7 @@ type Started struct {
 	Error  string
 }
 
-// admitNow is admit that, when it admits the run named inline, also runs
+// admitNow is Admit that, when it admits the run named inline, also runs
 // that run's ready inline nodes in the same transaction (a run that needs
 // nothing else ends before anything is queued for it).
 func (e *Engine) admitNow(ctx context.Context, tx *db.Tx, workspaceID, projectID string, inline *Started) error {
@@ -398,7 +398,7 @@ func (e *Engine) sweep(ctx context.Context) error {
 		return err
 	}
 	for _, p := range ps {
-		if err := e.db.Tx(ctx, func(tx *db.Tx) error { return e.admit(ctx, tx, p.ws, p.id) }); err != nil {
+		if err := e.db.Tx(ctx, func(tx *db.Tx) error { return e.Admit(ctx, tx, p.ws, p.id) }); err != nil {
 			return err
 		}
 	}
@@ -414,7 +414,7 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, workspaceID, runID string
 	if err != nil {
 		return err
 	}
-	g, err := e.graph(ctx, tx, run)
+	g, err := e.Graph(ctx, tx, run)
 	if err != nil {
 		return err
 	}

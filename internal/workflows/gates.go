@@ -7,7 +7,6 @@ import (
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
-	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
 )
@@ -74,36 +73,9 @@ func (s *Service) Decide(ctx context.Context, u *actor.User, runID, nodeKey stri
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.engine.transition(ctx, workspaceID, runID, nil, func(_ *db.Tx, st *runState) error {
-		if st.run.Status != RunRunning {
-			return apperr.BadRequest("the run is %s, not waiting for a decision", st.run.Status)
-		}
-		var gate *nodeRun
-		for _, nr := range st.nodes {
-			if nr.Kind != "human" || (nodeKey != "" && nr.Key != nodeKey) {
-				continue
-			}
-			if nr.Status == NodeWaiting && (gate == nil || nr.StartedAt.Before(*gate.StartedAt)) {
-				gate = nr
-			}
-		}
-		if gate == nil {
-			if nodeKey != "" {
-				if n := st.graph.Node(nodeKey); n == nil || n.Kind != "human" {
-					return apperr.NotFound("human node")
-				}
-				return apperr.BadRequest("node %q is not waiting for a decision", nodeKey)
-			}
-			return apperr.BadRequest("the run is not waiting for a decision")
-		}
-		out := map[string]any{"decision": d.Decision, "decided_by": u.ID, "decided_at": st.now.Format(time.RFC3339)}
-		if d.Comment != "" {
-			out["comment"] = d.Comment
-		}
-		return st.apply(gate, succeed(handle, out))
-	})
+	r, err := s.engine.Decide(ctx, workspaceID, runID, nodeKey, Decided{Handle: handle, Decision: d.Decision, By: u.ID, Comment: d.Comment})
 	if err != nil {
 		return nil, err
 	}
-	return s.view(ctx, st.run)
+	return s.view(ctx, r)
 }

@@ -77,7 +77,7 @@ func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *ac
 	if _, err := paramsSchema(in.ConfigSchema); err != nil {
 		return nil, err
 	}
-	if !ids.Valid(in.ScriptID) || s.engine.scripts == nil {
+	if !ids.Valid(in.ScriptID) || s.scripts == nil {
 		return nil, apperr.BadRequest("script_id: no such script in this workspace")
 	}
 	now := s.clock.Now()
@@ -90,7 +90,7 @@ func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *ac
 		createdBy = &u.ID
 	}
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if _, _, err := s.engine.scripts.Current(ctx, tx, ws.ID, in.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+		if _, _, err := s.scripts.Current(ctx, tx, ws.ID, in.ScriptID); errors.Is(err, apperr.ErrNotFound) {
 			return apperr.BadRequest("script_id: no such script in this workspace")
 		} else if err != nil {
 			return err
@@ -193,8 +193,8 @@ func (s *Service) checkNodeTypes(ctx context.Context, q db.Queryer, workspaceID 
 			continue
 		}
 		name := graphNodeName(i, n.Key)
-		if c.ScriptID != "" && s.engine.scripts != nil {
-			if _, _, err := s.engine.scripts.Current(ctx, q, workspaceID, c.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+		if c.ScriptID != "" && s.scripts != nil {
+			if _, _, err := s.scripts.Current(ctx, q, workspaceID, c.ScriptID); errors.Is(err, apperr.ErrNotFound) {
 				return apperr.BadRequest("%s: config.script_id: no script %s in this workspace", name, c.ScriptID)
 			} else if err != nil {
 				return err

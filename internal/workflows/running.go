@@ -59,32 +59,13 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 	if err != nil {
 		return nil, err
 	}
-	// The run names the version of the workflow's graph it starts with
-	// (stored once per workflow), so editing the workflow never changes it.
-	now := s.clock.Now()
-	def, err := s.engine.definition(ctx, tx, workspaceID, id, w.graph, now)
-	if err != nil {
-		return nil, err
-	}
-	graphID, g := def.graphID, def.graph
 	stored, bodyIsInput := storedTrigger(trigger, input)
-	// The run and its log are written by startNew: queued, or as its first
-	// inline nodes leave it.
-	row := &runRow{ID: ids.New(), WorkspaceID: workspaceID, ProjectID: w.projectID, WorkflowID: id, LogID: ids.New(), Status: RunQueued, GraphID: graphID,
-		Input: input, Trigger: stored, TriggerBodyIsInput: bodyIsInput, CreatedAt: now, CreatedBy: createdBy}
-	// Admitted at once, it runs its first inline nodes in this transaction
-	// (which records its queued event with the rest): a run of inline nodes
-	// only ends here, with nothing queued for it.
-	started := &Started{ID: row.ID, Status: RunQueued}
-	if err := s.engine.startNew(ctx, tx, row, g, w.capped, started); err != nil {
-		return nil, err
-	}
-	if started.Status == RunQueued {
-		if err := s.runs.Append(ctx, tx, workspaceID, row.LogID, row.ID, queuedEvent(id, now)); err != nil {
-			return nil, err
-		}
-	}
-	return started, nil
+	// The engine writes the run and its log, naming the version of the
+	// workflow's graph it starts with (so editing the workflow never
+	// changes it): queued, or as its first inline nodes leave it.
+	row := &runRow{ID: ids.New(), WorkspaceID: workspaceID, ProjectID: w.projectID, WorkflowID: id, LogID: ids.New(), Status: RunQueued,
+		Input: input, Trigger: stored, TriggerBodyIsInput: bodyIsInput, CreatedAt: s.clock.Now(), CreatedBy: createdBy}
+	return s.engine.Start(ctx, tx, row, w.graph, w.capped)
 }
 
 func queuedEvent(workflowID string, at time.Time) runs.NewEvent {
@@ -96,7 +77,7 @@ func queuedEvent(workflowID string, at time.Time) runs.NewEvent {
 func (s *Service) WaitRun(ctx context.Context, workspaceID, id string, d time.Duration) (*RunView, error) {
 	ws := &actor.Workspace{ID: workspaceID}
 	// Subscribed before the first look, so an end between the two is heard.
-	sub := s.engine.bus.Subscribe(TopicRunEnded)
+	sub := s.engine.Ends()
 	defer sub.Close()
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -153,7 +134,7 @@ func (s *Service) view(ctx context.Context, r *runRow) (*RunView, error) {
 // viewIn is view reading through q (a snapshot, with the run row read in
 // it).
 func (s *Service) viewIn(ctx context.Context, q db.Queryer, r *runRow) (*RunView, error) {
-	g, err := s.engine.graph(ctx, q, r)
+	g, err := s.engine.Graph(ctx, q, r)
 	if err != nil {
 		return nil, err
 	}
@@ -201,14 +182,11 @@ func (s *Service) CancelRun(ctx context.Context, ws *actor.Workspace, u *actor.U
 	if u != nil {
 		reason = "cancelled by user " + u.ID
 	}
-	st, err := s.engine.transition(ctx, ws.ID, id, nil, func(_ *db.Tx, st *runState) error {
-		st.finish(RunCancelled, nil, reason)
-		return nil
-	})
+	r, err := s.engine.Cancel(ctx, nil, ws.ID, id, reason)
 	if err != nil {
 		return nil, err
 	}
-	return s.view(ctx, st.run)
+	return s.view(ctx, r)
 }
 
 // Emit resumes the wait_event nodes of a workspace waiting for the named
@@ -231,21 +209,8 @@ func (s *Service) Emit(ctx context.Context, workspaceID, name string, payload js
 	_ = json.Unmarshal(payload, &ev) // checked valid above
 	n := 0
 	for _, runID := range runIDs {
-		_, err := s.engine.transition(ctx, workspaceID, runID, nil, func(_ *db.Tx, st *runState) error {
-			if st.run.Status != RunRunning {
-				return nil
-			}
-			for _, nr := range st.nodes {
-				if nr.Kind == "wait_event" && nr.Status == NodeWaiting && nr.WaitEvent != nil && *nr.WaitEvent == name {
-					if err := st.apply(nr, succeed(HandleEvent, map[string]any{"event": name, "payload": ev})); err != nil {
-						return err
-					}
-					st.stopped = append(st.stopped, nr) // its timer goes
-					n++
-				}
-			}
-			return nil
-		})
+		resumed, err := s.engine.Deliver(ctx, workspaceID, runID, name, ev)
+		n += resumed
 		if err != nil {
 			return n, err
 		}

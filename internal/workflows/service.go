@@ -25,13 +25,15 @@ type Service struct {
 	db       *db.DB
 	clock    clock.Clock
 	runs     *runs.Service
-	engine   *Engine
+	engine   Runner
 	projects Projects
+	scripts  Scripts // nil: code nodes name no saved script
 }
 
-// NewService builds the workflows service over an engine.
-func NewService(d *db.DB, clk clock.Clock, r *runs.Service, e *Engine, p Projects) *Service {
-	return &Service{db: d, clock: clk, runs: r, engine: e, projects: p}
+// NewService builds the workflows service over an engine (scripts may be
+// nil, as for the engine).
+func NewService(d *db.DB, clk clock.Clock, r *runs.Service, e Runner, p Projects, scripts Scripts) *Service {
+	return &Service{db: d, clock: clk, runs: r, engine: e, projects: p, scripts: scripts}
 }
 
 func cleanName(raw string) (string, error) { return text.Name("name", raw, 200) }
@@ -81,7 +83,7 @@ func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, p
 
 // CapChanged starts the project's queued runs its new cap lets through.
 func (s *Service) CapChanged(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
-	return s.engine.admit(ctx, tx, workspaceID, projectID)
+	return s.engine.Admit(ctx, tx, workspaceID, projectID)
 }
 
 var boardSort = map[string]string{"name": "name", "created_at": "created_at"}

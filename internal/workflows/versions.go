@@ -24,8 +24,8 @@ func graphHash(graph []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// graph returns a run's graph: its version, read once per process.
-func (e *Engine) graph(ctx context.Context, q db.Queryer, r *runRow) (*Graph, error) {
+// Graph returns a run's graph: its version, read once per process.
+func (e *Engine) Graph(ctx context.Context, q db.Queryer, r *runRow) (*Graph, error) {
 	if g, ok := e.graphs.get(r.GraphID); ok {
 		return g, nil
 	}
