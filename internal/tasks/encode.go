@@ -15,6 +15,9 @@ import (
 
 // AppendJSON implements httpx.JSONAppender.
 func (l TaskList) AppendJSON(b []byte) ([]byte, error) {
+	if l.encoded != nil {
+		return append(b, l.encoded...), nil
+	}
 	b = append(b, `{"tasks":`...)
 	if l.Tasks == nil {
 		b = append(b, "null"...)

@@ -38,6 +38,8 @@ type groupIDInput struct {
 type TaskList struct {
 	Tasks []Task `json:"tasks"`
 	Total int    `json:"total"`
+
+	encoded []byte // the page as AppendJSON writes it, kept (listCache); Tasks is then nil
 }
 
 type namesInput struct {
@@ -83,8 +85,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 
 	huma.Register(api, ops.Op("get_api_tasks", http.MethodGet, "/api/tasks", "Tasks of the active workspace, newest first"),
 		func(ctx context.Context, in *ListFilter) (*httpx.Out[TaskList], error) {
-			ts, total, err := s.List(ctx, ws(ctx), *in)
-			return httpx.Reply(TaskList{Tasks: ts, Total: total}, err)
+			return httpx.Reply(s.List(ctx, ws(ctx), *in))
 		})
 	huma.Register(api, httpx.Created(ops.Op("post_api_tasks", http.MethodPost, "/api/tasks", "Give a task to an agent")),
 		func(ctx context.Context, in *createInput) (*httpx.Out[*Task], error) {

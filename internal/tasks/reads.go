@@ -35,8 +35,33 @@ func (s *Service) searchable(w db.Where, q string) (db.Where, error) {
 	return w.And("("+s.db.Dialect.ILike("title", "?")+" OR "+s.db.Dialect.ILike("prompt", "?")+")", pat, pat), nil
 }
 
-// List returns tasks of the active workspace, newest first.
-func (s *Service) List(ctx context.Context, ws *actor.Workspace, f ListFilter) ([]Task, int, error) {
+// List returns a page of the active workspace's tasks, newest first, and
+// their total: encoded once and served from memory while no task of the
+// workspace changes (listCache).
+func (s *Service) List(ctx context.Context, ws *actor.Workspace, f ListFilter) (TaskList, error) {
+	k := keyOf(ws.ID, f)
+	version, err := taskVersion(ctx, s.db, ws.ID)
+	if err != nil {
+		return TaskList{}, err
+	}
+	if page, ok := s.lists.get(k, version); ok {
+		return TaskList{encoded: page}, nil
+	}
+	ts, total, err := s.list(ctx, ws, f)
+	if err != nil {
+		return TaskList{}, err
+	}
+	l := TaskList{Tasks: ts, Total: total}
+	page, err := l.AppendJSON(nil)
+	if err != nil {
+		return TaskList{}, err
+	}
+	s.lists.put(k, version, page)
+	return TaskList{encoded: page}, nil
+}
+
+// list reads a page of the workspace's tasks and their total.
+func (s *Service) list(ctx context.Context, ws *actor.Workspace, f ListFilter) ([]Task, int, error) {
 	w := db.NewWhere("workspace_id = ?", ws.ID)
 	if f.Status != "" {
 		w = w.And("status = ?", f.Status)

@@ -84,6 +84,8 @@ type Service struct {
 	inbox     Inbox
 	autonomy  Autonomy
 	hub       *realtime.Hub // nil: nothing is live
+
+	lists *listCache // pages of the task list
 }
 
 // Deps are what tasks use of the rest. DB, Clock, Projects, Runs and Queue
@@ -117,7 +119,7 @@ func NewService(d Deps, cfg Config) *Service {
 		cfg.WorkspaceCap = 3
 	}
 	return &Service{db: d.DB, clock: d.Clock, projects: d.Projects, runs: d.Runs, queue: d.Queue, cfg: cfg, router: d.Router,
-		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions}
+		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, lists: newListCache()}
 }
 
 // TaskCreate is a new task.

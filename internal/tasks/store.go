@@ -216,6 +216,20 @@ type ListFilter struct {
 	Offset    int    `query:"offset" minimum:"0" default:"0"`
 }
 
+// taskVersion is the version of a workspace's tasks (0 before its first
+// task): every change to one of them moves it (migration 00024).
+func taskVersion(ctx context.Context, d *db.DB, workspaceID string) (int64, error) {
+	var v int64
+	err := d.QueryRowPrepared(ctx, "SELECT version FROM task_versions WHERE workspace_id = $1", workspaceID).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("tasks: version: %w", err)
+	}
+	return v, nil
+}
+
 // listTasks reads a page and the total. The page is read first, one row
 // longer than asked: when that row is not there, the total follows from
 // the page and the COUNT is skipped (every last page, and every list that
