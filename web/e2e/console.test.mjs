@@ -72,6 +72,25 @@ test('create a project', async () => {
   await shot('projects')
 })
 
+test("the agent picker offers the workspace's profiles, and the task runs with the one picked", async () => {
+  // Issue 24: the picker offered "llm", a profile no workspace has, and never its own.
+  const call = await apiSession(server.url, admin.email, admin.password)
+  await call('POST', '/api/agent-profiles', { name: 'nightly', agent_type: 'shell' })
+  await page.getByRole('link', { name: 'Tasks' }).click()
+  await page.getByTestId('task-agent').click()
+  const options = await page.getByRole('option').allInnerTexts()
+  assert.deepEqual(options.sort(), ['coder: plain language', 'nightly: the prompt is a script', 'shell: the prompt is a script'])
+  await page.getByRole('option', { name: 'nightly: the prompt is a script' }).click()
+  await page.getByTestId('task-prompt').fill('echo picked')
+  await page.getByTestId('start-task').click()
+  await page.waitForURL(/\/tasks\/[0-9a-f-]{36}$/)
+  const task = await call('GET', '/api/tasks/' + page.url().split('/').pop())
+  assert.equal(task.agent_profile, 'nightly')
+  await page.locator('[data-status="done_pr"], [data-status="done"]').first().waitFor({ timeout: 60_000 })
+  // Back to the default for the tests that follow.
+  await page.getByRole('link', { name: 'Tasks' }).click()
+})
+
 test('start a task and watch its log arrive live', async () => {
   await page.getByRole('link', { name: 'Tasks' }).click()
   // The agent prints its first line, then waits for the test to open a gate

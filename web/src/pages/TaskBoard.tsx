@@ -123,10 +123,20 @@ function TaskCard({ task }: { task: Task }) {
   )
 }
 
+// What each kind of agent does with the prompt, for the agent picker.
+const agentKinds: Record<string, string> = {
+  shell: 'the prompt is a script',
+  llm: 'plain language',
+  command: 'a command line agent',
+}
+
 function NewTask({ projects, defaultProject }: { projects: Project[]; defaultProject: string }) {
   const navigate = useNavigate()
+  const { workspace } = useSession()
   const [project, setProject] = useState<string | null>(defaultProject || null)
   const [prompt, setPrompt] = useState('')
+  // The workspace's own profiles (the built-in shell and coder, and any it added).
+  const profiles = useLoad(() => get('/api/agent-profiles'), [workspace?.id])
   const [profile, setProfile] = useState('shell')
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState('')
@@ -156,12 +166,13 @@ function NewTask({ projects, defaultProject }: { projects: Project[]; defaultPro
             <Select label="Project" data={projects.map((p) => ({ value: p.id, label: p.name }))} value={project} onChange={setProject} data-testid="task-project" />
             <Select
               label="Agent"
-              data={[
-                { value: 'shell', label: 'shell: the prompt is a script' },
-                { value: 'llm', label: 'llm: plain language' },
-              ]}
+              data={(profiles.data ?? [{ name: 'shell', agent_type: 'shell' as const }]).map((p) => ({
+                value: p.name,
+                label: `${p.name}: ${agentKinds[p.agent_type] ?? p.agent_type}`,
+              }))}
               value={profile}
               onChange={(v) => setProfile(v ?? 'shell')}
+              allowDeselect={false}
               data-testid="task-agent"
             />
           </Group>
