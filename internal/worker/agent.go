@@ -433,7 +433,7 @@ func stopped(ctx, runCtx context.Context, ev *eventWriter, code *int, timeout ti
 	case errors.Is(context.Cause(ctx), causeCancelled):
 		return workport.Result{Outcome: workport.Cancelled, ExitCode: code}, true
 	case errors.Is(context.Cause(ctx), causeShutdown):
-		return workport.Result{Outcome: workport.ShutDown, ExitCode: code, Error: "the server shut down while the " + what + " ran; it runs again"}, true
+		return workport.Result{Outcome: workport.ShutDown, ExitCode: code, Error: "the server shut down while the " + what + " ran"}, true
 	case errors.Is(context.Cause(ctx), causeLeaseLost):
 		return workport.Result{Outcome: workport.Interrupted, ExitCode: code, Error: "the lease was lost"}, true
 	}

@@ -314,6 +314,25 @@ func TestCancelStopsARunningAgent(t *testing.T) {
 	})
 }
 
+// TestGracefulStopRequeues: a worker stopped gracefully while its agent
+// runs gives the task back to the queue, and the task's log says so once
+// (it said "…; it runs again; it runs again").
+func TestGracefulStopRequeues(t *testing.T) {
+	s := stack(t, db.SQLite, "process")
+	p, _ := s.Project(true, nil)
+	task := s.Task(p.ID, `echo started; sleep 60`, tasks.TaskConfig{})
+	s.WaitFor(task.ID, "started")
+	s.Stop()
+	s.Wait(task.ID, tasks.StatusQueued)
+	dump := fixture.DumpEvents(s.Events(task.ID))
+	if n := strings.Count(dump, "it runs again"); n != 1 {
+		t.Fatalf("the log says %d times that the task runs again:\n%s", n, dump)
+	}
+	if !strings.Contains(dump, "the server shut down while the agent ran; it runs again") {
+		t.Fatalf("no shutdown event in the log:\n%s", dump)
+	}
+}
+
 // TestCapsHold: more tasks than slots wait queued and never exceed the
 // workspace cap or the project cap; all of them finish.
 func TestCapsHold(t *testing.T) {
