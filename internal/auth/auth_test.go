@@ -501,14 +501,21 @@ func TestDiscoverAndForget(t *testing.T) {
 	}
 }
 
-// The sign-in page learns whether an instance admin exists yet (and that
-// only: no web control grants admin).
+// The sign-in page learns whether an instance admin exists yet, and
+// whether the server lists first admins (not who): no web control grants
+// admin.
 func TestSetup(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		app := apitest.New(t, e)
 		anon := app.Anonymous()
-		if r := anon.Do("GET", "/api/auth/setup", nil); r.Status != 200 || strings.TrimSpace(string(r.Body)) != `{"has_admin":false,"captcha":false}` {
+		if r := anon.Do("GET", "/api/auth/setup", nil); r.Status != 200 ||
+			strings.TrimSpace(string(r.Body)) != `{"has_admin":false,"captcha":false,"initial_admins":true}` {
 			t.Fatalf("a fresh instance: %d %s", r.Status, r.Body)
+		}
+		unlisted := apitest.New(t, e, "SERVICE_INITIAL_ADMIN_EMAILS", "")
+		if r := unlisted.Anonymous().Do("GET", "/api/auth/setup", nil); r.Status != 200 ||
+			strings.TrimSpace(string(r.Body)) != `{"has_admin":false,"captcha":false,"initial_admins":false}` {
+			t.Fatalf("an instance that lists no first admin: %d %s", r.Status, r.Body)
 		}
 		app.Pending("Pat Pending") // an account waiting for approval is not an admin
 		if r := anon.Do("GET", "/api/auth/setup", nil); !strings.Contains(string(r.Body), `"has_admin":false`) {

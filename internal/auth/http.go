@@ -209,6 +209,8 @@ type forgetOutput struct {
 type Setup struct {
 	HasAdmin bool `json:"has_admin" doc:"False until an approved instance admin exists: the page then says how to make one (SERVICE_INITIAL_ADMIN_EMAILS, or slipway users create --admin); no web control grants admin"`
 	Captcha  bool `json:"captcha" doc:"A solved captcha is asked for on reset, verification and magic-link requests"`
+	// InitialAdmins says whether the server names first admins, never who.
+	InitialAdmins bool `json:"initial_admins" doc:"SERVICE_INITIAL_ADMIN_EMAILS lists addresses (not which): while has_admin is false, registering one of them makes the first admin"`
 }
 
 type setupOutput struct{ Body Setup }
@@ -228,7 +230,7 @@ func Register(api huma.API, s *Service) {
 			if err != nil {
 				return nil, err
 			}
-			return &setupOutput{Body: Setup{HasAdmin: has, Captcha: s.captcha.Enabled()}}, nil
+			return &setupOutput{Body: Setup{HasAdmin: has, Captcha: s.captcha.Enabled(), InitialAdmins: len(s.cfg.InitialAdminEmails) > 0}}, nil
 		})
 
 	resetReq := public.Op("post_api_auth_reset_request", http.MethodPost, "/api/auth/reset/request", "Mail a password reset link")

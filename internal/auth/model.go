@@ -23,12 +23,13 @@ type Profile struct {
 	CreatedAt   time.Time `json:"created_at"`
 	// EmailVerified is set once the address answered a verification mail.
 	EmailVerified bool `json:"email_verified" doc:"The address answered a verification mail"`
+	TwoFactor     bool `json:"two_factor" doc:"Two-factor sign-in (TOTP) is on"`
 }
 
 // ProfileOf renders an authenticated user.
 func ProfileOf(u *actor.User) Profile {
 	return Profile{ID: u.ID, Email: u.Email, DisplayName: u.DisplayName, Approved: u.Approved, IsAdmin: u.Admin,
-		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt, EmailVerified: u.EmailVerified}
+		Verbosity: u.Verbosity, CreatedAt: u.CreatedAt, EmailVerified: u.EmailVerified, TwoFactor: u.TwoFactor}
 }
 
 // user is a users row.

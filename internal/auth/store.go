@@ -146,13 +146,13 @@ func sessionUser(ctx context.Context, d *db.DB, tokenHash string, now time.Time)
 	var expires time.Time
 	err := d.QueryRowPrepared(ctx, `SELECT s.id, s.token_hash, s.expires_at, u.id, u.email, u.display_name, u.approved,
 			u.is_admin OR EXISTS (SELECT 1 FROM user_roles r WHERE r.user_id = u.id AND r.role = 'system_admin'),
-			u.verbosity, u.created_at, COALESCE(wm.workspace_id, ''), u.email_verified
+			u.verbosity, u.created_at, COALESCE(wm.workspace_id, ''), u.email_verified, u.totp_secret IS NOT NULL
 		FROM sessions s
 		JOIN users u ON u.id = s.user_id
 		LEFT JOIN workspace_members wm ON wm.workspace_id = u.default_workspace_id AND wm.user_id = u.id
 		WHERE s.token_hash = $1 AND s.revoked_at IS NULL AND s.expires_at > $2`, tokenHash, now).
 		Scan(&u.SessionID, &storedHash, db.UTC(&expires), &u.ID, &u.Email, &u.DisplayName, &u.Approved, &u.Admin, &u.Verbosity,
-			db.UTC(&u.CreatedAt), &u.DefaultWorkspaceID, &u.EmailVerified)
+			db.UTC(&u.CreatedAt), &u.DefaultWorkspaceID, &u.EmailVerified, &u.TwoFactor)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, "", time.Time{}, apperr.ErrUnauthorized
 	}

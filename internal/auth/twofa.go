@@ -110,7 +110,11 @@ func (s *Service) Confirm(ctx context.Context, u *actor.User, code string) (*Rec
 			out.RecoveryCodes = append(out.RecoveryCodes, c)
 			hashes = append(hashes, tokens.Hash(c))
 		}
-		return armTOTP(ctx, tx, u.ID, step, hashes)
+		if err := armTOTP(ctx, tx, u.ID, step, hashes); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() { s.forgetUser(u.ID) }) // cached sessions say two_factor again
+		return nil
 	})
 	return out, err
 }
@@ -169,7 +173,11 @@ func (s *Service) Disable(ctx context.Context, u *actor.User, code string) error
 		if !ok {
 			return ErrBadCode
 		}
-		return disarmTOTP(ctx, tx, u.ID)
+		if err := disarmTOTP(ctx, tx, u.ID); err != nil {
+			return err
+		}
+		tx.AfterCommit(func() { s.forgetUser(u.ID) }) // cached sessions say two_factor again
+		return nil
 	})
 }
 

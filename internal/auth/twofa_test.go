@@ -41,6 +41,15 @@ func TestTwoFactor(t *testing.T) {
 		admin := app.Admin()
 		ann := app.Approved(admin, "Ann Twofa")
 
+		// The profile says whether two-factor sign-in is on (the console
+		// shows the form that fits), through the session cache too.
+		twoFactor := func(want bool) {
+			t.Helper()
+			if r := ann.Do("GET", "/api/me", nil); r.Status != 200 || !strings.Contains(string(r.Body), fmt.Sprintf(`"two_factor":%v`, want)) {
+				t.Fatalf("me, two_factor %v wanted: %d %s", want, r.Status, r.Body)
+			}
+		}
+		twoFactor(false)
 		r := ann.Do("POST", "/api/me/2fa/enroll", nil)
 		if r.Status != 200 {
 			t.Fatalf("enroll: %d %s", r.Status, r.Body)
@@ -74,6 +83,7 @@ func TestTwoFactor(t *testing.T) {
 		if r := ann.Do("POST", "/api/me/2fa/enroll", nil); r.Status != 409 {
 			t.Fatalf("enrolling while armed: %d", r.Status)
 		}
+		twoFactor(true)
 
 		// A right password now asks for the second factor, with no session.
 		login := func() (*apitest.Client, string) {
@@ -168,6 +178,7 @@ func TestTwoFactor(t *testing.T) {
 		if r := ann.Do("POST", "/api/me/2fa/disable", map[string]any{"code": rc.RecoveryCodes[1]}); r.Status != 200 {
 			t.Fatalf("disable: %d %s", r.Status, r.Body)
 		}
+		twoFactor(false)
 		r = app.Anonymous().Do("POST", "/api/auth/login", map[string]any{"email": ann.Email, "password": ann.Password})
 		if r.Status != 200 || !strings.Contains(string(r.Body), `"totp_required":false`) {
 			t.Fatalf("login after disabling: %d %s", r.Status, r.Body)

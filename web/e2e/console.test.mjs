@@ -2,6 +2,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import { createHmac } from 'node:crypto'
 import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { admin, apiSession, browser, startServer } from './harness.mjs'
@@ -41,7 +42,10 @@ test('the sign-in page says how the first admin is made; registering the listed 
   await page.goto(server.url + '/')
   await page.waitForURL(/\/login/)
   await page.getByTestId('no-admin').waitFor()
-  assert.match(await page.getByTestId('no-admin').innerText(), /SERVICE_INITIAL_ADMIN_EMAILS/)
+  // The server lists first admins: the hint says to register one (it told to list an address, already done).
+  const hint = await page.getByTestId('no-admin').innerText()
+  assert.match(hint, /create an account with one of those addresses/)
+  assert.doesNotMatch(hint, /SERVICE_INITIAL_ADMIN_EMAILS/)
   await shot('login')
   await page.getByRole('link', { name: 'Create an account' }).click()
   await page.getByLabel('Name').fill(admin.name)
@@ -110,6 +114,8 @@ test('start a task and watch its log arrive live', async () => {
   await page.locator('[data-status="done_pr"], [data-status="done"]').first().waitFor({ timeout: 60_000 })
   const seqs = await log.locator('[data-seq]').evaluateAll((els) => els.map((e) => Number(e.getAttribute('data-seq'))))
   assert.deepEqual(seqs, seqs.map((_, i) => i + 1), 'every event once, in order')
+  // One file changed reads "1 file" (it read "1 files").
+  assert.match(await page.getByTestId('pr').innerText(), /· 1 file, \+1 −0$/)
   await shot('task')
 })
 
@@ -319,4 +325,39 @@ test('an agent asks to run a tool: the header counts it live, its task page appr
   } finally {
     model.close()
   }
+})
+
+/** The TOTP code (RFC 6238: SHA-1, 6 digits, 30 s) of a base32 secret at time t. */
+function totp(secret, t = Date.now()) {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567'
+  let bits = ''
+  for (const c of secret.replace(/=+$/, '')) bits += alphabet.indexOf(c).toString(2).padStart(5, '0')
+  const key = Buffer.from(bits.match(/.{8}/g).map((b) => parseInt(b, 2)))
+  const counter = Buffer.alloc(8)
+  counter.writeBigUInt64BE(BigInt(Math.floor(t / 30_000)))
+  const mac = createHmac('sha1', key).update(counter).digest()
+  const o = mac[mac.length - 1] & 15
+  return String((mac.readUInt32BE(o) & 0x7fffffff) % 1_000_000).padStart(6, '0')
+}
+
+test('two-factor sign-in: the settings offer to turn it on while off and to turn it off while on', async () => {
+  // Issue 24: the "Turn off" form showed while two-factor sign-in was off.
+  await page.getByRole('link', { name: 'Settings' }).click()
+  await page.getByTestId('2fa-enroll').waitFor()
+  assert.equal(await page.getByTestId('2fa-disable-code').count(), 0, 'no turn-off form while it is off')
+  await page.getByTestId('2fa-enroll').click()
+  const secret = (await page.getByTestId('2fa-secret').innerText()).trim()
+  await page.getByTestId('2fa-code').fill(totp(secret))
+  await page.getByTestId('2fa-confirm').click()
+  const codes = page.getByTestId('recovery-codes')
+  await codes.waitFor()
+  await page.getByTestId('2fa-disable-code').waitFor()
+  assert.equal(await page.getByTestId('2fa-enroll').count(), 0, 'no set-up button while it is on')
+  // Off again with a recovery code, so the tests that sign in with a password still can.
+  const recovery = (await codes.locator('code').allInnerTexts()).join('\n').match(/[A-Za-z0-9-]{8,}/)[0]
+  await page.getByTestId('2fa-disable-code').fill(recovery)
+  await page.getByTestId('2fa-disable').click()
+  await page.getByTestId('2fa-disabled').waitFor()
+  await page.getByTestId('2fa-enroll').waitFor()
+  assert.equal(await page.getByTestId('2fa-disable-code').count(), 0)
 })

@@ -3905,6 +3905,8 @@ export interface components {
             invited_by: string[] | null;
             /** @description Instance admin (flag set at creation, or a system_admin role) */
             is_admin: boolean;
+            /** @description Two-factor sign-in (TOTP) is on */
+            two_factor: boolean;
             /**
              * @description Default live-feed verbosity; null when unset
              * @enum {string|null}
@@ -3937,6 +3939,8 @@ export interface components {
             id: string;
             /** @description Instance admin (flag set at creation, or a system_admin role) */
             is_admin: boolean;
+            /** @description Two-factor sign-in (TOTP) is on */
+            two_factor: boolean;
             /**
              * @description Default live-feed verbosity; null when unset
              * @enum {string|null}
@@ -4433,6 +4437,8 @@ export interface components {
             captcha: boolean;
             /** @description False until an approved instance admin exists: the page then says how to make one (SERVICE_INITIAL_ADMIN_EMAILS, or slipway users create --admin); no web control grants admin */
             has_admin: boolean;
+            /** @description SERVICE_INITIAL_ADMIN_EMAILS lists addresses (not which): while has_admin is false, registering one of them makes the first admin */
+            initial_admins: boolean;
         };
         Start: {
             agent_type: string;

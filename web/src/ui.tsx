@@ -41,6 +41,11 @@ export function Status({ status }: { status: string }) {
   )
 }
 
+/** n and its noun, singular for one: count(1, 'file') is "1 file", count(2, 'file') "2 files". */
+export function count(n: number, noun: string, plural = noun + 's'): string {
+  return `${n} ${n === 1 ? noun : plural}`
+}
+
 export function when(ts?: string | null): string {
   if (!ts) return '—'
   const d = new Date(ts)

@@ -29,7 +29,9 @@ type User struct {
 	Verbosity   *string
 	// EmailVerified: the address answered a verification mail.
 	EmailVerified bool
-	CreatedAt     time.Time
+	// TwoFactor: two-factor sign-in (TOTP) is on (read with cookie sessions).
+	TwoFactor bool
+	CreatedAt time.Time
 	// DefaultWorkspaceID is the user's default joined workspace, "" if none.
 	DefaultWorkspaceID string
 	Method             Method

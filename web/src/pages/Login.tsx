@@ -61,11 +61,18 @@ export function Login({ register = false }: { register?: boolean }) {
           <Title order={2}>{register ? 'Create an account' : 'Sign in to Slipway'}</Title>
           {setup && !setup.has_admin && (
             <Alert color="blue" title="No instance admin yet" data-testid="no-admin">
-              <Text size="sm">
-                This instance has no administrator. Make one on the server: list the address in <Code>SERVICE_INITIAL_ADMIN_EMAILS</Code> before
-                it registers, or run <Code>slipway users create --admin --email you@example.com</Code> offline. No control in this console grants
-                admin.
-              </Text>
+              {setup.initial_admins ? (
+                <Text size="sm">
+                  This instance has no administrator yet. The server names its first admins: create an account with one of those addresses
+                  and it is the administrator at once.
+                </Text>
+              ) : (
+                <Text size="sm">
+                  This instance has no administrator. Make one on the server: list the address in <Code>SERVICE_INITIAL_ADMIN_EMAILS</Code> before
+                  it registers, or run <Code>slipway users create --admin --email grace@example.com</Code> offline. No control in this console
+                  grants admin.
+                </Text>
+              )}
             </Alert>
           )}
           {(pending || params.get('pending')) && (

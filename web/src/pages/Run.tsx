@@ -5,7 +5,7 @@ import { get, type Schemas } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
 import { EventLog, useEventLog } from '../events'
-import { ErrorNote, Loading, Status, useLoad, when } from '../ui'
+import { ErrorNote, Loading, Status, useLoad, when, count } from '../ui'
 
 type RunTree = Schemas['RunTree']
 
@@ -56,7 +56,7 @@ export default function RunPage() {
       </Card>
       <Group justify="space-between">
         <Title order={4}>Event log</Title>
-        <Badge variant="light">{events.list.length} events</Badge>
+        <Badge variant="light">{count(events.list.length, 'event')}</Badge>
       </Group>
       {events.error && <ErrorNote error={events.error} />}
       <EventLog events={events.list} loading={events.loading} height={480} />

@@ -19,7 +19,7 @@ import {
 import { useEffect, useState } from 'react'
 import { del, get, patch, post, type Schemas, type Workspace } from '../api'
 import { useSession } from '../session'
-import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when, count } from '../ui'
 
 type Runner = Schemas['Runner']
 type Onboarding = Schemas['Onboarding']
@@ -86,8 +86,8 @@ export default function Runners() {
         <Alert color="blue" title="Next step" data-testid="runner-next-step">
           {nextStep[onboarding.data.next_step]}
           <Text size="xs" c="dimmed" mt={4}>
-            {onboarding.data.runners} runners · {onboarding.data.online} online · {onboarding.data.eligible} eligible · {onboarding.data.pending_enrollments} enrollment
-            tokens pending{onboarding.data.fleet_only ? ' · fleet only: no fallback to the server' : ''}
+            {count(onboarding.data.runners, 'runner')} · {onboarding.data.online} online · {onboarding.data.eligible} eligible ·{' '}
+            {count(onboarding.data.pending_enrollments, 'enrollment token')} pending{onboarding.data.fleet_only ? ' · fleet only: no fallback to the server' : ''}
           </Text>
         </Alert>
       )}

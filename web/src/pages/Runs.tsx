@@ -4,7 +4,7 @@ import { Link, useSearchParams } from 'react-router-dom'
 import { get, type Query, type Schemas } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
-import { ErrorNote, Loading, Status, useLoad, when } from '../ui'
+import { ErrorNote, Loading, Status, useLoad, when, count } from '../ui'
 
 type Filter = Query<'/api/runs/board'>
 type Run = Schemas['Run']
@@ -42,7 +42,7 @@ export default function Runs() {
     <Stack>
       <Group justify="space-between">
         <Title order={2}>Runs</Title>
-        {data && <Badge variant="light">{data.total} runs</Badge>}
+        {data && <Badge variant="light">{count(data.total, 'run')}</Badge>}
       </Group>
       <FacetChips label="Status" name="status" facets={data?.facets.status} value={status} onChange={(v) => setFilter('status', v)} />
       <FacetChips label="Kind" name="kind" facets={data?.facets.kind} value={kind} onChange={(v) => setFilter('kind', v)} />

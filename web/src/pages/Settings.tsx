@@ -154,6 +154,8 @@ function PasswordCard() {
 
 /** TOTP: enrol (secret and URI), confirm with a code (recovery codes, once), or turn it off with a code. */
 function TwoFactorCard() {
+  const { me, refresh } = useSession()
+  const on = me?.two_factor ?? false
   const [enrollment, setEnrollment] = useState<Schemas['TOTPEnrollment'] | null>(null)
   const [code, setCode] = useState('')
   const [recovery, setRecovery] = useState<string[] | null>(null)
@@ -177,6 +179,7 @@ function TwoFactorCard() {
       setEnrollment(null)
       setCode('')
       setRecovery(r.recovery_codes ?? [])
+      await refresh()
     }
   }
   const disable = async (e: React.FormEvent) => {
@@ -186,6 +189,7 @@ function TwoFactorCard() {
       setOffCode('')
       setRecovery(null)
       setDisabled(true)
+      await refresh()
     }
   }
 
@@ -203,7 +207,7 @@ function TwoFactorCard() {
             Two-factor sign-in is off.
           </Alert>
         )}
-        {!enrollment ? (
+        {on ? null : !enrollment ? (
           <Group>
             <Button variant="light" loading={action.busy === 'enroll'} onClick={enroll} data-testid="2fa-enroll">
               Set up two-factor sign-in
@@ -252,22 +256,24 @@ function TwoFactorCard() {
             </Stack>
           </form>
         )}
-        <form onSubmit={disable}>
-          <Group align="end">
-            <TextInput
-              label="Turn off: a code or a recovery code"
-              value={offCode}
-              onChange={(e) => setOffCode(e.currentTarget.value)}
-              required
-              maxLength={40}
-              autoComplete="one-time-code"
-              data-testid="2fa-disable-code"
-            />
-            <Button type="submit" color="red" variant="light" loading={action.busy === 'disable'} data-testid="2fa-disable">
-              Turn off two-factor sign-in
-            </Button>
-          </Group>
-        </form>
+        {on && (
+          <form onSubmit={disable}>
+            <Group align="end">
+              <TextInput
+                label="Turn off: a code or a recovery code"
+                value={offCode}
+                onChange={(e) => setOffCode(e.currentTarget.value)}
+                required
+                maxLength={40}
+                autoComplete="one-time-code"
+                data-testid="2fa-disable-code"
+              />
+              <Button type="submit" color="red" variant="light" loading={action.busy === 'disable'} data-testid="2fa-disable">
+                Turn off two-factor sign-in
+              </Button>
+            </Group>
+          </form>
+        )}
       </Stack>
     </Card>
   )

@@ -5,7 +5,7 @@ import { get, post } from '../api'
 import { watchTopic } from '../live'
 import { useSession } from '../session'
 import { EventLog, useEventLog } from '../events'
-import { ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
+import { ErrorNote, Loading, Status, useAction, useLoad, when, count } from '../ui'
 
 const active = ['queued', 'running', 'needs_input']
 
@@ -97,7 +97,7 @@ export function TaskPage() {
               ) : (
                 <Code>{t.pr.branch}</Code>
               )}{' '}
-              · {t.pr.files_changed} files, <Text span c="green">+{t.pr.insertions}</Text> <Text span c="red">−{t.pr.deletions}</Text>
+              · {count(t.pr.files_changed, 'file')}, <Text span c="green">+{t.pr.insertions}</Text> <Text span c="red">−{t.pr.deletions}</Text>
             </Text>
           )}
         </Group>
