@@ -87,6 +87,28 @@ func (c *Console) Page(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "index.html", c.built, bytes.NewReader(c.index))
 }
 
+// NotFound answers a browser that navigated to a path no route has with
+// the console (status 404), which says the page does not exist, instead
+// of the API's JSON.
+func (c *Console) NotFound(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	w.WriteHeader(http.StatusNotFound)
+	if r.Method != http.MethodHead {
+		w.Write(c.index)
+	}
+}
+
+// Unknown reports whether r is a browser navigating to a path that no
+// route answers (routes says which do) outside the API.
+func Unknown(r *http.Request, routes func(*http.Request) bool) bool {
+	return WantsPage(r) && r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/") && !routes(r)
+}
+
 // Asset answers a built file; their names carry a content hash, so they
 // never change and are cached for a year.
 func (c *Console) Asset(w http.ResponseWriter, r *http.Request) {

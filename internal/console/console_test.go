@@ -14,7 +14,8 @@ import (
 )
 
 // The console answers its page routes with the app, its assets with long
-// caching, and leaves every API route and unknown path to JSON.
+// caching, a browser's unknown path with the app and a 404, and leaves
+// every API route, and every other client's unknown path, to JSON.
 func TestServing(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		app := apitest.New(t, e)
@@ -50,10 +51,25 @@ func TestServing(t *testing.T) {
 		if r := pending.Do("GET", "/api/projects", nil, html...); r.Status != 403 {
 			t.Fatalf("the approval gate still guards the API: %d", r.Status)
 		}
-		for _, p := range []string{"/api/nothing", "/nothing", "/tasks", "/assets/nothing.js"} {
-			r := anon.Do("GET", p, nil, html...)
+		// A browser navigating where nothing is gets the console, which says
+		// so, with a 404 (it got the API's JSON); the API, an asset and any
+		// other client still get JSON.
+		for _, p := range []string{"/nothing", "/tasks", "/workflows/x/y/z"} {
+			for name, c := range map[string]*apitest.Client{"anonymous": anon, "admin": admin, "pending": pending} {
+				r := c.Do("GET", p, nil, html...)
+				if r.Status != 404 || string(r.Body) != string(index) || !strings.HasPrefix(r.Header.Get("Content-Type"), "text/html") ||
+					!strings.Contains(r.Header.Get("Content-Security-Policy"), "default-src 'self'") {
+					t.Fatalf("%s %s: %d %s %.80s", name, p, r.Status, r.Header.Get("Content-Type"), r.Body)
+				}
+			}
+		}
+		for _, c := range []struct {
+			path   string
+			header []string
+		}{{"/api/nothing", html}, {"/assets/nothing.js", html}, {"/nothing", []string{"Accept", "application/json"}}, {"/nothing", nil}} {
+			r := anon.Do("GET", c.path, nil, c.header...)
 			if r.Status/100 == 2 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-				t.Fatalf("%s: %d %s", p, r.Status, r.Header.Get("Content-Type"))
+				t.Fatalf("%s %v: %d %s", c.path, c.header, r.Status, r.Header.Get("Content-Type"))
 			}
 		}
 		// Every asset index.html names is served, cached for good.

@@ -74,21 +74,23 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		if console.Shares(r.URL.Path) { // a page for a browser, an API answer for anyone else
 			return console.WantsPage(r)
 		}
-		return console.IsPage(r.URL.Path)
+		return console.IsPage(r.URL.Path) || console.Unknown(r, s.mux.Routes)
 	})
 	var router http.Handler = httpx.Router(s.mux)
 	if a.Gate != nil {
 		router = a.Gate.Middleware(router)
 	}
 	s.handler = httpx.Observe(log, httpx.Proxies(cfg.TrustedProxies, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
-		authSvc.Middleware(auth.AdminLayer(pages(ui, router)))))))
+		authSvc.Middleware(auth.AdminLayer(pages(ui, s.mux, router)))))))
 	s.handler = s.observe(s.handler) // metrics and trace spans of every request (observe.go)
 	return s, nil
 }
 
 // pages answers a browser navigating to a path that is both an API
-// operation and a console page (GET /tasks/board) with the page.
-func pages(ui *console.Console, next http.Handler) http.Handler {
+// operation and a console page (GET /tasks/board) with the page, and one
+// navigating to a path nothing answers with the console's "does not
+// exist" (404) instead of JSON.
+func pages(ui *console.Console, mux *httpx.Mux, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if console.Shares(r.URL.Path) {
 			w.Header().Add("Vary", "Accept") // one address, two answers
@@ -96,6 +98,11 @@ func pages(ui *console.Console, next http.Handler) http.Handler {
 				ui.Page(w, r)
 				return
 			}
+		}
+		if console.Unknown(r, mux.Routes) {
+			httpx.Routed(r, "GET /{unknown page}")
+			ui.NotFound(w, r)
+			return
 		}
 		next.ServeHTTP(w, r)
 	})

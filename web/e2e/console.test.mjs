@@ -361,3 +361,14 @@ test('two-factor sign-in: the settings offer to turn it on while off and to turn
   await page.getByTestId('2fa-enroll').waitFor()
   assert.equal(await page.getByTestId('2fa-disable-code').count(), 0)
 })
+
+test('an unknown address shows the console saying so (404), not JSON; the console has an icon', async () => {
+  // Issue 24: unknown console URLs answered raw JSON, and there was no favicon.
+  const resp = await page.goto(server.url + '/no/such/page')
+  assert.equal(resp.status(), 404)
+  await page.getByText('This page does not exist.').waitFor()
+  const icon = await page.locator('link[rel="icon"]').getAttribute('href')
+  const r = await fetch(server.url + icon)
+  assert.equal(r.status, 200)
+  assert.match(r.headers.get('content-type'), /^image\/svg\+xml/)
+})

@@ -238,6 +238,16 @@ func Router(mux http.Handler) http.Handler {
 	})
 }
 
+// Routed names the route that a handler outside the router answers r with
+// (the log's and the metrics' route label), so a 404 it writes is its own
+// answer and not rewritten as the router's "no route".
+func Routed(r *http.Request, pattern string) {
+	r.Pattern = pattern
+	if rw, ok := r.Context().Value(requestKey).(*responseWriter); ok {
+		rw.r = r
+	}
+}
+
 // responseWriter records status and size, rewrites the router's plain text
 // 404/405 (recognisable by the empty route pattern) into JSON, and holds a
 // response back until the handler returns, so that a whole response of up

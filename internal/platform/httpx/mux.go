@@ -50,6 +50,17 @@ func register(l *http.ServeMux, pattern string, h http.Handler) (ok bool) {
 	return true
 }
 
+// Routes reports whether a route answers r's method and path (a 405 for
+// another method counts: the path is known).
+func (m *Mux) Routes(r *http.Request) bool {
+	for _, l := range m.layers {
+		if _, pattern := l.Handler(r); pattern != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // ServeHTTP implements http.Handler.
 func (m *Mux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, l := range m.layers[1:] {
