@@ -372,3 +372,26 @@ test('an unknown address shows the console saying so (404), not JSON; the consol
   assert.equal(r.status, 200)
   assert.match(r.headers.get('content-type'), /^image\/svg\+xml/)
 })
+
+test('on a phone the header stays one line and covers none of the page', async () => {
+  // Issue 24: on a narrow screen the header wrapped onto several lines over the page.
+  const ctx = await chrome.newContext({ viewport: { width: 390, height: 844 } })
+  const p = await ctx.newPage()
+  await p.goto(server.url + '/login')
+  await p.getByLabel('Email').fill(admin.email)
+  await p.locator('input[type=password]').fill(admin.password)
+  await p.getByRole('button', { name: 'Sign in' }).click()
+  await p.waitForURL(/\/tasks\/board/)
+  for (const where of ['/tasks/board', '/projects', '/settings']) {
+    await p.goto(server.url + where)
+    await p.locator('main h2').first().waitFor()
+    const header = await p.getByTestId('header').boundingBox()
+    const shell = await p.locator('header').boundingBox()
+    const title = await p.locator('main h2').first().boundingBox()
+    assert.ok(header.height <= shell.height + 1, `${where}: the header's content (${header.height}px) fits its bar (${shell.height}px)`)
+    assert.ok(title.y >= shell.y + shell.height, `${where}: the page's title (y ${title.y}) starts below the header (${shell.y + shell.height})`)
+    const sizes = await p.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth])
+    assert.ok(sizes[0] <= sizes[1], `${where}: the page scrolls sideways (${sizes[0]} > ${sizes[1]})`)
+  }
+  await ctx.close()
+})

@@ -74,28 +74,33 @@ function Shell() {
   return (
     <AppShell header={{ height: 56 }} navbar={{ width: 220, breakpoint: 'sm', collapsed: { mobile: !opened } }} padding="md">
       <AppShell.Header>
-        <Group h="100%" px="md" justify="space-between">
-          <Group>
+        {/* One line at every width: on a phone the header keeps the menu, the workspace and sign-out (it wrapped and covered the page). */}
+        <Group h="100%" px="md" justify="space-between" wrap="nowrap" gap="xs" data-testid="header">
+          <Group wrap="nowrap" gap="xs" miw={0}>
             <Burger opened={opened} onClick={toggle} hiddenFrom="sm" size="sm" aria-label="Menu" />
-            <Title order={4}>Slipway</Title>
+            <Title order={4} visibleFrom="xs">
+              Slipway
+            </Title>
             <Select
               aria-label="Workspace"
               data-testid="workspace-switcher"
               size="xs"
-              w={240}
+              w={{ base: 140, sm: 240 }}
               value={workspace?.id ?? null}
               data={workspaces.map((w) => ({ value: w.id, label: `${w.name} · ${w.organization_name}` }))}
               onChange={(v) => v && chooseWorkspace(v)}
               allowDeselect={false}
             />
           </Group>
-          <Group>
+          <Group wrap="nowrap" gap="xs">
             {workspace && <ApprovalsWaiting key={workspace.id} workspace={workspace.id} />}
             {workspace && <Palette />}
-            <LiveBadge />
-            <Text size="sm" c="dimmed">
-              {me.display_name}
-            </Text>
+            <Group visibleFrom="sm" wrap="nowrap" gap="xs">
+              <LiveBadge />
+              <Text size="sm" c="dimmed">
+                {me.display_name}
+              </Text>
+            </Group>
             <Button size="xs" variant="subtle" onClick={() => signOut()}>
               Sign out
             </Button>

@@ -42,7 +42,7 @@ export function Projects() {
               value={repo}
               onChange={(e) => setRepo(e.currentTarget.value)}
               required
-              w={360}
+              w={{ base: '100%', sm: 360 }}
               data-testid="project-repo"
             />
             <Switch label="Open pull requests automatically" checked={autodev} onChange={(e) => setAutodev(e.currentTarget.checked)} />
@@ -57,44 +57,46 @@ export function Projects() {
       {loading && !data ? (
         <Loading />
       ) : (
-        <Table striped highlightOnHover>
-          <Table.Thead>
-            <Table.Tr>
-              <Table.Th>Name</Table.Th>
-              <Table.Th>Repository</Table.Th>
-              <Table.Th>Branch</Table.Th>
-              <Table.Th>Created</Table.Th>
-              <Table.Th />
-            </Table.Tr>
-          </Table.Thead>
-          <Table.Tbody>
-            {(data ?? []).map((p) => (
-              <Table.Tr key={p.id} data-testid={`project-${p.name}`}>
-                <Table.Td>
-                  <Group gap="xs">
-                    <Anchor component={Link} to={`/tasks/board?project=${p.id}`}>
-                      {p.name}
-                    </Anchor>
-                    {p.archived_at && <Badge color="gray">archived</Badge>}
-                    {p.autodev && <Badge color="indigo" variant="light">autodev</Badge>}
-                  </Group>
-                </Table.Td>
-                <Table.Td>
-                  <Text size="sm" ff="monospace">
-                    {p.repo_url}
-                  </Text>
-                </Table.Td>
-                <Table.Td>{p.default_branch}</Table.Td>
-                <Table.Td>{when(p.created_at)}</Table.Td>
-                <Table.Td>
-                  <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
-                    {p.archived_at ? 'Restore' : 'Archive'}
-                  </Button>
-                </Table.Td>
+        <Table.ScrollContainer minWidth={640}>
+          <Table striped highlightOnHover>
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Name</Table.Th>
+                <Table.Th>Repository</Table.Th>
+                <Table.Th>Branch</Table.Th>
+                <Table.Th>Created</Table.Th>
+                <Table.Th />
               </Table.Tr>
-            ))}
-          </Table.Tbody>
-        </Table>
+            </Table.Thead>
+            <Table.Tbody>
+              {(data ?? []).map((p) => (
+                <Table.Tr key={p.id} data-testid={`project-${p.name}`}>
+                  <Table.Td>
+                    <Group gap="xs">
+                      <Anchor component={Link} to={`/tasks/board?project=${p.id}`}>
+                        {p.name}
+                      </Anchor>
+                      {p.archived_at && <Badge color="gray">archived</Badge>}
+                      {p.autodev && <Badge color="indigo" variant="light">autodev</Badge>}
+                    </Group>
+                  </Table.Td>
+                  <Table.Td>
+                    <Text size="sm" ff="monospace">
+                      {p.repo_url}
+                    </Text>
+                  </Table.Td>
+                  <Table.Td>{p.default_branch}</Table.Td>
+                  <Table.Td>{when(p.created_at)}</Table.Td>
+                  <Table.Td>
+                    <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
+                      {p.archived_at ? 'Restore' : 'Archive'}
+                    </Button>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        </Table.ScrollContainer>
       )}
       {data && data.length === 0 && <Text c="dimmed">No projects yet: create one on a repository above.</Text>}
     </Stack>
