@@ -3,6 +3,7 @@ package auth_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -188,8 +189,13 @@ func TestLockout(t *testing.T) {
 		if !strings.Contains(string(annLocked.Body), `"code":"rate_limited"`) {
 			t.Fatalf("lock body = %s", annLocked.Body)
 		}
-		if ra, err := strconv.Atoi(annLocked.Header.Get("Retry-After")); err != nil || ra < 60 || ra > 15*60+1 {
+		ra, err := strconv.Atoi(annLocked.Header.Get("Retry-After"))
+		if err != nil || ra < 60 || ra > 15*60+1 {
 			t.Fatalf("Retry-After = %q", annLocked.Header.Get("Retry-After"))
+		}
+		// The message says for how long (it said "try again later").
+		if want := fmt.Sprintf("try again in %d minutes", (ra+59)/60); !strings.Contains(string(annLocked.Body), want) {
+			t.Fatalf("lock body = %s, want %q (Retry-After %d)", annLocked.Body, want, ra)
 		}
 		if annLocked.Cookie(auth.SessionCookie) != nil {
 			t.Fatal("a locked login set a session")

@@ -354,8 +354,7 @@ func Register(api huma.API, s *Service) {
 		res, until, err := s.Login(ctx, LoginInput{Email: in.Body.Email, Password: in.Body.Password,
 			IP: httpx.ClientIP(ctx), UserAgent: httpx.UserAgent(ctx), Captcha: in.Body.Captcha})
 		if err == ErrLocked || err == ErrLockedCaptcha {
-			secs := int(time.Until(until).Seconds()) + 1
-			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
+			return nil, s.locked(ctx, err, until)
 		}
 		return s.loginAnswer(res, err)
 	})
@@ -366,8 +365,7 @@ func Register(api huma.API, s *Service) {
 	huma.Register(api, verify2FA, func(ctx context.Context, in *verify2FAInput) (*loginOutput, error) {
 		res, until, err := s.VerifySecondFactor(ctx, in.Body.Token, in.Body.Code, httpx.ClientIP(ctx), httpx.UserAgent(ctx), in.Body.Captcha)
 		if err == ErrLocked || err == ErrLockedCaptcha {
-			secs := int(time.Until(until).Seconds()) + 1
-			return nil, huma.ErrorWithHeaders(httpx.FromError(ctx, err), http.Header{"Retry-After": {strconv.Itoa(secs)}})
+			return nil, s.locked(ctx, err, until)
 		}
 		return s.loginAnswer(res, err)
 	})
@@ -464,6 +462,36 @@ func (s *Service) loginAnswer(res *LoginResult, err error) (*loginOutput, error)
 	out.SetCookie = s.sessionCookies(res.Session)
 	out.Body.User = &res.Profile
 	return out, nil
+}
+
+// locked answers a sign-in refused by the throttle (ErrLocked or
+// ErrLockedCaptcha) with 429, Retry-After, and a message that says for how
+// long (it said "try again later").
+func (s *Service) locked(ctx context.Context, err error, until time.Time) error {
+	secs := int(until.Sub(s.clock.Now()).Seconds()) + 1
+	msg := "too many failed sign-in attempts; try again in " + waitText(secs)
+	if err == ErrLockedCaptcha {
+		msg += ", or now with a solved captcha"
+	}
+	return huma.ErrorWithHeaders(httpx.FromError(ctx, apperr.New(apperr.CodeRateLimited, "%s", msg)), http.Header{"Retry-After": {strconv.Itoa(secs)}})
+}
+
+// waitText says a wait of secs seconds in the largest unit that fits,
+// rounded up: "40 seconds", "5 minutes", "1 hour".
+func waitText(secs int) string {
+	unit := func(n int, one string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return strconv.Itoa(n) + " " + one + "s"
+	}
+	switch {
+	case secs < 60:
+		return unit(max(secs, 1), "second")
+	case secs < 3600:
+		return unit((secs+59)/60, "minute")
+	}
+	return unit((secs+3599)/3600, "hour")
 }
 
 // retryAfter answers a throttled mail request with 429 and Retry-After.
