@@ -229,18 +229,8 @@ func TestExecutionCoreCarriesData(t *testing.T) {
 		if _, err := d.NewMigrations(before(t, 3), nil).Up(ctx); err != nil {
 			t.Fatal(err)
 		}
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := d.W.ExecContext(ctx, q, args...); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-		now := time.Now().UTC().Truncate(time.Second)
-		org, ws, project := ids.New(), ids.New(), ids.New()
-		exec("INSERT INTO organizations (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)", org, now)
-		exec("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ($1, $2, 'w', $3)", ws, org, now)
-		exec(`INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, created_at, updated_at)
-			VALUES ($1, $2, 'p', '/r', 'main', 'local', $3, $3)`, project, ws, now)
+		exec := executor(t, d)
+		ws, project, now := seedProject(exec)
 		task := func(status string, held bool, seq int, owner string) string {
 			id := ids.New()
 			exec(`INSERT INTO tasks (id, workspace_id, project_id, title, prompt, agent_profile, status, held, event_seq, lease_owner, lease_until,
@@ -319,4 +309,28 @@ func TestExecutionCoreCarriesData(t *testing.T) {
 			t.Fatalf("jobs = %v (held %s and done %s must have none)", jobs, held, done)
 		}
 	})
+}
+
+// executor runs statements on d, failing the test on an error.
+func executor(t *testing.T, d *db.DB) func(q string, args ...any) {
+	return func(q string, args ...any) {
+		t.Helper()
+		if _, err := d.W.ExecContext(context.Background(), q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// seedProject writes an organization, a workspace and a project (columns
+// every migration since 00003 has) and returns the workspace's and the
+// project's ids and the time it wrote.
+func seedProject(exec func(q string, args ...any)) (ws, project string, now time.Time) {
+	now = time.Now().UTC().Truncate(time.Second)
+	org := ids.New()
+	ws, project = ids.New(), ids.New()
+	exec("INSERT INTO organizations (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)", org, now)
+	exec("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ($1, $2, 'w', $3)", ws, org, now)
+	exec(`INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, created_at, updated_at)
+		VALUES ($1, $2, 'p', '/r', 'main', 'local', $3, $3)`, project, ws, now)
+	return ws, project, now
 }

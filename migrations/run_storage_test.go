@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
@@ -23,18 +22,9 @@ func TestRunStorageCarriesRuns(t *testing.T) {
 		if _, err := d.NewMigrations(before(t, 22), nil).Up(ctx); err != nil {
 			t.Fatal(err)
 		}
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := d.W.ExecContext(ctx, q, args...); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
-		now := time.Now().UTC().Truncate(time.Second)
-		org, ws, project, workflow, graph, run, log := ids.New(), ids.New(), ids.New(), ids.New(), ids.New(), ids.New(), ids.New()
-		exec("INSERT INTO organizations (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)", org, now)
-		exec("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ($1, $2, 'w', $3)", ws, org, now)
-		exec(`INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, created_at, updated_at)
-			VALUES ($1, $2, 'p', '/r', 'main', 'local', $3, $3)`, project, ws, now)
+		exec := executor(t, d)
+		ws, project, now := seedProject(exec)
+		workflow, graph, run, log := ids.New(), ids.New(), ids.New(), ids.New()
 		g := `{"nodes":[{"key":"a","kind":"transform"}],"edges":[]}`
 		exec(`INSERT INTO workflows (id, workspace_id, project_id, name, graph, created_at, updated_at) VALUES ($1, $2, $3, 'w', $4, $5, $5)`,
 			workflow, ws, project, g, now)

@@ -25,12 +25,7 @@ func TestWorkflowVersionsCarryRuns(t *testing.T) {
 		if _, err := d.NewMigrations(before(t, 15), nil).Up(ctx); err != nil {
 			t.Fatal(err)
 		}
-		exec := func(q string, args ...any) {
-			t.Helper()
-			if _, err := d.W.ExecContext(ctx, q, args...); err != nil {
-				t.Fatalf("%s: %v", q, err)
-			}
-		}
+		exec := executor(t, d)
 		// The indexes of the runs' tables, each with its definition.
 		indexes := func() []string {
 			var q string
@@ -42,12 +37,7 @@ func TestWorkflowVersionsCarryRuns(t *testing.T) {
 			}
 			return strings2(t, d, q)
 		}
-		now := time.Now().UTC().Truncate(time.Second)
-		org, ws, project := ids.New(), ids.New(), ids.New()
-		exec("INSERT INTO organizations (id, name, created_at, updated_at) VALUES ($1, 'o', $2, $2)", org, now)
-		exec("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ($1, $2, 'w', $3)", ws, org, now)
-		exec(`INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, created_at, updated_at)
-			VALUES ($1, $2, 'p', '/r', 'main', 'local', $3, $3)`, project, ws, now)
+		ws, project, now := seedProject(exec)
 		graphA := `{"nodes":[{"key":"a","kind":"transform"}],"edges":[]}`
 		graphB := `{"nodes":[{"key":"b","kind":"transform"}],"edges":[]}`
 		workflow := func() string {

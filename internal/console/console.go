@@ -78,25 +78,25 @@ func (c *Console) Mount(mux interface {
 
 // Page answers index.html; the app routes in the browser.
 func (c *Console) Page(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
+	pageHeaders(w.Header())
+	http.ServeContent(w, r, "index.html", c.built, bytes.NewReader(c.index))
+}
+
+// pageHeaders are index.html's headers: never cached without a check, and
+// kept to its own origin.
+func pageHeaders(h http.Header) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	http.ServeContent(w, r, "index.html", c.built, bytes.NewReader(c.index))
 }
 
 // NotFound answers a browser that navigated to a path no route has with
 // the console (status 404), which says the page does not exist, instead
 // of the API's JSON.
 func (c *Console) NotFound(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Content-Security-Policy", csp)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin")
+	pageHeaders(w.Header())
 	w.WriteHeader(http.StatusNotFound)
 	if r.Method != http.MethodHead {
 		w.Write(c.index)
