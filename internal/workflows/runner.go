@@ -7,6 +7,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/runs"
 )
 
 // Runner is the engine as the service uses it: the only ways a start, a
@@ -67,6 +68,11 @@ func (e *Engine) Start(ctx context.Context, tx *db.Tx, r *runRow, raw []byte, ca
 		}
 	}
 	return started, nil
+}
+
+// queuedEvent is a run's first event: queued, naming its workflow.
+func queuedEvent(workflowID string, at time.Time) runs.NewEvent {
+	return runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": workflowID}, at)
 }
 
 // Cancel implements Runner.

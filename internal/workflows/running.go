@@ -68,10 +68,6 @@ func (s *Service) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string,
 	return s.engine.Start(ctx, tx, row, w.graph, w.capped)
 }
 
-func queuedEvent(workflowID string, at time.Time) runs.NewEvent {
-	return runs.Value("run", map[string]any{"status": RunQueued, "workflow_id": workflowID}, at)
-}
-
 // WaitRun waits until a run of the workspace has ended or d has passed,
 // and returns it as it is then (ended or not).
 func (s *Service) WaitRun(ctx context.Context, workspaceID, id string, d time.Duration) (*RunView, error) {
