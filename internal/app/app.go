@@ -177,7 +177,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
-	proj := projects.NewService(d, clk, sealer, re)
+	proj := projects.NewService(d, clk, sealer, git, re)
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
 		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re})
 	authSvc, err := auth.NewService(auth.Config{

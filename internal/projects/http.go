@@ -69,7 +69,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *updateInput) (*httpx.Out[*Project], error) {
 			return httpx.Reply(s.Update(ctx, ws(ctx), in.ID, in.Body))
 		})
-	huma.Register(api, ops.Op("delete_api_projects_id", http.MethodDelete, "/api/projects/{id}", "Delete a project with its tasks (refused while any runs)"),
+	del := ops.Op("delete_api_projects_id", http.MethodDelete, "/api/projects/{id}", "Delete a project with its tasks (refused while any runs)")
+	del.Description = "Deletes the project and everything that belongs to it: its tasks with their runs, event logs and approvals, " +
+		"its workflows with their triggers and runs. Refused with 409 while any of its tasks runs. " +
+		"The repository itself is not touched. To keep the history, archive the project instead."
+	huma.Register(api, del,
 		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
 			if err := s.Delete(ctx, ws(ctx), in.ID); err != nil {
 				return nil, err

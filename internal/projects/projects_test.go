@@ -39,8 +39,10 @@ func setup(t *testing.T, e db.Engine) *fixture {
 	t.Helper()
 	app := apitest.New(t, e)
 	admin := app.Admin()
+	bare := agenttest.BareRepo(t, nil)
+	agenttest.Git(t, bare, "branch", "release/1.x", "main")
 	return &fixture{app: app, admin: admin, owner: app.Approved(admin, "Olivia Owner"),
-		outsider: app.Approved(admin, "Otto Outsider"), repo: agenttest.BareRepo(t, nil)}
+		outsider: app.Approved(admin, "Otto Outsider"), repo: bare}
 }
 
 func want(t *testing.T, r *apitest.Response, status int) {
@@ -138,12 +140,17 @@ func TestProjectCreate(t *testing.T) {
 						t.Fatalf("created = %+v", withCreds)
 					}
 				}},
+			// A remote this server cannot reach is taken with a branch named
+			// outright: a runner elsewhere may reach it.
 			{Name: "https URL", Client: owner, Method: "POST", Path: "/api/projects",
-				Body: map[string]any{"name": "Charlie", "repo_url": "https://git.example.test/team/charlie.git"}, WantStatus: http.StatusCreated},
+				Body:       map[string]any{"name": "Charlie", "repo_url": "https://git.example.test/team/charlie.git", "default_branch": "main"},
+				WantStatus: http.StatusCreated},
 			{Name: "https URL with a user name but no password", Client: owner, Method: "POST", Path: "/api/projects",
-				Body: map[string]any{"name": "Delta", "repo_url": "https://bot@git.example.test/team/delta.git"}, WantStatus: http.StatusCreated},
+				Body:       map[string]any{"name": "Delta", "repo_url": "https://bot@git.example.test/team/delta.git", "default_branch": "trunk"},
+				WantStatus: http.StatusCreated, WantContains: []string{`"default_branch":"trunk"`}},
 			{Name: "ssh URL", Client: owner, Method: "POST", Path: "/api/projects",
-				Body:       map[string]any{"name": "Echo", "repo_url": "ssh://git@git.example.test/team/echo.git", "credentials": map[string]string{}},
+				Body: map[string]any{"name": "Echo", "repo_url": "ssh://git@git.example.test/team/echo.git", "default_branch": "main",
+					"credentials": map[string]string{}},
 				WantStatus: http.StatusCreated, WantContains: []string{`"has_credentials":false`}},
 		})
 		before := projectCount(t, app)
@@ -177,6 +184,10 @@ func TestProjectCreate(t *testing.T) {
 			bad("branch ending with /", map[string]any{"name": "X", "repo_url": f.repo, "default_branch": "feature/"}, "default_branch"),
 			bad("branch ending with .lock", map[string]any{"name": "X", "repo_url": f.repo, "default_branch": "main.lock"}, "default_branch"),
 			bad("branch with a space", map[string]any{"name": "X", "repo_url": f.repo, "default_branch": "my branch"}, "default_branch"),
+			bad("branch the repository lacks", map[string]any{"name": "X", "repo_url": f.repo, "default_branch": "master"},
+				`default_branch \"master\" does not exist`, `its default branch is \"main\"`),
+			bad("unreachable remote and no branch", map[string]any{"name": "X", "repo_url": "https://git.example.test/team/x.git"},
+				"default branch could not be read", "Could not resolve host", "give default_branch"),
 			bad("unknown provider", map[string]any{"name": "X", "repo_url": f.repo, "provider": "github"}, "provider"),
 			bad("unknown field", `{"name":"X","repo_url":"`+f.repo+`","owner":"someone"}`, "owner"),
 			bad("unknown credentials field", map[string]any{"name": "X", "repo_url": f.repo, "credentials": map[string]string{"password": "p"}}, "password"),
@@ -256,6 +267,52 @@ func TestProjectCreate(t *testing.T) {
 	})
 }
 
+// A project takes its default branch from the remote's HEAD when none is
+// given (a clone on master is not bound to main), over a forge's real
+// smart HTTP with credentials, and a branch the remote lacks is refused.
+func TestProjectBranchFromRemote(t *testing.T) {
+	bare := agenttest.BareRepo(t, nil)
+	agenttest.Git(t, bare, "branch", "-m", "main", "master")
+	agenttest.Git(t, bare, "symbolic-ref", "HEAD", "refs/heads/master")
+	agenttest.Git(t, bare, "branch", "dev", "master")
+	forge := agenttest.HTTPSRemote(t, bare, "bot", secretToken)
+	creds := map[string]string{"username": "bot", "token": secretToken}
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := setup(t, e)
+		before := projectCount(t, f.app)
+		apitest.Run(t, f.app, []apitest.Scenario{
+			{Name: "wrong token", Client: f.owner, Method: "POST", Path: "/api/projects",
+				Body:       map[string]any{"name": "X", "repo_url": forge, "credentials": map[string]string{"username": "bot", "token": "not-the-token"}},
+				WantStatus: http.StatusBadRequest, WantCode: "bad_request", WantContains: []string{"Authentication failed", "check repo_url and credentials"},
+				WantNotContains: []string{"not-the-token"}},
+			{Name: "a branch the forge lacks", Client: f.owner, Method: "POST", Path: "/api/projects",
+				Body:       map[string]any{"name": "X", "repo_url": forge, "credentials": creds, "default_branch": "main"},
+				WantStatus: http.StatusBadRequest, WantCode: "bad_request", WantContains: []string{`its default branch is \"master\"`}},
+		})
+		if n := projectCount(t, f.app); n != before {
+			t.Fatalf("refused creates made %d project(s)", n-before)
+		}
+		if p := createProject(t, f.owner, map[string]any{"name": "Forge", "repo_url": forge, "credentials": creds}); p.DefaultBranch != "master" {
+			t.Fatalf("default branch = %q, want the remote's HEAD master", p.DefaultBranch)
+		}
+		if p := createProject(t, f.owner, map[string]any{"name": "Dev", "repo_url": forge, "credentials": creds, "default_branch": "dev"}); p.DefaultBranch != "dev" {
+			t.Fatalf("default branch = %q, want dev", p.DefaultBranch)
+		}
+		if p := createProject(t, f.owner, map[string]any{"name": "Local", "repo_url": bare}); p.DefaultBranch != "master" {
+			t.Fatalf("local default branch = %q, want master", p.DefaultBranch)
+		}
+		// Nothing pushed yet: any valid branch, main when none is named.
+		empty := filepath.Join(t.TempDir(), "empty.git")
+		agenttest.Git(t, "", "init", "-q", "--bare", "-b", "trunk", empty)
+		if p := createProject(t, f.owner, map[string]any{"name": "Empty", "repo_url": empty}); p.DefaultBranch != "main" {
+			t.Fatalf("empty repository's default branch = %q, want main", p.DefaultBranch)
+		}
+		if p := createProject(t, f.owner, map[string]any{"name": "Empty trunk", "repo_url": empty, "default_branch": "trunk"}); p.DefaultBranch != "trunk" {
+			t.Fatalf("empty repository's named branch = %q, want trunk", p.DefaultBranch)
+		}
+	})
+}
+
 func TestProjectUpdate(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := setup(t, e)
@@ -282,6 +339,11 @@ func TestProjectUpdate(t *testing.T) {
 				}},
 			{Name: "empty body changes nothing", Client: owner, Method: "PUT", Path: "/api/projects/" + p.ID, Body: map[string]any{},
 				WantStatus: http.StatusOK, WantContains: []string{`"name":"Alpha Two"`, `"has_credentials":true`, `"agent_image":"img:1"`}},
+			{Name: "a branch the repository lacks", Client: owner, Method: "PUT", Path: "/api/projects/" + p.ID,
+				Body: map[string]any{"default_branch": "develop"}, WantStatus: http.StatusBadRequest, WantCode: "bad_request",
+				WantContains: []string{`default_branch \"develop\" does not exist`}},
+			{Name: "a branch the repository has", Client: owner, Method: "PUT", Path: "/api/projects/" + p.ID,
+				Body: map[string]any{"default_branch": "release/1.x"}, WantStatus: http.StatusOK, WantContains: []string{`"default_branch":"release/1.x"`}},
 			{Name: "several fields", Client: owner, Method: "PUT", Path: "/api/projects/" + p.ID,
 				Body:       map[string]any{"default_branch": "develop", "autodev": true, "agent_image": "", "repo_url": "https://git.example.test/t/a.git"},
 				WantStatus: http.StatusOK,
@@ -463,8 +525,8 @@ func TestProjectBoard(t *testing.T) {
 		// Created in this order: created_at ascending follows it.
 		for _, p := range []map[string]any{
 			{"name": "Delta", "repo_url": f.repo, "autodev": true},
-			{"name": "Alpha", "repo_url": "https://git.example.test/team/alpha.git"},
-			{"name": "Charlie", "repo_url": "https://git.example.test/other/needle-repo.git", "autodev": true},
+			{"name": "Alpha", "repo_url": "https://git.example.test/team/alpha.git", "default_branch": "main"},
+			{"name": "Charlie", "repo_url": "https://git.example.test/other/needle-repo.git", "autodev": true, "default_branch": "main"},
 			{"name": "Bravo 100%", "repo_url": f.repo},
 			{"name": "Echo", "repo_url": f.repo},
 		} {

@@ -15,14 +15,22 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
 	"slipway/internal/platform/vault"
+	"slipway/internal/repo"
 )
 
 // Service implements projects and agent profiles.
 type Service struct {
-	db     *db.DB
-	clock  clock.Clock
-	sealer *vault.Sealer
-	react  Reactions // nil: no other domain reacts
+	db      *db.DB
+	clock   clock.Clock
+	sealer  *vault.Sealer
+	remotes Remotes
+	react   Reactions // nil: no other domain reacts
+}
+
+// Remotes looks at a repository, without fetching it, before a project is
+// bound to it (repo.Git).
+type Remotes interface {
+	Probe(ctx context.Context, r repo.Remote, branch string) (repo.Heads, error)
 }
 
 // Reactions are what other domains do when a project changes, inside the
@@ -36,8 +44,41 @@ type Reactions interface {
 }
 
 // NewService builds the projects service.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, react Reactions) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer, react: react}
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, remotes Remotes, react Reactions) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer, remotes: remotes, react: react}
+}
+
+// settleBranch decides a project's default branch by asking its remote:
+// the remote's HEAD when none is given, and a given branch must exist
+// there. A remote this server cannot read is accepted only with a branch
+// named outright (a runner elsewhere may reach what the hub cannot); one
+// that holds nothing yet takes any valid branch.
+func (s *Service) settleBranch(ctx context.Context, url string, c Credentials, branch string) (string, error) {
+	h, err := s.remotes.Probe(ctx, repo.Remote{URL: url, Username: c.Username, Token: c.Token, SSHPrivateKey: c.SSHPrivateKey}, branch)
+	switch {
+	case err != nil && branch != "":
+		return branch, nil
+	case err != nil:
+		var gitErr *repo.Error
+		why := err.Error()
+		if errors.As(err, &gitErr) {
+			why = strings.Join(strings.Fields(strings.ReplaceAll(gitErr.Output, "\n", "; ")), " ")
+		}
+		return "", apperr.BadRequest("default_branch: the repository's default branch could not be read (%s); check repo_url and credentials, or give default_branch", why)
+	case h.Empty && branch == "" && h.Default == "":
+		return "main", nil
+	case h.Empty && branch == "":
+		return h.Default, nil
+	case h.Empty:
+		return branch, nil
+	case branch == "" && h.Default == "":
+		return "", apperr.BadRequest("default_branch: the repository does not say which branch is its default; give default_branch")
+	case branch == "":
+		return h.Default, nil
+	case !h.Has:
+		return "", apperr.BadRequest("default_branch %q does not exist in the repository (its default branch is %q)", branch, h.Default)
+	}
+	return branch, nil
 }
 
 func credentialsContext(projectID string) string { return "project:" + projectID + ":credentials" }
@@ -47,7 +88,7 @@ func apiKeyContext(profileID string) string      { return "agent_profile:" + pro
 type ProjectCreate struct {
 	Name          string       `json:"name" maxLength:"100"`
 	RepoURL       string       `json:"repo_url" maxLength:"2048" doc:"Absolute local path, file://, https:// or ssh://"`
-	DefaultBranch string       `json:"default_branch,omitempty" maxLength:"200" doc:"Default: main"`
+	DefaultBranch string       `json:"default_branch,omitempty" maxLength:"200" doc:"Must exist in the repository; default: the branch the remote's HEAD names (main for an empty repository)"`
 	Provider      string       `json:"provider,omitempty" enum:"local" doc:"Default: local"`
 	Credentials   *Credentials `json:"credentials,omitempty" doc:"Write-only; stored sealed"`
 	AgentImage    string       `json:"agent_image,omitempty" maxLength:"500"`
@@ -89,22 +130,28 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in ProjectCre
 	if err != nil {
 		return nil, err
 	}
-	repo := strings.TrimSpace(in.RepoURL)
-	if err := validRepoURL(repo); err != nil {
+	repoURL := strings.TrimSpace(in.RepoURL)
+	if err := validRepoURL(repoURL); err != nil {
 		return nil, err
 	}
 	branch := in.DefaultBranch
-	if branch == "" {
-		branch = "main"
-	}
-	if err := validBranch(branch); err != nil {
-		return nil, err
+	if branch != "" {
+		if err := validBranch(branch); err != nil {
+			return nil, err
+		}
 	}
 	if in.Provider != "" && in.Provider != ProviderLocal {
 		return nil, apperr.BadRequest("provider must be local (forges come later)")
 	}
+	var creds Credentials
+	if in.Credentials != nil {
+		creds = *in.Credentials
+	}
+	if branch, err = s.settleBranch(ctx, repoURL, creds, branch); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
-	p := &projectRow{Project: Project{ID: ids.New(), WorkspaceID: ws.ID, Name: name, RepoURL: repo, DefaultBranch: branch,
+	p := &projectRow{Project: Project{ID: ids.New(), WorkspaceID: ws.ID, Name: name, RepoURL: repoURL, DefaultBranch: branch,
 		Provider: ProviderLocal, AgentImage: strings.TrimSpace(in.AgentImage), Autodev: in.Autodev, CreatedAt: now, UpdatedAt: now}}
 	if p.sealedCredentials, err = s.sealCredentials(p.ID, in.Credentials); err != nil {
 		return nil, err
@@ -163,8 +210,35 @@ func (s *Service) mutate(ctx context.Context, ws *actor.Workspace, id string, fn
 	return out, err
 }
 
-// Update changes the given fields.
+// Update changes the given fields. A change of repository, branch or
+// credentials is checked against the remote first, outside the write.
 func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in ProjectUpdate) (*Project, error) {
+	if in.RepoURL != nil || in.DefaultBranch != nil || in.Credentials != nil {
+		if !ids.Valid(id) {
+			return nil, apperr.NotFound("project")
+		}
+		cur, err := s.Repository(ctx, ws.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		url, branch, creds := cur.Project.RepoURL, cur.Project.DefaultBranch, cur.Credentials
+		if in.RepoURL != nil {
+			if url = strings.TrimSpace(*in.RepoURL); validRepoURL(url) != nil {
+				return nil, validRepoURL(url)
+			}
+		}
+		if in.DefaultBranch != nil {
+			if branch = *in.DefaultBranch; validBranch(branch) != nil {
+				return nil, validBranch(branch)
+			}
+		}
+		if in.Credentials != nil {
+			creds = *in.Credentials
+		}
+		if _, err := s.settleBranch(ctx, url, creds, branch); err != nil {
+			return nil, err
+		}
+	}
 	return s.mutate(ctx, ws, id, func(p *projectRow) error {
 		if in.Name != nil {
 			n, err := cleanName(*in.Name)

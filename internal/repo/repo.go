@@ -536,3 +536,61 @@ func (g *Git) DeleteBranch(ctx context.Context, projectID string, r Remote, bran
 	_, _ = g.run(ctx, "update-ref -d", mirror, nil, "update-ref", "-d", "refs/remotes/origin/"+branch)
 	return nil
 }
+
+// Remote state as one look at a remote shows it.
+type Heads struct {
+	// Default is the branch the remote's HEAD names; "" when the remote
+	// does not say (an empty repository, or a server that hides it).
+	Default string
+	// Has reports whether the branch asked about exists.
+	Has bool
+	// Empty: the remote has no refs at all (nothing pushed yet).
+	Empty bool
+}
+
+// probeTimeout bounds one look at a remote a tenant named: a host that
+// never answers costs a request this long, not a hung handler.
+const probeTimeout = 20 * time.Second
+
+// Probe asks the remote, without fetching anything, which branch its HEAD
+// names and whether branch ("" asks nothing) exists.
+func (g *Git) Probe(ctx context.Context, r Remote, branch string) (Heads, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	a, err := g.auth(r)
+	if err != nil {
+		return Heads{}, err
+	}
+	defer a.cleanup()
+	if !slices.ContainsFunc(a.env, func(e string) bool { return strings.HasPrefix(e, "GIT_SSH_COMMAND=") }) {
+		// Never a prompt: an unknown host key or a passphrase fails the look.
+		a.env = append(a.env, "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
+	}
+	args := []string{"ls-remote", "--symref", "--", r.URL, "HEAD"}
+	want := ""
+	if branch != "" {
+		want = "refs/heads/" + branch
+		args = append(args, want)
+	}
+	out, err := g.run(ctx, "ls-remote", g.root, a, args...)
+	if err != nil {
+		return Heads{}, err
+	}
+	// An unborn HEAD may still name its branch, so only a line with an
+	// object id says the remote holds anything.
+	h := Heads{Empty: true}
+	for _, line := range strings.Split(out, "\n") {
+		ref, name, ok := strings.Cut(line, "\t")
+		switch {
+		case !ok:
+		case strings.HasPrefix(ref, "ref: refs/heads/"):
+			if name == "HEAD" {
+				h.Default = strings.TrimPrefix(ref, "ref: refs/heads/")
+			}
+		default:
+			h.Empty = false
+			h.Has = h.Has || (want != "" && name == want)
+		}
+	}
+	return h, nil
+}

@@ -171,3 +171,43 @@ func TestConcurrentSyncsStayFresh(t *testing.T) {
 		}
 	}
 }
+
+// Probe reads a remote's HEAD and branches without fetching, over the
+// real smart HTTP protocol with credentials, and says what went wrong
+// when it cannot.
+func TestProbeReadsTheRemote(t *testing.T) {
+	ctx := context.Background()
+	g, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := agenttest.BareRepo(t, nil)
+	agenttest.Git(t, bare, "symbolic-ref", "HEAD", "refs/heads/master")
+	agenttest.Git(t, bare, "branch", "-m", "main", "master")
+	agenttest.Git(t, bare, "branch", "dev", "master")
+	url := agenttest.HTTPSRemote(t, bare, "bot", "s3cret-token")
+	r := Remote{URL: url, Username: "bot", Token: "s3cret-token"}
+
+	h, err := g.Probe(ctx, r, "")
+	if err != nil || h.Default != "master" || h.Empty || h.Has {
+		t.Fatalf("HEAD: %+v, %v", h, err)
+	}
+	for branch, want := range map[string]bool{"dev": true, "master": true, "main": false, "de": false} {
+		if h, err := g.Probe(ctx, r, branch); err != nil || h.Has != want || h.Default != "master" {
+			t.Errorf("branch %q: %+v, %v (want has=%v)", branch, h, err, want)
+		}
+	}
+
+	// Wrong credentials: an error that names the failure and never the token.
+	_, err = g.Probe(ctx, Remote{URL: url, Username: "bot", Token: "wrong-token"}, "")
+	if err == nil || !strings.Contains(err.Error(), "Authentication failed") || strings.Contains(err.Error(), "wrong-token") {
+		t.Fatalf("bad credentials: %v", err)
+	}
+
+	// A repository nothing was pushed to yet is empty, not an error.
+	empty := filepath.Join(t.TempDir(), "empty.git")
+	agenttest.Git(t, "", "init", "-q", "--bare", "-b", "trunk", empty)
+	if h, err := g.Probe(ctx, Remote{URL: empty}, "trunk"); err != nil || !h.Empty || h.Has {
+		t.Fatalf("empty: %+v, %v", h, err)
+	}
+}

@@ -984,7 +984,10 @@ export interface paths {
         /** Change a project (absent fields stay) */
         put: operations["put_api_projects_id"];
         post?: never;
-        /** Delete a project with its tasks (refused while any runs) */
+        /**
+         * Delete a project with its tasks (refused while any runs)
+         * @description Deletes the project and everything that belongs to it: its tasks with their runs, event logs and approvals, its workflows with their triggers and runs. Refused with 409 while any of its tasks runs. The repository itself is not touched. To keep the history, archive the project instead.
+         */
         delete: operations["delete_api_projects_id"];
         options?: never;
         head?: never;
@@ -3991,7 +3994,7 @@ export interface components {
             autodev?: boolean;
             /** @description Write-only; stored sealed */
             credentials?: components["schemas"]["Credentials"];
-            /** @description Default: main */
+            /** @description Must exist in the repository; default: the branch the remote's HEAD names (main for an empty repository) */
             default_branch?: string;
             name: string;
             /**
