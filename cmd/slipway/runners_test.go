@@ -47,10 +47,31 @@ func startRunner(t *testing.T, dir, hub, token string, extra ...string) *proc {
 }
 
 type apiRunner struct {
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Status   string `json:"status"`
-	Eligible bool   `json:"eligible"`
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	Eligible    bool   `json:"eligible"`
+	Healthy     bool   `json:"healthy"`
+	HealthError string `json:"health_error"`
+}
+
+type apiRouting struct {
+	To       string
+	Labels   []string
+	Eligible int
+	Reason   string
+}
+
+// routing is the task's last routing event.
+func routing(evs []apiEvent) apiRouting {
+	var r apiRouting
+	for _, e := range evs {
+		if e.Type == "routing" {
+			r = apiRouting{}
+			_ = json.Unmarshal(e.Payload, &r)
+		}
+	}
+	return r
 }
 
 func (c *apiClient) runners() map[string]apiRunner {
@@ -130,22 +151,39 @@ func runnersEndToEnd(t *testing.T, engine db.Engine) {
 		}
 	}
 
-	// Drain: running work finishes, no new work; gpu work falls back to the
-	// hub (no fleet_only).
+	// Every decision is an event: where the work went and why.
+	if r := routing(c.events(gpuTasks[0])); r.To != "runners" || r.Eligible != 1 || !slices.Equal(r.Labels, []string{"gpu"}) {
+		t.Fatalf("a gpu task's routing event = %+v", r)
+	}
+
+	// Drain: running work finishes, no new work. Labelled gpu work never
+	// falls back to the hub (it has no gpu): it waits, saying so, and runs
+	// on the gpu runner once that is enabled again.
 	long := c.labelledTask(s.project, "echo started; sleep 2; echo finished > long.txt", "gpu")
 	eventually(t, 20*time.Second, "the long task starts on the gpu runner", func() bool {
 		return strings.Contains(eventsText(c.events(long)), "started")
 	})
 	c.post("/api/organization/runners/"+gpuID+"/drain", "", 200)
 	after := c.labelledTask(s.project, "echo after > after.txt", "gpu")
-	c.waitAll([]string{long, after}, time.Minute, "done")
+	c.waitAll([]string{long}, time.Minute, "done")
 	if got := c.ranOn(long); !slices.Equal(got, onGPU) {
 		t.Fatalf("the long task ran on %v", got)
 	}
-	if got := c.ranOn(after); len(got) != 1 || !strings.HasPrefix(got[0], "hub@") {
-		t.Fatalf("gpu work after the drain ran on %v, want the hub", got)
+	if r := routing(c.events(after)); r.To != "runners" || r.Eligible != 0 || !strings.Contains(r.Reason, "waits") {
+		t.Fatalf("gpu work after the drain: routing %+v", r)
+	}
+	if line := c.get("/api/tasks/" + after + "/runner-line"); !strings.Contains(line, `"state":"waiting"`) {
+		t.Fatalf("gpu work after the drain: runner line %s", line)
+	}
+	time.Sleep(2 * time.Second) // sweeps pass: it still waits
+	if tk := c.task(after); tk.Status != "queued" {
+		t.Fatalf("gpu work with no gpu runner is %s, want queued", tk.Status)
 	}
 	c.post("/api/organization/runners/"+gpuID+"/status", `{"status":"enabled"}`, 200)
+	c.waitAll([]string{after}, time.Minute, "done")
+	if got := c.ranOn(after); !slices.Equal(got, onGPU) {
+		t.Fatalf("gpu work after the drain ran on %v, want the gpu runner", got)
+	}
 
 	// Disable: the disabled runner takes no new work.
 	c.post("/api/organization/runners/"+cpuID+"/status", `{"status":"disabled"}`, 200)
@@ -301,12 +339,16 @@ func TestRunnerEnrollment(t *testing.T) {
 		t.Fatalf("ran on %v", got)
 	}
 
-	// A graceful stop, then a restart on the kept token.
+	// A graceful stop says goodbye: the runner is offline at once, not
+	// after the stale window (90 s here); then a restart on the kept token.
 	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("SIGTERM: exit %d\n%s", code, r.logs())
+	}
+	if st := c.runners()["enrolled"]; st.Status != "offline" || st.Eligible {
+		t.Fatalf("a runner stopped cleanly is %+v, want offline at once", st)
 	}
 	r = spawn(t, rdir, "runner", runnerReady, env...)
 	eventually(t, 5*time.Second, "the restarted runner heartbeats", func() bool { return strings.Contains(r.logs(), "runner status") })
@@ -624,5 +666,34 @@ func TestRevokedRunnerStopsItsWork(t *testing.T) {
 	s.c.waitAll([]string{task}, time.Minute, "failed")
 	if tk := s.c.task(task); !strings.Contains(tk.Error, "went offline") {
 		t.Fatalf("task error %q", tk.Error)
+	}
+}
+
+// TestRunnerBackendHealth: a docker runner whose engine does not answer
+// registers but says so in its heartbeats: it is online, unhealthy and not
+// eligible, so work does not wait for it (it runs on the server) and no
+// task fails with a missing engine.
+func TestRunnerBackendHealth(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := startServer(t, db.SQLite, dir, "SERVICE_HUB_MODE=true", "SERVICE_AGENT_BACKEND=process")
+	c := s.c
+	_, tok := c.createRunner("engineless")
+	r := startRunner(t, filepath.Join(dir, "engineless"), s.p.url(""), tok, "SERVICE_RUNNER_EXECUTION_BACKEND=docker",
+		"DOCKER_HOST=unix://"+filepath.Join(dir, "no-engine.sock"))
+	eventually(t, 10*time.Second, "the runner reports its engine missing", func() bool {
+		st := c.runners()["engineless"]
+		return st.Status == "online" && !st.Healthy && !st.Eligible && strings.Contains(st.HealthError, "no container engine")
+	})
+	if !strings.Contains(r.logs(), "the execution backend cannot run work") {
+		t.Fatalf("the runner's log does not say why it takes no work:\n%s", r.logs())
+	}
+	id := c.createTask(s.project, "echo served > served.txt")
+	c.waitAll([]string{id}, time.Minute, "done")
+	if got := c.ranOn(id); len(got) != 1 || !strings.HasPrefix(got[0], "hub@") {
+		t.Fatalf("work with only an unhealthy runner ran on %v, want the hub", got)
+	}
+	if rt := routing(c.events(id)); rt.To != "server" || rt.Eligible != 0 {
+		t.Fatalf("routing = %+v", rt)
 	}
 }

@@ -209,6 +209,12 @@ func (c *Client) Heartbeat(ctx context.Context, hb runnerapi.Heartbeat) (*runner
 	return &r, err
 }
 
+// Goodbye tells the hub the runner stops (offline at once).
+func (c *Client) Goodbye(ctx context.Context) error {
+	var r runnerapi.Ack
+	return c.do(ctx, http.MethodPost, runnerapi.APIPrefix+"/goodbye", struct{}{}, &r)
+}
+
 // leaseErr maps the hub's lease-lost answer to the port's error. A refused
 // token counts as a lost lease too: a runner whose credential was revoked
 // stops its work at once rather than keep running it.

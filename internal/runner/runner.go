@@ -50,7 +50,14 @@ type Runner struct {
 
 	id     string
 	worker *worker.Worker
+	// check asks the execution backend whether it can run work (nil: the
+	// backend has no check); unhealthy is what the last check said.
+	check     func(context.Context) error
+	unhealthy string
 }
+
+// healthTimeout bounds one backend check.
+const healthTimeout = 5 * time.Second
 
 // Run runs a runner until ctx ends (then it stops its agents and gives
 // their work back) or the hub refuses it.
@@ -82,6 +89,14 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 	backend, binary, err := r.backend()
 	if err != nil {
 		return err
+	}
+	if c, ok := backend.(interface{ Check(context.Context) error }); ok {
+		r.check = c.Check
+	}
+	// Say at once whether the backend can run anything: a runner whose
+	// engine is unreachable is not eligible, so no work waits for it.
+	if _, err := r.heartbeat(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("heartbeat failed", "err", err)
 	}
 	git, err := repo.New(cfg.StateDir)
 	if err != nil {
@@ -124,7 +139,41 @@ func Run(ctx context.Context, cfg *config.Runner, log *slog.Logger) error {
 	if cause := context.Cause(ctx); errors.Is(cause, errRefused) {
 		return cause
 	}
+	// A clean stop: the worker gave its work back; the hub takes this
+	// runner offline now rather than after the stale window.
+	bctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := client.Goodbye(bctx); err != nil {
+		log.Warn("saying goodbye to the hub failed; it takes this runner offline after the stale window", "err", err)
+	} else {
+		log.Info("said goodbye to the hub: offline")
+	}
 	return nil
+}
+
+// health runs the backend's check; "" when it can run work. A change is
+// logged once.
+func (r *Runner) health(ctx context.Context) string {
+	if r.check == nil {
+		return ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	defer cancel()
+	why := ""
+	if err := r.check(cctx); err != nil && ctx.Err() == nil {
+		why = err.Error()
+		if rs := []rune(why); len(rs) > 500 {
+			why = string(rs[:499]) + "…"
+		}
+	}
+	switch {
+	case why != "" && why != r.unhealthy:
+		r.log.Error("the execution backend cannot run work; this runner takes none until it can", "backend", r.cfg.Backend, "err", why)
+	case why == "" && r.unhealthy != "":
+		r.log.Info("the execution backend can run work again", "backend", r.cfg.Backend)
+	}
+	r.unhealthy = why
+	return why
 }
 
 // checkHub waits for the hub to answer and refuses one whose runner API
@@ -237,7 +286,7 @@ func (r *Runner) heartbeat(ctx context.Context) (*runnerapi.HeartbeatReply, erro
 		running = r.worker.Running()
 	}
 	return r.client.Heartbeat(hctx, runnerapi.Heartbeat{Labels: r.cfg.Labels, Version: buildinfo.Version, Backend: r.cfg.Backend,
-		Hostname: host, Slots: r.cfg.Slots, Running: running})
+		Hostname: host, Slots: r.cfg.Slots, Running: running, Unhealthy: r.health(hctx)})
 }
 
 // refusals is how many refused heartbeats in a row end the runner.

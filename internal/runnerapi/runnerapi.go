@@ -71,6 +71,9 @@ type Heartbeat struct {
 	Hostname string   `json:"hostname,omitempty" maxLength:"255"`
 	Slots    int      `json:"slots" minimum:"0" maximum:"100000"`
 	Running  int      `json:"running,omitempty" minimum:"0" maximum:"100000" doc:"Work it runs now (default 0)"`
+	// Unhealthy says why the execution backend cannot run work now (its
+	// check failed); the hub gives such a runner no work.
+	Unhealthy string `json:"unhealthy,omitempty" maxLength:"500" doc:"Why the execution backend cannot run work now; absent while it can"`
 }
 
 // HeartbeatReply tells a runner who it is and what the hub expects.

@@ -177,6 +177,17 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 			return httpx.Reply(s.Heartbeat(ctx, id, in.Body))
 		})
 
+	bye := ops.Op("post_api_runner_v1_goodbye", http.MethodPost, runnerapi.APIPrefix+"/goodbye", "Say the runner stops: offline at once")
+	bye.Description = "A runner stopping cleanly says so after giving its work back: it goes offline at once instead of after the stale window, " +
+		"and its next heartbeat brings it back."
+	huma.Register(api, bye, func(ctx context.Context, _ *struct{}) (*httpx.Out[runnerapi.Ack], error) {
+		id, _ := IdentityFrom(ctx)
+		if err := s.Goodbye(ctx, id); err != nil {
+			return nil, err
+		}
+		return httpx.Reply(runnerapi.Ack{OK: true}, nil)
+	})
+
 	claim := ops.Op("post_api_runner_v1_claim", http.MethodPost, runnerapi.APIPrefix+"/claim", "Claim work (long poll)")
 	claim.Description = "Returns as soon as work the runner matches is assigned to it, or empty after wait_ms. A disabled, draining or offline runner gets none."
 	huma.Register(api, claim, func(ctx context.Context, in *claimInput) (*httpx.Out[runnerapi.Assignments], error) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/internal/dispatch"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
@@ -141,10 +142,12 @@ func (s *Service) Heartbeat(ctx context.Context, id *Identity, in runnerapi.Hear
 			return nil, err
 		}
 	}
+	// A backend's error, in the runner's words: shown, never refused.
+	unhealthy := strings.TrimSpace(text.StripControls(in.Unhealthy))
 	now := s.clock.Now()
 	r, err := scanRunner(s.db.W.QueryRowContext(ctx, `UPDATE runners SET online = TRUE, last_heartbeat_at = $2, labels = $3, version = $4, backend = $5,
-		hostname = $6, slots = $7, running = $8 WHERE id = $1 RETURNING `+runnerColumns,
-		id.RunnerID, now, jobs.EncodeLabels(labels), in.Version, in.Backend, in.Hostname, in.Slots, in.Running))
+		hostname = $6, slots = $7, running = $8, unhealthy = $9 WHERE id = $1 RETURNING `+runnerColumns,
+		id.RunnerID, now, jobs.EncodeLabels(labels), in.Version, in.Backend, in.Hostname, in.Slots, in.Running, unhealthy))
 	if errors.Is(err, apperr.ErrNotFound) {
 		return nil, ErrBadToken
 	}
@@ -154,4 +157,32 @@ func (s *Service) Heartbeat(ctx context.Context, id *Identity, in runnerapi.Hear
 	v := s.view(r, now)
 	return &runnerapi.HeartbeatReply{RunnerID: r.ID, Name: r.Name, Status: v.Status, Draining: r.Draining, Disabled: r.Disabled,
 		StaleAfterSecs: int(s.cfg.Stale / time.Second), LeaseSecs: int(s.cfg.Lease / time.Second)}, nil
+}
+
+// Goodbye takes a runner that stops cleanly offline at once: work does not
+// wait the stale window for it, what it still holds goes back to the queue
+// (it gave its work back before saying goodbye), and, without fleet_only,
+// unlabelled work no runner can take any more moves to the server.
+func (s *Service) Goodbye(ctx context.Context, id *Identity) error {
+	err := s.db.Tx(ctx, func(tx *db.Tx) error {
+		if err := exec(ctx, tx, `UPDATE runners SET online = FALSE, running = 0 WHERE id = $1`, id.RunnerID); err != nil {
+			return err
+		}
+		return s.bus.PublishTx(ctx, tx, dispatch.TopicRematch, id.RunnerID)
+	})
+	if errors.Is(err, apperr.ErrNotFound) {
+		return ErrBadToken
+	}
+	if err != nil {
+		return err
+	}
+	n, err := s.queue.Expire(ctx, id.Owner())
+	if err != nil {
+		return err
+	}
+	s.log.Info("runner said goodbye: offline now", "runner_id", id.RunnerID, "work_taken_back", n)
+	if s.cfg.HubMode && !s.cfg.FleetOnly {
+		return s.fallBack(ctx)
+	}
+	return nil
 }

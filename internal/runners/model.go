@@ -35,7 +35,9 @@ type Runner struct {
 	Online              bool       `json:"online" doc:"Heartbeat within the stale window"`
 	Draining            bool       `json:"draining" doc:"Finishes its running work and takes no new work"`
 	Disabled            bool       `json:"disabled" doc:"Takes no new work until enabled"`
-	Eligible            bool       `json:"eligible" doc:"Online, enabled, undrained and fresh: it receives new work it matches"`
+	Eligible            bool       `json:"eligible" doc:"Online, enabled, undrained, healthy and fresh: it receives new work it matches (when hub mode is on)"`
+	Healthy             bool       `json:"healthy" doc:"Its execution backend could run work at its last heartbeat"`
+	HealthError         string     `json:"health_error" doc:"Why its execution backend cannot run work (no container engine, …); empty while healthy"`
 	Labels              []string   `json:"labels" doc:"Labels the runner advertises (SERVICE_RUNNER_LABELS)"`
 	AllowedWorkspaceIDs []string   `json:"allowed_workspace_ids" doc:"Workspaces whose work it may take; empty: every workspace of the organization"`
 	AllowedLabels       []string   `json:"allowed_labels" doc:"Labels it may serve; empty: any it advertises"`

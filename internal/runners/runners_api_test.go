@@ -446,8 +446,8 @@ func TestRunnerDispatch(t *testing.T) {
 			t.Fatalf("another runner's control stream = %s", r.Body)
 		}
 
-		// Draining the gpu runner: gpu work has no eligible runner; the
-		// server is the fallback (no fleet_only).
+		// Draining the gpu runner: gpu work has no eligible runner, and
+		// labelled work waits for one rather than run on the server.
 		var gpuID string
 		for _, x := range h.list(t, h.Owner) {
 			if x.Name == "gpu" {
@@ -457,7 +457,7 @@ func TestRunnerDispatch(t *testing.T) {
 		fixture.Want(t, h.Owner.Do("POST", "/api/organization/runners/"+gpuID+"/drain", nil), http.StatusOK)
 		gpu2 := h.Task(t, h.Owner, project, "echo gpu", map[string]any{"hold": true, "config": map[string]any{"runner": map[string]any{"required_labels": []string{"gpu"}}}})
 		line = h.Owner.Do("GET", "/api/tasks/"+gpu2.ID+"/runner-line", nil)
-		if got := strings.TrimSpace(string(line.Body)); got != `{"in_group":true,"match_count":0,"state":"local"}` {
+		if got := strings.TrimSpace(string(line.Body)); got != `{"in_group":true,"match_count":0,"state":"waiting"}` {
 			t.Fatalf("runner line with the gpu runner drained = %s", got)
 		}
 		if got := claim(gpuTok); len(got) != 0 {
@@ -610,6 +610,64 @@ func TestDisableBetweenMatchAndClaim(t *testing.T) {
 				t.Fatalf("the control claim got %+v (%v): the test does not reach the race", as, err)
 			}
 			fixture.Want(t, h.Owner.Do("POST", "/api/tasks/"+task.ID+"/cancel", nil), http.StatusOK)
+		}
+	})
+}
+
+// TestRunnerHealthAndGoodbye: a runner whose backend check fails says so in
+// its heartbeat and is not eligible (its work goes elsewhere, with a
+// routing event saying why); one that says goodbye is offline at once.
+func TestRunnerHealthAndGoodbye(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		h := newHub(t, e)
+		id, tok := h.runner(t, map[string]any{"name": "r"})
+		beat := func(unhealthy string) {
+			t.Helper()
+			r := h.call(t, tok, "POST", runnerapi.APIPrefix+"/heartbeat", map[string]any{"version": "test", "backend": "docker", "slots": 2,
+				"unhealthy": unhealthy})
+			fixture.Want(t, r, http.StatusOK)
+		}
+		find := func() runners.Runner {
+			for _, x := range h.list(t, h.Owner) {
+				if x.ID == id {
+					return x
+				}
+			}
+			t.Fatal("runner not listed")
+			return runners.Runner{}
+		}
+		beat("no container engine at unix:///gone.sock:\ndial unix: connect refused")
+		if r := find(); r.Status != "online" || r.Healthy || r.Eligible || r.HealthError != "no container engine at unix:///gone.sock:dial unix: connect refused" {
+			t.Fatalf("unhealthy runner = %+v", r)
+		}
+		project := h.Project(t, h.Owner, "p")
+		task := h.Task(t, h.Owner, project, "echo", map[string]any{"hold": true})
+		if got := strings.TrimSpace(string(h.Owner.Do("GET", "/api/tasks/"+task.ID+"/runner-line", nil).Body)); got != `{"in_group":false,"match_count":0,"state":"local"}` {
+			t.Fatalf("runner line with only an unhealthy runner = %s", got)
+		}
+		claim := h.call(t, tok, "POST", runnerapi.APIPrefix+"/claim", map[string]any{"max": 1, "backend": "docker"})
+		if fixture.Want(t, claim, http.StatusOK); strings.TrimSpace(string(claim.Body)) != `{"assignments":[]}` {
+			t.Fatalf("an unhealthy runner claimed %s", claim.Body)
+		}
+
+		beat("")
+		if r := find(); !r.Healthy || !r.Eligible || r.HealthError != "" {
+			t.Fatalf("healthy again = %+v", r)
+		}
+		labelled := h.Task(t, h.Owner, project, "echo", map[string]any{"hold": false, "config": map[string]any{"runner": map[string]any{"required_labels": []string{"gpu"}}}})
+		evs := h.Owner.Do("GET", "/api/tasks/"+labelled.ID+"/events", nil)
+		if !strings.Contains(string(evs.Body), `"event_type":"routing"`) || !strings.Contains(string(evs.Body), `labelled work never runs on the server`) {
+			t.Fatalf("a labelled task with no runner for it: events %s", evs.Body)
+		}
+
+		fixture.Want(t, h.call(t, "scrn_not-a-token", "POST", runnerapi.APIPrefix+"/goodbye", nil), http.StatusUnauthorized)
+		fixture.Want(t, h.call(t, tok, "POST", runnerapi.APIPrefix+"/goodbye", nil), http.StatusOK)
+		if r := find(); r.Status != "offline" || r.Eligible || r.Running != 0 {
+			t.Fatalf("after goodbye = %+v", r)
+		}
+		beat("")
+		if r := find(); r.Status != "online" {
+			t.Fatalf("a heartbeat after goodbye = %+v", r)
 		}
 	})
 }

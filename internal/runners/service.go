@@ -98,7 +98,8 @@ func (s *Service) fresh(r *row, now time.Time) bool {
 func (s *Service) view(r *row, now time.Time) *Runner {
 	online := s.fresh(r, now)
 	v := &Runner{ID: r.ID, OrganizationID: r.OrganizationID, Name: r.Name, Class: r.Class, Online: online, Draining: r.Draining,
-		Disabled: r.Disabled, Eligible: online && !r.Draining && !r.Disabled, Labels: nonNil(r.Labels), AllowedWorkspaceIDs: nonNil(r.AllowedWS),
+		Disabled: r.Disabled, Eligible: online && !r.Draining && !r.Disabled && r.Unhealthy == "", Healthy: r.Unhealthy == "",
+		HealthError: r.Unhealthy, Labels: nonNil(r.Labels), AllowedWorkspaceIDs: nonNil(r.AllowedWS),
 		AllowedLabels: nonNil(r.AllowedLabels), Slots: r.Slots, Running: r.Running, LastHeartbeatAt: r.LastHeartbeat, Version: r.Version,
 		Backend: r.Backend, Hostname: r.Hostname, CreatedAt: r.CreatedAt}
 	switch {
@@ -524,7 +525,7 @@ func (s *Service) Match(ctx context.Context, runnerID string) (*jobs.Match, erro
 
 // eligible: the runner may take new work now.
 func (s *Service) eligible(r *row) bool {
-	return s.fresh(r, s.clock.Now()) && !r.Disabled && !r.Draining
+	return s.fresh(r, s.clock.Now()) && !r.Disabled && !r.Draining && r.Unhealthy == ""
 }
 
 // Sweep takes runners whose heartbeat is older than the stale window
@@ -571,7 +572,8 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 }
 
 // fallBack moves waiting fleet work that no runner is eligible for any more
-// to the hub's own workers.
+// to the hub's own workers; labelled work stays for a runner (the server
+// advertises no labels).
 func (s *Service) fallBack(ctx context.Context) error {
 	waiting, err := s.queue.Waiting(ctx, jobs.PoolFleet, 500)
 	if err != nil || len(waiting) == 0 {
@@ -579,6 +581,9 @@ func (s *Service) fallBack(ctx context.Context) error {
 	}
 	var move []string
 	for _, j := range waiting {
+		if len(j.Labels) > 0 {
+			continue
+		}
 		n, err := s.Eligible(ctx, s.db.R, j.WorkspaceID, j.Labels)
 		if err != nil {
 			return err

@@ -33,17 +33,18 @@ type row struct {
 	Hostname       string
 	Slots          int
 	Running        int
+	Unhealthy      string // why the backend cannot run work; "" while it can
 	CreatedAt      time.Time
 }
 
 const runnerColumns = `id, organization_id, name, class, token_gen, allowed_workspace_ids, allowed_labels, labels, disabled, draining, online,
-	last_heartbeat_at, version, backend, hostname, slots, running, created_at`
+	last_heartbeat_at, version, backend, hostname, slots, running, unhealthy, created_at`
 
 func scanRunner(s interface{ Scan(...any) error }) (*row, error) {
 	var r row
 	var ws, allowed, labels string
 	err := s.Scan(&r.ID, &r.OrganizationID, &r.Name, &r.Class, &r.TokenGen, &ws, &allowed, &labels, &r.Disabled, &r.Draining, &r.Online,
-		db.NullUTC(&r.LastHeartbeat), &r.Version, &r.Backend, &r.Hostname, &r.Slots, &r.Running, db.UTC(&r.CreatedAt))
+		db.NullUTC(&r.LastHeartbeat), &r.Version, &r.Backend, &r.Hostname, &r.Slots, &r.Running, &r.Unhealthy, db.UTC(&r.CreatedAt))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, apperr.NotFound("runner")
 	}
@@ -128,10 +129,11 @@ func exec(ctx context.Context, q db.Queryer, query string, args ...any) error {
 }
 
 // candidates reads the runners that could be eligible for work of a
-// workspace: its organization's, online, enabled, undrained and fresh.
+// workspace: its organization's, online, enabled, undrained, healthy and
+// fresh.
 func candidates(ctx context.Context, q db.Queryer, workspaceID string, freshSince time.Time) ([]*row, error) {
 	return queryRunners(ctx, q, "SELECT "+prefixed("r.", runnerColumns)+` FROM runners r JOIN workspaces w ON w.organization_id = r.organization_id
-		WHERE w.id = $1 AND r.online AND NOT r.disabled AND NOT r.draining AND r.last_heartbeat_at >= $2`, workspaceID, freshSince)
+		WHERE w.id = $1 AND r.online AND NOT r.disabled AND NOT r.draining AND r.unhealthy = '' AND r.last_heartbeat_at >= $2`, workspaceID, freshSince)
 }
 
 func prefixed(p, cols string) string {

@@ -19,8 +19,9 @@ import (
 
 // TestStaleSweep: a runner whose heartbeat is older than the stale window
 // stops being eligible, the sweep takes it offline and ends its leases, and
-// fleet work nobody can take any more falls back to the hub (not under
-// fleet_only). A fresh heartbeat brings it back.
+// unlabelled fleet work nobody can take any more falls back to the hub (not
+// under fleet_only; labelled work waits for a runner). A fresh heartbeat
+// brings it back.
 func TestStaleSweep(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		for _, fleetOnly := range []bool{false, true} {
@@ -53,18 +54,18 @@ func TestStaleSweep(t *testing.T) {
 			if eligible() != 1 {
 				t.Fatal("a fresh runner is not eligible")
 			}
-			enqueue := func() *jobs.Job {
+			enqueue := func(labels ...string) *jobs.Job {
 				var j *jobs.Job
 				if err := d.Tx(ctx, func(tx *db.Tx) error {
 					var err error
-					j, err = q.Enqueue(ctx, tx, jobs.NewJob{Kind: "k", WorkspaceID: ws.ID, Pool: jobs.PoolFleet, Labels: []string{"gpu"}})
+					j, err = q.Enqueue(ctx, tx, jobs.NewJob{Kind: "k", WorkspaceID: ws.ID, Pool: jobs.PoolFleet, Labels: labels})
 					return err
 				}); err != nil {
 					t.Fatal(err)
 				}
 				return j
 			}
-			held := enqueue()
+			held := enqueue("gpu")
 			m, err := svc.Match(ctx, id)
 			if err != nil || m == nil {
 				t.Fatalf("match = %v, %v", m, err)
@@ -73,7 +74,7 @@ func TestStaleSweep(t *testing.T) {
 			if err != nil || len(got) != 1 || got[0].ID != held.ID {
 				t.Fatalf("claim = %v, %v", got, err)
 			}
-			waiting := enqueue()
+			waiting, labelled := enqueue(), enqueue("gpu")
 
 			// 44 s: still fresh. 46 s: stale, though nobody swept yet.
 			clk.Advance(44 * time.Second)
@@ -100,6 +101,10 @@ func TestStaleSweep(t *testing.T) {
 			j, _ := q.Get(ctx, waiting.ID)
 			if want := map[bool]string{false: jobs.PoolLocal, true: jobs.PoolFleet}[fleetOnly]; j.Pool != want {
 				t.Fatalf("fleet_only=%v: waiting work is in pool %q, want %q", fleetOnly, j.Pool, want)
+			}
+			// Labelled work never falls back: the hub advertises no labels.
+			if j, _ := q.Get(ctx, labelled.ID); j.Pool != jobs.PoolFleet {
+				t.Fatalf("fleet_only=%v: labelled waiting work moved to pool %q", fleetOnly, j.Pool)
 			}
 			if n, err := svc.Sweep(ctx); err != nil || n != 0 {
 				t.Fatalf("a second sweep = %d, %v", n, err)

@@ -121,6 +121,8 @@ const (
 	EventError  = "error"  // {message}
 	EventRun    = "run"    // {run_id, attempt, backend, image, agent_profile, agent_type}
 	EventUndo   = "undo"   // {undo_id, kind, status, result, error, by}
+	// EventRouting: where the task's work was queued and why (Routing).
+	EventRouting = "routing"
 )
 
 func statusPayload(from, to, reason string) map[string]any {

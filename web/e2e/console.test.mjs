@@ -239,8 +239,28 @@ test('destructive actions ask first: cancel keeps, confirm does it', async () =>
   await page.goto(server.url + '/runners')
   await page.getByTestId('runner-name').fill('spare')
   await page.getByTestId('create-runner').click()
-  assert.match(await page.getByTestId('runner-token').innerText(), /^scrn_/)
+  const token = await page.getByTestId('runner-token').innerText()
+  assert.match(token, /^scrn_/)
   await page.getByTestId('close-runner-token').click()
+
+  // It heartbeats: online, but hub mode is off here, so the console does
+  // not call it eligible; a failing backend check shows why it takes no work.
+  const beat = async (unhealthy) => {
+    const r = await fetch(server.url + '/api/runner/v1/heartbeat', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + token },
+      body: JSON.stringify({ version: 'e2e', backend: 'docker', slots: 1, unhealthy }),
+    })
+    assert.equal(r.status, 200)
+  }
+  await beat('')
+  await page.reload()
+  await page.locator('[data-testid="runner-spare"] [data-status="online"]').waitFor()
+  assert.equal(await page.getByTestId('eligible-spare').count(), 0, 'no "eligible" while hub mode is off')
+  await beat('no container engine at unix:///gone.sock')
+  await page.reload()
+  assert.match(await page.getByTestId('health-spare').innerText(), /no container engine/)
+
   await page.getByTestId('delete-spare').click()
   const remove = page.getByRole('dialog', { name: 'Delete spare?' })
   await remove.getByRole('button', { name: 'Cancel' }).click()

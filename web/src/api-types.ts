@@ -1142,6 +1142,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/runner/v1/goodbye": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Say the runner stops: offline at once
+         * @description A runner stopping cleanly says so after giving its work back: it goes offline at once instead of after the stale window, and its next heartbeat brings it back.
+         */
+        post: operations["post_api_runner_v1_goodbye"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runner/v1/heartbeat": {
         parameters: {
             query?: never;
@@ -3469,6 +3489,8 @@ export interface components {
             running?: number;
             /** Format: int64 */
             slots: number;
+            /** @description Why the execution backend cannot run work now; absent while it can */
+            unhealthy?: string;
             version: string;
         };
         HeartbeatReply: {
@@ -4210,8 +4232,12 @@ export interface components {
             disabled: boolean;
             /** @description Finishes its running work and takes no new work */
             draining: boolean;
-            /** @description Online, enabled, undrained and fresh: it receives new work it matches */
+            /** @description Online, enabled, undrained, healthy and fresh: it receives new work it matches (when hub mode is on) */
             eligible: boolean;
+            /** @description Why its execution backend cannot run work (no container engine, …); empty while healthy */
+            health_error: string;
+            /** @description Its execution backend could run work at its last heartbeat */
+            healthy: boolean;
             hostname: string;
             /** Format: uuid */
             id: string;
@@ -7444,6 +7470,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Token"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_runner_v1_goodbye: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Ack"];
                 };
             };
             /** @description Error */

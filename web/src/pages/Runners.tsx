@@ -121,6 +121,7 @@ export default function Runners() {
               <RunnerRow
                 key={r.id}
                 r={r}
+                hubMode={onboarding.data?.hub_mode ?? false}
                 busy={action.busy}
                 onDrain={() => act(`drain-${r.id}`, () => post('/api/organization/runners/{id}/drain', { params: { path: { id: r.id } } }))}
                 onStatus={(s) => act(`status-${r.id}`, () => post('/api/organization/runners/{id}/status', { params: { path: { id: r.id } }, body: { status: s } }))}
@@ -159,6 +160,8 @@ export default function Runners() {
 
 type RowProps = {
   r: Runner
+  /** Work reaches runners only in hub mode: "eligible" means nothing without it. */
+  hubMode: boolean
   busy: string
   onDrain: () => void
   onStatus: (s: 'enabled' | 'disabled') => void
@@ -167,7 +170,7 @@ type RowProps = {
   onDelete: () => void
 }
 
-function RunnerRow({ r, busy, onDrain, onStatus, onRotate, onEdit, onDelete }: RowProps) {
+function RunnerRow({ r, hubMode, busy, onDrain, onStatus, onRotate, onEdit, onDelete }: RowProps) {
   const labels = r.labels ?? []
   return (
     <Table.Tr data-testid={`runner-${r.name}`}>
@@ -185,10 +188,20 @@ function RunnerRow({ r, busy, onDrain, onStatus, onRotate, onEdit, onDelete }: R
         <Badge color={statusColor[r.status]} variant="light" data-status={r.status}>
           {r.status}
         </Badge>
-        {r.eligible && (
-          <Badge color="green" variant="outline" ml={4}>
+        {r.eligible && hubMode && (
+          <Badge color="green" variant="outline" ml={4} data-testid={`eligible-${r.name}`}>
             eligible
           </Badge>
+        )}
+        {r.online && !r.healthy && (
+          <Badge color="red" variant="outline" ml={4} title={r.health_error}>
+            unhealthy
+          </Badge>
+        )}
+        {r.online && !r.healthy && (
+          <Text size="xs" c="red" data-testid={`health-${r.name}`}>
+            {r.health_error}
+          </Text>
         )}
       </Table.Td>
       <Table.Td>{r.online ? 'yes' : 'no'}</Table.Td>
