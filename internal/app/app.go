@@ -174,6 +174,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	// its subscribers are set below, once they exist, before anything runs.
 	re := &reactions{}
 
+	if cfg.PublicURL == "" {
+		log.Warn("SERVICE_PUBLIC_URL is unset: links in mail (invites, password resets, sign-in links) are absolute only for requests made to localhost; set it to the address people open")
+	}
 	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)

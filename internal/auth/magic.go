@@ -120,7 +120,7 @@ func (s *Service) RequestMagic(ctx context.Context, rawEmail, ip string, solved 
 			return err
 		}
 		return s.mailer.Queue(ctx, tx, u.Email, "magic", map[string]string{"name": u.DisplayName, "code": code,
-			"link": s.publicURL + "/api/auth/magic/consume?token=" + tok, "expires": expires.Format("15:04 MST")})
+			"link": s.linkBase(ctx) + "/api/auth/magic/consume?token=" + tok, "expires": expires.Format("15:04 MST")})
 	})
 	return cookie, err
 }

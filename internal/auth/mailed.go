@@ -140,7 +140,7 @@ func (s *Service) requestMail(ctx context.Context, rawEmail, ip string, solved *
 			return err
 		}
 		return s.mailer.Queue(ctx, tx, u.Email, m.purpose, map[string]string{"name": u.DisplayName,
-			"link": s.publicURL + m.path + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
+			"link": s.linkBase(ctx) + m.path + tok, "expires": expires.Format("2 January 2006 15:04 MST")})
 	})
 }
 

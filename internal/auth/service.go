@@ -12,6 +12,7 @@ import (
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
+	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/sweep"
 	"slipway/internal/platform/ttlcache"
@@ -209,3 +210,14 @@ func (s *Service) Run(ctx context.Context) {
 
 // CookieSecure reports whether cookies carry the Secure flag.
 func (s *Service) CookieSecure() bool { return s.cfg.CookieSecure }
+
+// linkBase starts the links this service mails: SERVICE_PUBLIC_URL, else
+// the request's own origin when it came to a loopback address (a server
+// on a developer's machine), else nothing (relative links; the server
+// warns at boot).
+func (s *Service) linkBase(ctx context.Context) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	return httpx.LoopbackOrigin(ctx)
+}

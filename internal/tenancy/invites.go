@@ -193,7 +193,7 @@ func (s *Service) issue(ctx context.Context, tx *db.Tx, o *Organization, u *acto
 	}
 	tok, hash := token.New(InviteTokenPrefix)
 	in := &IssuedInvite{Invite: Invite{ID: ids.New(), OrganizationID: o.ID, Email: email, Role: role, WorkspaceIDs: wsIDs, InvitedBy: &u.ID,
-		CreatedAt: now, ExpiresAt: now.Add(s.inviteTTL)}, Token: tok, AcceptURL: s.publicURL + "/invite?token=" + tok}
+		CreatedAt: now, ExpiresAt: now.Add(s.inviteTTL)}, Token: tok, AcceptURL: s.linkBase(ctx) + "/invite?token=" + tok}
 	if in.WorkspaceIDs == nil {
 		in.WorkspaceIDs = []string{}
 	}
@@ -329,7 +329,7 @@ func (s *Service) ResendInvite(ctx context.Context, u *actor.User, sel Selector,
 		if err := renewInvite(ctx, tx, in.OrganizationID, in.ID, hash, in.ExpiresAt); err != nil {
 			return err
 		}
-		out = &IssuedInvite{Invite: *in, Token: tok, AcceptURL: s.publicURL + "/invite?token=" + tok}
+		out = &IssuedInvite{Invite: *in, Token: tok, AcceptURL: s.linkBase(ctx) + "/invite?token=" + tok}
 		if err := s.mailInvite(ctx, tx, o, u, out); err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
+	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
@@ -439,4 +440,15 @@ func (s *Service) DeleteWorkspace(ctx context.Context, u *actor.User, id string)
 // server cannot contain tenant code, it runs only such workspaces' code.
 func (s *Service) OnlyAdmins(ctx context.Context, workspaceID string) (bool, error) {
 	return onlyAdminsIn(ctx, s.db.R, workspaceID)
+}
+
+// linkBase starts the links this service mails: SERVICE_PUBLIC_URL, else
+// the request's own origin when it came to a loopback address (a server
+// on a developer's machine), else nothing (relative links; the server
+// warns at boot).
+func (s *Service) linkBase(ctx context.Context) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	return httpx.LoopbackOrigin(ctx)
 }

@@ -428,3 +428,88 @@ test('on a phone the header stays one line and covers none of the page', async (
   }
   await ctx.close()
 })
+
+/** The newest mailed link to the address that matches re, from the dev outbox, once it is there. */
+async function mailedLink(call, to, re) {
+  for (let i = 0; i < 100; i++) {
+    const mails = await call('GET', '/api/admin/mail/outbox')
+    const m = mails.find((m) => m.to === to && re.test(m.body ?? ''))
+    if (m) return m.body.match(re)[0]
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  throw new Error(`no mail to ${to} matching ${re}`)
+}
+
+test('a colleague invited in the console accepts through the mailed link; a forgotten password is reset through the mailed link', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  await page.goto(server.url + '/members')
+  await page.getByTestId('invite-email').fill('ivan@example.test')
+  await page.getByTestId('invite-submit').click()
+  await page.getByTestId('invite-ivan@example.test').waitFor()
+
+  // The mailed link is absolute (no SERVICE_PUBLIC_URL here: the request's own origin) and opens the console's page.
+  const invite = await mailedLink(call, 'ivan@example.test', /\S+\/invite\?token=\S+/)
+  assert.ok(invite.startsWith(server.url + '/invite?token='), invite)
+  const ivan = await (await chrome.newContext()).newPage()
+  ivan.setDefaultTimeout(20_000)
+  await ivan.goto(invite)
+  await ivan.getByTestId('invite-register').click()
+  await ivan.getByTestId('login-name').fill('Ivan Invitee')
+  await ivan.getByTestId('login-email').fill('ivan@example.test')
+  await ivan.getByTestId('login-password').fill('ivan-passphrase-123')
+  await ivan.getByRole('button', { name: 'Create account' }).click()
+  await ivan.getByTestId('accept-invite').click()
+  await ivan.getByTestId('invite-accepted').waitFor()
+  const members = JSON.stringify(await call('GET', '/organization/members'))
+  assert.ok(members.includes('ivan@example.test'), 'the invitee is a member')
+  await ivan.context().close()
+
+  // Forgot password: asked for on the sign-in page, set through the mailed link.
+  const anon = await (await chrome.newContext()).newPage()
+  anon.setDefaultTimeout(20_000)
+  await anon.goto(server.url + '/login')
+  await anon.getByTestId('forgot-password').click()
+  await anon.getByTestId('reset-email').fill('ivan@example.test')
+  await anon.getByTestId('reset-submit').click()
+  await anon.getByTestId('reset-done').waitFor()
+  const reset = await mailedLink(call, 'ivan@example.test', /\S+\/reset\?token=\S+/)
+  assert.ok(reset.startsWith(server.url + '/reset?token='), reset)
+  await anon.goto(reset)
+  await anon.getByTestId('new-password').fill('ivan-new-passphrase-456')
+  await anon.getByTestId('reset-submit').click()
+  await anon.getByTestId('reset-done').waitFor()
+  await anon.context().close()
+  const login = await fetch(server.url + '/api/auth/login', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: 'ivan@example.test', password: 'ivan-new-passphrase-456' }),
+  })
+  assert.equal(login.status, 200, 'the new password signs in')
+
+  // The address check and the sign-in link land on console pages too.
+  const pending = await call('GET', '/api/admin/users/pending')
+  const ivanID = pending.users.find((u) => u.email === 'ivan@example.test').id
+  await call('POST', `/api/admin/users/${ivanID}/approve`)
+  const mailer = async (p) =>
+    assert.equal((await fetch(server.url + p, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'ivan@example.test' }) })).status, 202)
+  const guest = await (await chrome.newContext()).newPage()
+  guest.setDefaultTimeout(20_000)
+  await guest.goto(server.url + '/login?next=/settings')
+  await guest.getByTestId('login-email').fill('ivan@example.test')
+  await guest.getByTestId('login-password').fill('ivan-new-passphrase-456')
+  await guest.getByRole('button', { name: 'Sign in' }).click()
+  await guest.getByTestId('confirm-address').click()
+  await guest.getByText('Link sent: check your mail').waitFor()
+  const verify = await mailedLink(call, 'ivan@example.test', /\S+\/api\/auth\/verify\/consume\?token=\S+/)
+  await guest.goto(verify)
+  assert.match(await guest.getByTestId('verified').innerText(), /confirmed/)
+  await guest.context().close()
+  const other = await (await chrome.newContext()).newPage()
+  other.setDefaultTimeout(20_000)
+  await mailer('/api/auth/magic/request')
+  const magic = await mailedLink(call, 'ivan@example.test', /\S+\/api\/auth\/magic\/consume\?token=\S+/)
+  await other.goto(magic)
+  await other.getByTestId('magic-confirm').click()
+  await other.waitForURL(/\/tasks\/board/)
+  await other.context().close()
+})

@@ -8,6 +8,7 @@ import { Palette } from './Palette'
 import { SessionProvider, useSession } from './session'
 import { ErrorNote, Loading } from './ui'
 import { Login } from './pages/Login'
+import { InvitePage, MagicConfirmPage, ResetPage } from './pages/Mailed'
 import { Projects } from './pages/Projects'
 import { TaskBoard } from './pages/TaskBoard'
 import { TaskPage } from './pages/Task'
@@ -29,6 +30,9 @@ export function App() {
       <Routes>
         <Route path="/login" element={<Login />} />
         <Route path="/register" element={<Login register />} />
+        <Route path="/invite" element={<InvitePage />} />
+        <Route path="/reset" element={<ResetPage />} />
+        <Route path="/magic/confirm" element={<MagicConfirmPage />} />
         <Route path="*" element={<Shell />} />
       </Routes>
     </SessionProvider>

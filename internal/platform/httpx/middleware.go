@@ -120,6 +120,32 @@ func UserAgent(ctx context.Context) string {
 	return ""
 }
 
+// LoopbackOrigin is the origin ("http://localhost:8080") a request came to
+// when it came to a loopback name or address: where links in mail point on
+// a server run without SERVICE_PUBLIC_URL on a developer's machine. Any
+// other Host gives "": a Host header is the caller's to write, and a reset
+// link built from a stranger's Host would carry the token to the stranger.
+func LoopbackOrigin(ctx context.Context) string {
+	rw, ok := ctx.Value(requestKey).(*responseWriter)
+	if !ok || rw.r.Host == "" {
+		return ""
+	}
+	host := rw.r.Host
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	ip, err := netip.ParseAddr(strings.Trim(name, "[]"))
+	if !(strings.EqualFold(name, "localhost") || (err == nil && ip.IsLoopback())) {
+		return ""
+	}
+	scheme := "http"
+	if rw.r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + host
+}
+
 // WithLogger puts the base logger into ctx (used outside requests too).
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey, l)

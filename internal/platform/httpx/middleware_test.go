@@ -258,3 +258,36 @@ func TestHeldBuffersAreNotShared(t *testing.T) {
 		}
 	}
 }
+
+// Links in mail take the request's origin only when it came to a loopback
+// name or address: any other Host is the caller's to write.
+func TestLoopbackOrigin(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/o", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, LoopbackOrigin(r.Context())) })
+	url, _ := serve(t, mux)
+	port := url[strings.LastIndex(url, ":"):]
+	for host, want := range map[string]string{
+		"":                       url, // the client's own: 127.0.0.1:port
+		"localhost" + port:       "http://localhost" + port,
+		"LOCALHOST":              "http://LOCALHOST",
+		"[::1]" + port:           "http://[::1]" + port,
+		"127.0.0.2":              "http://127.0.0.2",
+		"evil.example" + port:    "",
+		"localhost.evil.example": "",
+		"10.0.0.8" + port:        "",
+	} {
+		req, _ := http.NewRequest("GET", url+"/o", nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want {
+			t.Errorf("Host %q: origin %q, want %q", host, body, want)
+		}
+	}
+}

@@ -26,9 +26,15 @@ export function Login({ register = false }: { register?: boolean }) {
   }, [])
 
   const pending = me && !me.approved
+  const next = params.get('next') || ''
+  // Only a path of this console: never another site.
+  const safeNext = next.startsWith('/') && !next.startsWith('//') ? next : ''
   useEffect(() => {
-    if (me?.approved) navigate(params.get('next') || '/tasks/board', { replace: true })
-  }, [me, navigate, params])
+    // An invite may be accepted while the account waits for approval.
+    // The address check lands here to say how it went: that stays on screen.
+    if (params.has('verified')) return
+    if (me?.approved || (me && safeNext.startsWith('/invite'))) navigate(safeNext || '/tasks/board', { replace: true })
+  }, [me, navigate, safeNext, params])
 
   const signIn = async (e: React.FormEvent) => {
     e.preventDefault()
@@ -82,18 +88,34 @@ export function Login({ register = false }: { register?: boolean }) {
             </Alert>
           )}
           {registered && !pending && <Alert color="teal">Account created.</Alert>}
+          {params.get('verified') === '1' && (
+            <Alert color="teal" data-testid="verified">
+              Your email address is confirmed.{' '}
+              {me && (
+                <Anchor component={Link} to="/tasks/board">
+                  Open the console
+                </Anchor>
+              )}
+            </Alert>
+          )}
+          {params.get('verified') === '0' && (
+            <Alert color="red" data-testid="verified">
+              This confirmation link is not valid: it is unknown, already used or expired. Sign in and mail yourself a new one from Settings.
+            </Alert>
+          )}
           <form onSubmit={signIn}>
             <Stack>
               {!totpToken && (
                 <>
-                  {register && <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} />}
-                  <TextInput label="Email" type="email" value={email} onChange={(e) => setEmail(e.currentTarget.value)} required autoComplete="username" />
+                  {register && <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} data-testid="login-name" />}
+                  <TextInput label="Email" type="email" value={email} onChange={(e) => setEmail(e.currentTarget.value)} required autoComplete="username" data-testid="login-email" />
                   <PasswordInput
                     label="Password"
                     value={password}
                     onChange={(e) => setPassword(e.currentTarget.value)}
                     required
                     autoComplete={register ? 'new-password' : 'current-password'}
+                    data-testid="login-password"
                     description={register ? 'At least 10 characters, not a common password' : undefined}
                   />
                 </>
@@ -114,11 +136,21 @@ export function Login({ register = false }: { register?: boolean }) {
           <Text size="sm">
             {register ? (
               <>
-                Have an account? <Anchor component={Link} to="/login">Sign in</Anchor>
+                Have an account?{' '}
+                <Anchor component={Link} to={`/login${safeNext ? `?next=${encodeURIComponent(safeNext)}` : ''}`}>
+                  Sign in
+                </Anchor>
               </>
             ) : (
               <>
-                New here? <Anchor component={Link} to="/register">Create an account</Anchor>
+                New here?{' '}
+                <Anchor component={Link} to={`/register${safeNext ? `?next=${encodeURIComponent(safeNext)}` : ''}`}>
+                  Create an account
+                </Anchor>
+                {' · '}
+                <Anchor component={Link} to="/reset" data-testid="forgot-password">
+                  Forgot password?
+                </Anchor>
               </>
             )}
           </Text>

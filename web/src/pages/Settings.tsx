@@ -1,6 +1,7 @@
 import { Alert, Button, Card, Code, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
-import { patch, post, put, type Profile, type Schemas } from '../api'
+import { get, patch, post, put, type Profile, type Schemas } from '../api'
+import { solveCaptcha } from './Mailed'
 import { useSession } from '../session'
 import { Copy, ErrorNote, useAction } from '../ui'
 
@@ -52,6 +53,7 @@ function ProfileCard({ me }: { me: Profile }) {
         <Stack gap="xs">
           <Title order={4}>Profile</Title>
           <TextInput label="Email" value={me.email} readOnly description={me.email_verified ? 'Verified' : 'Not verified yet'} />
+          {!me.email_verified && <ConfirmAddress email={me.email} />}
           <TextInput
             label="Display name"
             value={name}
@@ -294,5 +296,26 @@ function RecoveryCodes({ codes }: { codes: string[] }) {
         </Group>
       </Stack>
     </Alert>
+  )
+}
+
+/** Mails a link that confirms the address (the link opens the sign-in page saying so). */
+function ConfirmAddress({ email }: { email: string }) {
+  const action = useAction()
+  const [sent, setSent] = useState(false)
+  const send = () =>
+    action.run('verify', async () => {
+      const setup = await get('/api/auth/setup')
+      const r = await post('/api/auth/verify/request', { body: { email, captcha: setup.captcha ? await solveCaptcha() : undefined } })
+      if (!r.ok) throw new Error('The request was not accepted: try again.')
+      setSent(true)
+    })
+  return (
+    <Group gap="xs">
+      <Button size="xs" variant="light" onClick={send} loading={action.busy === 'verify'} disabled={sent} data-testid="confirm-address">
+        {sent ? 'Link sent: check your mail' : 'Mail me a confirmation link'}
+      </Button>
+      <ErrorNote error={action.error} />
+    </Group>
   )
 }
