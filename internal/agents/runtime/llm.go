@@ -173,6 +173,12 @@ func (a *llmAgent) verdict(ctx context.Context, c pendingCall) (verdict string, 
 	}
 }
 
+func (a *llmAgent) hasInbox() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.inbox) > 0
+}
+
 func (a *llmAgent) takeInbox() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -326,6 +332,18 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 					msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: why})
 					continue
 				}
+			}
+			if c.name == toolFinish && a.hasInbox() {
+				// A message arrived while the model worked: it is answered
+				// before the run may end (the next call carries it).
+				const why = "not finished: the user sent a message while you worked (it follows). Read it, act on it, then call finish again."
+				a.log.Info("finish held back: a message waits for the model")
+				a.send(protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: false, Output: why})
+				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: why})
+				for _, rest := range calls[i+1:] {
+					msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: rest.id, Content: "not run: the call before it did not finish"})
+				}
+				break
 			}
 			if c.name == toolDelegate {
 				out := a.delegate(c.args)

@@ -653,3 +653,41 @@ func TestLLMDelegates(t *testing.T) {
 		t.Errorf("an empty delegation: %v", r)
 	}
 }
+
+// A message that arrives while the model call is in flight and whose reply
+// is finish is not left unread: finish is held back, the model reads the
+// message in the next call, and only then may the run end.
+func TestLLMFinishWaitsForAMessage(t *testing.T) {
+	const note = "Before you finish: also add a CHANGELOG line."
+	var r *agentRun
+	ready := make(chan struct{})
+	model := newFakeModel(t, func(n int, _ seenRequest, w http.ResponseWriter, _ *http.Request) {
+		<-ready
+		if n == 1 {
+			b, _ := json.Marshal(protocol.Message{Type: protocol.InMessage, Text: note})
+			io.WriteString(r.stdin, string(b)+"\n")
+			deadline := time.Now().Add(safety)
+			for !strings.Contains(r.stderr.String(), "intervention queued") && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		io.WriteString(w, completion("", 1, 1, call{fmt.Sprintf("f%d", n), "finish", `{"summary":"done"}`}))
+	})
+	r = startAgent(t, llmStart(t.TempDir(), model.srv.URL))
+	close(ready)
+	_, _, res := r.wait()
+	if res.Status != protocol.ResultSuccess {
+		t.Fatalf("result %+v", res)
+	}
+	reqs := model.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2: the first finish is held back for the message", len(reqs))
+	}
+	m := reqs[1].Body.Messages
+	if last := m[len(m)-1]; last.Role != "user" || last.Content != note {
+		t.Fatalf("the second call does not carry the message: %+v", last)
+	}
+	if held := m[len(m)-2]; held.Role != "tool" || held.ToolCallID != "f1" || !strings.Contains(held.Content, "not finished") {
+		t.Fatalf("the held finish is not answered: %+v", held)
+	}
+}
