@@ -403,6 +403,17 @@ func TestLLMPathEscapeIsRefused(t *testing.T) {
 	}
 }
 
+// interveneMidCall sends the agent a message and waits until it has queued
+// it (the model call in flight answers after that).
+func interveneMidCall(r *agentRun, note string) {
+	b, _ := json.Marshal(protocol.Message{Type: protocol.InMessage, Text: note})
+	io.WriteString(r.stdin, string(b)+"\n")
+	deadline := time.Now().Add(safety)
+	for !strings.Contains(r.stderr.String(), "intervention queued") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 func TestLLMIntervention(t *testing.T) {
 	const note = "Also keep the trailing newline, please."
 	var r *agentRun
@@ -411,12 +422,7 @@ func TestLLMIntervention(t *testing.T) {
 		<-ready
 		if n == 1 {
 			// The human intervenes while the first call is in flight.
-			b, _ := json.Marshal(protocol.Message{Type: protocol.InMessage, Text: note})
-			io.WriteString(r.stdin, string(b)+"\n")
-			deadline := time.Now().Add(safety)
-			for !strings.Contains(r.stderr.String(), "intervention queued") && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			interveneMidCall(r, note)
 			io.WriteString(w, completion("", 1, 1, call{"c1", "list_dir", `{}`}))
 			return
 		}
@@ -664,12 +670,7 @@ func TestLLMFinishWaitsForAMessage(t *testing.T) {
 	model := newFakeModel(t, func(n int, _ seenRequest, w http.ResponseWriter, _ *http.Request) {
 		<-ready
 		if n == 1 {
-			b, _ := json.Marshal(protocol.Message{Type: protocol.InMessage, Text: note})
-			io.WriteString(r.stdin, string(b)+"\n")
-			deadline := time.Now().Add(safety)
-			for !strings.Contains(r.stderr.String(), "intervention queued") && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			interveneMidCall(r, note)
 		}
 		io.WriteString(w, completion("", 1, 1, call{fmt.Sprintf("f%d", n), "finish", `{"summary":"done"}`}))
 	})
