@@ -216,7 +216,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
 		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc)
-	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv}
+	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in}
 
 	// The work each kind of job carries, and who runs it.
 	disp.Handle(tasks.JobKind, workport.WorkAgent, ts)

@@ -37,6 +37,7 @@ type reactions struct {
 	engine        *workflows.Engine
 	runs          *runs.Service
 	conversations *conversations.Service
+	inbox         *inbox.Inbox
 }
 
 var (
@@ -92,15 +93,19 @@ func (r *reactions) ApprovalDecided(ctx context.Context, tx *db.Tx, a *approvals
 	return r.tasks.ApprovalDecided(ctx, tx, a)
 }
 
-// MessagesTaken: the messages whose lines an agent took are delivered.
-func (r *reactions) MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error {
-	return r.conversations.MessagesTaken(ctx, tx, messageIDs)
+// MessagesSeen: the messages the agent's model has read are delivered.
+func (r *reactions) MessagesSeen(ctx context.Context, tx *db.Tx, messageIDs []string) error {
+	return r.conversations.MessagesSeen(ctx, tx, messageIDs)
 }
 
 // AgentReported: what a task's agent reported may move its task to
-// needs_input, and its own messages join the conversation.
+// needs_input, its own messages join the conversation, and the messages
+// its model read are delivered.
 func (r *reactions) AgentReported(ctx context.Context, tx *db.Tx, run *runs.Run, evs []runs.NewEvent) error {
 	if err := r.tasks.AgentReported(ctx, tx, run, evs); err != nil {
+		return err
+	}
+	if err := r.inbox.AgentReported(ctx, tx, run.JobID, evs); err != nil {
 		return err
 	}
 	return r.conversations.AgentReported(ctx, tx, run, evs)

@@ -29,7 +29,7 @@ const (
 	RoleAssistant = "assistant"
 
 	StatusQueued    = "queued"    // waiting for the agent's worker to take it
-	StatusDelivered = "delivered" // handed to the agent (an agent's own messages are delivered)
+	StatusDelivered = "delivered" // the agent's model has read it (an agent's own messages are delivered)
 	StatusCancelled = "cancelled"
 )
 
@@ -61,9 +61,9 @@ type Service struct {
 }
 
 // NewService returns the service. It reacts to three changes elsewhere
-// (the composition root wires them): a line taken from the inbox delivers
-// its message (MessagesTaken), an agent's reports carry its messages
-// (AgentReported), and a task's end withdraws what it never took
+// (the composition root wires them): the agent's model reading a message
+// delivers it (MessagesSeen), an agent's reports carry its messages
+// (AgentReported), and a task's end withdraws what its model never read
 // (TaskEnded).
 func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox) *Service {
 	return &Service{db: d, clock: clk, tasks: t, inbox: in}
@@ -150,9 +150,9 @@ func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, id string) (*
 	return out, err
 }
 
-// MessagesTaken marks messages whose lines a worker took
+// MessagesSeen marks messages the agent's model has read delivered
 // (inbox.Reactions).
-func (s *Service) MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error {
+func (s *Service) MessagesSeen(ctx context.Context, tx *db.Tx, messageIDs []string) error {
 	now := s.clock.Now()
 	for _, id := range messageIDs {
 		if err := delivered(ctx, tx, id, now); err != nil {

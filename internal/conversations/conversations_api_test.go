@@ -58,7 +58,7 @@ func TestAgentMessagesAPI(t *testing.T) {
 		if m.Status != conversations.StatusQueued || m.Role != "user" || m.ConversationID != working || m.AuthorID == nil {
 			t.Fatalf("message %+v", m)
 		}
-		if lines := inboxLines(t, f, working); len(lines) != 1 || lines[0] != `{"type":"message","role":"user","text":"Please also update the README."}` {
+		if lines := inboxLines(t, f, working); len(lines) != 1 || lines[0] != `{"role":"user","seq":1,"text":"Please also update the README.","type":"message"}` {
 			t.Fatalf("inbox %v", lines)
 		}
 		var intervened bool

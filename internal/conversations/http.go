@@ -62,7 +62,8 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.List(ctx, ws(ctx), in.TaskID, in.Role, in.Limit))
 		})
 	send := httpx.Created(ops.Op("post_api_agent_messages", http.MethodPost, "/api/agent/messages", "Send a message to the agent working on a task"))
-	send.Description = "Queued until the agent's worker takes it (then delivered); a queued task's agent gets it when it starts. 409 for a task no agent works on."
+	send.Description = "Queued until the agent's model has read it (then delivered: the agent says so once a model call that carried it answered); " +
+		"a queued task's agent gets it when it starts; one the model never read is cancelled when the task ends. 409 for a task no agent works on."
 	huma.Register(api, send, func(ctx context.Context, in *sendInput) (*httpx.Out[*AgentMessage], error) {
 		return httpx.Reply(s.Send(ctx, ws(ctx), user(ctx), in.Body.TaskID, in.Body.Text))
 	})

@@ -12,12 +12,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/runs"
 	"slipway/internal/workport"
 )
 
@@ -29,13 +32,13 @@ type Inbox struct {
 	react Reactions // nil: no other domain reacts
 }
 
-// Reactions are what other domains do when an agent takes its lines (the
-// composition root lists who reacts).
+// Reactions are what other domains do when an agent's model has read its
+// messages (the composition root lists who reacts).
 type Reactions interface {
-	// MessagesTaken is told, inside the transaction that hands lines to a
-	// worker for the first time, which messages they carry (their ids as
-	// given to Post).
-	MessagesTaken(ctx context.Context, tx *db.Tx, messageIDs []string) error
+	// MessagesSeen is told, inside the transaction that records the
+	// agent's "seen" line, which messages the model has read (their ids as
+	// given to Post); it may hear of a message more than once.
+	MessagesSeen(ctx context.Context, tx *db.Tx, messageIDs []string) error
 }
 
 // New returns the inbox.
@@ -56,6 +59,11 @@ func (b *Inbox) Post(ctx context.Context, tx *db.Tx, jobID string, line any, mes
 		return 0, err
 	}
 	seq, err := nextSeq(ctx, tx, jobID)
+	if err == nil && messageID != "" {
+		// A message carries its line's number: the agent says it back once
+		// its model has read the message (Seen).
+		raw, err = withSeq(raw, seq)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -97,12 +105,41 @@ func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]workport
 		if lines, _, err = read(ctx, tx, jobID, after); err != nil {
 			return err
 		}
-		if len(ids) == 0 || b.react == nil {
-			return nil
-		}
-		return b.react.MessagesTaken(ctx, tx, ids)
+		_ = ids // taken is not read: a message is delivered when the model saw it (Seen)
+		return nil
 	})
 	return lines, err
+}
+
+// withSeq adds "seq" to a JSON object line.
+func withSeq(raw []byte, seq int64) ([]byte, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("inbox: a message line must be a JSON object: %w", err)
+	}
+	obj["seq"] = json.RawMessage(strconv.FormatInt(seq, 10))
+	return json.Marshal(obj)
+}
+
+// AgentReported reads the "seen" lines of a job's agent (runs.Reactions):
+// the messages up to the line it names are delivered, in the transaction
+// that stores the line.
+func (b *Inbox) AgentReported(ctx context.Context, tx *db.Tx, jobID string, evs []runs.NewEvent) error {
+	var upTo int64
+	for _, e := range evs {
+		var s protocol.Seen
+		if e.Type == protocol.OutSeen && json.Unmarshal(e.Payload, &s) == nil {
+			upTo = max(upTo, s.Seq)
+		}
+	}
+	if upTo == 0 || jobID == "" || b.react == nil {
+		return nil
+	}
+	ids, err := messagesUpTo(ctx, tx, jobID, upTo)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return b.react.MessagesSeen(ctx, tx, ids)
 }
 
 // Waiting lists the running jobs a worker holds whose agents have lines no

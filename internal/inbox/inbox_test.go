@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/fixture"
 	"slipway/internal/inbox"
 	"slipway/internal/platform/clock"
@@ -16,6 +17,7 @@ import (
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/runs"
 )
 
 func post(t *testing.T, d *db.DB, b *inbox.Inbox, job, text, msg string) int64 {
@@ -77,15 +79,33 @@ func TestInbox(t *testing.T) {
 			if l.Seq != int64(i+1) {
 				t.Fatalf("seq %d at %d: numbers are not dense", l.Seq, i)
 			}
+			// A message line carries its number, for the agent to say back.
+			if !strings.Contains(string(l.Line), fmt.Sprintf(`"seq":%d`, l.Seq)) {
+				t.Fatalf("line %d does not carry its number: %s", l.Seq, l.Line)
+			}
 		}
-		if n := rec.count(); n != 8 {
-			t.Fatalf("told of %d taken messages", n)
+		// Taken is not delivered: nothing is told until the model read them.
+		if n := rec.count(); n != 0 {
+			t.Fatalf("told of %d messages when a worker took them", n)
 		}
-		// The same question again (an answer lost on the way): the same lines,
-		// not taken twice.
-		again, _ := b.Take(ctx, job, 0)
-		if n := rec.count(); len(again) != 8 || n != 8 {
-			t.Fatalf("again %d lines, %d taken", len(again), n)
+		// The same question again (an answer lost on the way): the same lines.
+		if again, _ := b.Take(ctx, job, 0); len(again) != 8 {
+			t.Fatalf("again %d lines", len(again))
+		}
+		// The agent says its model read up to line 5: those five messages
+		// are delivered; a seen line past what was taken delivers no more.
+		seen := func(seq int64) {
+			t.Helper()
+			payload := []byte(fmt.Sprintf(`{"type":"seen","seq":%d}`, seq))
+			if err := d.Tx(ctx, func(tx *db.Tx) error {
+				return b.AgentReported(ctx, tx, job, []runs.NewEvent{{Type: protocol.OutSeen, Payload: payload}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		seen(5)
+		if n := rec.count(); n != 5 {
+			t.Fatalf("told of %d seen messages, want 5", n)
 		}
 		if w, recheck, _ := b.Waiting(ctx, "hub@me", 0); len(w) != 0 || recheck != 0 {
 			t.Fatalf("still waiting: %v (%v)", w, recheck)
@@ -118,13 +138,13 @@ func TestInbox(t *testing.T) {
 	})
 }
 
-// takenRecorder keeps the message ids the inbox says were taken.
+// takenRecorder keeps the message ids the inbox says were seen.
 type takenRecorder struct {
 	mu    sync.Mutex
 	taken []string
 }
 
-func (r *takenRecorder) MessagesTaken(_ context.Context, _ *db.Tx, ids []string) error {
+func (r *takenRecorder) MessagesSeen(_ context.Context, _ *db.Tx, ids []string) error {
 	r.mu.Lock()
 	r.taken = append(r.taken, ids...)
 	r.mu.Unlock()

@@ -115,3 +115,23 @@ func lastTaken(ctx context.Context, q db.Queryer, jobID string) (int64, error) {
 	}
 	return seq, nil
 }
+
+// messagesUpTo lists the messages of a job's lines up to seq that a worker
+// took (a line never taken cannot have been read).
+func messagesUpTo(ctx context.Context, tx *db.Tx, jobID string, seq int64) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT message_id FROM agent_inbox WHERE job_id = $1 AND seq <= $2 AND message_id IS NOT NULL
+		AND taken_at IS NOT NULL`, jobID, seq)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: seen: %w", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}

@@ -195,7 +195,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message to the agent working on a task
-         * @description Queued until the agent's worker takes it (then delivered); a queued task's agent gets it when it starts. 409 for a task no agent works on.
+         * @description Queued until the agent's model has read it (then delivered: the agent says so once a model call that carried it answered); a queued task's agent gets it when it starts; one the model never read is cancelled when the task ends. 409 for a task no agent works on.
          */
         post: operations["post_api_agent_messages"];
         delete?: never;

@@ -38,6 +38,7 @@ const (
 	OutCost            = "cost"
 	OutSubtask         = "subtask"
 	OutWaiting         = "waiting" // the agent stopped its step and waits for a human message
+	OutSeen            = "seen"    // the model has read the human messages up to an inbox line
 	OutResult          = "result"
 	OutLog             = "log" // assigned by the hub to unstructured output
 )
@@ -94,6 +95,17 @@ type Message struct {
 	Type string `json:"type"` // "message"
 	Role string `json:"role,omitempty"`
 	Text string `json:"text"`
+	// Seq numbers a human message on the agent's stdin (its inbox line);
+	// the agent says it in a "seen" line once the model has read it.
+	Seq int64 `json:"seq,omitempty"`
+}
+
+// Seen is a "seen" line: the model has read every human message up to the
+// inbox line Seq (it was in a model call that answered). Only then is a
+// message delivered.
+type Seen struct {
+	Type string `json:"type"` // "seen"
+	Seq  int64  `json:"seq"`
 }
 
 // ToolCall is a "tool_call" line: the model asked to run a tool. Arguments
@@ -218,7 +230,7 @@ func IsOutput(eventType string) bool {
 
 var knownOut = map[string]bool{
 	OutMessage: true, OutToolCall: true, OutToolResult: true, OutApprovalRequest: true,
-	OutCost: true, OutSubtask: true, OutWaiting: true, OutResult: true,
+	OutCost: true, OutSubtask: true, OutWaiting: true, OutSeen: true, OutResult: true,
 }
 
 // Writer writes protocol lines; safe for concurrent use.

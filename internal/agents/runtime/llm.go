@@ -54,6 +54,7 @@ type llmAgent struct {
 
 	mu          sync.Mutex
 	inbox       []string          // interventions not yet sent to the model
+	inboxSeq    int64             // the last inbox line among them (0: unnumbered)
 	verdicts    map[string]string // approval verdicts by tool call id
 	interrupted bool              // an interrupt stopped (or will stop) the current step
 	stepCancel  context.CancelFunc
@@ -76,9 +77,10 @@ func newLLMAgent(s protocol.Start, pw *protocol.Writer, log *slog.Logger) (*llmA
 	return a, nil
 }
 
-func (a *llmAgent) intervene(text string) {
+func (a *llmAgent) intervene(text string, seq int64) {
 	a.mu.Lock()
 	a.inbox = append(a.inbox, text)
+	a.inboxSeq = max(a.inboxSeq, seq)
 	a.mu.Unlock()
 	a.signal()
 }
@@ -179,12 +181,14 @@ func (a *llmAgent) hasInbox() bool {
 	return len(a.inbox) > 0
 }
 
-func (a *llmAgent) takeInbox() []string {
+// takeInbox hands the waiting messages to the next model call, with the
+// last inbox line among them.
+func (a *llmAgent) takeInbox() ([]string, int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	in := a.inbox
-	a.inbox = nil
-	return in
+	in, seq := a.inbox, a.inboxSeq
+	a.inbox, a.inboxSeq = nil, 0
+	return in, seq
 }
 
 func (a *llmAgent) send(v any) {
@@ -215,6 +219,7 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 		tokens  int
 		costUSD float64
 		idle    int
+		unseen  int64 // the last inbox line in msgs that no answered call carried yet
 	)
 	for call := 1; ; call++ {
 		switch {
@@ -230,9 +235,11 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 				return "", err
 			}
 		}
-		for _, text := range a.takeInbox() {
+		texts, seq := a.takeInbox()
+		for _, text := range texts {
 			msgs = append(msgs, chatMessage{Role: "user", Content: text})
 		}
+		unseen = max(unseen, seq)
 
 		a.log.Info("model call", "n", call, "messages", len(msgs), "tokens_so_far", tokens)
 		sctx, done := a.step(ctx)
@@ -245,6 +252,11 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 		}
 		if err != nil {
 			return "", err
+		}
+		if unseen > 0 {
+			// The model answered a call that carried the messages: read.
+			a.send(protocol.Seen{Type: protocol.OutSeen, Seq: unseen})
+			unseen = 0
 		}
 		if u := resp.Usage; u != nil {
 			total := u.TotalTokens

@@ -49,7 +49,7 @@ type agent interface {
 
 // intervener is an agent that takes human messages while it runs.
 type intervener interface {
-	intervene(text string)
+	intervene(text string, seq int64)
 }
 
 // stepper is an agent that works in steps: an interrupt stops the current
@@ -236,6 +236,7 @@ func control(in *lineReader, a agent, agentType string, cancel context.CancelCau
 		var head struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
+			Seq  int64  `json:"seq"`
 		}
 		if err := json.Unmarshal(line, &head); err != nil {
 			log.Warn("ignoring a stdin line that is not a JSON object", "err", err)
@@ -257,7 +258,7 @@ func control(in *lineReader, a agent, agentType string, cancel context.CancelCau
 			case head.Text == "":
 				log.Info("ignoring message with empty text")
 			default:
-				iv.intervene(head.Text)
+				iv.intervene(head.Text, head.Seq)
 				log.Info("intervention queued for the next model call")
 			}
 		case protocol.InApproval:
