@@ -15,6 +15,7 @@ import (
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
 	"slipway/internal/captcha"
+	"slipway/internal/changes"
 	"slipway/internal/codefiles"
 	"slipway/internal/commands"
 	"slipway/internal/config"
@@ -69,6 +70,7 @@ type Services struct {
 	Approvals     *approvals.Service
 	Conversations *conversations.Service
 	Undo          *undo.Service
+	Changes       *changes.Service
 	Commands      *commands.Service
 	Mail          *mail.Outbox
 	Captcha       *captcha.Service
@@ -244,6 +246,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
 		Commands: commands.NewService(ts, proj, wf, ap, ten),
 		Undo:     undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
+		Changes:  changes.NewService(ts, proj, git),
 		Runners:  runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -593,4 +594,114 @@ func (g *Git) Probe(ctx context.Context, r Remote, branch string) (Heads, error)
 		}
 	}
 	return h, nil
+}
+
+// FileChange is one file a change touches.
+type FileChange struct {
+	Path       string `json:"path"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+}
+
+// Change is what a commit changes relative to its merge base with the
+// remote's base branch.
+type Change struct {
+	Files []FileChange `json:"files"`
+	// Patch is the unified diff, cut at the limit asked for.
+	Patch     string `json:"patch"`
+	Truncated bool   `json:"truncated" doc:"The patch was cut at its limit"`
+}
+
+var commitID = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// maxChangedFiles bounds the file list of a change.
+const maxChangedFiles = 2000
+
+// Diff reads what commit changes against the remote's base branch (from
+// their merge base, so later work on the base does not show), fetching
+// first when the mirror lacks the commit. The patch stops at maxPatch
+// bytes; git's output is never held whole.
+func (g *Git) Diff(ctx context.Context, projectID string, r Remote, base, commit string, maxPatch int) (*Change, error) {
+	if !commitID.MatchString(commit) {
+		return nil, fmt.Errorf("repo: %q is not a commit id", commit)
+	}
+	mirror := g.MirrorPath(projectID)
+	has := func() bool {
+		_, err := g.run(ctx, "cat-file", mirror, nil, "cat-file", "-e", commit+"^{commit}")
+		return err == nil
+	}
+	if _, err := os.Stat(filepath.Join(mirror, "HEAD")); err != nil || !has() {
+		if err := g.Sync(ctx, projectID, r); err != nil {
+			return nil, err
+		}
+		if !has() {
+			return nil, fmt.Errorf("%w: the repository no longer has commit %s", ErrNoBranch, commit)
+		}
+	}
+	span := "refs/remotes/origin/" + base + "..." + commit
+	noExternal := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M"}
+	stat, err := g.runLimited(ctx, mirror, 1<<20, append(noExternal, "--numstat", "-z", span)...)
+	if err != nil {
+		return nil, err
+	}
+	c := &Change{Files: []FileChange{}}
+	// -z: "ins\tdel\tpath\0", or for a rename "ins\tdel\t\0from\0to\0".
+	fields := strings.Split(stat.out, "\x00")
+	for i := 0; i < len(fields) && len(c.Files) < maxChangedFiles; i++ {
+		counts := strings.SplitN(fields[i], "\t", 3)
+		if len(counts) != 3 {
+			continue
+		}
+		f := FileChange{Path: counts[2], Binary: counts[0] == "-"}
+		f.Insertions, _ = strconv.Atoi(counts[0])
+		f.Deletions, _ = strconv.Atoi(counts[1])
+		if f.Path == "" && i+2 < len(fields) {
+			f.Path = fields[i+1] + " → " + fields[i+2]
+			i += 2
+		}
+		c.Files = append(c.Files, f)
+	}
+	patch, err := g.runLimited(ctx, mirror, maxPatch, append(noExternal, span)...)
+	if err != nil {
+		return nil, err
+	}
+	c.Patch, c.Truncated = patch.out, patch.cut
+	return c, nil
+}
+
+type limitedOutput struct {
+	out string
+	cut bool
+}
+
+// runLimited runs git keeping at most max bytes of its stdout; past that
+// it stops git.
+func (g *Git) runLimited(ctx context.Context, dir string, max int, args ...string) (limitedOutput, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safeConfig...), args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return limitedOutput{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return limitedOutput{}, err
+	}
+	buf := make([]byte, max+1)
+	n, _ := io.ReadFull(pipe, buf)
+	cut := n > max
+	if cut {
+		n = max
+		cancel() // the rest is not wanted
+	}
+	werr := cmd.Wait()
+	if werr != nil && !cut {
+		return limitedOutput{}, &Error{Op: args[0], Output: lastLines(strings.TrimSpace(stderr.String()), 6)}
+	}
+	return limitedOutput{out: strings.ToValidUTF8(string(buf[:n]), "\uFFFD"), cut: cut}, nil
 }

@@ -211,3 +211,59 @@ func TestProbeReadsTheRemote(t *testing.T) {
 		t.Fatalf("empty: %+v, %v", h, err)
 	}
 }
+
+// Diff shows what a task's commit changed against its base: per-file
+// counts (renames and binary files too) and the patch, cut at its limit.
+func TestDiffOfACommit(t *testing.T) {
+	ctx := context.Background()
+	bare := agenttest.BareRepo(t, map[string]string{"README.md": "hello\n", "old.txt": "moving\n"})
+	g, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Remote{URL: bare}
+	if err := g.Sync(ctx, "p1", r); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := g.AddWorktree(ctx, "p1", "t1", "slipway/task-1", "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(wt, "README.md"), []byte("hello\nworld\n"), 0o644)
+	os.WriteFile(filepath.Join(wt, "logo.bin"), []byte{0, 1, 2, 0, 3}, 0o644)
+	os.Rename(filepath.Join(wt, "old.txt"), filepath.Join(wt, "new.txt"))
+	sha, changed, err := g.Commit(ctx, "p1", "t1", "change", "Agent", "agent@x")
+	if err != nil || !changed {
+		t.Fatalf("commit: %v %v", changed, err)
+	}
+	c, err := g.Diff(ctx, "p1", r, "main", sha, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]FileChange{}
+	for _, f := range c.Files {
+		files[f.Path] = f
+	}
+	if f := files["README.md"]; f.Insertions != 1 || f.Deletions != 0 {
+		t.Errorf("README.md: %+v", f)
+	}
+	if f, ok := files["logo.bin"]; !ok || !f.Binary {
+		t.Errorf("logo.bin: %+v", f)
+	}
+	if _, ok := files["old.txt → new.txt"]; !ok || len(c.Files) != 3 {
+		t.Errorf("files: %+v", c.Files)
+	}
+	if c.Truncated || !strings.Contains(c.Patch, "+world") || !strings.Contains(c.Patch, "rename from old.txt") {
+		t.Errorf("patch (truncated %v):\n%s", c.Truncated, c.Patch)
+	}
+	cut, err := g.Diff(ctx, "p1", r, "main", sha, 40)
+	if err != nil || !cut.Truncated || len(cut.Patch) != 40 {
+		t.Fatalf("cut patch: %d bytes, truncated %v, %v", len(cut.Patch), cut.Truncated, err)
+	}
+	if _, err := g.Diff(ctx, "p1", r, "main", "HEAD; rm -rf /", 100); err == nil {
+		t.Fatal("a commit id that is not one was taken")
+	}
+	if _, err := g.Diff(ctx, "p1", r, "main", strings.Repeat("a", 40), 100); !errors.Is(err, ErrNoBranch) {
+		t.Fatalf("an unknown commit: %v", err)
+	}
+}

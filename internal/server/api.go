@@ -19,6 +19,7 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/buildinfo"
 	"slipway/internal/captcha"
+	"slipway/internal/changes"
 	"slipway/internal/codefiles"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/httpx"
@@ -117,6 +118,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))
 	conversations.Register(pub, svc.Conversations, svc.Tenancy.WorkspaceScoped(pub))
 	undo.Register(pub, svc.Undo, svc.Tenancy.WorkspaceScoped(pub))
+	changes.Register(pub, svc.Changes, svc.Tenancy.WorkspaceScoped(pub))
 	commands.Register(pub, svc.Commands, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
 	realtime.Register(pub, svc.Realtime, svc.Live, svc.Tenancy.WorkspaceScoped(pub))

@@ -2,10 +2,7 @@ package undo_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,28 +17,6 @@ import (
 	"slipway/internal/tasks"
 	"slipway/internal/undo"
 )
-
-// published makes a finished task whose agent's work is on the remote: a
-// commit adding work.txt on the task's branch, recorded as its pull
-// request (opened).
-func published(t *testing.T, f *fixture.API, c *apitest.Client, project string) tasks.Task {
-	t.Helper()
-	task := f.Task(t, c, project, "add work.txt", nil)
-	clone := filepath.Join(t.TempDir(), "clone")
-	agenttest.Git(t, "", "clone", "-q", f.Repo, clone)
-	agenttest.Git(t, clone, "checkout", "-q", "-b", task.Branch)
-	if err := os.WriteFile(filepath.Join(clone, "work.txt"), []byte("the agent's work\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	agenttest.Git(t, clone, "add", ".")
-	agenttest.Git(t, clone, "-c", "user.name=agent", "-c", "user.email=agent@example.test", "commit", "-q", "-m", "work")
-	agenttest.Git(t, clone, "push", "-q", "origin", task.Branch)
-	sha := agenttest.Git(t, clone, "rev-parse", "HEAD")
-	now := time.Now().UTC()
-	pr, _ := json.Marshal(tasks.PullRequest{Provider: "local", Branch: task.Branch, Base: "main", Commit: sha, FilesChanged: 1, Insertions: 1, OpenedAt: &now})
-	f.Exec(t, `UPDATE tasks SET status = 'done_pr', held = FALSE, pr = $2, finished_at = $3 WHERE id = $1`, task.ID, string(pr), now)
-	return fixture.GetTask(t, c, task.ID)
-}
 
 // branchLog is the remote branch's commit subjects, newest first ("" when
 // the branch is gone).
@@ -58,7 +33,7 @@ func TestUndoAPI(t *testing.T) {
 		f := fixture.NewAPI(t, e, "SERVICE_UNDO_GRACE_SECS", "3600")
 		owner, outsider := f.Owner, f.Outsider
 		project := f.Project(t, owner, "Undone")
-		task := published(t, f, owner, project)
+		task := f.Published(t, owner, project)
 		held := f.Task(t, owner, project, "never ran", nil)
 
 		apitest.Run(t, f.App, []apitest.Scenario{
@@ -160,7 +135,7 @@ func TestUndoExecuteRace(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e, "SERVICE_UNDO_GRACE_SECS", "3600")
 		owner := f.Owner
-		task := published(t, f, owner, f.Project(t, owner, "Raced"))
+		task := f.Published(t, owner, f.Project(t, owner, "Raced"))
 		r := owner.Do("POST", "/api/tasks/"+task.ID+"/undo", map[string]any{"kind": "revert_commit"})
 		fixture.Want(t, r, http.StatusCreated)
 		id := r.Map(t)["id"].(string)

@@ -1632,6 +1632,26 @@ export interface paths {
         patch: operations["patch_api_tasks_id_config"];
         trace?: never;
     };
+    "/api/tasks/{id}/diff": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the task's published commit changes
+         * @description The files (with insertions and deletions) and the unified patch of the task's commit against its base branch, from their merge base. The patch stops at 512 KiB (truncated says so). 404 for a task that published no change.
+         */
+        get: operations["get_api_tasks_id_diff"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/tasks/{id}/events": {
         parameters: {
             query?: never;
@@ -3427,6 +3447,14 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        FileChange: {
+            binary?: boolean;
+            /** Format: int64 */
+            deletions: number;
+            /** Format: int64 */
+            insertions: number;
+            path: string;
+        };
         FileInfo: {
             /** Format: date-time */
             created_at: string;
@@ -4645,6 +4673,18 @@ export interface components {
             updated_at: string;
             /** Format: uuid */
             workspace_id: string;
+        };
+        TaskChange: {
+            /** @description The branch it is compared with (from their merge base) */
+            base: string;
+            branch: string;
+            commit: string;
+            files: components["schemas"]["FileChange"][] | null;
+            patch: string;
+            /** Format: uuid */
+            task_id: string;
+            /** @description The patch was cut at its limit */
+            truncated: boolean;
         };
         TaskConfig: {
             /** @enum {string} */
@@ -8640,6 +8680,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Task"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_tasks_id_diff: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Task id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TaskChange"];
                 };
             };
             /** @description Error */
