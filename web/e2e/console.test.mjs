@@ -119,6 +119,34 @@ test('start a task and watch its log arrive live', async () => {
   await shot('task')
 })
 
+test("a finished task's change: the files and the patch, an undo counted down then run now, and its log searched and filtered", async () => {
+  await page.goto(state.taskURL)
+  const log = page.getByTestId('event-log')
+  await log.getByText('tick 3').waitFor()
+  const all = await log.locator('[data-seq]').count()
+  await page.getByTestId('event-search').fill('tick 3')
+  assert.equal(await log.locator('[data-seq]').count(), 1)
+  assert.match(await page.getByTestId('event-count').innerText(), new RegExp(`^1 of ${all}$`))
+  await page.getByTestId('event-search').fill('')
+  await page.getByTestId('event-types').click()
+  await page.getByRole('option', { name: 'status' }).click()
+  await page.keyboard.press('Escape')
+  const types = await log.locator('[data-seq]').evaluateAll((els) => [...new Set(els.map((e) => e.getAttribute('data-type')))])
+  assert.deepEqual(types, ['status'])
+  // Status changes read as words, not JSON.
+  assert.match(await log.innerText(), /queued → running/)
+
+  await page.getByTestId('tab-change').click()
+  assert.match(await page.getByTestId('change-files').innerText(), /result\.txt/)
+  assert.match(await page.getByTestId('patch').innerText(), /\+done/)
+  await page.getByTestId('undo-revert_commit').click()
+  const undo = page.getByTestId('undo-action-revert_commit')
+  assert.match(await undo.getByTestId('undo-countdown').innerText(), /^runs in \d+ s$/)
+  await undo.getByTestId('undo-run-now').click()
+  await page.locator('[data-testid="undo-action-revert_commit"][data-status="executed"]').waitFor()
+  assert.match(await undo.innerText(), /revert/i)
+})
+
 test('cancel a running task', async () => {
   await page.getByRole('link', { name: 'Tasks' }).click()
   await page.getByTestId('task-prompt').fill('echo waiting; sleep 120')
@@ -343,6 +371,54 @@ test('an agent asks to run a tool: the header counts it live, its task page appr
     await waiting.waitFor({ state: 'detached' })
     assert.equal(calls, 2)
   } finally {
+    model.close()
+  }
+})
+
+test('interrupt an llm task while its model thinks, message it from its page, and it finishes having read the message', async () => {
+  const note = 'Stop there and finish, please.'
+  const bodies = []
+  let release
+  const model = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (d) => (body += d))
+    req.on('end', () => {
+      bodies.push(body)
+      if (bodies.length === 1) {
+        release = () => res.destroy() // the first call hangs until the interrupt stops it
+        return
+      }
+      res.setHeader('Content-Type', 'application/json')
+      res.end(
+        JSON.stringify({
+          id: 'c',
+          model: 'test-model',
+          choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: '', tool_calls: [{ id: 'f', type: 'function', function: { name: 'finish', arguments: '{"summary":"stopped"}' } }] } }],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        }),
+      )
+    })
+  })
+  await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))
+  try {
+    const call = await apiSession(server.url, admin.email, admin.password)
+    await call('POST', '/api/agent-profiles', { name: 'thinker', agent_type: 'llm', model: 'test-model', base_url: `http://127.0.0.1:${model.address().port}/v1`, api_key: 'test-key' })
+    const project = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
+    const task = await call('POST', '/api/tasks', { project_id: project.id, prompt: 'Think for a long time', agent_profile: 'thinker' })
+    await page.goto(`${server.url}/tasks/${task.id}`)
+    for (let i = 0; i < 300 && bodies.length === 0; i++) await new Promise((r) => setTimeout(r, 100))
+    assert.equal(bodies.length, 1, 'the model was called')
+    await page.getByTestId('interrupt-task').click()
+    await page.locator('[data-status="needs_input"]').first().waitFor()
+    await page.getByTestId('message-text').fill(note)
+    await page.getByTestId('message-send').click()
+    await page.locator('[data-status^="done"]').first().waitFor({ timeout: 30_000 })
+    assert.equal(bodies.length, 2)
+    assert.ok(bodies[1].includes(note), 'the second model call carries the message')
+    const [m] = await call('GET', `/api/agent/conversations/${task.id}/messages?role=user`)
+    assert.equal(m.status, 'delivered', 'delivered: the model read it')
+  } finally {
+    release?.()
     model.close()
   }
 })

@@ -1,5 +1,5 @@
-import { Alert, Anchor, Badge, Button, Card, Code, Group, Stack, Text, Textarea, Title } from '@mantine/core'
-import { useEffect, useState } from 'react'
+import { Alert, Anchor, Badge, Button, Card, Code, Group, Stack, Tabs, Text, Textarea, Title } from '@mantine/core'
+import { lazy, Suspense, useEffect, useState } from 'react'
 import { useParams } from 'react-router-dom'
 import { get, post } from '../api'
 import { watchTopic } from '../live'
@@ -8,6 +8,10 @@ import { EventLog, useEventLog } from '../events'
 import { ErrorNote, Loading, Status, useAction, useLoad, when, count } from '../ui'
 
 const active = ['queued', 'running', 'needs_input']
+
+// The change and its undo load when first opened.
+const ChangeView = lazy(() => import('./TaskChange').then((m) => ({ default: m.ChangeView })))
+const UndoPanel = lazy(() => import('./TaskChange').then((m) => ({ default: m.UndoPanel })))
 
 /** One task: its state, live event log, pull request and the actions it allows. */
 export function TaskPage() {
@@ -32,7 +36,8 @@ export function TaskPage() {
       await Promise.all([task.reload(), approvals.reload()])
       return true
     })
-  const step = (op: 'launch' | 'cancel' | 'rerun' | 'restart') => () => post(`/api/tasks/{id}/${op}`, { params: { path: { id } } })
+  const step = (op: 'launch' | 'cancel' | 'rerun' | 'restart' | 'interrupt') => () => post(`/api/tasks/{id}/${op}`, { params: { path: { id } } })
+  const [tab, setTab] = useState<string | null>('log')
   const decide = (approval: string, verdict: 'approve' | 'reject') => () =>
     post('/api/tool-approvals/{id}/decide', { params: { path: { id: approval } }, body: { verdict } })
 
@@ -57,6 +62,18 @@ export function TaskPage() {
           {t.held && (
             <Button variant="light" loading={busy === 'launch'} onClick={() => act('launch', step('launch'))}>
               Launch
+            </Button>
+          )}
+          {t.status === 'running' && (
+            <Button
+              color="yellow"
+              variant="light"
+              loading={busy === 'interrupt'}
+              onClick={() => act('interrupt', step('interrupt'))}
+              title="Stop the agent's current step; it waits for your message"
+              data-testid="interrupt-task"
+            >
+              Interrupt
             </Button>
           )}
           {running && (
@@ -127,16 +144,37 @@ export function TaskPage() {
           }}
         >
           <Group align="end">
-            <Textarea label="Message the agent" autosize style={{ flex: 1 }} value={message} onChange={(e) => setMessage(e.currentTarget.value)} required />
-            <Button type="submit" loading={busy === 'intervene'}>
+            <Textarea label="Message the agent" autosize style={{ flex: 1 }} value={message} onChange={(e) => setMessage(e.currentTarget.value)} required data-testid="message-text" />
+            <Button type="submit" loading={busy === 'intervene'} data-testid="message-send">
               Send
             </Button>
           </Group>
         </form>
       )}
-      <Title order={4}>Event log</Title>
-      {log.error && <ErrorNote error={log.error} />}
-      <EventLog events={log.list} loading={log.loading} height={420} />
+      <Tabs value={tab} onChange={setTab} keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="log">Event log</Tabs.Tab>
+          {t.pr?.commit && (
+            <Tabs.Tab value="change" data-testid="tab-change">
+              Change
+            </Tabs.Tab>
+          )}
+        </Tabs.List>
+        <Tabs.Panel value="log" pt="xs">
+          {log.error && <ErrorNote error={log.error} />}
+          <EventLog events={log.list} loading={log.loading} height={420} name={`task-${t.id}-events`} />
+        </Tabs.Panel>
+        {t.pr?.commit && (
+          <Tabs.Panel value="change" pt="xs">
+            <Suspense fallback={<Loading />}>
+              <Stack>
+                {!running && <UndoPanel task={t} />}
+                <ChangeView task={t} />
+              </Stack>
+            </Suspense>
+          </Tabs.Panel>
+        )}
+      </Tabs>
     </Stack>
   )
 }
