@@ -32,9 +32,9 @@ func TestTaskDiff(t *testing.T) {
 		}
 		held := f.Task(t, owner, project, "never ran", nil)
 		for path, want := range map[string]int{
-			"/api/tasks/" + held.ID + "/diff": http.StatusNotFound,
+			"/api/tasks/" + held.ID + "/diff":   http.StatusNotFound,
 			"/api/tasks/" + ids.New() + "/diff": http.StatusNotFound,
-			"/api/tasks/not-an-id/diff":        http.StatusNotFound,
+			"/api/tasks/not-an-id/diff":         http.StatusNotFound,
 		} {
 			fixture.Want(t, owner.Do("GET", path, nil), want)
 		}

@@ -301,6 +301,26 @@ func TestProjectBranchFromRemote(t *testing.T) {
 		if p := createProject(t, f.owner, map[string]any{"name": "Local", "repo_url": bare}); p.DefaultBranch != "master" {
 			t.Fatalf("local default branch = %q, want master", p.DefaultBranch)
 		}
+		// HEAD naming a branch nothing was pushed to: main when it exists,
+		// the only branch when there is one, else a 400 listing some.
+		unborn := agenttest.BareRepo(t, nil)
+		agenttest.Git(t, unborn, "symbolic-ref", "HEAD", "refs/heads/master")
+		if p := createProject(t, f.owner, map[string]any{"name": "Unborn", "repo_url": unborn}); p.DefaultBranch != "main" {
+			t.Fatalf("unborn HEAD: default branch %q, want main", p.DefaultBranch)
+		}
+		agenttest.Git(t, unborn, "branch", "-m", "main", "trunk")
+		if p := createProject(t, f.owner, map[string]any{"name": "Unborn trunk", "repo_url": unborn}); p.DefaultBranch != "trunk" {
+			t.Fatalf("unborn HEAD, one branch: default branch %q, want trunk", p.DefaultBranch)
+		}
+		agenttest.Git(t, unborn, "branch", "dev", "trunk")
+		apitest.Run(t, f.app, []apitest.Scenario{
+			{Name: "unborn HEAD and two branches", Client: f.owner, Method: "POST", Path: "/api/projects", Body: map[string]any{"name": "Y", "repo_url": unborn},
+				WantStatus: http.StatusBadRequest, WantCode: "bad_request", WantContains: []string{"names no branch it has (it has dev, trunk)"}},
+			{Name: "unborn HEAD and a missing branch", Client: f.owner, Method: "POST", Path: "/api/projects",
+				Body:       map[string]any{"name": "Y", "repo_url": unborn, "default_branch": "nope"},
+				WantStatus: http.StatusBadRequest, WantCode: "bad_request", WantContains: []string{`\"nope\" does not exist in the repository (it has dev, trunk)`}},
+		})
+
 		// Nothing pushed yet: any valid branch, main when none is named.
 		empty := filepath.Join(t.TempDir(), "empty.git")
 		agenttest.Git(t, "", "init", "-q", "--bare", "-b", "trunk", empty)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,6 +56,16 @@ func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, remotes Remotes
 // that holds nothing yet takes any valid branch.
 func (s *Service) settleBranch(ctx context.Context, url string, c Credentials, branch string) (string, error) {
 	h, err := s.remotes.Probe(ctx, repo.Remote{URL: url, Username: c.Username, Token: c.Token, SSHPrivateKey: c.SSHPrivateKey}, branch)
+	some := func() string {
+		if len(h.Branches) == 0 {
+			return ""
+		}
+		list := strings.Join(h.Branches[:min(len(h.Branches), 10)], ", ")
+		if len(h.Branches) > 10 {
+			list += ", …"
+		}
+		return " (it has " + list + ")"
+	}
 	switch {
 	case err != nil && branch != "":
 		return branch, nil
@@ -65,20 +76,24 @@ func (s *Service) settleBranch(ctx context.Context, url string, c Credentials, b
 			why = strings.Join(strings.Fields(strings.ReplaceAll(gitErr.Output, "\n", "; ")), " ")
 		}
 		return "", apperr.BadRequest("default_branch: the repository's default branch could not be read (%s); check repo_url and credentials, or give default_branch", why)
-	case h.Empty && branch == "" && h.Default == "":
-		return "main", nil
 	case h.Empty && branch == "":
-		return h.Default, nil
+		return "main", nil
 	case h.Empty:
 		return branch, nil
-	case branch == "" && h.Default == "":
-		return "", apperr.BadRequest("default_branch: the repository does not say which branch is its default; give default_branch")
-	case branch == "":
-		return h.Default, nil
-	case !h.Has:
+	case branch != "" && !h.Has && h.Default != "":
 		return "", apperr.BadRequest("default_branch %q does not exist in the repository (its default branch is %q)", branch, h.Default)
+	case branch != "" && !h.Has:
+		return "", apperr.BadRequest("default_branch %q does not exist in the repository%s", branch, some())
+	case branch != "":
+		return branch, nil
+	case h.Default != "":
+		return h.Default, nil
+	case slices.Contains(h.Branches, "main"):
+		return "main", nil // HEAD names a branch nothing was pushed to
+	case len(h.Branches) == 1:
+		return h.Branches[0], nil
 	}
-	return branch, nil
+	return "", apperr.BadRequest("default_branch: the repository's HEAD names no branch it has%s; give default_branch", some())
 }
 
 func credentialsContext(projectID string) string { return "project:" + projectID + ":credentials" }

@@ -538,23 +538,31 @@ func (g *Git) DeleteBranch(ctx context.Context, projectID string, r Remote, bran
 	return nil
 }
 
-// Remote state as one look at a remote shows it.
+// Heads is what a look at a remote shows.
 type Heads struct {
-	// Default is the branch the remote's HEAD names; "" when the remote
-	// does not say (an empty repository, or a server that hides it).
+	// Default is the branch the remote's HEAD names when that branch
+	// exists; "" when HEAD names none, or one nothing was pushed to.
 	Default string
 	// Has reports whether the branch asked about exists.
 	Has bool
-	// Empty: the remote has no refs at all (nothing pushed yet).
+	// Empty: the remote has no branch at all (nothing pushed yet).
 	Empty bool
+	// Branches lists some of the remote's branches (up to maxListed), read
+	// only when HEAD names no existing branch.
+	Branches []string
 }
 
 // probeTimeout bounds one look at a remote a tenant named: a host that
 // never answers costs a request this long, not a hung handler.
 const probeTimeout = 20 * time.Second
 
+// maxListed bounds the branch names Probe keeps.
+const maxListed = 50
+
 // Probe asks the remote, without fetching anything, which branch its HEAD
-// names and whether branch ("" asks nothing) exists.
+// names and whether branch ("" asks nothing) exists. When HEAD names no
+// existing branch it lists some branches instead, so a caller can still
+// choose (and say what there is).
 func (g *Git) Probe(ctx context.Context, r Remote, branch string) (Heads, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
@@ -577,22 +585,44 @@ func (g *Git) Probe(ctx context.Context, r Remote, branch string) (Heads, error)
 	if err != nil {
 		return Heads{}, err
 	}
-	// An unborn HEAD may still name its branch, so only a line with an
-	// object id says the remote holds anything.
-	h := Heads{Empty: true}
+	var h Heads
+	symref, headResolves := "", false
 	for _, line := range strings.Split(out, "\n") {
 		ref, name, ok := strings.Cut(line, "\t")
 		switch {
 		case !ok:
 		case strings.HasPrefix(ref, "ref: refs/heads/"):
 			if name == "HEAD" {
-				h.Default = strings.TrimPrefix(ref, "ref: refs/heads/")
+				symref = strings.TrimPrefix(ref, "ref: refs/heads/")
 			}
-		default:
-			h.Empty = false
-			h.Has = h.Has || (want != "" && name == want)
+		case name == "HEAD":
+			headResolves = true
+		case want != "" && name == want:
+			h.Has = true
 		}
 	}
+	if headResolves {
+		// HEAD resolves, so the branch it names exists (a detached HEAD
+		// names none).
+		h.Default = symref
+		h.Has = h.Has || (branch != "" && branch == symref)
+		return h, nil
+	}
+	// HEAD names nothing that exists: see what branches there are.
+	listed, err := g.runLimitedEnv(ctx, g.root, 64<<10, a, "ls-remote", "--heads", "--", r.URL)
+	if err != nil {
+		return Heads{}, err
+	}
+	for _, line := range strings.Split(listed.out, "\n") {
+		if _, name, ok := strings.Cut(line, "\t"); ok && strings.HasPrefix(name, "refs/heads/") {
+			name = strings.TrimPrefix(name, "refs/heads/")
+			h.Has = h.Has || name == branch
+			if len(h.Branches) < maxListed {
+				h.Branches = append(h.Branches, name)
+			}
+		}
+	}
+	h.Empty = len(h.Branches) == 0
 	return h, nil
 }
 
@@ -678,11 +708,21 @@ type limitedOutput struct {
 // runLimited runs git keeping at most max bytes of its stdout; past that
 // it stops git.
 func (g *Git) runLimited(ctx context.Context, dir string, max int, args ...string) (limitedOutput, error) {
+	return g.runLimitedEnv(ctx, dir, max, nil, args...)
+}
+
+// runLimitedEnv is runLimited with credentials (auth may be nil).
+func (g *Git) runLimitedEnv(ctx context.Context, dir string, max int, auth *authEnv, args ...string) (limitedOutput, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safeConfig...), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
+	var secrets []string
+	if auth != nil {
+		cmd.Env = append(cmd.Env, auth.env...)
+		secrets = auth.secrets
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	pipe, err := cmd.StdoutPipe()
@@ -701,7 +741,7 @@ func (g *Git) runLimited(ctx context.Context, dir string, max int, args ...strin
 	}
 	werr := cmd.Wait()
 	if werr != nil && !cut {
-		return limitedOutput{}, &Error{Op: args[0], Output: lastLines(strings.TrimSpace(stderr.String()), 6)}
+		return limitedOutput{}, &Error{Op: args[0], Output: lastLines(scrub(strings.TrimSpace(stderr.String()), secrets), 6)}
 	}
 	return limitedOutput{out: strings.ToValidUTF8(string(buf[:n]), "\uFFFD"), cut: cut}, nil
 }

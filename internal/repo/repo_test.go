@@ -204,6 +204,19 @@ func TestProbeReadsTheRemote(t *testing.T) {
 		t.Fatalf("bad credentials: %v", err)
 	}
 
+	// HEAD naming a branch nothing was pushed to (git init --bare on a
+	// master default, then a push of main): no default, the branches
+	// listed, and asking about a branch still answers.
+	unborn := agenttest.BareRepo(t, nil)
+	agenttest.Git(t, unborn, "symbolic-ref", "HEAD", "refs/heads/master")
+	if h, err := g.Probe(ctx, Remote{URL: unborn}, "no-such-branch"); err != nil || h.Default != "" || h.Empty || h.Has ||
+		len(h.Branches) != 1 || h.Branches[0] != "main" {
+		t.Fatalf("unborn HEAD, a missing branch: %+v, %v", h, err)
+	}
+	if h, err := g.Probe(ctx, Remote{URL: unborn}, "main"); err != nil || !h.Has || h.Empty {
+		t.Fatalf("unborn HEAD, main: %+v, %v", h, err)
+	}
+
 	// A repository nothing was pushed to yet is empty, not an error.
 	empty := filepath.Join(t.TempDir(), "empty.git")
 	agenttest.Git(t, "", "init", "-q", "--bare", "-b", "trunk", empty)

@@ -23,6 +23,7 @@ const Runners = lazy(() => import('./pages/Runners'))
 const Members = lazy(() => import('./pages/Members'))
 const Admin = lazy(() => import('./pages/Admin'))
 const Settings = lazy(() => import('./pages/Settings'))
+const ProjectSettings = lazy(() => import('./pages/ProjectSettings'))
 
 export function App() {
   return (
@@ -125,6 +126,7 @@ function Shell() {
               <Route path="/tasks/board" element={<TaskBoard />} />
               <Route path="/tasks/:id" element={<TaskPage />} />
               <Route path="/projects" element={<Projects />} />
+              <Route path="/projects/:id/settings" element={<ProjectSettings />} />
               <Route path="/workflows" element={<Workflows />} />
               <Route path="/workflows/:id" element={<WorkflowPage />} />
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />

@@ -12,14 +12,16 @@ export function Projects() {
   const [name, setName] = useState('')
   const [repo, setRepo] = useState('')
   const [autodev, setAutodev] = useState(false)
+  const [branch, setBranch] = useState('')
   const { busy, error: actionError, run } = useAction()
 
   const create = (e: React.FormEvent) => {
     e.preventDefault()
     run('create', async () => {
-      await post('/api/projects', { body: { name, repo_url: repo, autodev } })
+      await post('/api/projects', { body: { name, repo_url: repo, autodev, ...(branch.trim() ? { default_branch: branch.trim() } : {}) } })
       setName('')
       setRepo('')
+      setBranch('')
       await reload()
     })
   }
@@ -44,6 +46,15 @@ export function Projects() {
               required
               w={{ base: '100%', sm: 360 }}
               data-testid="project-repo"
+            />
+            <TextInput
+              label="Default branch"
+              placeholder="the repository's own"
+              value={branch}
+              onChange={(e) => setBranch(e.currentTarget.value)}
+              maxLength={200}
+              w={{ base: '100%', sm: 180 }}
+              data-testid="project-branch"
             />
             <Switch label="Open pull requests automatically" checked={autodev} onChange={(e) => setAutodev(e.currentTarget.checked)} />
             <Button type="submit" loading={busy === 'create'} data-testid="create-project">
@@ -88,9 +99,14 @@ export function Projects() {
                   <Table.Td>{p.default_branch}</Table.Td>
                   <Table.Td>{when(p.created_at)}</Table.Td>
                   <Table.Td>
-                    <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
-                      {p.archived_at ? 'Restore' : 'Archive'}
-                    </Button>
+                    <Group gap={4} wrap="nowrap">
+                      <Button size="xs" variant="light" component={Link} to={`/projects/${p.id}/settings`} data-testid={`settings-${p.name}`}>
+                        Settings
+                      </Button>
+                      <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
+                        {p.archived_at ? 'Restore' : 'Archive'}
+                      </Button>
+                    </Group>
                   </Table.Td>
                 </Table.Tr>
               ))}

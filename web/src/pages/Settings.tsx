@@ -4,19 +4,27 @@ import { get, patch, post, put, type Profile, type Schemas } from '../api'
 import { solveCaptcha } from './Mailed'
 import { useSession } from '../session'
 import { Copy, ErrorNote, useAction } from '../ui'
+import { AutonomyCard, ProfilesCard } from './WorkspaceSettings'
 
 type Verbosity = NonNullable<Profile['verbosity']>
 
-/** The signed-in person's settings: profile, password and two-factor sign-in. */
+/** The signed-in person's settings (profile, password, two-factor sign-in), then the active workspace's (autonomy, agent profiles). */
 export default function Settings() {
-  const { me } = useSession()
+  const { me, workspace } = useSession()
   if (!me) return null
   return (
-    <Stack maw={720}>
+    <Stack maw={860}>
       <Title order={2}>Settings</Title>
       <ProfileCard me={me} />
       <PasswordCard />
       <TwoFactorCard />
+      {workspace && (
+        <>
+          <Title order={3}>Workspace {workspace.name}</Title>
+          <AutonomyCard />
+          <ProfilesCard />
+        </>
+      )}
     </Stack>
   )
 }
