@@ -189,6 +189,10 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			}
 			return &yamlOutput{ContentType: "application/yaml", Body: b}, nil
 		})
+	huma.Register(api, ops.Op("get_api_workflows_id_runs", http.MethodGet, "/api/workflows/{id}/runs", "The workflow's newest runs"),
+		func(ctx context.Context, in *recentRunsInput) (*httpx.Out[[]RunSummary], error) {
+			return httpx.Reply(s.RecentRuns(ctx, ws(ctx), in.ID, in.Limit))
+		})
 	huma.Register(api, httpx.Created(ops.Op("post_api_workflows_id_runs", http.MethodPost, "/api/workflows/{id}/runs", "Start a run (it waits while a cap holds it back)")),
 		func(ctx context.Context, in *runInput) (*httpx.Out[RunStarted], error) {
 			var input json.RawMessage
@@ -198,4 +202,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			id, err := s.StartRun(ctx, ws(ctx), user(ctx), in.ID, input, nil)
 			return httpx.Reply(RunStarted{RunID: id}, err)
 		})
+}
+
+type recentRunsInput struct {
+	ID    string `path:"id" doc:"Workflow id"`
+	Limit int    `query:"limit" minimum:"1" maximum:"100" default:"20"`
 }

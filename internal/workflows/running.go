@@ -213,3 +213,11 @@ func (s *Service) Emit(ctx context.Context, workspaceID, name string, payload js
 	}
 	return n, nil
 }
+
+// RecentRuns lists a workflow's newest runs (at most limit, 1 to 100).
+func (s *Service) RecentRuns(ctx context.Context, ws *actor.Workspace, workflowID string, limit int) ([]RunSummary, error) {
+	if _, err := s.Get(ctx, ws, workflowID); err != nil {
+		return nil, err
+	}
+	return newestRuns(ctx, s.db.R, ws.ID, workflowID, min(max(limit, 1), 100))
+}

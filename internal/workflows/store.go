@@ -625,3 +625,33 @@ func runsWaitingOnEvent(ctx context.Context, q db.Queryer, workspaceID, name str
 	}
 	return ids, nil
 }
+
+// RunSummary is one run in a workflow's history.
+type RunSummary struct {
+	ID         string     `json:"id" format:"uuid"`
+	Status     string     `json:"status" enum:"queued,running,succeeded,failed,cancelled"`
+	Error      string     `json:"error"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at" nullable:"true"`
+	FinishedAt *time.Time `json:"finished_at" nullable:"true"`
+}
+
+// newestRuns lists a workflow's newest runs. Run ids are time-ordered
+// (UUIDv7), so the newest are the greatest ids.
+func newestRuns(ctx context.Context, q db.Queryer, workspaceID, workflowID string, limit int) ([]RunSummary, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, status, error, created_at, started_at, finished_at FROM workflow_runs
+		WHERE workflow_id = $2 AND workspace_id = $1 ORDER BY id DESC LIMIT $3`, workspaceID, workflowID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: runs: %w", err)
+	}
+	defer rows.Close()
+	out := []RunSummary{}
+	for rows.Next() {
+		var r RunSummary
+		if err := rows.Scan(&r.ID, &r.Status, &r.Error, db.UTC(&r.CreatedAt), db.NullUTC(&r.StartedAt), db.NullUTC(&r.FinishedAt)); err != nil {
+			return nil, fmt.Errorf("workflows: runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

@@ -1875,3 +1875,32 @@ func TestWorkflowsRecordedRunEvents(t *testing.T) {
 		}
 	})
 }
+
+// A workflow's history: its newest runs first, bounded by limit; another
+// workspace's workflow is unknown.
+func TestWorkflowsRunHistory(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		project := f.Project(t, f.Owner, "p")
+		wf, _ := apiCreate(t, f.Owner, apiChainWorkflow(project, "history"))
+		var started []string
+		for x := range 3 {
+			id := apiStartRun(t, f.Owner, wf.ID, apiObj{"input": apiObj{"x": x + 1}})
+			apiWaitFinished(t, f.Owner, id)
+			started = append(started, id)
+		}
+		r := f.Owner.Do("GET", "/api/workflows/"+wf.ID+"/runs?limit=2", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var got []workflows.RunSummary
+		r.JSON(t, &got)
+		if len(got) != 2 || got[0].ID != started[2] || got[1].ID != started[1] || got[0].Status != workflows.RunSucceeded || got[0].FinishedAt == nil {
+			t.Fatalf("history = %+v (started %v)", got, started)
+		}
+		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+wf.ID+"/runs?limit=101", nil), http.StatusBadRequest)
+		other := f.Outsider.Do("GET", "/api/workflows/"+wf.ID+"/runs", nil)
+		unknown := f.Outsider.Do("GET", "/api/workflows/"+ids.New()+"/runs", nil)
+		if other.Status != http.StatusNotFound || string(other.Body) != string(unknown.Body) {
+			t.Fatalf("another workspace's workflow: %d %s", other.Status, other.Body)
+		}
+	})
+}

@@ -2457,7 +2457,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** The workflow's newest runs */
+        get: operations["get_api_workflows_id_runs"];
         put?: never;
         /** Start a run (it waits while a cap holds it back) */
         post: operations["post_api_workflows_id_runs"];
@@ -4187,6 +4188,19 @@ export interface components {
         RunStarted: {
             /** Format: uuid */
             run_id: string;
+        };
+        RunSummary: {
+            /** Format: date-time */
+            created_at: string;
+            error: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            started_at: string | null;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed" | "cancelled";
         };
         RunTree: {
             /** Format: int64 */
@@ -10696,6 +10710,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_workflows_id_runs: {
+        parameters: {
+            query?: {
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workflow id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunSummary"][] | null;
                 };
             };
             /** @description Error */
