@@ -209,9 +209,23 @@ test('a validation error shows on the node it names', async () => {
   await page.getByTestId('add-node-kind').selectOption('gate')
   await page.getByTestId('add-node-key').fill('check')
   await page.getByTestId('add-node').click()
-  await page.getByTestId('save-workflow').click()
-  await page.getByTestId('workflow-error').waitFor()
+  // The empty condition is flagged on the node before anything is saved; saving is refused, saying which.
   await page.getByTestId('node-error-check').waitFor()
+  await page.getByTestId('save-workflow').click()
+  assert.match(await page.getByTestId('workflow-error').innerText(), /node "check": condition/)
+  // Leaving with unsaved changes asks first: dismissed, the page stays; accepted, it goes.
+  page.once('dialog', (d) => d.dismiss())
+  await page.getByRole('link', { name: 'Workflows', exact: true }).click()
+  await page.getByTestId('workflow-canvas').waitFor()
+  assert.match(page.url(), /\/workflows\/[0-9a-f-]{36}$/)
+  let asked = ''
+  page.once('dialog', (d) => {
+    asked = d.message()
+    d.accept()
+  })
+  await page.getByRole('link', { name: 'Workflows', exact: true }).click()
+  await page.waitForURL(/\/workflows$/)
+  assert.match(asked, /unsaved changes/)
 })
 
 test('a second user in another workspace sees none of it', async () => {
@@ -638,4 +652,93 @@ test("settings: an agent profile with its key kept sealed, the workspace's auton
   await page.waitForURL(/\/projects$/)
   await page.getByTestId('project-demo').waitFor()
   assert.equal(await page.getByTestId('project-scratch').count(), 0)
+})
+
+test("the README's workflow built in the console: nodes from the library, forms with completion, undo, a run approved, the code node's output and logs; a webhook trigger fired; a schedule previewed", async () => {
+  await page.goto(server.url + '/workflows')
+  await page.getByTestId('new-workflow-name').fill('release')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.getByTestId('new-workflow').click()
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  const canvas = page.getByTestId('workflow-canvas')
+  await canvas.waitFor()
+  const wfID = page.url().split('/').pop()
+
+  // A code node dragged from the library; its source typed into its form.
+  await page.getByTestId('library-code').dragTo(canvas)
+  await page.getByTestId('node-code').waitFor()
+  await page.getByTestId('field-source').fill(`echo "checking"; echo '{"ok": true}'`)
+  // A gate clicked in; its condition completed from what the run knows.
+  await page.getByTestId('library-gate').click()
+  await page.getByTestId('node-gate').waitFor()
+  assert.match(await page.getByTestId('node-error-gate').innerText(), /condition: Required/)
+  const condition = page.getByTestId('field-condition')
+  await condition.click()
+  await condition.pressSequentially('nodes.c')
+  await page.getByTestId('expr-suggestion').filter({ hasText: 'nodes.code.output' }).click()
+  assert.equal(await condition.inputValue(), 'nodes.code.output')
+  await condition.press('End')
+  await condition.pressSequentially('.result.ok')
+  await page.getByTestId('node-error-gate').waitFor({ state: 'detached' })
+  // A human gate whose message is a template: {{ opens the completion.
+  await page.getByTestId('library-human').click()
+  const message = page.getByTestId('field-message')
+  await message.click()
+  await message.pressSequentially('Ship {{ inp')
+  await page.getByTestId('expr-suggestion').filter({ hasText: /^input$/ }).click()
+  assert.equal(await message.inputValue(), 'Ship {{ input }}')
+
+  for (const [src, handle, tgt] of [['code', null, 'gate'], ['gate', 'true', 'human'], ['human', 'approved', 'done']]) {
+    await page.getByTestId('edge-source').selectOption(src)
+    if (handle) await page.getByTestId('edge-handle').selectOption(handle)
+    await page.getByTestId('edge-target').selectOption(tgt)
+    await page.getByTestId('add-edge').click()
+  }
+  // Undo takes the last edge away; redo puts it back.
+  const edgeCount = () => page.locator('.react-flow__edge').count()
+  assert.equal(await edgeCount(), 3)
+  await page.getByTestId('undo').click()
+  assert.equal(await edgeCount(), 2)
+  await page.getByTestId('redo').click()
+  assert.equal(await edgeCount(), 3)
+  await page.getByTestId('arrange').click()
+  await page.getByTestId('save-workflow').click()
+  await page.getByTestId('workflow-saved').waitFor()
+  const download = page.waitForEvent('download')
+  await page.getByTestId('export-yaml').click()
+  assert.equal((await download).suggestedFilename(), 'release.yaml')
+
+  // Run it: it waits at the human gate; approved, it succeeds; the code node shows its output and its logs.
+  await page.getByTestId('run-input').fill('{"version": "1.0"}')
+  await page.getByTestId('run-workflow').click()
+  await page.waitForURL(/\/workflows\/runs\/[0-9a-f-]{36}$/)
+  await page.getByTestId('gate-approve').click()
+  await page.locator('[data-testid="run-status"][data-status="succeeded"]').waitFor({ timeout: 30_000 })
+  await page.getByTestId('node-run-code').click()
+  assert.match(await page.getByTestId('node-output-code').innerText(), /"ok": true/)
+  await page.getByTestId('node-logs').getByText('checking').waitFor()
+
+  // A webhook trigger: its address shown once; a delivery starts a run, which the history lists.
+  await page.goto(`${server.url}/workflows/${wfID}`)
+  await page.getByTestId('trigger-kind').selectOption('webhook')
+  await page.getByTestId('add-trigger').click()
+  const hook = (await page.getByTestId('webhook-url').innerText()).trim()
+  assert.match(hook, new RegExp(`^${server.url}/api/workflows/triggers/webhook/`))
+  await page.getByTestId('close-webhook').click()
+  await page.getByTestId('trigger-webhook').waitFor()
+  const fired = await fetch(hook, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ version: '2.0' }) })
+  assert.ok(fired.status < 300, `webhook answered ${fired.status}`)
+  const history = page.getByTestId('run-history')
+  for (let i = 0; i < 50 && (await history.locator('[data-testid^="history-"]').count()) < 2; i++) {
+    await history.getByRole('button', { name: 'Refresh' }).click()
+    await new Promise((r) => setTimeout(r, 200))
+  }
+  assert.equal(await history.locator('[data-testid^="history-"]').count(), 2, 'the webhook started a second run')
+
+  // A schedule: the next ticks previewed as the cron is typed; a bad one says why.
+  await page.getByTestId('trigger-kind').selectOption('schedule')
+  await page.getByTestId('trigger-cron').fill('0 9 * * 1-5')
+  assert.match(await page.getByTestId('cron-preview').innerText(), /^Next: .+ · .+ · .+/)
+  await page.getByTestId('trigger-cron').fill('61 * * * *')
+  assert.match(await page.getByTestId('cron-preview').innerText(), /61 is out of 0–59/)
 })

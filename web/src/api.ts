@@ -99,6 +99,16 @@ async function call(method: string, path: string, options: { params?: unknown; b
   return decode(data)
 }
 
+/** POSTs a document that is not JSON built here (a YAML or an n8n export file) and decodes the answer. */
+export async function postDocument<T>(path: string, query: Record<string, string>, body: string, contentType: string): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json', 'Content-Type': contentType, 'X-CSRF-Token': csrf() }
+  if (workspace) headers['X-Workspace-Id'] = workspace
+  const r = await send(new Request(`${path}?${new URLSearchParams(query)}`, { method: 'POST', headers, body, credentials: 'same-origin' }))
+  const data = decode(await r.text()) as T & { code?: string; error?: string }
+  if (!r.ok) throw new ApiError(r.status, data?.code ?? 'error', data?.error ?? `The server answered ${r.status}.`)
+  return data
+}
+
 // POST, PUT and PATCH send {} when the caller gives no body, as the console
 // always has.
 export const get = <P extends PathOf<'get'>>(path: P, ...[o]: Args<Options<'get', P>>) =>

@@ -7,6 +7,8 @@ import {
   CloseButton,
   Grid,
   Group,
+  ScrollArea,
+  SegmentedControl,
   NativeSelect,
   Stack,
   Text,
@@ -27,13 +29,15 @@ import {
   type NodeChange,
   type ReactFlowInstance,
 } from '@xyflow/react'
-import { useEffect, useRef, useState } from 'react'
-import { Link, useNavigate, useParams } from 'react-router-dom'
+import { useCallback, useEffect, useRef, useState } from 'react'
+import { Link, useLocation, useNavigate, useParams } from 'react-router-dom'
 import { ApiError, get, messageOf, post, put, type Schemas } from '../api'
 import { edgeId, flowEdge, handlesFor, layout, loadNodeTypes, toFlow, type WfNode } from '../canvas/graph'
 import { nodeTypes } from '../canvas/NodeView'
+import { problemText, problems, SchemaForm, type Schema } from '../canvas/SchemaForm'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad } from '../ui'
+import { exportYAML, HistoryCard, TriggersCard } from './WorkflowExtras'
 
 type Workflow = Schemas['Workflow']
 type NodeType = Schemas['NodeType']
@@ -108,10 +112,52 @@ export default function WorkflowPage() {
 
 type Busy = '' | 'save' | 'run'
 
+type Snap = { nodes: WfNode[]; edges: Edge[] }
+
+/** A key for a new node of a kind that no node has yet: the kind, then _2, _3… */
+function autoKey(kind: string, taken: string[]): string {
+  let base = kind.replace(/[^A-Za-z0-9_-]/g, '_')
+  if (!/^[A-Za-z]/.test(base)) base = `n_${base}`
+  if (!taken.includes(base)) return base
+  for (let i = 2; ; i++) if (!taken.includes(`${base}_${i}`)) return `${base}_${i}`
+}
+
+/** Asks before leaving with unsaved changes: closing the tab, and following a link of the console. */
+function useUnsavedWarning(dirty: boolean) {
+  useEffect(() => {
+    if (!dirty) return
+    const unload = (e: BeforeUnloadEvent) => {
+      e.preventDefault()
+      e.returnValue = ''
+    }
+    const click = (e: MouseEvent) => {
+      const a = (e.target as HTMLElement | null)?.closest?.('a[href]')
+      if (!a || a.getAttribute('target') === '_blank') return
+      if (!window.confirm('This workflow has unsaved changes. Leave without saving them?')) {
+        e.preventDefault()
+        e.stopPropagation()
+      }
+    }
+    window.addEventListener('beforeunload', unload)
+    document.addEventListener('click', click, true)
+    return () => {
+      window.removeEventListener('beforeunload', unload)
+      document.removeEventListener('click', click, true)
+    }
+  }, [dirty])
+}
+
 function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; project?: string }) {
   const navigate = useNavigate()
+  const location = useLocation()
   const scheme = useComputedColorScheme('light')
-  const initial = useState(() => toFlow(wf, types))[0]
+  const schemaOf = useCallback((kind: string) => types.find((t) => t.slug === kind)?.config_schema as Schema | undefined, [types])
+  /** What the kind's schema finds wrong with a node's config, before anything is saved. */
+  const localProblem = (kind: string, config: Record<string, unknown>) => problemText(problems(schemaOf(kind), config))
+  const initial = useState(() => {
+    const f = toFlow(wf, types)
+    return { ...f, nodes: f.nodes.map((n) => ({ ...n, data: { ...n.data, error: localProblem(n.data.kind, n.data.config) } })) }
+  })[0]
   const [nodes, setNodes] = useState<WfNode[]>(initial.nodes)
   const [edges, setEdges] = useState<Edge[]>(initial.edges)
   const [dirty, setDirty] = useState(false)
@@ -128,14 +174,66 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
     setDirty(true)
     setSaved(false)
   }
+  useUnsavedWarning(dirty)
+
+  // Undo and redo: what the graph was before each change (typing into one
+  // node's config in a burst counts once).
+  const current = useRef<Snap>({ nodes, edges })
+  current.current = { nodes, edges }
+  const past = useRef<Snap[]>([])
+  const future = useRef<Snap[]>([])
+  const last = useRef({ at: 0, tag: '' })
+  // Bumped by undo and redo only: the node panel starts over from the restored config.
+  const [version, setVersion] = useState(0)
+  const remember = (tag = '') => {
+    const now = Date.now()
+    if (tag && tag === last.current.tag && now - last.current.at < 1500) {
+      last.current.at = now
+      return
+    }
+    past.current.push(current.current)
+    if (past.current.length > 100) past.current.shift()
+    future.current = []
+    last.current = { at: now, tag }
+  }
+  const travel = (from: typeof past, to: typeof past) => {
+    const s = from.current.pop()
+    if (!s) return
+    to.current.push(current.current)
+    setNodes(s.nodes)
+    setEdges(s.edges)
+    last.current = { at: 0, tag: '' }
+    setVersion((v) => v + 1)
+    changed()
+  }
+  const undo = () => travel(past, future)
+  const redo = () => travel(future, past)
+  const keys = useRef({ undo, redo })
+  keys.current = { undo, redo }
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null
+      if (t && (t.tagName === 'INPUT' || t.tagName === 'TEXTAREA' || t.isContentEditable)) return
+      if (!(e.ctrlKey || e.metaKey)) return
+      const k = e.key.toLowerCase()
+      if (k === 'z' && !e.shiftKey) keys.current.undo()
+      else if ((k === 'z' && e.shiftKey) || k === 'y') keys.current.redo()
+      else return
+      e.preventDefault()
+    }
+    window.addEventListener('keydown', onKey)
+    return () => window.removeEventListener('keydown', onKey)
+  }, [])
   const selNode = nodes.find((n) => n.selected)
   const selEdge = selNode ? undefined : edges.find((e) => e.selected)
 
   const onNodesChange = (changes: NodeChange<WfNode>[]) => {
+    if (changes.some((c) => c.type === 'remove')) remember()
     setNodes((ns) => applyNodeChanges(changes, ns))
     if (changes.some((c) => c.type === 'remove' || (c.type === 'position' && c.dragging === false))) changed()
   }
   const onEdgesChange = (changes: EdgeChange<Edge>[]) => {
+    if (changes.some((c) => c.type === 'remove')) remember()
     setEdges((es) => applyEdgeChanges(changes, es))
     if (changes.some((c) => c.type === 'remove')) changed()
   }
@@ -149,24 +247,26 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
     const h = handle ?? src.data.handles[0]
     if (!src.data.handles.includes(h)) return `${h} is not an output of ${source} (${src.data.handles.join(', ')}).`
     if (edges.some((e) => e.id === edgeId(source, h, target))) return `${source} → ${target} (${h}) exists already.`
+    remember()
     setEdges((es) => [...es, flowEdge(source, h, target)])
     changed()
     return ''
   }
   const onConnect = (c: Connection) => setError(connect(c.source, c.sourceHandle ?? null, c.target))
 
-  const addNode = (kind: string, key: string): string => {
+  const addNode = (kind: string, key: string, at?: { x: number; y: number }): string => {
     if (!keyPattern.test(key)) return 'A node key starts with a letter and holds only letters, digits, _ and -.'
     if (nodes.some((n) => n.id === key)) return `There is a node ${key} already.`
     const right = nodes.reduce((m, n) => Math.max(m, n.position.x), -300)
     const config = skeleton(kind, types)
     const ordinal = nodes.reduce((m, n) => Math.max(m, n.data.ordinal ?? 0), -1) + 1
+    remember()
     const node: WfNode = {
       id: key,
       type: 'wf',
-      position: { x: right + 300, y: nodes[nodes.length - 1]?.position.y ?? 0 },
+      position: at ?? { x: right + 300, y: nodes[nodes.length - 1]?.position.y ?? 0 },
       selected: true,
-      data: { key, kind, config, handles: handlesFor(kind, config, types), ordinal },
+      data: { key, kind, config, handles: handlesFor(kind, config, types), ordinal, error: localProblem(kind, config) },
     }
     setNodes((ns) => [...ns.map((n) => (n.selected ? { ...n, selected: false } : n)), node])
     setEdges((es) => es.map((e) => (e.selected ? { ...e, selected: false } : e)))
@@ -177,6 +277,7 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
 
   /** Lays the nodes out left to right by their depth in the graph. */
   const arrange = () => {
+    remember()
     const at = layout(
       nodes.map((n) => n.id),
       edges,
@@ -187,23 +288,30 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
   }
 
   const setConfig = (key: string, config: Record<string, unknown>) => {
-    setNodes((ns) => ns.map((n) => (n.id === key ? { ...n, data: { ...n.data, config, handles: handlesFor(n.data.kind, config, types) } } : n)))
+    remember(`config:${key}`)
+    setNodes((ns) =>
+      ns.map((n) =>
+        n.id === key ? { ...n, data: { ...n.data, config, handles: handlesFor(n.data.kind, config, types), error: localProblem(n.data.kind, config) } } : n,
+      ),
+    )
     changed()
   }
   const removeNode = (key: string) => {
+    remember()
     setNodes((ns) => ns.filter((n) => n.id !== key))
     setEdges((es) => es.filter((e) => e.source !== key && e.target !== key))
     setConfigInvalid(false)
     changed()
   }
   const removeEdge = (id: string) => {
+    remember()
     setEdges((es) => es.filter((e) => e.id !== id))
     changed()
   }
 
   /** Marks what a validation message names, and clears the old marks. */
   const mark = (p: GraphProblem | null) => {
-    setNodes((ns) => ns.map((n) => ({ ...n, data: { ...n.data, error: p?.node === n.id ? p.detail : undefined } })))
+    setNodes((ns) => ns.map((n) => ({ ...n, data: { ...n.data, error: p?.node === n.id ? p.detail : localProblem(n.data.kind, n.data.config) } })))
     setEdges((es) =>
       es.map((e) => {
         const bad = !!p?.edge && p.edge.source === e.source && p.edge.target === e.target
@@ -215,6 +323,11 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
   const save = async (): Promise<boolean> => {
     if (configInvalid) {
       setError('The selected node’s config is not valid JSON: fix it before saving.')
+      return false
+    }
+    const bad = nodes.find((n) => localProblem(n.data.kind, n.data.config))
+    if (bad) {
+      setError(`node "${bad.id}": ${localProblem(bad.data.kind, bad.data.config)}`)
       return false
     }
     const body: Schemas['Input'] = {
@@ -297,6 +410,9 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
             styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
             data-testid="run-input"
           />
+          <Button variant="subtle" onClick={() => exportYAML(wf.id, wf.name).catch((e) => setError(messageOf(e)))} data-testid="export-yaml" title="Download the saved workflow as YAML">
+            Export YAML
+          </Button>
           <Button variant="default" onClick={onSave} loading={busy === 'save'} disabled={busy === 'run'} data-testid="save-workflow">
             Save
           </Button>
@@ -325,8 +441,36 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
         </Group>
       </Card>
       <Grid>
-        <Grid.Col span={{ base: 12, md: 8 }}>
-          <Box h={560} style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 8 }} data-testid="workflow-canvas">
+        <Grid.Col span={{ base: 12, md: 2 }}>
+          <Library types={types} onAdd={(kind) => addNode(kind, autoKey(kind, nodes.map((n) => n.id)))} />
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 6 }}>
+          <Group gap={4} mb={4}>
+            <Button size="compact-xs" variant="default" onClick={undo} disabled={past.current.length === 0} data-testid="undo" title="Undo (Ctrl+Z)">
+              Undo
+            </Button>
+            <Button size="compact-xs" variant="default" onClick={redo} disabled={future.current.length === 0} data-testid="redo" title="Redo (Ctrl+Shift+Z)">
+              Redo
+            </Button>
+          </Group>
+          <Box
+            h={560}
+            style={{ border: '1px solid var(--mantine-color-default-border)', borderRadius: 8 }}
+            data-testid="workflow-canvas"
+            onDragOver={(e) => {
+              if (e.dataTransfer.types.includes(dragType)) {
+                e.preventDefault()
+                e.dataTransfer.dropEffect = 'copy'
+              }
+            }}
+            onDrop={(e) => {
+              const kind = e.dataTransfer.getData(dragType)
+              if (!kind || !flow.current) return
+              e.preventDefault()
+              const at = flow.current.screenToFlowPosition({ x: e.clientX, y: e.clientY })
+              setError(addNode(kind, autoKey(kind, nodes.map((n) => n.id)), at))
+            }}
+          >
             <ReactFlow
               nodes={nodes}
               edges={edges}
@@ -334,6 +478,7 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
               onNodesChange={onNodesChange}
               onEdgesChange={onEdgesChange}
               onConnect={onConnect}
+              onNodeDragStart={() => remember()}
               onInit={(i) => (flow.current = i)}
               deleteKeyCode={['Backspace', 'Delete']}
               colorMode={scheme}
@@ -349,8 +494,9 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
           <Card withBorder h="100%">
             {selNode ? (
               <NodePanel
-                key={selNode.id}
+                key={`${selNode.id}:${version}`}
                 node={selNode}
+                others={nodes.filter((n) => n.id !== selNode.id).map((n) => n.id)}
                 type={types.find((t) => t.slug === selNode.data.kind)}
                 edges={edges.filter((e) => e.source === selNode.id || e.target === selNode.id)}
                 onConfig={setConfig}
@@ -377,7 +523,71 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
           </Card>
         </Grid.Col>
       </Grid>
+      <Grid>
+        <Grid.Col span={{ base: 12, md: 7 }}>
+          <TriggersCard workflowId={wf.id} justCreated={(location.state as { shown?: Schemas['Trigger'] } | null)?.shown} />
+        </Grid.Col>
+        <Grid.Col span={{ base: 12, md: 5 }}>
+          <HistoryCard workflowId={wf.id} />
+        </Grid.Col>
+      </Grid>
     </Stack>
+  )
+}
+
+const dragType = 'application/x-slipway-node-kind'
+
+/** The node kinds by category, to drag onto the canvas or click to add. */
+function Library({ types, onAdd }: { types: NodeType[]; onAdd: (kind: string) => void }) {
+  const [q, setQ] = useState('')
+  const shown = types.filter((t) => !q || `${t.slug} ${t.name} ${t.description}`.toLowerCase().includes(q.toLowerCase()))
+  const categories = [...new Set(shown.map((t) => t.category || 'other'))]
+  return (
+    <Card withBorder p="xs" h="100%" data-testid="node-library">
+      <Stack gap={6}>
+        <TextInput size="xs" placeholder="Find a node" value={q} onChange={(e) => setQ(e.currentTarget.value)} data-testid="library-search" />
+        <ScrollArea h={540} type="auto">
+          <Stack gap={8}>
+            {categories.map((c) => (
+              <Stack key={c} gap={2}>
+                <Text size="xs" fw={700} tt="uppercase" c="dimmed">
+                  {c}
+                </Text>
+                {shown
+                  .filter((t) => (t.category || 'other') === c)
+                  .map((t) => (
+                    <Box
+                      key={t.slug}
+                      draggable
+                      onDragStart={(e) => {
+                        e.dataTransfer.setData(dragType, t.slug)
+                        e.dataTransfer.effectAllowed = 'copy'
+                      }}
+                      onClick={() => onAdd(t.slug)}
+                      title={`${t.description} Drag it onto the canvas, or click to add it.`}
+                      data-testid={`library-${t.slug}`}
+                      style={{
+                        cursor: 'grab',
+                        padding: '4px 8px',
+                        borderRadius: 6,
+                        border: '1px solid var(--mantine-color-default-border)',
+                        opacity: t.available ? 1 : 0.55,
+                      }}
+                    >
+                      <Text size="xs" fw={600}>
+                        {t.name}
+                      </Text>
+                      <Text size="xs" c="dimmed" lineClamp={2}>
+                        {t.description}
+                      </Text>
+                    </Box>
+                  ))}
+              </Stack>
+            ))}
+          </Stack>
+        </ScrollArea>
+      </Stack>
+    </Card>
   )
 }
 
@@ -448,6 +658,7 @@ function AddEdge({ nodes, onAdd }: { nodes: WfNode[]; onAdd: (source: string, ha
 
 type PanelProps = {
   node: WfNode
+  others: string[]
   type?: NodeType
   edges: Edge[]
   onConfig: (key: string, config: Record<string, unknown>) => void
@@ -457,10 +668,13 @@ type PanelProps = {
 }
 
 /** The selected node: its config as JSON, its edges, and removal. */
-function NodePanel({ node, type, edges, onConfig, onInvalid, onRemove, onRemoveEdge }: PanelProps) {
+function NodePanel({ node, others, type, edges, onConfig, onInvalid, onRemove, onRemoveEdge }: PanelProps) {
   const { key, kind, config, error } = node.data
   const [text, setText] = useState(() => JSON.stringify(config, null, 2))
   const [invalid, setInvalid] = useState('')
+  const schema = type?.config_schema as Schema | undefined
+  const [view, setView] = useState<'form' | 'json'>(schema?.properties ? 'form' : 'json')
+  const suggestions = ['input', 'trigger', 'run', 'env', ...others.map((k) => `nodes.${k}.output`)]
   // Leaving the node drops its unparsable text: the last valid config stays.
   useEffect(() => () => onInvalid(false), [onInvalid])
 
@@ -503,6 +717,24 @@ function NodePanel({ node, type, edges, onConfig, onInvalid, onRemove, onRemoveE
           {error}
         </Text>
       )}
+      {schema?.properties && (
+        <SegmentedControl
+          size="xs"
+          value={view}
+          onChange={(v) => {
+            if (v === 'json') setText(JSON.stringify(config, null, 2))
+            setView(v as 'form' | 'json')
+          }}
+          data={[
+            { value: 'form', label: 'Form' },
+            { value: 'json', label: 'JSON' },
+          ]}
+          data-testid="config-view"
+        />
+      )}
+      {view === 'form' && schema ? (
+        <SchemaForm schema={schema} value={config} onChange={(c) => onConfig(key, c)} suggestions={suggestions} />
+      ) : (
       <Textarea
         label="Config (JSON)"
         value={text}
@@ -515,6 +747,7 @@ function NodePanel({ node, type, edges, onConfig, onInvalid, onRemove, onRemoveE
         styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
         data-testid="node-config"
       />
+      )}
       {node.data.handles.length > 0 && (
         <Text size="xs" c="dimmed">
           Outputs: {node.data.handles.join(', ')}

@@ -7,6 +7,7 @@ import { layout, loadNodeTypes, stateColor, toFlow, type WfNode } from '../canva
 import { nodeTypes } from '../canvas/NodeView'
 import { followEvents, onConnection, watchTopic } from '../live'
 import { useSession } from '../session'
+import { EventLog, useEventLog } from '../events'
 import { ErrorNote, Loading, useLoad, when } from '../ui'
 
 type RunView = Schemas['RunView']
@@ -291,7 +292,8 @@ function RunBody({ view, wf, types, ready }: { view: RunView; wf: Workflow | nul
                       {n.error}
                     </Text>
                   )}
-                  {n.output !== null && <Code block>{json(n.output)}</Code>}
+                  {n.output !== null && <Code block data-testid={`node-output-${n.key}`}>{json(n.output)}</Code>}
+                  {scriptRun(n.output) && <ScriptLog id={scriptRun(n.output)!} />}
                 </Stack>
               ))
             ) : (
@@ -365,5 +367,25 @@ function NodeTable({ view, onSelect }: { view: RunView; onSelect: (key: string) 
         ))}
       </Table.Tbody>
     </Table>
+  )
+}
+
+/** The script run a code node's output names, whose events hold its stdout and stderr. */
+function scriptRun(output: unknown): string | undefined {
+  const id = output && typeof output === 'object' ? (output as { script_run_id?: unknown }).script_run_id : undefined
+  return typeof id === 'string' && id ? id : undefined
+}
+
+/** A code node's logs: its script run's stdout and stderr, live while it runs. */
+function ScriptLog({ id }: { id: string }) {
+  const log = useEventLog('run', id)
+  return (
+    <Stack gap={2} data-testid="node-logs">
+      <Text size="sm" fw={500}>
+        Logs
+      </Text>
+      {log.error && <ErrorNote error={log.error} />}
+      <EventLog events={log.list} loading={log.loading} height={200} name={`script-run-${id}`} />
+    </Stack>
   )
 }

@@ -1,9 +1,9 @@
-import { Anchor, Button, Card, Group, NativeSelect, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Anchor, Button, Card, FileButton, Group, NativeSelect, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useEffect, useState } from 'react'
 import { Link, useNavigate } from 'react-router-dom'
-import { get, messageOf, post, type Project, type Schemas } from '../api'
+import { get, messageOf, post, postDocument, type Project, type Schemas } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useLoad, when } from '../ui'
+import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 // A workflow needs at least one node: a new one starts as a single end node
 // that the canvas then grows.
@@ -117,8 +117,75 @@ function NewWorkflow({ projects, loading }: { projects: Project[]; loading: bool
             </Text>
           )}
           {error && <ErrorNote error={error} />}
+          {project && <StartFrom project={project} />}
         </Stack>
       </form>
     </Card>
+  )
+}
+
+/** Other ways to begin: a shipped template, or a file (our YAML, or an n8n export). */
+function StartFrom({ project }: { project: string }) {
+  const navigate = useNavigate()
+  const templates = useLoad(async () => (await get('/api/workflows/templates')) ?? [], [])
+  const [slug, setSlug] = useState('')
+  const action = useAction()
+  const [warnings, setWarnings] = useState<string[]>([])
+  const fromTemplate = () =>
+    action.run('template', async () => {
+      const r = await post('/api/workflows/templates/{slug}', { params: { path: { slug: slug || (templates.data ?? [])[0]?.slug } }, body: { project_id: project } })
+      // A webhook's address is shown once: the workflow page shows it.
+      navigate(`/workflows/${r.workflow_id}`, { state: { shown: (r.triggers ?? []).find((t) => t.token) ?? null } })
+    })
+  const fromFile = (file: File | null) =>
+    file &&
+    action.run('import', async () => {
+      const text = await file.text()
+      const n8n = file.name.endsWith('.json')
+      if (n8n) {
+        const r = await postDocument<{ workflow: { id: string }; warnings?: string[] }>('/api/workflows/import/n8n', { project_id: project }, text, 'application/json')
+        if (r.warnings?.length) setWarnings(r.warnings)
+        else navigate(`/workflows/${r.workflow.id}`)
+        return
+      }
+      const w = await postDocument<{ id: string }>('/api/workflows/import', { project_id: project }, text, 'application/yaml')
+      navigate(`/workflows/${w.id}`)
+    })
+  return (
+    <Stack gap={6}>
+      <Group align="end" gap="xs">
+        <NativeSelect
+          label="Or start from a template"
+          size="xs"
+          value={slug}
+          onChange={(e) => setSlug(e.currentTarget.value)}
+          data={(templates.data ?? []).map((t) => ({ value: t.slug, label: `${t.name}: ${t.description}` }))}
+          w={360}
+          data-testid="template-select"
+        />
+        <Button size="xs" variant="light" onClick={fromTemplate} loading={action.busy === 'template'} disabled={!templates.data?.length} data-testid="from-template">
+          Use template
+        </Button>
+        <FileButton onChange={fromFile} accept=".yaml,.yml,.json,application/yaml,application/json">
+          {(props) => (
+            <Button size="xs" variant="light" loading={action.busy === 'import'} {...props} data-testid="import-file">
+              Import a file (YAML, or an n8n .json export)
+            </Button>
+          )}
+        </FileButton>
+      </Group>
+      <ErrorNote error={action.error || templates.error} />
+      {warnings.length > 0 && (
+        <Alert color="yellow" title="Imported from n8n, with warnings" data-testid="n8n-warnings">
+          <Stack gap={2}>
+            {warnings.map((w) => (
+              <Text key={w} size="xs">
+                {w}
+              </Text>
+            ))}
+          </Stack>
+        </Alert>
+      )}
+    </Stack>
   )
 }
