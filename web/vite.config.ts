@@ -14,11 +14,12 @@ export default defineConfig({
     chunkSizeWarningLimit: 1024,
     rollupOptions: {
       output: {
-        // React and the component library change rarely: their own chunks
-        // stay cached across console releases. The rest (the canvas among
-        // it) splits along the lazy pages.
+        // React changes rarely: its own chunk stays cached across console
+        // releases. Everything else, the component library included, splits
+        // along the lazy pages: a Mantine component only a settings or
+        // workflow page uses loads with that page, not with the sign-in
+        // form (bench/README.md, "The console's first load").
         manualChunks(id: string) {
-          if (id.includes('@mantine')) return 'ui'
           if (/node_modules\/(react|react-dom|react-router|react-router-dom|scheduler)\//.test(id)) return 'react'
           return undefined
         },

@@ -405,7 +405,7 @@ func TestRunnerDispatch(t *testing.T) {
 		}
 		r = h.call(t, gpuTok, "POST", ext, map[string]any{"lease": l, "inbox_after": 0})
 		fixture.Want(t, r, http.StatusOK)
-		if !strings.Contains(string(r.Body), `"inbox":[{"seq":1,"line":{"type":"message","role":"user","text":"Use the big GPU."}}]`) {
+		if !strings.Contains(string(r.Body), `"inbox":[{"seq":1,"line":{"role":"user","seq":1,"text":"Use the big GPU.","type":"message"}}]`) {
 			t.Fatalf("extend = %s", r.Body)
 		}
 		r = h.call(t, gpuTok, "POST", ext, map[string]any{"lease": l, "inbox_after": 1})

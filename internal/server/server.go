@@ -191,6 +191,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	workCtx, stopWorker := context.WithCancel(context.Background())
 	dispatched, worked := make(chan struct{}), make(chan struct{})
 	go func() {
+		// The rescuer starts once this server's worker took back what it
+		// held before a restart (bounded: a recovery that hangs does not
+		// keep other replicas' dead work waiting for ever).
+		select {
+		case <-s.Worker.Recovered():
+		case <-time.After(time.Minute):
+			s.log.Warn("the worker's recovery takes over a minute; rescuing expired work anyway")
+		case <-coreCtx.Done():
+		}
 		s.Dispatcher.Run(coreCtx)
 		close(dispatched)
 	}()

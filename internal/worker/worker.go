@@ -59,7 +59,17 @@ type Worker struct {
 	running map[string]*execution // by job id
 	freed   chan struct{}
 	wg      sync.WaitGroup
+	// recovered closes once the work a previous process held is taken back
+	// (or found to be none).
+	recovered     chan struct{}
+	recoveredOnce sync.Once
 }
+
+// Recovered closes once the worker has taken back what a previous process
+// of it held: a rescuer that starts after it never takes that work from
+// under the worker that can still finish it (a result recorded before a
+// crash is published, not lost).
+func (w *Worker) Recovered() <-chan struct{} { return w.recovered }
 
 // New returns a worker.
 func New(port workport.Port, backend executor.Backend, git *repo.Git, cfg Config, log *slog.Logger) *Worker {
@@ -78,7 +88,7 @@ func New(port workport.Port, backend executor.Backend, git *repo.Git, cfg Config
 		cfg.ScratchDir = abs
 	}
 	return &Worker{port: port, backend: backend, git: git, cfg: cfg, log: log.With("worker", cfg.ID),
-		running: map[string]*execution{}, freed: make(chan struct{}, 1)}
+		running: map[string]*execution{}, freed: make(chan struct{}, 1), recovered: make(chan struct{})}
 }
 
 // cancel causes.
@@ -99,6 +109,7 @@ const (
 func (w *Worker) Run(ctx context.Context) {
 	w.log.Info("worker starting", "backend", w.backend.Name(), "slots", w.cfg.Slots)
 	w.recover(ctx)
+	w.recoveredOnce.Do(func() { close(w.recovered) })
 
 	ctrlCtx, stopCtrl := context.WithCancel(context.Background())
 	defer stopCtrl()

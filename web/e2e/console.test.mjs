@@ -139,11 +139,13 @@ test("a finished task's change: the files and the patch, an undo counted down th
   await page.getByTestId('tab-change').click()
   assert.match(await page.getByTestId('change-files').innerText(), /result\.txt/)
   assert.match(await page.getByTestId('patch').innerText(), /\+done/)
+  await shot('task-change')
   await page.getByTestId('undo-revert_commit').click()
   const undo = page.getByTestId('undo-action-revert_commit')
   assert.match(await undo.getByTestId('undo-countdown').innerText(), /^runs in \d+ s$/)
   await undo.getByTestId('undo-run-now').click()
   await page.locator('[data-testid="undo-action-revert_commit"][data-status="executed"]').waitFor()
+  await shot('task-undo')
   assert.match(await undo.innerText(), /revert/i)
 })
 
@@ -629,6 +631,7 @@ test("settings: an agent profile with its key kept sealed, the workspace's auton
   await page.getByTestId('autonomy').getByText('Saved.').waitFor()
   const [ws] = await call('GET', '/api/workspaces')
   assert.equal((await call('GET', `/api/workspaces/${ws.id}/autonomy`)).level, 25)
+  await shot('settings')
 
   await page.goto(server.url + '/projects')
   await page.getByTestId('settings-demo').click()
@@ -639,6 +642,7 @@ test("settings: an agent profile with its key kept sealed, the workspace's auton
   await page.getByTestId('project-settings-cap').fill('2')
   await page.getByTestId('project-settings-save').click()
   await page.getByTestId('project-settings-saved').waitFor()
+  await shot('project-settings')
   const demo = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
   assert.equal(demo.max_concurrent_runs, 2)
   assert.equal(demo.default_branch, 'main')
@@ -704,6 +708,8 @@ test("the README's workflow built in the console: nodes from the library, forms 
   await page.getByTestId('arrange').click()
   await page.getByTestId('save-workflow').click()
   await page.getByTestId('workflow-saved').waitFor()
+  await page.getByTestId('node-gate').click()
+  await shot('workflow-editor')
   const download = page.waitForEvent('download')
   await page.getByTestId('export-yaml').click()
   assert.equal((await download).suggestedFilename(), 'release.yaml')
@@ -717,6 +723,7 @@ test("the README's workflow built in the console: nodes from the library, forms 
   await page.getByTestId('node-run-code').click()
   assert.match(await page.getByTestId('node-output-code').innerText(), /"ok": true/)
   await page.getByTestId('node-logs').getByText('checking').waitFor()
+  await shot('workflow-run-node-logs')
 
   // A webhook trigger: its address shown once; a delivery starts a run, which the history lists.
   await page.goto(`${server.url}/workflows/${wfID}`)
@@ -734,6 +741,7 @@ test("the README's workflow built in the console: nodes from the library, forms 
     await new Promise((r) => setTimeout(r, 200))
   }
   assert.equal(await history.locator('[data-testid^="history-"]').count(), 2, 'the webhook started a second run')
+  await shot('workflow-triggers')
 
   // A schedule: the next ticks previewed as the cron is typed; a bad one says why.
   await page.getByTestId('trigger-kind').selectOption('schedule')
