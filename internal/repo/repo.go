@@ -89,14 +89,7 @@ var safeConfig = []string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonito
 // run runs git with args; auth (may be nil) adds credential environment;
 // secrets are scrubbed from any output it returns.
 func (g *Git) run(ctx context.Context, op string, dir string, auth *authEnv, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safeConfig...), args...)...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	var secrets []string
-	if auth != nil {
-		cmd.Env = append(cmd.Env, auth.env...)
-		secrets = auth.secrets
-	}
+	cmd, secrets := command(ctx, dir, auth, args)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -609,7 +602,7 @@ func (g *Git) Probe(ctx context.Context, r Remote, branch string) (Heads, error)
 		return h, nil
 	}
 	// HEAD names nothing that exists: see what branches there are.
-	listed, err := g.runLimitedEnv(ctx, g.root, 64<<10, a, "ls-remote", "--heads", "--", r.URL)
+	listed, err := g.runLimited(ctx, g.root, 64<<10, a, "ls-remote", "--heads", "--", r.URL)
 	if err != nil {
 		return Heads{}, err
 	}
@@ -671,7 +664,7 @@ func (g *Git) Diff(ctx context.Context, projectID string, r Remote, base, commit
 	}
 	span := "refs/remotes/origin/" + base + "..." + commit
 	noExternal := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M"}
-	stat, err := g.runLimited(ctx, mirror, 1<<20, append(noExternal, "--numstat", "-z", span)...)
+	stat, err := g.runLimited(ctx, mirror, 1<<20, nil, append(noExternal, "--numstat", "-z", span)...)
 	if err != nil {
 		return nil, err
 	}
@@ -692,7 +685,7 @@ func (g *Git) Diff(ctx context.Context, projectID string, r Remote, base, commit
 		}
 		c.Files = append(c.Files, f)
 	}
-	patch, err := g.runLimited(ctx, mirror, maxPatch, append(noExternal, span)...)
+	patch, err := g.runLimited(ctx, mirror, maxPatch, nil, append(noExternal, span)...)
 	if err != nil {
 		return nil, err
 	}
@@ -705,24 +698,25 @@ type limitedOutput struct {
 	cut bool
 }
 
-// runLimited runs git keeping at most max bytes of its stdout; past that
-// it stops git.
-func (g *Git) runLimited(ctx context.Context, dir string, max int, args ...string) (limitedOutput, error) {
-	return g.runLimitedEnv(ctx, dir, max, nil, args...)
-}
-
-// runLimitedEnv is runLimited with credentials (auth may be nil).
-func (g *Git) runLimitedEnv(ctx context.Context, dir string, max int, auth *authEnv, args ...string) (limitedOutput, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+// command is git with args under safeConfig in dir; auth (may be nil) adds
+// credential environment, and the secrets to scrub from what it says.
+func command(ctx context.Context, dir string, auth *authEnv, args []string) (*exec.Cmd, []string) {
 	cmd := exec.CommandContext(ctx, "git", append(append([]string{}, safeConfig...), args...)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "LC_ALL=C")
-	var secrets []string
-	if auth != nil {
-		cmd.Env = append(cmd.Env, auth.env...)
-		secrets = auth.secrets
+	if auth == nil {
+		return cmd, nil
 	}
+	cmd.Env = append(cmd.Env, auth.env...)
+	return cmd, auth.secrets
+}
+
+// runLimited runs git keeping at most max bytes of its stdout; past that
+// it stops git. auth may be nil.
+func (g *Git) runLimited(ctx context.Context, dir string, max int, auth *authEnv, args ...string) (limitedOutput, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd, secrets := command(ctx, dir, auth, args)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	pipe, err := cmd.StdoutPipe()
