@@ -25,11 +25,14 @@ export function SessionProvider({ children }: { children: React.ReactNode }) {
   // Who is signed in and their workspaces; choosing a workspace needs no refetch.
   const refresh = useCallback(async () => {
     try {
+      // Both at once: one round trip before the console can draw (the list
+      // is refused, and ignored, for an account not approved yet).
+      const listed = get('/api/workspaces').catch(() => null)
       const p = await get('/api/me')
       setMe(p)
       setError(null)
       if (p.approved) {
-        const list = (await get('/api/workspaces')) ?? []
+        const list = (await listed) ?? (await get('/api/workspaces')) ?? []
         setWorkspaces(list)
         const chosen = activeWorkspace()
         if (chosen && !list.some((w) => w.id === chosen)) {
