@@ -96,17 +96,16 @@ func (b *Inbox) Take(ctx context.Context, jobID string, after int64) ([]workport
 		return lines, err
 	}
 	err = b.db.Tx(ctx, func(tx *db.Tx) error {
-		ids, err := take(ctx, tx, jobID, after, b.clock.Now())
-		if err != nil {
+		// Taken is not delivered: a message is delivered when the model
+		// has read it (AgentReported).
+		if err := take(ctx, tx, jobID, after, b.clock.Now()); err != nil {
 			return err
 		}
 		// Read in the same transaction: a line withdrawn meanwhile is not
 		// handed out.
-		if lines, _, err = read(ctx, tx, jobID, after); err != nil {
-			return err
-		}
-		_ = ids // taken is not read: a message is delivered when the model saw it (Seen)
-		return nil
+		var err error
+		lines, _, err = read(ctx, tx, jobID, after)
+		return err
 	})
 	return lines, err
 }

@@ -38,26 +38,14 @@ func withdraw(ctx context.Context, tx *db.Tx, jobID, messageID string) (bool, er
 	return n > 0, err
 }
 
-// take marks the job's untaken lines after seq taken and returns the ids of
-// the messages they carry.
-func take(ctx context.Context, tx *db.Tx, jobID string, after int64, now time.Time) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, `UPDATE agent_inbox SET taken_at = $3 WHERE job_id = $1 AND seq > $2 AND taken_at IS NULL
-		RETURNING message_id`, jobID, after, now)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: take: %w", err)
+// take marks the job's untaken lines after seq taken (a worker has
+// them now; the nudge for them is answered).
+func take(ctx context.Context, tx *db.Tx, jobID string, after int64, now time.Time) error {
+	if _, err := tx.ExecContext(ctx, `UPDATE agent_inbox SET taken_at = $3 WHERE job_id = $1 AND seq > $2 AND taken_at IS NULL`,
+		jobID, after, now); err != nil {
+		return fmt.Errorf("inbox: take: %w", err)
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id *string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		if id != nil {
-			ids = append(ids, *id)
-		}
-	}
-	return ids, rows.Err()
+	return nil
 }
 
 func read(ctx context.Context, q db.Queryer, jobID string, after int64) (lines []workport.InboxLine, fresh bool, err error) {
