@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"slipway/internal/apitest"
 	"slipway/internal/changes"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
@@ -42,11 +43,9 @@ func TestTaskDiff(t *testing.T) {
 			t.Fatalf("a task without a change: %s", r.Body)
 		}
 		// Tenancy: another workspace's task is exactly an unknown one.
-		other := f.Outsider.Do("GET", "/api/tasks/"+task.ID+"/diff", nil)
-		unknown := f.Outsider.Do("GET", "/api/tasks/"+ids.New()+"/diff", nil)
-		if other.Status != http.StatusNotFound || string(other.Body) != string(unknown.Body) {
-			t.Fatalf("another workspace's task: %d %s (unknown: %s)", other.Status, other.Body, unknown.Body)
-		}
+		apitest.CheckTenancy(t, owner, f.Outsider, []apitest.TenancyCase{
+			{Name: "diff", Method: "GET", Path: "/api/tasks/{id}/diff", Create: func(*testing.T, *apitest.Client) string { return task.ID }},
+		})
 		fixture.Want(t, f.App.Anonymous().Do("GET", "/api/tasks/"+task.ID+"/diff", nil), http.StatusUnauthorized)
 	})
 }
