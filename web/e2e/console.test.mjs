@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import { createHmac } from 'node:crypto'
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { admin, apiSession, browser, startServer } from './harness.mjs'
 
@@ -713,6 +713,7 @@ test("the README's workflow built in the console: nodes from the library, forms 
   const download = page.waitForEvent('download')
   await page.getByTestId('export-yaml').click()
   assert.equal((await download).suggestedFilename(), 'release.yaml')
+  state.releaseYAML = readFileSync(await (await download).path(), 'utf8')
 
   // Run it: it waits at the human gate; approved, it succeeds; the code node shows its output and its logs.
   await page.getByTestId('run-input').fill('{"version": "1.0"}')
@@ -749,4 +750,25 @@ test("the README's workflow built in the console: nodes from the library, forms 
   assert.match(await page.getByTestId('cron-preview').innerText(), /^Next: .+ · .+ · .+/)
   await page.getByTestId('trigger-cron').fill('61 * * * *')
   assert.match(await page.getByTestId('cron-preview').innerText(), /61 is out of 0–59/)
+})
+
+test('a workflow imported from the exported YAML, and one made from a template with its webhook address shown once', async () => {
+  assert.match(state.releaseYAML, /name: release/)
+  const file = path.join(server.dir, 'release-copy.yaml')
+  writeFileSync(file, state.releaseYAML.replace(/name: release/, 'name: release copy'))
+  await page.goto(server.url + '/workflows')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.locator('input[type=file]').setInputFiles(file)
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  await page.getByRole('heading', { name: 'release copy' }).waitFor()
+  for (const key of ['code', 'gate', 'human', 'done']) await page.getByTestId(`node-${key}`).waitFor()
+
+  await page.goto(server.url + '/workflows')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.getByTestId('template-select').selectOption('webhook-respond')
+  await page.getByTestId('from-template').click()
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  assert.match(await page.getByTestId('webhook-url').innerText(), new RegExp(`^${server.url}/api/workflows/triggers/webhook/`))
+  await page.getByTestId('close-webhook').click()
+  await page.getByTestId('trigger-webhook').waitFor()
 })
