@@ -295,6 +295,110 @@ func TestSessionsEndAndRevoke(t *testing.T) {
 	})
 }
 
+// TestSignedInSessions: an account lists where it is signed in (never a
+// token) and signs any of those sessions out, at once; another account's
+// session is an unknown id.
+func TestSignedInSessions(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		app := apitest.New(t, e)
+		admin := app.Admin()
+		ann := app.Approved(admin, "Ann")
+		laptop := app.Anonymous()
+		if r := laptop.Do("POST", "/api/auth/login", map[string]string{"email": ann.Email, "password": apitest.Password},
+			"User-Agent", "Firefox on the laptop"); r.Status != 200 {
+			t.Fatalf("login = %d %s", r.Status, r.Body)
+		}
+		bob := app.Approved(admin, "Bob")
+
+		list := func(c *apitest.Client) (all []auth.SignedIn, current auth.SignedIn) {
+			t.Helper()
+			r := c.Do("GET", "/api/me/sessions", nil)
+			if r.Status != 200 {
+				t.Fatalf("list = %d %s", r.Status, r.Body)
+			}
+			for _, tok := range []string{ann.SessionToken(), laptop.SessionToken(), bob.SessionToken()} {
+				if strings.Contains(string(r.Body), tok) {
+					t.Fatalf("a session token is listed: %s", r.Body)
+				}
+			}
+			r.JSON(t, &all)
+			n := 0
+			for _, s := range all {
+				if s.Current {
+					current, n = s, n+1
+				}
+			}
+			if n != 1 {
+				t.Fatalf("%d current sessions in %s", n, r.Body)
+			}
+			return all, current
+		}
+		annSessions, annCurrent := list(ann)
+		var stored int
+		if err := app.DB.R.QueryRow("SELECT COUNT(*) FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email = $1", ann.Email).Scan(&stored); err != nil {
+			t.Fatal(err)
+		}
+		if len(annSessions) != stored || len(annSessions) < 2 {
+			t.Fatalf("ann's list has %d sessions, the database %d", len(annSessions), stored)
+		}
+		lapSessions, lapCurrent := list(laptop)
+		if lapCurrent.ID == annCurrent.ID || lapCurrent.UserAgent != "Firefox on the laptop" || lapCurrent.IP == "" || len(lapSessions) != len(annSessions) {
+			t.Fatalf("the laptop's view: %+v of %d", lapCurrent, len(lapSessions))
+		}
+		for i := 1; i < len(annSessions); i++ {
+			if annSessions[i].CreatedAt.After(annSessions[i-1].CreatedAt) {
+				t.Fatalf("not newest first: %+v", annSessions)
+			}
+		}
+		bobSessions, bobCurrent := list(bob)
+		for _, s := range bobSessions {
+			if s.ID == annCurrent.ID || s.ID == lapCurrent.ID {
+				t.Fatal("bob sees ann's sessions")
+			}
+		}
+
+		// Another account's session is exactly an unknown id; so is a
+		// malformed one.
+		foreign := bob.Do("DELETE", "/api/me/sessions/"+lapCurrent.ID, nil)
+		unknown := bob.Do("DELETE", "/api/me/sessions/"+strings.Replace(lapCurrent.ID, lapCurrent.ID[:4], "0000", 1), nil)
+		if foreign.Status != 404 || string(foreign.Body) != string(unknown.Body) {
+			t.Fatalf("foreign = %d %s, unknown = %d %s", foreign.Status, foreign.Body, unknown.Status, unknown.Body)
+		}
+		if r := bob.Do("DELETE", "/api/me/sessions/not-an-id", nil); r.Status != 404 {
+			t.Fatalf("malformed id = %d %s", r.Status, r.Body)
+		}
+		if laptop.Do("GET", "/api/me", nil).Status != 200 {
+			t.Fatal("bob's attempt signed the laptop out")
+		}
+
+		// Ann signs the laptop out from her other session: at once.
+		if r := ann.Do("DELETE", "/api/me/sessions/"+lapCurrent.ID, nil); r.Status != 200 || !strings.Contains(string(r.Body), `"deleted":true`) {
+			t.Fatalf("sign out = %d %s", r.Status, r.Body)
+		}
+		if r := laptop.Do("GET", "/api/me", nil); r.Status != 401 {
+			t.Fatalf("the signed-out laptop = %d", r.Status)
+		}
+		after, _ := list(ann)
+		if len(after) != len(annSessions)-1 {
+			t.Fatalf("%d sessions after signing one out, %d before", len(after), len(annSessions))
+		}
+		if r := ann.Do("DELETE", "/api/me/sessions/"+lapCurrent.ID, nil); r.Status != 404 {
+			t.Fatalf("signing a spent session out again = %d", r.Status)
+		}
+		if r := app.Anonymous().Do("GET", "/api/me/sessions", nil); r.Status != 401 {
+			t.Fatalf("anonymous list = %d", r.Status)
+		}
+
+		// The current session may sign itself out.
+		if r := bob.Do("DELETE", "/api/me/sessions/"+bobCurrent.ID, nil); r.Status != 200 {
+			t.Fatalf("own sign out = %d %s", r.Status, r.Body)
+		}
+		if r := bob.Do("GET", "/api/me", nil); r.Status != 401 {
+			t.Fatalf("bob after signing himself out = %d", r.Status)
+		}
+	})
+}
+
 // TestSessionExpiry ages a session in the database behind the server's
 // back, so it runs without the in-memory session cache.
 func TestSessionExpiry(t *testing.T) {

@@ -215,6 +215,10 @@ type Setup struct {
 
 type setupOutput struct{ Body Setup }
 
+type sessionPath struct {
+	ID string `path:"id" doc:"Session id"`
+}
+
 // captchaNote describes the captcha gate of the anonymous mail requests.
 const captchaNote = "With a captcha configured (SERVICE_CAPTCHA_SECRET), `captcha` must carry a solved challenge " +
 	"(GET /api/auth/captcha/challenge), which is spent: without one, or with a wrong, expired or spent one, the answer is 202 {ok: false} " +
@@ -436,6 +440,30 @@ func Register(api huma.API, s *Service) {
 			return nil, err
 		}
 		return ok(), nil
+	})
+
+	sessions := account.Op("get_api_me_sessions", http.MethodGet, "/api/me/sessions", "Where my account is signed in")
+	sessions.Description = "The account's live browser sessions, newest first (at most 200), with the one making the request marked current. " +
+		"Tokens are never shown."
+	huma.Register(api, sessions, func(ctx context.Context, _ *struct{}) (*httpx.Out[[]SignedIn], error) {
+		u, err := actor.RequireUser(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return httpx.Reply(s.Sessions(ctx, u))
+	})
+	signOut := account.Op("delete_api_me_sessions_id", http.MethodDelete, "/api/me/sessions/{id}", "Sign one of my sessions out")
+	signOut.Description = "Revokes it at once on every replica. The current session may be signed out this way too " +
+		"(POST /api/auth/logout also clears its cookies). Another account's session is 404, like an unknown id."
+	huma.Register(api, signOut, func(ctx context.Context, in *sessionPath) (*httpx.DeletedOutput, error) {
+		u, err := actor.RequireUser(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.SignOut(ctx, u, in.ID); err != nil {
+			return nil, err
+		}
+		return httpx.Deleted(), nil
 	})
 
 	huma.Register(api, account.Op("patch_api_me_verbosity", http.MethodPatch, "/api/me/verbosity", "Set or clear my default live-feed verbosity"),

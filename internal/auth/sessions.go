@@ -11,6 +11,7 @@ import (
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
 
 	tokens "slipway/internal/platform/token"
 )
@@ -158,5 +159,50 @@ func (s *Service) RevokeSessions(ctx context.Context, tx *db.Tx, userID string) 
 		return err
 	}
 	tx.AfterCommit(func() { s.forgetUser(userID) })
+	return nil
+}
+
+// SignedIn is one live session of an account, as its owner sees it: never
+// its token or hash.
+type SignedIn struct {
+	ID        string    `json:"id"`
+	CreatedAt time.Time `json:"created_at" doc:"When it signed in"`
+	ExpiresAt time.Time `json:"expires_at"`
+	UserAgent string    `json:"user_agent" doc:"The browser or client that signed in, as it named itself (at most 512 bytes)"`
+	IP        string    `json:"ip" doc:"The address it signed in from"`
+	Current   bool      `json:"current" doc:"The session making this request"`
+}
+
+// MaxListedSessions bounds the list: an account signing in from a script
+// without ever signing out would otherwise grow it until the sweeper runs.
+const MaxListedSessions = 200
+
+// Sessions lists the caller's live sessions, newest first.
+func (s *Service) Sessions(ctx context.Context, u *actor.User) ([]SignedIn, error) {
+	list, err := liveSessions(ctx, s.db.R, u.ID, s.clock.Now(), MaxListedSessions)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		list[i].Current = list[i].ID == u.SessionID
+	}
+	return list, nil
+}
+
+// SignOut revokes one of the caller's live sessions (the current one too:
+// the next request with it is unauthorized). Another account's session, a
+// spent one and an unknown id are all not found.
+func (s *Service) SignOut(ctx context.Context, u *actor.User, id string) error {
+	if !ids.Valid(id) {
+		return apperr.NotFound("session")
+	}
+	n, err := revokeOwnSession(ctx, s.db.W, u.ID, id, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return apperr.NotFound("session")
+	}
+	s.forgetSession(id)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"slipway/internal/platform/actor"
@@ -329,4 +330,32 @@ func lockEnd(ctx context.Context, q db.Queryer, key string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("auth: lock lookup: %w", err)
 	}
 	return *until, nil
+}
+
+func liveSessions(ctx context.Context, q db.Queryer, userID string, now time.Time, limit int) ([]SignedIn, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, created_at, expires_at, user_agent, ip FROM sessions
+		WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2
+		ORDER BY created_at DESC, id DESC LIMIT `+strconv.Itoa(limit), userID, now)
+	if err != nil {
+		return nil, fmt.Errorf("auth: list sessions: %w", err)
+	}
+	defer rows.Close()
+	list := []SignedIn{}
+	for rows.Next() {
+		var s SignedIn
+		if err := rows.Scan(&s.ID, db.UTC(&s.CreatedAt), db.UTC(&s.ExpiresAt), &s.UserAgent, &s.IP); err != nil {
+			return nil, fmt.Errorf("auth: list sessions: %w", err)
+		}
+		list = append(list, s)
+	}
+	return list, rows.Err()
+}
+
+func revokeOwnSession(ctx context.Context, q db.Queryer, userID, id string, now time.Time) (int64, error) {
+	res, err := q.ExecContext(ctx, `UPDATE sessions SET revoked_at = $1
+		WHERE id = $2 AND user_id = $3 AND revoked_at IS NULL AND expires_at > $1`, now, id, userID)
+	if err != nil {
+		return 0, fmt.Errorf("auth: revoke session: %w", err)
+	}
+	return res.RowsAffected()
 }

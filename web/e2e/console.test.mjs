@@ -474,6 +474,48 @@ test('two-factor sign-in: the settings offer to turn it on while off and to turn
   assert.equal(await page.getByTestId('2fa-disable-code').count(), 0)
 })
 
+test('sessions: another browser signed in shows in settings; signing it out there ends it at once, and so does "everywhere else"', async () => {
+  const signedIn = async (userAgent) => {
+    const p = await (await chrome.newContext({ userAgent })).newPage()
+    p.setDefaultTimeout(20_000)
+    await p.goto(server.url + '/login')
+    await p.getByLabel('Email').fill(admin.email)
+    await p.locator('input[type=password]').fill(admin.password)
+    await p.getByRole('button', { name: 'Sign in' }).click()
+    await p.waitForURL(/\/tasks\/board/)
+    return p
+  }
+  const laptop = await signedIn('Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:131.0) Gecko/20100101 Firefox/131.0')
+  const phone = await signedIn('Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0 Mobile Safari/537.36')
+  await page.getByRole('link', { name: 'Settings' }).click()
+  await page.reload()
+  const card = page.getByTestId('sessions')
+  const laptopRow = card.getByTestId('session-row').filter({ hasText: 'Firefox on Windows' })
+  await laptopRow.waitFor()
+  await card.getByTestId('session-row').filter({ hasText: 'Chrome on Android' }).waitFor()
+  assert.match(await card.locator('[data-current=true]').innerText(), /this browser/i)
+  assert.equal(await card.locator('[data-current=true]').count(), 1)
+
+  await laptopRow.getByRole('button', { name: 'Sign out' }).click()
+  await page.getByTestId('confirm-sign-out').click()
+  await laptopRow.waitFor({ state: 'detached' })
+  await laptop.reload()
+  await laptop.waitForURL(/\/login/)
+  // The phone is still in.
+  await phone.reload()
+  await phone.getByText('Tasks', { exact: true }).first().waitFor()
+  assert.doesNotMatch(phone.url(), /\/login/)
+
+  await card.getByTestId('sign-out-others').click()
+  await page.getByTestId('confirm-sign-out').click()
+  await card.getByTestId('sign-out-others').waitFor({ state: 'detached' })
+  assert.equal(await card.getByTestId('session-row').count(), 1, 'only this browser is left')
+  await phone.reload()
+  await phone.waitForURL(/\/login/)
+  await laptop.context().close()
+  await phone.context().close()
+})
+
 test('an unknown address shows the console saying so (404), not JSON; the console has an icon', async () => {
   // Issue 24: unknown console URLs answered raw JSON, and there was no favicon.
   const resp = await page.goto(server.url + '/no/such/page')

@@ -761,6 +761,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/me/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where my account is signed in
+         * @description The account's live browser sessions, newest first (at most 200), with the one making the request marked current. Tokens are never shown.
+         */
+        get: operations["get_api_me_sessions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/me/sessions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Sign one of my sessions out
+         * @description Revokes it at once on every replica. The current session may be signed out this way too (POST /api/auth/logout also clears its cookies). Another account's session is 404, like an unknown id.
+         */
+        delete: operations["delete_api_me_sessions_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me/verbosity": {
         parameters: {
             query?: never;
@@ -4511,6 +4551,22 @@ export interface components {
             /** @description SERVICE_INITIAL_ADMIN_EMAILS lists addresses (not which): while has_admin is false, registering one of them makes the first admin */
             initial_admins: boolean;
         };
+        SignedIn: {
+            /**
+             * Format: date-time
+             * @description When it signed in
+             */
+            created_at: string;
+            /** @description The session making this request */
+            current: boolean;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            /** @description The address it signed in from */
+            ip: string;
+            /** @description The browser or client that signed in, as it named itself (at most 512 bytes) */
+            user_agent: string;
+        };
         Start: {
             agent_type: string;
             api_key?: string;
@@ -6599,6 +6655,67 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OKBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_me_sessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SignedIn"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_me_sessions_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Session id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
                 };
             };
             /** @description Error */

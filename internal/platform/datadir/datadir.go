@@ -28,12 +28,45 @@ func Lock(dir string) (unlock func(), err error) {
 		if err != nil || pid == "" {
 			pid = "unknown"
 		}
+		held := holders(f)
 		f.Close()
-		return nil, fmt.Errorf("SERVICE_DATA_DIR: %s is in use by another slipway process (pid %s); give each server and runner its own data directory",
-			dir, pid)
+		return nil, fmt.Errorf("SERVICE_DATA_DIR: %s is in use by another slipway process (pid %s%s); give each server and runner its own data directory",
+			dir, pid, held)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0) // only for the message above
 	}
 	return func() { f.Close() }, nil
+}
+
+// holders names the processes (other than this one) that have the lock file
+// open, as ", held open by pid N (command)": the pid written in the file is
+// the process that took the lock, and a child that inherited its descriptor
+// would hold it after that process is gone. Best effort, for the message.
+func holders(f *os.File) string {
+	self, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	var found []string
+	seen := map[string]bool{}
+	for _, fd := range procs {
+		pid := strings.Split(fd, "/")[2]
+		if pid == strconv.Itoa(os.Getpid()) || seen[pid] {
+			continue
+		}
+		if st, err := os.Stat(fd); err == nil && os.SameFile(st, self) {
+			seen[pid] = true
+			cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			found = append(found, pid+" ("+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))+")")
+		}
+		if len(found) == 5 {
+			break
+		}
+	}
+	if len(found) == 0 {
+		return ""
+	}
+	return ", held open by pid " + strings.Join(found, ", ")
 }

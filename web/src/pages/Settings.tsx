@@ -1,14 +1,14 @@
-import { Alert, Button, Card, Code, Group, PasswordInput, Select, SimpleGrid, Stack, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Badge, Button, Card, Code, Group, PasswordInput, Select, SimpleGrid, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
-import { get, patch, post, put, type Profile, type Schemas } from '../api'
+import { del, get, patch, post, put, type Profile, type Schemas } from '../api'
 import { solveCaptcha } from './Mailed'
 import { useSession } from '../session'
-import { Copy, ErrorNote, useAction } from '../ui'
+import { Confirm, Copy, ErrorNote, Loading, count, useAction, useLoad, when } from '../ui'
 import { AutonomyCard, ProfilesCard } from './WorkspaceSettings'
 
 type Verbosity = NonNullable<Profile['verbosity']>
 
-/** The signed-in person's settings (profile, password, two-factor sign-in), then the active workspace's (autonomy, agent profiles). */
+/** The signed-in person's settings (profile, password, two-factor sign-in, sessions), then the active workspace's (autonomy, agent profiles). */
 export default function Settings() {
   const { me, workspace } = useSession()
   if (!me) return null
@@ -18,6 +18,7 @@ export default function Settings() {
       <ProfileCard me={me} />
       <PasswordCard />
       <TwoFactorCard />
+      <SessionsCard />
       {workspace && (
         <>
           <Title order={3}>Workspace {workspace.name}</Title>
@@ -325,5 +326,107 @@ function ConfirmAddress({ email }: { email: string }) {
       </Button>
       <ErrorNote error={action.error} />
     </Group>
+  )
+}
+
+type SignedIn = Schemas['SignedIn']
+
+/** A user agent in a few words: the browser and the system it names, else the string itself. */
+export function device(ua: string): string {
+  if (!ua) return 'Unknown client'
+  const browser = /Edg\//.test(ua) ? 'Edge' : /Firefox\//.test(ua) ? 'Firefox' : /Chrom(e|ium)\//.test(ua) ? 'Chrome' : /Safari\//.test(ua) ? 'Safari' : ''
+  const system = /Windows/.test(ua) ? 'Windows' : /Android/.test(ua) ? 'Android' : /iPhone|iPad/.test(ua) ? 'iOS' : /Mac OS X/.test(ua) ? 'macOS' : /Linux/.test(ua) ? 'Linux' : ''
+  if (browser) return system ? `${browser} on ${system}` : browser
+  return ua.length > 60 ? ua.slice(0, 60) + '…' : ua
+}
+
+/** Where this account is signed in, each session signed out on its own, or all the others at once. */
+function SessionsCard() {
+  const { signOut } = useSession()
+  const list = useLoad(() => get('/api/me/sessions'), [])
+  const [confirm, setConfirm] = useState<SignedIn | 'others' | null>(null)
+  const action = useAction()
+  const sessions = list.data ?? []
+  const others = sessions.filter((s) => !s.current)
+  const end = async (target: SignedIn | 'others') => {
+    if (target !== 'others' && target.current) {
+      await signOut()
+      return
+    }
+    await action.run('sign-out', async () => {
+      for (const s of target === 'others' ? others : [target]) {
+        await del('/api/me/sessions/{id}', { params: { path: { id: s.id } } })
+      }
+    })
+    await list.reload()
+  }
+  return (
+    <Card withBorder data-testid="sessions">
+      <Stack gap="xs">
+        <Group justify="space-between">
+          <Title order={4}>Sessions</Title>
+          {others.length > 0 && (
+            <Button size="xs" variant="default" color="red" onClick={() => setConfirm('others')} data-testid="sign-out-others">
+              Sign out everywhere else
+            </Button>
+          )}
+        </Group>
+        <Text size="sm" c="dimmed">
+          {list.loading ? 'Where your account is signed in.' : `Signed in in ${count(sessions.length, 'place')}. Signing a session out ends it at once.`}
+        </Text>
+        {list.loading && <Loading />}
+        <ErrorNote error={list.error ?? action.error} />
+        {sessions.length > 0 && (
+          <Table>
+            <Table.Thead>
+              <Table.Tr>
+                <Table.Th>Device</Table.Th>
+                <Table.Th>Address</Table.Th>
+                <Table.Th>Signed in</Table.Th>
+                <Table.Th>Expires</Table.Th>
+                <Table.Th />
+              </Table.Tr>
+            </Table.Thead>
+            <Table.Tbody>
+              {sessions.map((s) => (
+                <Table.Tr key={s.id} data-testid="session-row" data-current={s.current ? 'true' : undefined}>
+                  <Table.Td title={s.user_agent}>
+                    {device(s.user_agent)}{' '}
+                    {s.current && (
+                      <Badge size="xs" variant="light">
+                        this browser
+                      </Badge>
+                    )}
+                  </Table.Td>
+                  <Table.Td>{s.ip || '—'}</Table.Td>
+                  <Table.Td>{when(s.created_at)}</Table.Td>
+                  <Table.Td>{when(s.expires_at)}</Table.Td>
+                  <Table.Td>
+                    <Button size="compact-xs" variant="subtle" color="red" loading={action.busy !== '' && !s.current} onClick={() => setConfirm(s)}>
+                      Sign out
+                    </Button>
+                  </Table.Td>
+                </Table.Tr>
+              ))}
+            </Table.Tbody>
+          </Table>
+        )}
+      </Stack>
+      <Confirm
+        item={confirm}
+        title={(c) => (c === 'others' ? 'Sign out everywhere else?' : c.current ? 'Sign out of this browser?' : 'Sign this session out?')}
+        message={(c) =>
+          c === 'others'
+            ? `The ${count(others.length, 'other session')} end at once; this browser stays signed in.`
+            : c.current
+              ? 'You will be back at the sign-in page.'
+              : `${device(c.user_agent)} from ${c.ip || 'an unknown address'} is signed out at once and has to sign in again.`
+        }
+        action={(c) => (c === 'others' ? 'Sign them out' : 'Sign out')}
+        testid="confirm-sign-out"
+        onCancel={() => setConfirm(null)}
+        onConfirm={end}
+      />
+    </Card>
   )
 }
