@@ -193,6 +193,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *recentRunsInput) (*httpx.Out[[]RunSummary], error) {
 			return httpx.Reply(s.RecentRuns(ctx, ws(ctx), in.ID, in.Limit))
 		})
+	testNode := ops.Op("post_api_workflows_id_test_node", http.MethodPost, "/api/workflows/{id}/test-node", "Test one node with sample data")
+	testNode.Description = "Runs the node given (saved or not) alone, with sample input, trigger data and other nodes' outputs, " +
+		"the way a run would run it: an http_request or notify_webhook node really sends its request. Nothing is stored. " +
+		"Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing; a code node is refused " +
+		"(it runs in a sandbox as a job: run the workflow). A config the save would refuse is a 400 naming the field. " +
+		"At most one minute."
+	huma.Register(api, testNode, func(ctx context.Context, in *nodeTestInput) (*httpx.Out[*NodeTestResult], error) {
+		return httpx.Reply(s.TestNode(ctx, ws(ctx), in.ID, in.Body))
+	})
 	huma.Register(api, httpx.Created(ops.Op("post_api_workflows_id_runs", http.MethodPost, "/api/workflows/{id}/runs", "Start a run (it waits while a cap holds it back)")),
 		func(ctx context.Context, in *runInput) (*httpx.Out[RunStarted], error) {
 			var input json.RawMessage
@@ -202,6 +211,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			id, err := s.StartRun(ctx, ws(ctx), user(ctx), in.ID, input, nil)
 			return httpx.Reply(RunStarted{RunID: id}, err)
 		})
+}
+
+type nodeTestInput struct {
+	ID   string `path:"id" doc:"Workflow id"`
+	Body NodeTest
 }
 
 type recentRunsInput struct {

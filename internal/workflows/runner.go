@@ -35,6 +35,9 @@ type Runner interface {
 	Graph(ctx context.Context, q db.Queryer, r *runRow) (*Graph, error)
 	// Ends tells of runs' ends (the payload is the run's id); Close it.
 	Ends() *pubsub.Subscription
+	// Try runs one node alone in env, for a run r that is not stored, and
+	// stores nothing: the editor's "test this node".
+	Try(ctx context.Context, r *runRow, n *Node, env map[string]any) NodeTestResult
 }
 
 var _ Runner = (*Engine)(nil)

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"math/big"
 	"mime"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"regexp"
 	"slices"
@@ -1898,5 +1900,106 @@ func TestWorkflowsRunHistory(t *testing.T) {
 			t.Fatalf("history = %+v (started %v)", got, started)
 		}
 		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+wf.ID+"/runs?limit=101", nil), http.StatusBadRequest)
+	})
+}
+
+// TestWorkflowsTestNode: one node run alone with sample data, the way a run
+// runs it (a real request for http_request), storing nothing; waiting kinds
+// say what they would wait on; a bad config is the save's 400; another
+// workspace's workflow is an unknown one.
+func TestWorkflowsTestNode(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true")
+		project := f.Project(t, f.Owner, "p")
+		wf, _ := apiCreate(t, f.Owner, apiChainWorkflow(project, "tested"))
+		var got []string
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			got = append(got, r.Method+" "+r.URL.RequestURI()+" "+string(b))
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"greeting":"hello"}`)
+		}))
+		defer srv.Close()
+		try := func(body apiObj, status int) workflows.NodeTestResult {
+			t.Helper()
+			r := f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", body)
+			fixture.Want(t, r, status)
+			var res workflows.NodeTestResult
+			if status == http.StatusOK {
+				r.JSON(t, &res)
+			}
+			return res
+		}
+		runs := func() int {
+			var n int
+			if err := f.App.DB.R.QueryRow("SELECT COUNT(*) FROM workflow_runs").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+
+		// A transform sees the sample input and another node's sample output.
+		res := try(apiObj{"node": apiNode("b", "transform", apiObj{"mapping": apiObj{"sum": "nodes.a.output + input.x"}}),
+			"input": apiObj{"x": 2}, "nodes": apiObj{"a": 6}}, http.StatusOK)
+		if res.Status != "succeeded" || res.Handle != "out" || string(res.Output) != `{"sum":8}` {
+			t.Fatalf("transform = %+v", res)
+		}
+		// A gate says which way it goes.
+		res = try(apiObj{"node": apiNode("g", "gate", apiObj{"condition": "nodes.b.output.sum > 5"}), "nodes": apiObj{"b": apiObj{"sum": 3}}}, http.StatusOK)
+		if res.Status != "succeeded" || res.Handle != "false" {
+			t.Fatalf("gate = %+v", res)
+		}
+		// An expression error is the node failing, as in a run.
+		res = try(apiObj{"node": apiNode("t", "transform", apiObj{"expression": "input.x.y.z"})}, http.StatusOK)
+		if res.Status != "failed" || res.Error == "" {
+			t.Fatalf("failing transform = %+v", res)
+		}
+		// An http_request really goes out, rendered from the samples.
+		res = try(apiObj{"node": apiNode("call", "http_request", apiObj{"method": "POST", "url": srv.URL + "/hook?n={{ input.n }}", "body": `{{ trigger.who }}`}),
+			"input": apiObj{"n": 7}, "trigger": apiObj{"who": "ann"}}, http.StatusOK)
+		if res.Status != "succeeded" || len(got) != 1 || got[0] != "POST /hook?n=7 ann" || !strings.Contains(string(res.Output), `"greeting":"hello"`) {
+			t.Fatalf("http_request = %+v, the server saw %q", res, got)
+		}
+		// Waiting kinds say what they would wait on, and start nothing.
+		res = try(apiObj{"node": apiNode("ask", "human", apiObj{"message": "Ship {{ input.v }}?"}), "input": apiObj{"v": "1.2"}}, http.StatusOK)
+		if res.Status != "waiting" || !strings.Contains(res.Waits, "Ship 1.2?") {
+			t.Fatalf("human = %+v", res)
+		}
+		res = try(apiObj{"node": apiNode("each", "loop", apiObj{"items": "input.list", "mode": "parallel", "parallelism": 2}), "input": apiObj{"list": []int{1, 2, 3}}}, http.StatusOK)
+		if res.Status != "waiting" || string(res.Output) != `[1,2,3]` || !strings.Contains(res.Waits, "3 iterations") {
+			t.Fatalf("loop = %+v", res)
+		}
+		res = try(apiObj{"node": apiNode("fix", "agent", apiObj{"prompt": "Fix issue {{ input.issue }}"}), "input": apiObj{"issue": 42}}, http.StatusOK)
+		if res.Status != "waiting" || !strings.Contains(res.Waits, "Fix issue 42") {
+			t.Fatalf("agent = %+v", res)
+		}
+		res = try(apiObj{"node": apiNode("body", "transform", apiObj{"expression": "item * 10"}), "item": 4}, http.StatusOK)
+		if string(res.Output) != `40` {
+			t.Fatalf("loop body = %+v", res)
+		}
+		var tasks int
+		if err := f.App.DB.R.QueryRow("SELECT COUNT(*) FROM tasks").Scan(&tasks); err != nil || tasks != 0 {
+			t.Fatalf("a test started %d tasks (%v)", tasks, err)
+		}
+		if n := runs(); n != 0 {
+			t.Fatalf("tests stored %d runs", n)
+		}
+
+		// Refused as the save refuses it, naming the field.
+		r := f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("g", "gate", apiObj{})})
+		fixture.Want(t, r, http.StatusBadRequest)
+		if !strings.Contains(string(r.Body), "condition") {
+			t.Fatalf("the refusal does not name the field: %s", r.Body)
+		}
+		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("c", "code", apiObj{"source": "echo 1"})}), http.StatusBadRequest)
+		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"}),
+			"input": strings.Repeat("x", 1<<20+10)}), http.StatusBadRequest)
+
+		// Another workspace's workflow is an unknown one.
+		foreign := f.Outsider.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"})})
+		unknown := f.Outsider.Do("POST", "/api/workflows/"+ids.New()+"/test-node", apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"})})
+		if foreign.Status != http.StatusNotFound || string(foreign.Body) != string(unknown.Body) {
+			t.Fatalf("foreign = %d %s, unknown = %d %s", foreign.Status, foreign.Body, unknown.Status, unknown.Body)
+		}
 	})
 }

@@ -766,7 +766,13 @@ test("the README's workflow built in the console: nodes from the library, forms 
   await page.getByTestId('node-run-code').click()
   assert.match(await page.getByTestId('node-output-code').innerText(), /"ok": true/)
   await page.getByTestId('node-logs').getByText('checking').waitFor()
+  assert.match(await page.getByTestId('node-input-code').innerText(), /"version": "1.0"/)
   await shot('workflow-run-node-logs')
+  // The gate's input: the run's input and the code node's output it reads.
+  await page.getByTestId('node-run-gate').click()
+  const gateInput = JSON.parse(await page.getByTestId('node-input-gate').innerText())
+  assert.equal(gateInput.input.version, '1.0')
+  assert.equal(gateInput.nodes.code.result.ok, true)
 
   // A webhook trigger: its address shown once; a delivery starts a run, which the history lists.
   await page.goto(`${server.url}/workflows/${wfID}`)
@@ -785,6 +791,23 @@ test("the README's workflow built in the console: nodes from the library, forms 
   }
   assert.equal(await history.locator('[data-testid^="history-"]').count(), 2, 'the webhook started a second run')
   await shot('workflow-triggers')
+
+  // Test the gate alone: samples from the last run, then edited by hand.
+  await page.getByTestId('node-gate').click()
+  await page.getByTestId('node-test-last-run').click()
+  await page.getByText(/^From run [0-9a-f]{8}/).waitFor()
+  assert.equal(JSON.parse(await page.getByTestId('node-test-sample').inputValue()).nodes.code.result.ok, true)
+  await page.getByTestId('node-test-run').click()
+  await page.locator('[data-testid="node-test-result"][data-status="succeeded"]').getByText('fires true').waitFor()
+  await page.getByTestId('node-test-sample').fill('{"nodes": {"code": {"result": {"ok": false}}}}')
+  await page.getByTestId('node-test-run').click()
+  await page.getByTestId('node-test-result').getByText('fires false').waitFor()
+  // The human gate says what it would ask, rendered from the sample input.
+  await page.getByTestId('node-human').click()
+  await page.getByTestId('node-test-sample').fill('{"input": "3.1"}')
+  await page.getByTestId('node-test-run').click()
+  await page.locator('[data-testid="node-test-result"][data-status="waiting"]').getByText('Ship 3.1').waitFor()
+  await shot('workflow-test-node')
 
   // A schedule: the next ticks previewed as the cron is typed; a bad one says why.
   await page.getByTestId('trigger-kind').selectOption('schedule')
@@ -813,4 +836,14 @@ test('a workflow imported from the exported YAML, and one made from a template w
   assert.match(await page.getByTestId('webhook-url').innerText(), new RegExp(`^${server.url}/api/workflows/triggers/webhook/`))
   await page.getByTestId('close-webhook').click()
   await page.getByTestId('trigger-webhook').waitFor()
+
+  // An n8n export: converted, opened, its webhook address shown once, and the converted flow answers.
+  await page.goto(server.url + '/workflows')
+  await page.getByTestId('new-workflow-project').selectOption({ label: 'demo' })
+  await page.locator('input[type=file]').setInputFiles(path.join(import.meta.dirname, '../../internal/n8nimport/testdata/bench.json'))
+  await page.waitForURL(/\/workflows\/[0-9a-f-]{36}$/)
+  await page.getByRole('heading', { name: 'Bench: double n' }).waitFor()
+  const receiver = (await page.getByTestId('webhook-url').innerText()).trim()
+  const answer = await fetch(receiver, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"n": 21}' })
+  assert.deepEqual(await answer.json(), { n: 42, ok: true })
 })

@@ -2508,6 +2508,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{id}/test-node": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test one node with sample data
+         * @description Runs the node given (saved or not) alone, with sample input, trigger data and other nodes' outputs, the way a run would run it: an http_request or notify_webhook node really sends its request. Nothing is stored. Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing; a code node is refused (it runs in a sandbox as a job: run the workflow). A config the save would refuse is a 400 naming the field. At most one minute.
+         */
+        post: operations["post_api_workflows_id_test_node"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}/triggers": {
         parameters: {
             query?: never;
@@ -3837,6 +3857,34 @@ export interface components {
             status: "pending" | "ready" | "running" | "waiting" | "succeeded" | "failed" | "skipped" | "cancelled";
             /** Format: uuid */
             task_id: string | null;
+        };
+        NodeTest: {
+            /** @description Sample run input (expressions: input) */
+            input?: unknown;
+            /** @description Sample loop item, for a node inside a loop (expressions: item; index is 0) */
+            item?: unknown;
+            /** @description The node to test, as the editor holds it (its parent_node_key is ignored) */
+            node: components["schemas"]["NodeInput"];
+            /** @description Sample outputs of other nodes by key (expressions: nodes.<key>.output) */
+            nodes?: {
+                [key: string]: unknown;
+            };
+            /** @description Sample trigger data (expressions: trigger) */
+            trigger?: unknown;
+        };
+        NodeTestResult: {
+            /** Format: int64 */
+            duration_ms: number;
+            /** @description Why it failed */
+            error: string;
+            /** @description The handle it fires, when it succeeded */
+            handle: string;
+            /** @description Its output, as a run would record it */
+            output: Record<string, never> | null;
+            /** @enum {string} */
+            status: "succeeded" | "failed" | "waiting";
+            /** @description For the kinds that wait in a run (human, wait_event, loop, agent): what it would wait on; nothing is started */
+            waits?: string;
         };
         NodeType: {
             /** @description false: the kind validates but fails at run time (not available yet) */
@@ -10896,6 +10944,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunStarted"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_workflows_id_test_node: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NodeTest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeTestResult"];
                 };
             };
             /** @description Error */

@@ -124,3 +124,10 @@ export function loadNodeTypes(): Promise<NodeType[]> {
     () => [],
   )
 }
+
+/** The node keys a config reads (nodes.<key>), in the order they first appear. */
+export function readsOf(config: unknown): string[] {
+  const keys: string[] = []
+  for (const m of JSON.stringify(config ?? {}).matchAll(/nodes\.([A-Za-z][A-Za-z0-9_-]*)/g)) if (!keys.includes(m[1])) keys.push(m[1])
+  return keys
+}

@@ -37,7 +37,7 @@ import { nodeTypes } from '../canvas/NodeView'
 import { problemText, problems, SchemaForm, type Schema } from '../canvas/SchemaForm'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useLoad } from '../ui'
-import { exportYAML, HistoryCard, TriggersCard } from './WorkflowExtras'
+import { exportYAML, HistoryCard, NodeTest, TriggersCard } from './WorkflowExtras'
 
 type Workflow = Schemas['Workflow']
 type NodeType = Schemas['NodeType']
@@ -496,6 +496,7 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
               <NodePanel
                 key={`${selNode.id}:${version}`}
                 node={selNode}
+                workflowId={wf.id}
                 others={nodes.filter((n) => n.id !== selNode.id).map((n) => n.id)}
                 type={types.find((t) => t.slug === selNode.data.kind)}
                 edges={edges.filter((e) => e.source === selNode.id || e.target === selNode.id)}
@@ -658,6 +659,7 @@ function AddEdge({ nodes, onAdd }: { nodes: WfNode[]; onAdd: (source: string, ha
 
 type PanelProps = {
   node: WfNode
+  workflowId: string
   others: string[]
   type?: NodeType
   edges: Edge[]
@@ -668,7 +670,7 @@ type PanelProps = {
 }
 
 /** The selected node: its config as JSON, its edges, and removal. */
-function NodePanel({ node, others, type, edges, onConfig, onInvalid, onRemove, onRemoveEdge }: PanelProps) {
+function NodePanel({ node, workflowId, others, type, edges, onConfig, onInvalid, onRemove, onRemoveEdge }: PanelProps) {
   const { key, kind, config, error } = node.data
   const [text, setText] = useState(() => JSON.stringify(config, null, 2))
   const [invalid, setInvalid] = useState('')
@@ -769,6 +771,7 @@ function NodePanel({ node, others, type, edges, onConfig, onInvalid, onRemove, o
           ))}
         </Stack>
       )}
+      <NodeTest workflowId={workflowId} nodeKey={key} kind={kind} config={config} inLoop={!!node.data.parent} />
       <Button color="red" variant="light" onClick={() => onRemove(key)} data-testid="remove-node">
         Remove node
       </Button>

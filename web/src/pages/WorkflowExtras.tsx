@@ -1,10 +1,11 @@
 // Around a workflow's canvas: its triggers (a webhook's receiver URL and
 // token shown once; a schedule's next ticks previewed while its cron is
 // typed), its newest runs, and its YAML.
-import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, NativeSelect, PasswordInput, Stack, Switch, Table, Text, TextInput } from '@mantine/core'
+import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, NativeSelect, PasswordInput, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core'
 import { useState } from 'react'
 import { Link } from 'react-router-dom'
-import { del, get, patch, post, type Schemas } from '../api'
+import { del, get, messageOf, patch, post, type Schemas } from '../api'
+import { readsOf } from '../canvas/graph'
 import { Copy, ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
 
 type Trigger = Schemas['Trigger']
@@ -319,4 +320,115 @@ export function nextTicks(expr: string, tz: string, n: number): { times: string[
     t = new Date(t.getTime() + 60_000)
   }
   return times.length ? { times } : { times, error: 'It never fires within a year.' }
+}
+
+type NodeTestResult = Schemas['NodeTestResult']
+
+/**
+ * "Test this node": the node as edited (saved or not) run alone by the server
+ * with sample input and other nodes' outputs, prefilled from the last run.
+ */
+export function NodeTest(props: { workflowId: string; nodeKey: string; kind: string; config: Record<string, unknown>; inLoop: boolean }) {
+  const { workflowId, nodeKey, kind, config, inLoop } = props
+  const blank = () => {
+    const nodes: Record<string, unknown> = {}
+    for (const k of readsOf(config)) if (k !== nodeKey) nodes[k] = null
+    return JSON.stringify({ input: {}, trigger: null, nodes, ...(inLoop ? { item: null } : {}) }, null, 2)
+  }
+  const [sample, setSample] = useState(blank)
+  const [result, setResult] = useState<NodeTestResult | null>(null)
+  const [note, setNote] = useState('')
+  const action = useAction()
+  const fromLastRun = () =>
+    action.run('last-run', async () => {
+      const runs = await get('/api/workflows/{id}/runs', { params: { path: { id: workflowId }, query: { limit: 1 } } })
+      if (!runs?.length) {
+        setNote('No run yet: fill the samples by hand.')
+        return
+      }
+      const run = await get('/api/workflows/runs/{run_id}', { params: { path: { run_id: runs[0].id } } })
+      const ran = run.nodes ?? []
+      const nodes: Record<string, unknown> = {}
+      for (const k of readsOf(config)) {
+        const nr = ran.find((n) => n.key === k && n.frame === '')
+        if (k !== nodeKey) nodes[k] = nr?.output ?? null
+      }
+      setSample(JSON.stringify({ input: run.input ?? null, trigger: null, nodes, ...(inLoop ? { item: null } : {}) }, null, 2))
+      setNote(`From run ${runs[0].id.slice(0, 8)} (${run.status})${inLoop ? '; the loop item is yours to fill' : ''}.`)
+    })
+  const test = () =>
+    action.run('test', async () => {
+      setResult(null)
+      let s: { input?: unknown; trigger?: unknown; nodes?: Record<string, unknown>; item?: unknown }
+      try {
+        s = JSON.parse(sample)
+      } catch (e) {
+        throw new Error(`The samples are not valid JSON: ${messageOf(e)}`)
+      }
+      const body = { node: { key: nodeKey, kind, config }, input: s.input ?? null, trigger: s.trigger ?? null, nodes: s.nodes ?? {}, item: s.item }
+      setResult(await post('/api/workflows/{id}/test-node', { params: { path: { id: workflowId } }, body: body as Schemas['NodeTest'] }))
+    })
+  if (kind === 'code')
+    return (
+      <Text size="xs" c="dimmed" data-testid="node-test">
+        A code node runs in a sandbox as a job, so it is tested by running the workflow: its output and logs show in the run view.
+      </Text>
+    )
+  return (
+    <Stack gap={6} data-testid="node-test">
+      <Group justify="space-between">
+        <Text size="sm" fw={500}>
+          Test this node
+        </Text>
+        <Button size="compact-xs" variant="subtle" onClick={fromLastRun} loading={action.busy === 'last-run'} data-testid="node-test-last-run">
+          Use the last run
+        </Button>
+      </Group>
+      <Text size="xs" c="dimmed">
+        Runs this node alone, as edited, with these samples{kind === 'http_request' || kind === 'notify_webhook' ? ' (it really sends its request)' : ''}. Nothing is saved.
+      </Text>
+      <Textarea
+        value={sample}
+        onChange={(e) => setSample(e.currentTarget.value)}
+        autosize
+        minRows={3}
+        maxRows={12}
+        spellCheck={false}
+        aria-label="Sample data"
+        styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)', fontSize: 12 } }}
+        data-testid="node-test-sample"
+      />
+      {note && (
+        <Text size="xs" c="dimmed">
+          {note}
+        </Text>
+      )}
+      <Button size="xs" onClick={test} loading={action.busy === 'test'} data-testid="node-test-run">
+        Test
+      </Button>
+      <ErrorNote error={action.error} />
+      {result && (
+        <Stack gap={4} data-testid="node-test-result" data-status={result.status}>
+          <Group gap="xs">
+            <Status status={result.status} />
+            {result.handle && <Badge variant="light">fires {result.handle}</Badge>}
+            <Text size="xs" c="dimmed">
+              {result.duration_ms} ms
+            </Text>
+          </Group>
+          {result.error && (
+            <Text size="sm" c="red">
+              {result.error}
+            </Text>
+          )}
+          {result.waits && <Text size="sm">In a run it would wait for {result.waits}</Text>}
+          {result.output !== null && result.output !== undefined && (
+            <Code block data-testid="node-test-output">
+              {JSON.stringify(result.output, null, 2)}
+            </Code>
+          )}
+        </Stack>
+      )}
+    </Stack>
+  )
 }

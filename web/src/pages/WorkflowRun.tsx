@@ -3,7 +3,7 @@ import { Background, Controls, ReactFlow, type Edge } from '@xyflow/react'
 import { useEffect, useState } from 'react'
 import { Link, useParams } from 'react-router-dom'
 import { ApiError, get, messageOf, post, type Schemas } from '../api'
-import { layout, loadNodeTypes, stateColor, toFlow, type WfNode } from '../canvas/graph'
+import { layout, loadNodeTypes, readsOf, stateColor, toFlow, type WfNode } from '../canvas/graph'
 import { nodeTypes } from '../canvas/NodeView'
 import { followEvents, onConnection, watchTopic } from '../live'
 import { useSession } from '../session'
@@ -292,7 +292,18 @@ function RunBody({ view, wf, types, ready }: { view: RunView; wf: Workflow | nul
                       {n.error}
                     </Text>
                   )}
-                  {n.output !== null && <Code block data-testid={`node-output-${n.key}`}>{json(n.output)}</Code>}
+                  <Text size="xs" fw={500}>
+                    Input
+                  </Text>
+                  <Code block data-testid={`node-input-${n.key}`}>{json(nodeInput(view, wf, n))}</Code>
+                  {n.output !== null && (
+                    <>
+                      <Text size="xs" fw={500}>
+                        Output
+                      </Text>
+                      <Code block data-testid={`node-output-${n.key}`}>{json(n.output)}</Code>
+                    </>
+                  )}
                   {scriptRun(n.output) && <ScriptLog id={scriptRun(n.output)!} />}
                 </Stack>
               ))
@@ -323,6 +334,20 @@ function RunBody({ view, wf, types, ready }: { view: RunView; wf: Workflow | nul
       </Grid.Col>
     </Grid>
   )
+}
+
+/**
+ * What a node read: the run's input and the outputs of the nodes its config
+ * names (nodes.<key>), from its own loop iteration first, then the top level.
+ */
+function nodeInput(view: RunView, wf: Workflow | null, n: NodeRun): unknown {
+  const config = wf?.nodes?.find((x) => x.key === n.key)?.config
+  const nodes: Record<string, unknown> = {}
+  for (const k of readsOf(config)) {
+    const ran = (view.nodes ?? []).filter((m) => m.key === k)
+    nodes[k] = (ran.find((m) => m.frame === n.frame) ?? ran.find((m) => m.frame === ''))?.output ?? null
+  }
+  return Object.keys(nodes).length ? { input: view.input, nodes } : { input: view.input }
 }
 
 function NodeTable({ view, onSelect }: { view: RunView; onSelect: (key: string) => void }) {

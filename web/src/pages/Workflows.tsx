@@ -130,7 +130,7 @@ function StartFrom({ project }: { project: string }) {
   const templates = useLoad(async () => (await get('/api/workflows/templates')) ?? [], [])
   const [slug, setSlug] = useState('')
   const action = useAction()
-  const [warnings, setWarnings] = useState<string[]>([])
+  const [imported, setImported] = useState<{ id: string; warnings: string[]; shown: unknown } | null>(null)
   const fromTemplate = () =>
     action.run('template', async () => {
       const r = await post('/api/workflows/templates/{slug}', { params: { path: { slug: slug || (templates.data ?? [])[0]?.slug } }, body: { project_id: project } })
@@ -143,9 +143,11 @@ function StartFrom({ project }: { project: string }) {
       const text = await file.text()
       const n8n = file.name.endsWith('.json')
       if (n8n) {
-        const r = await postDocument<{ workflow: { id: string }; warnings?: string[] }>('/api/workflows/import/n8n', { project_id: project }, text, 'application/json')
-        if (r.warnings?.length) setWarnings(r.warnings)
-        else navigate(`/workflows/${r.workflow.id}`)
+        const r = await postDocument<Schemas['N8nImport']>('/api/workflows/import/n8n', { project_id: project }, text, 'application/json')
+        const shown = (r.triggers ?? []).find((t) => t.token) ?? null
+        // With warnings the page stays to show them, with a link on.
+        if (r.warnings?.length) setImported({ id: r.workflow_id, warnings: r.warnings, shown })
+        else navigate(`/workflows/${r.workflow_id}`, { state: { shown } })
         return
       }
       const w = await postDocument<{ id: string }>('/api/workflows/import', { project_id: project }, text, 'application/yaml')
@@ -175,14 +177,17 @@ function StartFrom({ project }: { project: string }) {
         </FileButton>
       </Group>
       <ErrorNote error={action.error || templates.error} />
-      {warnings.length > 0 && (
+      {imported && (
         <Alert color="yellow" title="Imported from n8n, with warnings" data-testid="n8n-warnings">
           <Stack gap={2}>
-            {warnings.map((w) => (
+            {imported.warnings.map((w) => (
               <Text key={w} size="xs">
                 {w}
               </Text>
             ))}
+            <Anchor component={Link} to={`/workflows/${imported.id}`} state={{ shown: imported.shown }} size="sm" data-testid="open-imported">
+              Open the imported workflow
+            </Anchor>
           </Stack>
         </Alert>
       )}
