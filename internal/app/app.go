@@ -225,6 +225,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp.HandleLocal(workflows.RunJob, eng.Interrupted)
 	disp.HandleLocal(workflows.TimerJob, eng.Interrupted)
 	disp.Handle(workflows.CodeJob, workport.WorkScript, eng.Code())
+	disp.Handle(workflows.NodeTestJob, workport.WorkScript, eng.NodeTests())
 	disp.Handle(scripts.RunJob, workport.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
 
 	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,

@@ -56,8 +56,10 @@ type Runner struct {
 	unhealthy string
 }
 
-// healthTimeout bounds one backend check.
-const healthTimeout = 5 * time.Second
+// healthTimeout bounds one backend check. An engine reached through ssh
+// starts an ssh session for its first ping, which took over 5 s on a loaded
+// machine: a slow engine is not a missing one.
+const healthTimeout = 20 * time.Second
 
 // Run runs a runner until ctx ends (then it stops its agents and gives
 // their work back) or the hub refuses it.

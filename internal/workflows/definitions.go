@@ -207,6 +207,9 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 		if err := s.dropRuns(ctx, tx, ws.ID, "workflow_id = $2", w.ID); err != nil {
 			return err
 		}
+		if err := s.runs.DeleteLog(ctx, tx, ws.ID, w.ID); err != nil { // its node tests
+			return err
+		}
 		if err := deleteWorkflow(ctx, tx, ws.ID, w.ID); err != nil {
 			return err
 		}

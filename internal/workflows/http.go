@@ -196,12 +196,18 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	testNode := ops.Op("post_api_workflows_id_test_node", http.MethodPost, "/api/workflows/{id}/test-node", "Test one node with sample data")
 	testNode.Description = "Runs the node given (saved or not) alone, with sample input, trigger data and other nodes' outputs, " +
 		"the way a run would run it: an http_request or notify_webhook node really sends its request. Nothing is stored. " +
-		"Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing; a code node is refused " +
-		"(it runs in a sandbox as a job: run the workflow). A config the save would refuse is a 400 naming the field. " +
-		"At most one minute."
+		"Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing. " +
+		"A code node's test is queued as a job (status queued, with a test_id to poll at GET /api/workflows/{id}/node-tests/{test_id}): " +
+		"its script runs sandboxed like a run's, at most 5 minutes, at most 4 tests queued or running per workspace (429 beyond). " +
+		"A config the save would refuse is a 400 naming the field. Other kinds take at most one minute."
 	huma.Register(api, testNode, func(ctx context.Context, in *nodeTestInput) (*httpx.Out[*NodeTestResult], error) {
 		return httpx.Reply(s.TestNode(ctx, ws(ctx), in.ID, in.Body))
 	})
+	huma.Register(api, ops.Op("get_api_workflows_id_node_tests_test_id", http.MethodGet, "/api/workflows/{id}/node-tests/{test_id}",
+		"A code node's test: queued, running, or how it ended"),
+		func(ctx context.Context, in *nodeTestIDInput) (*httpx.Out[*NodeTestResult], error) {
+			return httpx.Reply(s.NodeTest(ctx, ws(ctx), in.ID, in.TestID))
+		})
 	huma.Register(api, httpx.Created(ops.Op("post_api_workflows_id_runs", http.MethodPost, "/api/workflows/{id}/runs", "Start a run (it waits while a cap holds it back)")),
 		func(ctx context.Context, in *runInput) (*httpx.Out[RunStarted], error) {
 			var input json.RawMessage
@@ -216,6 +222,11 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 type nodeTestInput struct {
 	ID   string `path:"id" doc:"Workflow id"`
 	Body NodeTest
+}
+
+type nodeTestIDInput struct {
+	ID     string `path:"id" doc:"Workflow id"`
+	TestID string `path:"test_id" doc:"The test_id its test answered"`
 }
 
 type recentRunsInput struct {

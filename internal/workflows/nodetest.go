@@ -3,12 +3,18 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"slipway/internal/dispatch"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
+	"slipway/internal/runs"
+	"slipway/internal/workport"
 )
 
 // NodeTest is one node run alone with sample data: the editor's "test this
@@ -23,7 +29,8 @@ type NodeTest struct {
 
 // NodeTestResult is how the node went. Nothing of it is stored.
 type NodeTestResult struct {
-	Status     string          `json:"status" enum:"succeeded,failed,waiting"`
+	TestID     string          `json:"test_id,omitempty" format:"uuid" doc:"A code node's test: poll GET /api/workflows/{id}/node-tests/{test_id}; its logs are the events of run test_id"`
+	Status     string          `json:"status" enum:"queued,running,succeeded,failed,waiting"`
 	Handle     string          `json:"handle" doc:"The handle it fires, when it succeeded"`
 	Output     json.RawMessage `json:"output" nullable:"true" doc:"Its output, as a run would record it"`
 	Error      string          `json:"error" doc:"Why it failed"`
@@ -78,9 +85,6 @@ func (s *Service) TestNode(ctx context.Context, ws *actor.Workspace, id string, 
 		return nil, err
 	}
 	n := g.Node(node.Key)
-	if n.Kind == "code" {
-		return nil, apperr.BadRequest("a code node runs in a sandbox as a job: test it by running the workflow")
-	}
 	nodes := map[string]any{}
 	for k, v := range in.Nodes {
 		nodes[k] = map[string]any{"output": decode(v), "status": NodeSucceeded, "handle": HandleOut, "error": ""}
@@ -100,13 +104,36 @@ func (s *Service) TestNode(ctx context.Context, ws *actor.Workspace, id string, 
 	tctx, cancel := context.WithTimeout(ctx, nodeTestTimeout)
 	defer cancel()
 	start := time.Now()
-	res := s.engine.Try(tctx, run, n, env)
-	res.DurationMS = time.Since(start).Milliseconds()
+	res, err := s.engine.Try(tctx, run, n, env)
+	if err != nil {
+		return nil, err
+	}
+	if res.TestID == "" {
+		res.DurationMS = time.Since(start).Milliseconds()
+	}
 	return &res, nil
 }
 
+// NodeTest reads a code node's test of a workflow of the workspace.
+func (s *Service) NodeTest(ctx context.Context, ws *actor.Workspace, id, testID string) (*NodeTestResult, error) {
+	if _, err := s.Get(ctx, ws, id); err != nil {
+		return nil, err
+	}
+	if !ids.Valid(testID) {
+		return nil, apperr.NotFound("node test")
+	}
+	return s.engine.Tried(ctx, ws.ID, id, testID)
+}
+
 // Try implements Runner.
-func (e *Engine) Try(ctx context.Context, r *runRow, n *Node, env map[string]any) NodeTestResult {
+func (e *Engine) Try(ctx context.Context, r *runRow, n *Node, env map[string]any) (NodeTestResult, error) {
+	if n.Kind == "code" {
+		return e.tryCode(ctx, r, n, env)
+	}
+	return e.try(ctx, r, n, env), nil
+}
+
+func (e *Engine) try(ctx context.Context, r *runRow, n *Node, env map[string]any) NodeTestResult {
 	s := step{node: n, nr: &nodeRun{ID: ids.New(), Key: n.Key}, env: env, run: r}
 	if n.Kind == "agent" {
 		// A run creates a task here; a test only shows the prompt it would get.
@@ -154,4 +181,230 @@ func (e *Engine) Try(ctx context.Context, r *runRow, n *Node, env map[string]any
 		}
 	}
 	return res
+}
+
+// NodeTestJob runs a code node's test: a script run, with the test's id, on
+// the workflow's node-test log (whose id is the workflow's), deleted with the
+// workflow. One attempt: a test interrupted says so and is not run again.
+const NodeTestJob = "workflow_node_test"
+
+// Code node tests: unfinished ones per workspace, and their time limit.
+const (
+	maxNodeTests       = 4
+	nodeTestScriptTime = 5 * time.Minute
+)
+
+type nodeTestPayload struct {
+	WorkflowID string          `json:"workflow_id"`
+	NodeKey    string          `json:"node_key"`
+	Language   string          `json:"language"`
+	Source     string          `json:"source"`
+	Image      string          `json:"image"`
+	Timeout    int64           `json:"timeout_seconds"`
+	Input      json.RawMessage `json:"input"`
+}
+
+// tryCode queues a code node's test: its script (its own, a saved one's or
+// a node type's current revision) with the samples as its input.
+func (e *Engine) tryCode(ctx context.Context, r *runRow, n *Node, env map[string]any) (NodeTestResult, error) {
+	c, err := decodeConfig[CodeConfig](n.Config)
+	if err != nil {
+		return NodeTestResult{}, apperr.BadRequest("config: %v", err)
+	}
+	lang, source, err := e.scriptOf(ctx, e.db.R, r.WorkspaceID, c)
+	if err != nil {
+		return NodeTestResult{}, err
+	}
+	if lang == "" {
+		lang = "sh"
+	}
+	if c.NodeType != "" {
+		env["params"] = c.Params
+	}
+	input, err := json.Marshal(env)
+	if err != nil {
+		return NodeTestResult{}, apperr.BadRequest("samples: %v", err)
+	}
+	timeout := nodeTestScriptTime
+	if c.TimeoutSeconds > 0 && time.Duration(c.TimeoutSeconds)*time.Second < timeout {
+		timeout = time.Duration(c.TimeoutSeconds) * time.Second
+	}
+	image := c.Image
+	if image == "" {
+		image = e.cfg.ScriptImage
+	}
+	testID := ids.New()
+	err = e.db.Tx(ctx, func(tx *db.Tx) error {
+		// Counted in the transaction that adds one; on PostgreSQL two tests
+		// queued at once may both pass, which bounds the count at twice.
+		queued, err := e.queue.CountUnfinished(ctx, tx, r.WorkspaceID, NodeTestJob)
+		if err != nil {
+			return err
+		}
+		if queued >= maxNodeTests {
+			return apperr.New(apperr.CodeTooManyRequests, "%d code node tests are already queued or running in this workspace; wait for one to end", queued)
+		}
+		if err := e.runs.EnsureLog(ctx, tx, r.WorkspaceID, r.WorkflowID); err != nil {
+			return err
+		}
+		_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: NodeTestJob, WorkspaceID: r.WorkspaceID, Ref: testID, MaxAttempts: 1,
+			Payload: nodeTestPayload{WorkflowID: r.WorkflowID, NodeKey: n.Key, Language: lang, Source: source, Image: image,
+				Timeout: int64(timeout / time.Second), Input: input}})
+		return err
+	})
+	if err != nil {
+		return NodeTestResult{}, err
+	}
+	return NodeTestResult{TestID: testID, Status: "queued"}, nil
+}
+
+// Tried implements Runner.
+func (e *Engine) Tried(ctx context.Context, workspaceID, workflowID, testID string) (*NodeTestResult, error) {
+	run, err := e.runs.Get(ctx, nil, workspaceID, testID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		// Not taken by a worker yet, or no such test.
+		job, err := e.queue.Unfinished(ctx, e.db.R, workspaceID, NodeTestJob, testID)
+		if err != nil {
+			return nil, err
+		}
+		if job == "" {
+			return nil, apperr.NotFound("node test")
+		}
+		j, err := e.queue.Get(ctx, job)
+		if err != nil {
+			return nil, err
+		}
+		var p nodeTestPayload
+		if json.Unmarshal(j.Payload, &p) != nil || p.WorkflowID != workflowID {
+			return nil, apperr.NotFound("node test")
+		}
+		return &NodeTestResult{TestID: testID, Status: "queued"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if run.LogID != workflowID || run.Kind != runs.KindScript {
+		return nil, apperr.NotFound("node test")
+	}
+	res := &NodeTestResult{TestID: testID, Status: run.Status, Error: run.Error}
+	switch run.Status {
+	case runs.Running:
+		return res, nil
+	case runs.Succeeded:
+		res.Handle = HandleOut
+	case runs.Cancelled:
+		res.Status = NodeFailed
+		if res.Error == "" {
+			res.Error = "the script was cancelled"
+		}
+	}
+	res.Output, _ = json.Marshal(map[string]any{"exit_code": run.ExitCode, "result": decode(run.Result), "script_run_id": run.ID})
+	if run.FinishedAt != nil {
+		res.DurationMS = run.FinishedAt.Sub(run.CreatedAt).Milliseconds()
+	}
+	return res, nil
+}
+
+// NodeTests returns the dispatch handler of code node tests.
+func (e *Engine) NodeTests() dispatch.Handler { return nodeTestHandler{e} }
+
+type nodeTestHandler struct{ e *Engine }
+
+func nodeTestOf(j *jobs.Job) (nodeTestPayload, error) {
+	var p nodeTestPayload
+	if err := json.Unmarshal(j.Payload, &p); err != nil {
+		return p, fmt.Errorf("workflows: payload of node test %s: %w", j.ID, err)
+	}
+	return p, nil
+}
+
+// Start implements dispatch.Handler: the test's script run and its work. A
+// workflow deleted meanwhile drops the test.
+func (h nodeTestHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.WorkerInfo) (*workport.Assignment, error) {
+	p, err := nodeTestOf(j)
+	if err != nil {
+		return nil, err
+	}
+	wf, err := getWorkflow(ctx, tx, j.WorkspaceID, p.WorkflowID)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	run, err := h.e.runs.Start(ctx, tx, runs.NewRun{ID: j.Ref, Kind: runs.KindScript, WorkspaceID: j.WorkspaceID, LogID: p.WorkflowID,
+		ProjectID: wf.ProjectID, JobID: j.ID, Backend: w.Backend})
+	if err != nil {
+		return nil, err
+	}
+	var files, lib []workport.ScriptFile
+	if h.e.codeFiles != nil {
+		if files, err = h.e.codeFiles.Files(ctx, tx, j.WorkspaceID, p.WorkflowID, p.NodeKey); err != nil {
+			return nil, err
+		}
+		if lib, err = h.e.codeFiles.Library(ctx, tx, j.WorkspaceID); err != nil {
+			return nil, err
+		}
+	}
+	return &workport.Assignment{
+		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
+		Work:  workport.WorkScript,
+		Script: &workport.ScriptWork{Language: p.Language, Source: p.Source, Files: files, Library: lib, Input: p.Input, Image: p.Image,
+			Timeout: time.Duration(p.Timeout) * time.Second,
+			Env:     map[string]string{"SLIPWAY_RUN_ID": run.ID, "SLIPWAY_NODE": p.NodeKey, "SLIPWAY_IDEMPOTENCY_KEY": run.ID, "SLIPWAY_TEST": "1"}},
+	}, nil
+}
+
+// Resume implements dispatch.Handler: a script is not resumed; the worker
+// reports it interrupted, and a test is not run again.
+func (h nodeTestHandler) Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment, error) {
+	a := &workport.Assignment{Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID},
+		Work: workport.WorkScript, Script: &workport.ScriptWork{}, Resume: &workport.Resume{}}
+	r, err := h.e.runs.Get(ctx, nil, j.WorkspaceID, j.Ref)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return a, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Status == runs.Running {
+		a.Lease.RunID, a.Resume.BatchSeq = r.ID, r.BatchSeq
+	}
+	return a, nil
+}
+
+// Finish implements dispatch.Handler: the test's run ends with the
+// script's outcome and keeps its output (a workflow deleted meanwhile took
+// the run with it).
+func (h nodeTestHandler) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID string, r workport.Result) error {
+	status, ok := dispatch.RunStatus(r.Outcome)
+	if !ok {
+		return fmt.Errorf("workflows: unknown outcome %q", r.Outcome)
+	}
+	if _, err := h.e.runs.Get(ctx, tx, j.WorkspaceID, runID); errors.Is(err, apperr.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if len(r.Output) > 0 {
+		if err := h.e.runs.RecordResult(ctx, tx, j.WorkspaceID, runID, r.Output); err != nil {
+			return err
+		}
+	}
+	_, err := h.e.runs.Finish(ctx, tx, j.WorkspaceID, runID, status, r.ExitCode, r.Error)
+	return err
+}
+
+// Interrupted implements dispatch.Handler: the test's run ends failed with
+// the reason.
+func (h nodeTestHandler) Interrupted(ctx context.Context, tx *db.Tx, j *jobs.Job, final bool, reason string) error {
+	r, err := h.e.runs.Get(ctx, tx, j.WorkspaceID, j.Ref)
+	if errors.Is(err, apperr.ErrNotFound) {
+		return nil
+	}
+	if err != nil || r.Status != runs.Running {
+		return err
+	}
+	_, err = h.e.runs.Finish(ctx, tx, j.WorkspaceID, r.ID, runs.Failed, nil, reason)
+	return err
 }

@@ -36,8 +36,11 @@ type Runner interface {
 	// Ends tells of runs' ends (the payload is the run's id); Close it.
 	Ends() *pubsub.Subscription
 	// Try runs one node alone in env, for a run r that is not stored, and
-	// stores nothing: the editor's "test this node".
-	Try(ctx context.Context, r *runRow, n *Node, env map[string]any) NodeTestResult
+	// stores nothing: the editor's "test this node". A code node's test is
+	// queued as a job of its own (its result has a test id).
+	Try(ctx context.Context, r *runRow, n *Node, env map[string]any) (NodeTestResult, error)
+	// Tried reads a code node's test of a workflow.
+	Tried(ctx context.Context, workspaceID, workflowID, testID string) (*NodeTestResult, error)
 }
 
 var _ Runner = (*Engine)(nil)

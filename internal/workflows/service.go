@@ -78,7 +78,19 @@ var errDryRun = errors.New("workflows: dry run")
 // through the project's workflows (workflow_runs_workflow): no index leads
 // from a project to its finished runs.
 func (s *Service) ProjectDeleting(ctx context.Context, tx *db.Tx, workspaceID, projectID string) error {
-	return s.dropRuns(ctx, tx, workspaceID, "workflow_id IN (SELECT id FROM workflows WHERE workspace_id = $1 AND project_id = $2)", projectID)
+	if err := s.dropRuns(ctx, tx, workspaceID, "workflow_id IN (SELECT id FROM workflows WHERE workspace_id = $1 AND project_id = $2)", projectID); err != nil {
+		return err
+	}
+	wfs, err := projectWorkflows(ctx, tx, workspaceID, projectID)
+	if err != nil {
+		return err
+	}
+	for _, id := range wfs {
+		if err := s.runs.DeleteLog(ctx, tx, workspaceID, id); err != nil { // its node tests
+			return err
+		}
+	}
+	return nil
 }
 
 // CapChanged starts the project's queued runs its new cap lets through.

@@ -500,6 +500,24 @@ func deleteWorkflow(ctx context.Context, tx *db.Tx, workspaceID, id string) erro
 	return nil
 }
 
+// projectWorkflows lists the ids of a project's workflows.
+func projectWorkflows(ctx context.Context, q db.Queryer, workspaceID, projectID string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id FROM workflows WHERE workspace_id = $1 AND project_id = $2 ORDER BY id", workspaceID, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("workflows: of project: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("workflows: of project: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // doomedRun is a run about to be deleted with its workflow or project.
 type doomedRun struct{ id, log, status string }
 

@@ -1991,9 +1991,69 @@ func TestWorkflowsTestNode(t *testing.T) {
 		if !strings.Contains(string(r.Body), "condition") {
 			t.Fatalf("the refusal does not name the field: %s", r.Body)
 		}
-		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("c", "code", apiObj{"source": "echo 1"})}), http.StatusBadRequest)
 		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"}),
 			"input": strings.Repeat("x", 1<<20+10)}), http.StatusBadRequest)
+
+		// A code node's test is a job: queued, then run sandboxed like a run's
+		// script, with the samples as its input; its logs are its run's events.
+		r = f.Owner.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("calc", "code", apiObj{"source": strings.Join([]string{
+			`echo "working"`,
+			`n=$(sed -n 's/.*"input":{"n":\([0-9]*\)}.*/\1/p' "$SLIPWAY_INPUT")`,
+			`echo "{\"double\": $((n * 2)), \"node\": \"$SLIPWAY_NODE\"}"`,
+		}, "\n")}), "input": apiObj{"n": 21}})
+		fixture.Want(t, r, http.StatusOK)
+		r.JSON(t, &res)
+		if res.Status != "queued" || !ids.Valid(res.TestID) {
+			t.Fatalf("code test = %+v", res)
+		}
+		testURL := "/api/workflows/" + wf.ID + "/node-tests/" + res.TestID
+		deadline := time.Now().Add(time.Minute)
+		for res.Status == "queued" || res.Status == "running" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the code test did not end: %+v", res)
+			}
+			time.Sleep(100 * time.Millisecond)
+			r = f.Owner.Do("GET", testURL, nil)
+			fixture.Want(t, r, http.StatusOK)
+			r.JSON(t, &res)
+		}
+		var out struct {
+			ExitCode    int             `json:"exit_code"`
+			Result      json.RawMessage `json:"result"`
+			ScriptRunID string          `json:"script_run_id"`
+		}
+		if err := json.Unmarshal(res.Output, &out); err != nil || res.Status != "succeeded" || res.Handle != "out" || out.ScriptRunID != res.TestID {
+			t.Fatalf("code test ended %+v (%v)", res, err)
+		}
+		var result any
+		if json.Unmarshal(out.Result, &result); fmt.Sprint(result) != "map[double:42 node:calc]" {
+			t.Fatalf("the script's result: %s", out.Result)
+		}
+		r = f.Owner.Do("GET", "/api/runs/"+res.TestID+"/events", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if !strings.Contains(string(r.Body), "working") {
+			t.Fatalf("the test's log: %s", r.Body)
+		}
+		// Another workspace's test, or a test id under another workflow, is unknown.
+		fixture.Want(t, f.Outsider.Do("GET", testURL, nil), http.StatusNotFound)
+		other, _ := apiCreate(t, f.Owner, apiChainWorkflow(project, "other"))
+		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+other.ID+"/node-tests/"+res.TestID, nil), http.StatusNotFound)
+		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+wf.ID+"/node-tests/"+ids.New(), nil), http.StatusNotFound)
+
+		// At most four code tests queued or running per workspace.
+		slow := apiObj{"node": apiNode("slow", "code", apiObj{"source": "sleep 20", "timeout_seconds": 2})}
+		for i := range 4 {
+			fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+other.ID+"/test-node", slow), http.StatusOK)
+			_ = i
+		}
+		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+other.ID+"/test-node", slow), http.StatusTooManyRequests)
+
+		// Deleting the workflow deletes its tests with their logs.
+		fixture.Want(t, f.Owner.Do("DELETE", "/api/workflows/"+wf.ID, nil), http.StatusOK)
+		var logs int
+		if err := f.App.DB.R.QueryRow("SELECT COUNT(*) FROM runs WHERE id = $1", res.TestID).Scan(&logs); err != nil || logs != 0 {
+			t.Fatalf("the deleted workflow's test run is left (%d, %v)", logs, err)
+		}
 
 		// Another workspace's workflow is an unknown one.
 		foreign := f.Outsider.Do("POST", "/api/workflows/"+wf.ID+"/test-node", apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"})})

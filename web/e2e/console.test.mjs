@@ -808,6 +808,12 @@ test("the README's workflow built in the console: nodes from the library, forms 
   await page.getByTestId('node-test-run').click()
   await page.locator('[data-testid="node-test-result"][data-status="waiting"]').getByText('Ship 3.1').waitFor()
   await shot('workflow-test-node')
+  // The code node's test runs its script as a job: followed to its end, with its logs.
+  await page.getByTestId('node-code').click()
+  await page.getByTestId('node-test-run').click()
+  await page.locator('[data-testid="node-test-result"][data-status="succeeded"]').waitFor({ timeout: 60_000 })
+  assert.match(await page.getByTestId('node-test-output').innerText(), /"ok": true/)
+  await page.getByTestId('node-test').getByTestId('node-logs').getByText('checking').waitFor()
 
   // A schedule: the next ticks previewed as the cron is typed; a bad one says why.
   await page.getByTestId('trigger-kind').selectOption('schedule')

@@ -2471,6 +2471,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/{id}/node-tests/{test_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A code node's test: queued, running, or how it ended */
+        get: operations["get_api_workflows_id_node_tests_test_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/{id}/nodes/{node_key}/files": {
         parameters: {
             query?: never;
@@ -2519,7 +2536,7 @@ export interface paths {
         put?: never;
         /**
          * Test one node with sample data
-         * @description Runs the node given (saved or not) alone, with sample input, trigger data and other nodes' outputs, the way a run would run it: an http_request or notify_webhook node really sends its request. Nothing is stored. Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing; a code node is refused (it runs in a sandbox as a job: run the workflow). A config the save would refuse is a 400 naming the field. At most one minute.
+         * @description Runs the node given (saved or not) alone, with sample input, trigger data and other nodes' outputs, the way a run would run it: an http_request or notify_webhook node really sends its request. Nothing is stored. Kinds that wait in a run (human, wait_event, loop, agent) say what they would wait on and start nothing. A code node's test is queued as a job (status queued, with a test_id to poll at GET /api/workflows/{id}/node-tests/{test_id}): its script runs sandboxed like a run's, at most 5 minutes, at most 4 tests queued or running per workspace (429 beyond). A config the save would refuse is a 400 naming the field. Other kinds take at most one minute.
          */
         post: operations["post_api_workflows_id_test_node"];
         delete?: never;
@@ -3882,7 +3899,12 @@ export interface components {
             /** @description Its output, as a run would record it */
             output: Record<string, never> | null;
             /** @enum {string} */
-            status: "succeeded" | "failed" | "waiting";
+            status: "queued" | "running" | "succeeded" | "failed" | "waiting";
+            /**
+             * Format: uuid
+             * @description A code node's test: poll GET /api/workflows/{id}/node-tests/{test_id}; its logs are the events of run test_id
+             */
+            test_id?: string;
             /** @description For the kinds that wait in a run (human, wait_event, loop, agent): what it would wait on; nothing is started */
             waits?: string;
         };
@@ -10759,6 +10781,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": string;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_workflows_id_node_tests_test_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workflow id */
+                id: string;
+                /** @description The test_id its test answered */
+                test_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodeTestResult"];
                 };
             };
             /** @description Error */

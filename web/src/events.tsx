@@ -4,7 +4,7 @@ import { Button, Group, MultiSelect, ScrollArea, Stack, Switch, Text, TextInput 
 import { useEffect, useMemo, useRef, useState } from 'react'
 import { get, messageOf, type TaskEvent } from './api'
 import { followEvents } from './live'
-import { Loading } from './ui'
+import { ErrorNote, Loading } from './ui'
 
 const pageLimit = 1000
 
@@ -187,4 +187,18 @@ export function lineText(e: TaskEvent): string {
   const text = typeof p.line === 'string' ? p.line : typeof p.text === 'string' ? p.text : undefined
   if (text !== undefined && keys.every((k) => k === 'line' || k === 'text' || k === 'stream')) return p.stream === 'stderr' ? `[stderr] ${text}` : text
   return JSON.stringify(p)
+}
+
+/** A code node's logs: its script run's stdout and stderr, live while it runs. */
+export function ScriptLog({ id }: { id: string }) {
+  const log = useEventLog('run', id)
+  return (
+    <Stack gap={2} data-testid="node-logs">
+      <Text size="sm" fw={500}>
+        Logs
+      </Text>
+      {log.error && <ErrorNote error={log.error} />}
+      <EventLog events={log.list} loading={log.loading} height={200} name={`script-run-${id}`} />
+    </Stack>
+  )
 }

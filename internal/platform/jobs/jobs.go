@@ -954,6 +954,17 @@ func (q *Queue) Unfinished(ctx context.Context, rq db.Queryer, workspaceID, kind
 	return id, nil
 }
 
+// CountUnfinished counts the unfinished (available or running) jobs of kind
+// in the workspace, read in rq: for bounds on what a tenant may queue.
+func (q *Queue) CountUnfinished(ctx context.Context, rq db.Queryer, workspaceID, kind string) (int, error) {
+	var n int
+	if err := rq.QueryRowContext(ctx, `SELECT COUNT(*) FROM jobs WHERE workspace_id = $1 AND kind = $2 AND state IN ('available', 'running')`,
+		workspaceID, kind).Scan(&n); err != nil {
+		return 0, fmt.Errorf("jobs: count %s: %w", kind, err)
+	}
+	return n, nil
+}
+
 // Holder returns the lease a running job is held under, or nil when the
 // job is not running.
 func (q *Queue) Holder(ctx context.Context, id string) (*Lease, error) {

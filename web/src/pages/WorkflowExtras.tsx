@@ -6,6 +6,7 @@ import { useState } from 'react'
 import { Link } from 'react-router-dom'
 import { del, get, messageOf, patch, post, type Schemas } from '../api'
 import { readsOf } from '../canvas/graph'
+import { ScriptLog } from '../events'
 import { Copy, ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
 
 type Trigger = Schemas['Trigger']
@@ -366,14 +367,15 @@ export function NodeTest(props: { workflowId: string; nodeKey: string; kind: str
         throw new Error(`The samples are not valid JSON: ${messageOf(e)}`)
       }
       const body = { node: { key: nodeKey, kind, config }, input: s.input ?? null, trigger: s.trigger ?? null, nodes: s.nodes ?? {}, item: s.item }
-      setResult(await post('/api/workflows/{id}/test-node', { params: { path: { id: workflowId } }, body: body as Schemas['NodeTest'] }))
+      let r = await post('/api/workflows/{id}/test-node', { params: { path: { id: workflowId } }, body: body as Schemas['NodeTest'] })
+      setResult(r)
+      // A code node's test is a job: followed until it ends (its logs show as it runs).
+      while (r.test_id && (r.status === 'queued' || r.status === 'running')) {
+        await new Promise((done) => setTimeout(done, 500))
+        r = await get('/api/workflows/{id}/node-tests/{test_id}', { params: { path: { id: workflowId, test_id: r.test_id } } })
+        setResult(r)
+      }
     })
-  if (kind === 'code')
-    return (
-      <Text size="xs" c="dimmed" data-testid="node-test">
-        A code node runs in a sandbox as a job, so it is tested by running the workflow: its output and logs show in the run view.
-      </Text>
-    )
   return (
     <Stack gap={6} data-testid="node-test">
       <Group justify="space-between">
@@ -385,7 +387,9 @@ export function NodeTest(props: { workflowId: string; nodeKey: string; kind: str
         </Button>
       </Group>
       <Text size="xs" c="dimmed">
-        Runs this node alone, as edited, with these samples{kind === 'http_request' || kind === 'notify_webhook' ? ' (it really sends its request)' : ''}. Nothing is saved.
+        Runs this node alone, as edited, with these samples
+        {kind === 'http_request' || kind === 'notify_webhook' ? ' (it really sends its request)' : kind === 'code' ? ' (its script runs sandboxed, as in a run)' : ''}. Nothing
+        else is saved.
       </Text>
       <Textarea
         value={sample}
@@ -427,6 +431,7 @@ export function NodeTest(props: { workflowId: string; nodeKey: string; kind: str
               {JSON.stringify(result.output, null, 2)}
             </Code>
           )}
+          {result.test_id && result.status !== 'queued' && <ScriptLog id={result.test_id} />}
         </Stack>
       )}
     </Stack>

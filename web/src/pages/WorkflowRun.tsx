@@ -7,7 +7,7 @@ import { layout, loadNodeTypes, readsOf, stateColor, toFlow, type WfNode } from 
 import { nodeTypes } from '../canvas/NodeView'
 import { followEvents, onConnection, watchTopic } from '../live'
 import { useSession } from '../session'
-import { EventLog, useEventLog } from '../events'
+import { ScriptLog } from '../events'
 import { ErrorNote, Loading, useLoad, when } from '../ui'
 
 type RunView = Schemas['RunView']
@@ -399,18 +399,4 @@ function NodeTable({ view, onSelect }: { view: RunView; onSelect: (key: string) 
 function scriptRun(output: unknown): string | undefined {
   const id = output && typeof output === 'object' ? (output as { script_run_id?: unknown }).script_run_id : undefined
   return typeof id === 'string' && id ? id : undefined
-}
-
-/** A code node's logs: its script run's stdout and stderr, live while it runs. */
-function ScriptLog({ id }: { id: string }) {
-  const log = useEventLog('run', id)
-  return (
-    <Stack gap={2} data-testid="node-logs">
-      <Text size="sm" fw={500}>
-        Logs
-      </Text>
-      {log.error && <ErrorNote error={log.error} />}
-      <EventLog events={log.list} loading={log.loading} height={200} name={`script-run-${id}`} />
-    </Stack>
-  )
 }
