@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
+	"slipway/internal/activity"
 	"strconv"
 
 	"slipway/internal/approvals"
@@ -72,6 +73,7 @@ type Services struct {
 	Undo          *undo.Service
 	Changes       *changes.Service
 	Commands      *commands.Service
+	Activity      *activity.Service
 	Mail          *mail.Outbox
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
@@ -248,6 +250,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Commands: commands.NewService(ts, proj, wf, ap, ten),
 		Undo:     undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
 		Changes:  changes.NewService(ts, proj, git),
+		Activity: activity.NewService(d, clk),
 		Runners:  runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)

@@ -10,61 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"slipway/internal/agents/protocol"
 	"slipway/internal/apitest"
 	"slipway/internal/approvals"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
-	"slipway/internal/runs"
 	"slipway/internal/tasks"
 )
 
 var approvalFields = []string{"id", "workspace_id", "task_id", "run_id", "tool", "arguments", "reason", "status", "decided_by",
 	"created_at", "expires_at", "decided_at"}
-
-// working is a task an agent works on as far as the hub can tell: running
-// with a run and a job held by a worker that is not there (the blocker of
-// a blocked project).
-type working struct {
-	task, run, job, ws string
-}
-
-func newWorking(t *testing.T, f *fixture.API, c *apitest.Client, name string) working {
-	t.Helper()
-	project, blocker := f.BlockedProject(t, c, name)
-	ws := c.DefaultWorkspace()
-	w := working{task: blocker, ws: ws, run: f.Run(t, ws, project, blocker, "", runs.Running, 1, time.Now().UTC())}
-	if err := f.App.DB.R.QueryRow(`SELECT id FROM jobs WHERE ref_id = $1`, blocker).Scan(&w.job); err != nil {
-		t.Fatal(err)
-	}
-	f.Exec(t, `UPDATE runs SET job_id = $2 WHERE id = $1`, w.run, w.job)
-	return w
-}
-
-// ask records an agent's approval request for the working task (what the
-// hub does when the agent's approval_request line arrives) and moves the
-// task to needs_input.
-func ask(t *testing.T, f *fixture.API, w working, requestID, command string) string {
-	t.Helper()
-	ctx := context.Background()
-	var id string
-	err := f.App.DB.Tx(ctx, func(tx *db.Tx) error {
-		a, created, err := f.App.Server.Services.Approvals.Request(ctx, tx, w.ws, w.task, w.run, w.job, protocol.ApprovalRequest{
-			Type: protocol.OutApprovalRequest, ID: requestID, Tool: "bash", Arguments: json.RawMessage(fmt.Sprintf(`{"command":%q}`, command))})
-		if err != nil || !created {
-			return fmt.Errorf("created %v: %w", created, err)
-		}
-		id = a.ID
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.SetStatus(t, w.task, tasks.StatusNeedsInput)
-	return id
-}
 
 // inboxLines are the lines waiting for the job's agent.
 func inboxLines(t *testing.T, f *fixture.API, job string) []string {
@@ -109,13 +65,13 @@ func TestToolApprovalsAPI(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e)
 		owner, outsider := f.Owner, f.Outsider
-		w := newWorking(t, f, owner, "Steered")
-		first := ask(t, f, w, "call_1", "rm -rf build")
+		w := f.Working(t, owner, "Steered")
+		first := f.Ask(t, w, "call_1", "rm -rf build")
 		time.Sleep(5 * time.Millisecond) // distinct creation times for the order
-		second := ask(t, f, w, "call_2", "make release")
+		second := f.Ask(t, w, "call_2", "make release")
 		// The outsider's own workspace has one too: never in the owner's lists.
-		ow := newWorking(t, f, outsider, "Elsewhere")
-		foreign := ask(t, f, ow, "call_1", "echo theirs")
+		ow := f.Working(t, outsider, "Elsewhere")
+		foreign := f.Ask(t, ow, "call_1", "echo theirs")
 
 		if n := count(t, owner); n != 2 {
 			t.Fatalf("count = %d, want 2", n)
@@ -152,8 +108,8 @@ func TestToolApprovalsAPI(t *testing.T) {
 			{Name: "limit above the ceiling", Client: owner, Method: "GET", Path: "/api/tool-approvals/pending?limit=1000", WantStatus: 400, WantCode: "bad_request"},
 		})
 		// Nothing refused changed anything.
-		if n := count(t, owner); n != 2 || len(inboxLines(t, f, w.job)) != 0 {
-			t.Fatalf("a refused decide changed something: count %d, inbox %v", n, inboxLines(t, f, w.job))
+		if n := count(t, owner); n != 2 || len(inboxLines(t, f, w.Job)) != 0 {
+			t.Fatalf("a refused decide changed something: count %d, inbox %v", n, inboxLines(t, f, w.Job))
 		}
 
 		// Approve the first: the agent is told, the task still waits for
@@ -165,10 +121,10 @@ func TestToolApprovalsAPI(t *testing.T) {
 		if decided.Status != approvals.StatusApproved || decided.DecidedBy == nil || decided.DecidedAt == nil {
 			t.Fatalf("decided %+v", decided)
 		}
-		if lines := inboxLines(t, f, w.job); len(lines) != 1 || lines[0] != `{"type":"approval","id":"call_1","verdict":"approved"}` {
+		if lines := inboxLines(t, f, w.Job); len(lines) != 1 || lines[0] != `{"type":"approval","id":"call_1","verdict":"approved"}` {
 			t.Fatalf("inbox %v", lines)
 		}
-		if got := fixture.GetTask(t, owner, w.task); got.Status != tasks.StatusNeedsInput {
+		if got := fixture.GetTask(t, owner, w.Task); got.Status != tasks.StatusNeedsInput {
 			t.Fatalf("task %s while an approval is still pending", got.Status)
 		}
 		apitest.Run(t, f.App, []apitest.Scenario{
@@ -177,10 +133,10 @@ func TestToolApprovalsAPI(t *testing.T) {
 		})
 		// Reject the second: nothing pending, the task runs on.
 		fixture.Want(t, owner.Do("POST", "/api/tool-approvals/"+second+"/decide", map[string]any{"verdict": "reject"}), http.StatusOK)
-		if got := fixture.GetTask(t, owner, w.task); got.Status != tasks.StatusRunning {
+		if got := fixture.GetTask(t, owner, w.Task); got.Status != tasks.StatusRunning {
 			t.Fatalf("task %s after the last decision, want running", got.Status)
 		}
-		if lines := inboxLines(t, f, w.job); len(lines) != 2 || !strings.Contains(lines[1], `"verdict":"rejected"`) {
+		if lines := inboxLines(t, f, w.Job); len(lines) != 2 || !strings.Contains(lines[1], `"verdict":"rejected"`) {
 			t.Fatalf("inbox %v", lines)
 		}
 		decidedList := list(t, owner, "/api/tool-approvals/decided")
@@ -190,7 +146,7 @@ func TestToolApprovalsAPI(t *testing.T) {
 		if n := count(t, owner); n != 0 {
 			t.Fatalf("count %d after deciding both", n)
 		}
-		evs := fixture.Events(t, owner, w.task, "")
+		evs := fixture.Events(t, owner, w.Task, "")
 		var kinds []string
 		for _, e := range evs {
 			if e.EventType == tasks.EventApproval {
@@ -222,14 +178,14 @@ func TestToolApprovalsOfATaskStayInItsWorkspace(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e)
 		ctx := context.Background()
-		w := newWorking(t, f, f.Owner, "Steered")
-		ask(t, f, w, "call_1", "rm -rf build")
-		ow := newWorking(t, f, f.Outsider, "Elsewhere")
+		w := f.Working(t, f.Owner, "Steered")
+		f.Ask(t, w, "call_1", "rm -rf build")
+		ow := f.Working(t, f.Outsider, "Elsewhere")
 		svc := f.App.Server.Services.Approvals
-		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, w.ws, w.task); err != nil || n != 1 {
+		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, w.WS, w.Task); err != nil || n != 1 {
 			t.Fatalf("pending in the task's workspace: %d, %v", n, err)
 		}
-		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, ow.ws, w.task); err != nil || n != 0 {
+		if n, err := svc.PendingOfTask(ctx, f.App.DB.R, ow.WS, w.Task); err != nil || n != 0 {
 			t.Fatalf("pending named with another workspace: %d, %v (want 0)", n, err)
 		}
 	})
@@ -241,22 +197,22 @@ func TestToolApprovalsTimeOutAndSupersede(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e)
 		owner := f.Owner
-		w := newWorking(t, f, owner, "Steered")
-		late := ask(t, f, w, "call_late", "sleep 1")
-		keep := ask(t, f, w, "call_keep", "true")
+		w := f.Working(t, owner, "Steered")
+		late := f.Ask(t, w, "call_late", "sleep 1")
+		keep := f.Ask(t, w, "call_keep", "true")
 		f.Exec(t, `UPDATE tool_approvals SET expires_at = $2 WHERE id = $1`, late, time.Now().UTC().Add(-time.Second))
 		n, err := f.App.Server.Services.Approvals.Expire(context.Background())
 		if err != nil || n != 1 {
 			t.Fatalf("expired %d, %v", n, err)
 		}
-		if lines := inboxLines(t, f, w.job); len(lines) != 1 || !strings.Contains(lines[0], `"verdict":"timed_out"`) {
+		if lines := inboxLines(t, f, w.Job); len(lines) != 1 || !strings.Contains(lines[0], `"verdict":"timed_out"`) {
 			t.Fatalf("inbox %v", lines)
 		}
 		if n, _ := f.App.Server.Services.Approvals.Expire(context.Background()); n != 0 {
 			t.Fatalf("a second sweep timed out %d again", n)
 		}
 		// The cancel ends the task's run: what it still asked is superseded.
-		fixture.Want(t, owner.Do("POST", "/api/tasks/"+w.task+"/cancel", nil), http.StatusOK)
+		fixture.Want(t, owner.Do("POST", "/api/tasks/"+w.Task+"/cancel", nil), http.StatusOK)
 		byID := map[string]string{}
 		for _, a := range list(t, owner, "/api/tool-approvals/decided") {
 			byID[a.ID] = a.Status
@@ -277,8 +233,8 @@ func TestToolApprovalDecideRace(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e)
 		owner := f.Owner
-		w := newWorking(t, f, owner, "Raced")
-		id := ask(t, f, w, "call_1", "deploy")
+		w := f.Working(t, owner, "Raced")
+		id := f.Ask(t, w, "call_1", "deploy")
 		i := 0
 		var mu sync.Mutex
 		won := apitest.Race(t, 20, http.StatusOK, http.StatusBadRequest, func() int {
@@ -291,11 +247,11 @@ func TestToolApprovalDecideRace(t *testing.T) {
 		if won != 1 {
 			t.Fatalf("%d decisions won, want 1", won)
 		}
-		if lines := inboxLines(t, f, w.job); len(lines) != 1 {
+		if lines := inboxLines(t, f, w.Job); len(lines) != 1 {
 			t.Fatalf("the agent was told %d verdicts: %v", len(lines), lines)
 		}
 		n := 0
-		for _, e := range fixture.Events(t, owner, w.task, "") {
+		for _, e := range fixture.Events(t, owner, w.Task, "") {
 			if e.EventType == tasks.EventApproval {
 				n++
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"reflect"
+	"slipway/internal/activity"
 	"slipway/internal/app"
 	"slipway/internal/approvals"
 	"slipway/internal/commands"
@@ -121,6 +122,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	changes.Register(pub, svc.Changes, svc.Tenancy.WorkspaceScoped(pub))
 	commands.Register(pub, svc.Commands, svc.Tenancy.WorkspaceScoped(pub))
 	runs.Register(pub, svc.Runs, svc.Tenancy.WorkspaceScoped(pub))
+	activity.Register(pub, svc.Activity, svc.Tenancy.WorkspaceScoped(pub))
 	realtime.Register(pub, svc.Realtime, svc.Live, svc.Tenancy.WorkspaceScoped(pub))
 	// Before workflows: the earlier registration wins the paths the layered
 	// mux shares (/api/workflows/templates/{slug} and /api/workflows/{id}/runs).

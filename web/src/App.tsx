@@ -18,6 +18,7 @@ const Workflows = lazy(() => import('./pages/Workflows'))
 const WorkflowPage = lazy(() => import('./pages/Workflow'))
 const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
 const Runs = lazy(() => import('./pages/Runs'))
+const Activity = lazy(() => import('./pages/Activity'))
 const RunPage = lazy(() => import('./pages/Run'))
 const Runners = lazy(() => import('./pages/Runners'))
 const Members = lazy(() => import('./pages/Members'))
@@ -55,6 +56,7 @@ const nav = [
   { to: '/projects', label: 'Projects' },
   { to: '/workflows', label: 'Workflows' },
   { to: '/runs', label: 'Runs' },
+  { to: '/activity', label: 'Activity' },
   { to: '/runners', label: 'Runners' },
   { to: '/members', label: 'Members' },
   { to: '/settings', label: 'Settings' },
@@ -131,6 +133,7 @@ function Shell() {
               <Route path="/workflows/:id" element={<WorkflowPage />} />
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
               <Route path="/runs" element={<Runs />} />
+              <Route path="/activity" element={<Activity />} />
               <Route path="/runs/:id" element={<RunPage />} />
               <Route path="/runners" element={<Runners />} />
               <Route path="/members" element={<Members />} />

@@ -4,6 +4,26 @@
  */
 
 export interface paths {
+    "/api/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What happened in the workspace, newest first
+         * @description Tasks started (with their status now), workflow runs (with theirs) and tool calls decided, each with who did it (absent: the system, such as a trigger or a timeout). A page holds at most 100; next leads to the older ones.
+         */
+        get: operations["get_api_activity"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/mail/outbox": {
         parameters: {
             query?: never;
@@ -3052,6 +3072,11 @@ export interface components {
             /** Format: uuid */
             workspace_id: string;
         };
+        Actor: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
         Affordance: {
             action: components["schemas"]["Invocation"];
             label: string;
@@ -3508,6 +3533,42 @@ export interface components {
             count: number;
             label: string;
             value: string;
+        };
+        FeedItem: {
+            /** @description Who did it; absent for the system (a trigger, a workflow, a timeout) */
+            actor?: components["schemas"]["Actor"];
+            /**
+             * Format: date-time
+             * @description When it was started (a task, a run) or decided (an approval)
+             */
+            at: string;
+            /**
+             * Format: uuid
+             * @description The task's, the workflow run's or the approval's id
+             */
+            id: string;
+            /** @enum {string} */
+            kind: "task" | "workflow_run" | "approval";
+            /** @description The project's name */
+            project: string;
+            /** @description A task's or run's status now; an approval's decision (approved, rejected, timed_out, superseded) */
+            status: string;
+            /**
+             * Format: uuid
+             * @description An approval's task
+             */
+            task_id?: string;
+            /** @description An approval's task's title */
+            task_title?: string;
+            /** @description The task's title, the workflow's name, or the tool's name */
+            title: string;
+            /** @description A workflow run a trigger started: webhook or schedule (actor is then the trigger's owner) */
+            via?: string;
+        };
+        FeedPage: {
+            items: components["schemas"]["FeedItem"][] | null;
+            /** @description Pass as before for the next page; empty at the end */
+            next: string;
         };
         File: {
             content: string;
@@ -5120,6 +5181,39 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    get_api_activity: {
+        parameters: {
+            query?: {
+                /** @description The next of the page before; empty for the newest */
+                before?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeedPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_admin_mail_outbox: {
         parameters: {
             query?: never;

@@ -59,6 +59,10 @@ type Dialect interface {
 	// PostgreSQL's jsonb keeps its own key order and spacing (" RETURNING
 	// id, col"); SQLite keeps the text as sent, so it needs nothing ("").
 	StoredJSON(col string) string
+	// JSONText is the text of a top-level key of a JSON column (NULL when
+	// the key is absent or the value is JSON null); key is a constant of
+	// the caller's, never input.
+	JSONText(col, key string) string
 }
 
 type sqliteDialect struct{}
@@ -107,6 +111,10 @@ func (sqliteDialect) TimeColumn(col string) string { return "+" + col }
 func (sqliteDialect) Placeholder(int) string { return "?" }
 
 func (sqliteDialect) StoredJSON(string) string { return "" }
+
+func (sqliteDialect) JSONText(col, key string) string { return "json_extract(" + col + ", '$." + key + "')" }
+
+func (postgresDialect) JSONText(col, key string) string { return "(" + col + " ->> '" + key + "')" }
 
 func (postgresDialect) StoredJSON(col string) string { return " RETURNING id, " + col }
 
