@@ -51,7 +51,7 @@ type FeedItem struct {
 // FeedPage is a page of the feed, newest first.
 type FeedPage struct {
 	Items []FeedItem `json:"items"`
-	Next  string `json:"next" doc:"Pass as before for the next page; empty at the end"`
+	Next  string     `json:"next" doc:"Pass as before for the next page; empty at the end"`
 }
 
 // Limits of a page.

@@ -112,7 +112,9 @@ func (sqliteDialect) Placeholder(int) string { return "?" }
 
 func (sqliteDialect) StoredJSON(string) string { return "" }
 
-func (sqliteDialect) JSONText(col, key string) string { return "json_extract(" + col + ", '$." + key + "')" }
+func (sqliteDialect) JSONText(col, key string) string {
+	return "json_extract(" + col + ", '$." + key + "')"
+}
 
 func (postgresDialect) JSONText(col, key string) string { return "(" + col + " ->> '" + key + "')" }
 
