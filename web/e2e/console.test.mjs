@@ -11,7 +11,10 @@ let server, chrome, page
 const shots = process.env.SCREENSHOTS // a directory: screenshots of the main pages go there
 
 async function shot(name) {
-  if (shots) await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
+  if (!shots) return
+  // From the top: a page scrolled down would show the fixed header over its middle.
+  await page.evaluate(() => window.scrollTo(0, 0))
+  await page.screenshot({ path: path.join(shots, `${name}.png`), fullPage: true })
 }
 
 before(async () => {
@@ -300,6 +303,8 @@ test('destructive actions ask first: cancel keeps, confirm does it', async () =>
   await beat('')
   await page.reload()
   await page.locator('[data-testid="runner-spare"] [data-status="online"]').waitFor()
+  // One runner reads "1 runner" (it read "1 runners").
+  assert.match(await page.getByTestId('runner-next-step').innerText(), /\b1 runner · 1 online · 1 ready once hub mode is on · 0 enrollment tokens pending/, 'not "eligible" while hub mode is off')
   assert.equal(await page.getByTestId('eligible-spare').count(), 0, 'no "eligible" while hub mode is off')
   await beat('no container engine at unix:///gone.sock')
   await page.reload()

@@ -89,7 +89,7 @@ export default function Activity() {
             <Group key={`${it.kind}:${it.id}`} justify="space-between" wrap="nowrap" px="md" py={8} data-testid={`activity-${it.kind}`}
               style={{ borderBottom: '1px solid var(--mantine-color-default-border)' }}>
               <Sentence it={it} />
-              <Group gap="xs" wrap="nowrap">
+              <Group gap="xs" wrap="nowrap" style={{ flexShrink: 0 }}>
                 {it.kind !== 'approval' && <Status status={it.status} />}
                 <Text size="xs" c="dimmed" title={it.at}>
                   {when(it.at)}

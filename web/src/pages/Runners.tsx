@@ -86,7 +86,8 @@ export default function Runners() {
         <Alert color="blue" title="Next step" data-testid="runner-next-step">
           {nextStep[onboarding.data.next_step]}
           <Text size="xs" c="dimmed" mt={4}>
-            {count(onboarding.data.runners, 'runner')} · {onboarding.data.online} online · {onboarding.data.eligible} eligible ·{' '}
+            {count(onboarding.data.runners, 'runner')} · {onboarding.data.online} online ·{' '}
+            {onboarding.data.next_step === 'enable_hub_mode' ? `${onboarding.data.eligible} ready once hub mode is on` : `${onboarding.data.eligible} eligible`} ·{' '}
             {count(onboarding.data.pending_enrollments, 'enrollment token')} pending{onboarding.data.fleet_only ? ' · fleet only: no fallback to the server' : ''}
           </Text>
         </Alert>

@@ -417,7 +417,7 @@ function SessionsCard() {
         title={(c) => (c === 'others' ? 'Sign out everywhere else?' : c.current ? 'Sign out of this browser?' : 'Sign this session out?')}
         message={(c) =>
           c === 'others'
-            ? `The ${count(others.length, 'other session')} end at once; this browser stays signed in.`
+            ? `${others.length === 1 ? 'The other session ends' : `The ${others.length} other sessions end`} at once; this browser stays signed in.`
             : c.current
               ? 'You will be back at the sign-in page.'
               : `${device(c.user_agent)} from ${c.ip || 'an unknown address'} is signed out at once and has to sign in again.`
