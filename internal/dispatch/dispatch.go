@@ -188,26 +188,35 @@ func (d *Dispatcher) ClaimMatching(ctx context.Context, req workport.ClaimReques
 		if err != nil {
 			return nil, err
 		}
+		// Waiting before looking: a job queued after the look below wakes
+		// this waiter through matchmaking, and one queued before it is
+		// seen by the look (waiting after the look lost the job queued in
+		// between until the next poll tick).
+		var w *waiter
+		if req.Wait > 0 {
+			w = d.fleet.add(m)
+		}
 		if m != nil {
 			// Woken for a job: claim it. Otherwise a read that takes no
 			// lock says first whether there is anything to claim.
 			there := woken
 			if !there {
 				if there, err = d.queue.Matches(ctx, kinds, m); err != nil {
+					d.fleet.remove(w)
 					return nil, err
 				}
 			}
 			if there {
 				as, err := d.claimOnce(ctx, req, kinds, m)
 				if err != nil || len(as) > 0 {
+					d.fleet.remove(w)
 					return as, err
 				}
 			}
 		}
-		if req.Wait <= 0 {
+		if w == nil {
 			return nil, nil
 		}
-		w := d.fleet.add(m)
 		select {
 		case <-w.wake:
 			woken = true

@@ -39,6 +39,9 @@ func (f *fleet) add(m *jobs.Match) *waiter {
 }
 
 func (f *fleet) remove(w *waiter) {
+	if w == nil {
+		return
+	}
 	f.mu.Lock()
 	delete(f.waiting, w)
 	f.mu.Unlock()
@@ -128,6 +131,10 @@ func (d *Dispatcher) runFleet(ctx context.Context) {
 	defer rematch.Close()
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
+	// Work queued before the subscriptions above went unheard: look once.
+	if err := d.matchmake(ctx); err != nil && ctx.Err() == nil {
+		d.log.Error("waking runners for waiting work failed", "err", err)
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -195,13 +195,15 @@ const (
 )
 
 type nodeTestPayload struct {
-	WorkflowID string          `json:"workflow_id"`
-	NodeKey    string          `json:"node_key"`
-	Language   string          `json:"language"`
-	Source     string          `json:"source"`
-	Image      string          `json:"image"`
-	Timeout    int64           `json:"timeout_seconds"`
-	Input      json.RawMessage `json:"input"`
+	WorkflowID string `json:"workflow_id"`
+	NodeKey    string `json:"node_key"`
+	Language   string `json:"language"`
+	Source     string `json:"source"`
+	Image      string `json:"image"`
+	Timeout    int64  `json:"timeout_seconds"`
+	// Input is the script's input as text: PostgreSQL's jsonb would
+	// reformat it as a JSON value, and the script reads it byte for byte.
+	Input string `json:"input"`
 }
 
 // tryCode queues a code node's test: its script (its own, a saved one's or
@@ -249,7 +251,7 @@ func (e *Engine) tryCode(ctx context.Context, r *runRow, n *Node, env map[string
 		}
 		_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: NodeTestJob, WorkspaceID: r.WorkspaceID, Ref: testID, MaxAttempts: 1,
 			Payload: nodeTestPayload{WorkflowID: r.WorkflowID, NodeKey: n.Key, Language: lang, Source: source, Image: image,
-				Timeout: int64(timeout / time.Second), Input: input}})
+				Timeout: int64(timeout / time.Second), Input: string(input)}})
 		return err
 	})
 	if err != nil {
@@ -349,7 +351,7 @@ func (h nodeTestHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w di
 	return &workport.Assignment{
 		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  workport.WorkScript,
-		Script: &workport.ScriptWork{Language: p.Language, Source: p.Source, Files: files, Library: lib, Input: p.Input, Image: p.Image,
+		Script: &workport.ScriptWork{Language: p.Language, Source: p.Source, Files: files, Library: lib, Input: json.RawMessage(p.Input), Image: p.Image,
 			Timeout: time.Duration(p.Timeout) * time.Second,
 			Env:     map[string]string{"SLIPWAY_RUN_ID": run.ID, "SLIPWAY_NODE": p.NodeKey, "SLIPWAY_IDEMPOTENCY_KEY": run.ID, "SLIPWAY_TEST": "1"}},
 	}, nil
