@@ -1485,6 +1485,7 @@ func TestWorkflowsTenancy(t *testing.T) {
 			{Name: "export", Method: "GET", Path: "/api/workflows/{id}/export", Create: simple},
 			{Name: "start a run", Method: "POST", Path: "/api/workflows/{id}/runs", Body: apiObj{"input": apiObj{"x": 1}}, Create: simple},
 			{Name: "recent runs", Method: "GET", Path: "/api/workflows/{id}/runs", Create: simple},
+			{Name: "test a node", Method: "POST", Path: "/api/workflows/{id}/test-node", Body: apiObj{"node": apiNode("t", "transform", apiObj{"expression": "1"})}, Create: simple},
 			{Name: "GET run", Method: "GET", Path: "/api/workflows/runs/{id}", Create: approvalRun},
 			{Name: "cancel run", Method: "POST", Path: "/api/workflows/runs/{id}/cancel", Create: approvalRun},
 			{Name: "cancel a task's run", Method: "POST", Path: "/api/workflows/runs/{id}/cancel", Create: taskRun},
@@ -2034,17 +2035,26 @@ func TestWorkflowsTestNode(t *testing.T) {
 		if !strings.Contains(string(r.Body), "working") {
 			t.Fatalf("the test's log: %s", r.Body)
 		}
-		// Another workspace's test, or a test id under another workflow, is unknown.
-		fixture.Want(t, f.Outsider.Do("GET", testURL, nil), http.StatusNotFound)
+		// Another workspace's test, or a test id under another workflow, is
+		// exactly an unknown one.
+		same := func(a, b *apitest.Response) {
+			t.Helper()
+			if a.Status != http.StatusNotFound || a.Status != b.Status || string(a.Body) != string(b.Body) {
+				t.Fatalf("%d %s, and for an unknown id %d %s", a.Status, a.Body, b.Status, b.Body)
+			}
+		}
+		same(f.Outsider.Do("GET", testURL, nil), f.Outsider.Do("GET", "/api/workflows/"+ids.New()+"/node-tests/"+res.TestID, nil))
 		other, _ := apiCreate(t, f.Owner, apiChainWorkflow(project, "other"))
-		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+other.ID+"/node-tests/"+res.TestID, nil), http.StatusNotFound)
-		fixture.Want(t, f.Owner.Do("GET", "/api/workflows/"+wf.ID+"/node-tests/"+ids.New(), nil), http.StatusNotFound)
+		same(f.Owner.Do("GET", "/api/workflows/"+other.ID+"/node-tests/"+res.TestID, nil),
+			f.Owner.Do("GET", "/api/workflows/"+other.ID+"/node-tests/"+ids.New(), nil))
+		theirs, _ := apiCreate(t, f.Outsider, apiChainWorkflow(f.Project(t, f.Outsider, "theirs"), "theirs"))
+		same(f.Outsider.Do("GET", "/api/workflows/"+theirs.ID+"/node-tests/"+res.TestID, nil),
+			f.Outsider.Do("GET", "/api/workflows/"+theirs.ID+"/node-tests/"+ids.New(), nil))
 
 		// At most four code tests queued or running per workspace.
 		slow := apiObj{"node": apiNode("slow", "code", apiObj{"source": "sleep 20", "timeout_seconds": 2})}
-		for i := range 4 {
+		for range 4 {
 			fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+other.ID+"/test-node", slow), http.StatusOK)
-			_ = i
 		}
 		fixture.Want(t, f.Owner.Do("POST", "/api/workflows/"+other.ID+"/test-node", slow), http.StatusTooManyRequests)
 

@@ -2,7 +2,7 @@
 // token shown once; a schedule's next ticks previewed while its cron is
 // typed), its newest runs, and its YAML.
 import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, NativeSelect, PasswordInput, Stack, Switch, Table, Text, Textarea, TextInput } from '@mantine/core'
-import { useState } from 'react'
+import { useEffect, useRef, useState } from 'react'
 import { Link } from 'react-router-dom'
 import { del, get, messageOf, patch, post, type Schemas } from '../api'
 import { readsOf } from '../canvas/graph'
@@ -340,6 +340,13 @@ export function NodeTest(props: { workflowId: string; nodeKey: string; kind: str
   const [result, setResult] = useState<NodeTestResult | null>(null)
   const [note, setNote] = useState('')
   const action = useAction()
+  const open = useRef(true)
+  useEffect(() => {
+    open.current = true
+    return () => {
+      open.current = false
+    }
+  }, [])
   const fromLastRun = () =>
     action.run('last-run', async () => {
       const runs = await get('/api/workflows/{id}/runs', { params: { path: { id: workflowId }, query: { limit: 1 } } })
@@ -369,8 +376,9 @@ export function NodeTest(props: { workflowId: string; nodeKey: string; kind: str
       const body = { node: { key: nodeKey, kind, config }, input: s.input ?? null, trigger: s.trigger ?? null, nodes: s.nodes ?? {}, item: s.item }
       let r = await post('/api/workflows/{id}/test-node', { params: { path: { id: workflowId } }, body: body as Schemas['NodeTest'] })
       setResult(r)
-      // A code node's test is a job: followed until it ends (its logs show as it runs).
-      while (r.test_id && (r.status === 'queued' || r.status === 'running')) {
+      // A code node's test is a job: followed until it ends (its logs show
+      // as it runs), or until the panel closes.
+      while (open.current && r.test_id && (r.status === 'queued' || r.status === 'running')) {
         await new Promise((done) => setTimeout(done, 500))
         r = await get('/api/workflows/{id}/node-tests/{test_id}', { params: { path: { id: workflowId, test_id: r.test_id } } })
         setResult(r)
