@@ -6,12 +6,15 @@
 package app
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"slipway/internal/activity"
 	"strconv"
+	"time"
 
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
@@ -37,6 +40,7 @@ import (
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
 	"slipway/internal/repo"
+	"slipway/internal/resources"
 	"slipway/internal/retention"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
@@ -74,6 +78,7 @@ type Services struct {
 	Changes       *changes.Service
 	Commands      *commands.Service
 	Activity      *activity.Service
+	Resources     *resources.Service
 	Mail          *mail.Outbox
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
@@ -109,6 +114,8 @@ type Options struct {
 	Redactor *redact.Redactor
 	// Tune adjusts the derived settings before anything is built.
 	Tune func(*Parts)
+	// Vault keeps tenants' secrets (nil: as SECRET_BACKEND says).
+	Vault vault.Backend
 }
 
 // App is everything Build made. Nothing runs until the caller starts it
@@ -130,6 +137,9 @@ type App struct {
 	// Gate keeps tenant code off a process backend that contains nothing
 	// (nil: the backend contains it).
 	Gate *CodeGate
+	// Vault keeps tenants' secrets; Reconciler sweeps its orphans.
+	Vault      vault.Backend
+	Reconciler *vault.Reconciler
 }
 
 // Build makes every service over d. It starts nothing; on an error, what
@@ -240,6 +250,19 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	}
 	a.Worker = a.NewWorker()
 
+	store := opts.Vault
+	if store == nil {
+		if store, err = secretStore(cfg, d, clk, secret); err != nil {
+			bus.Close()
+			return nil, err
+		}
+	}
+	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log,
+		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
+	a.Vault = store
+	a.Reconciler = vault.NewReconciler(vault.ReconcileDeps{Backend: store, DB: d, Clock: clk, Log: log,
+		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
+
 	trig := triggers.NewService(d, clk, sealer, wf, log, cfg.PublicURL)
 	a.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: rs, Tasks: ts, Workflows: wf,
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
@@ -247,11 +270,12 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		CodeFiles: codefiles.NewService(d, clk, wf),
 		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc,
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
-		Commands: commands.NewService(ts, proj, wf, ap, ten),
-		Undo:     undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
-		Changes:  changes.NewService(ts, proj, git),
-		Activity: activity.NewService(d, clk),
-		Runners:  runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
+		Commands:  commands.NewService(ts, proj, wf, ap, ten),
+		Undo:      undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
+		Changes:   changes.NewService(ts, proj, git),
+		Activity:  activity.NewService(d, clk),
+		Resources: resSvc,
+		Runners:   runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)
 	streams(hub, rs, ts)
@@ -293,6 +317,55 @@ func ownAddresses(cfg *config.Config) []string {
 		own = append(own, u.Host)
 	}
 	return own
+}
+
+// secretStore is the vault SECRET_BACKEND names (config resolved auto).
+func secretStore(cfg *config.Config, d *db.DB, clk clock.Clock, instanceSecret []byte) (vault.Backend, error) {
+	if cfg.SecretBackend == "openbao" {
+		o := cfg.OpenBao
+		return vault.NewOpenBao(vault.OpenBaoConfig{Addr: o.Addr, Token: o.Token.Reveal(), RoleID: o.RoleID, SecretID: o.SecretID.Reveal(),
+			Namespace: o.Namespace, Mount: o.Mount, Prefix: o.Prefix})
+	}
+	var keys []vault.Key
+	if spec := cfg.VaultKeys.Reveal(); spec != "" {
+		var err error
+		if keys, err = vault.ParseKeys(spec); err != nil {
+			return nil, fmt.Errorf("SERVICE_VAULT_KEYS: %w", err)
+		}
+	} else {
+		k, err := vault.InstanceKey(instanceSecret)
+		if err != nil {
+			return nil, err
+		}
+		keys = []vault.Key{k}
+	}
+	ring, err := vault.NewKeyring(keys...)
+	if err != nil {
+		return nil, err
+	}
+	return vault.NewEnv(d, ring, clk), nil
+}
+
+// RewrapVault moves, on the env backend, every secret an older key sealed
+// onto the current key and says when the older keys may go.
+func (a *App) RewrapVault(ctx context.Context) {
+	env, ok := a.Vault.(*vault.Env)
+	if !ok {
+		return
+	}
+	stale, err := env.Stale(ctx)
+	if err != nil || stale == 0 {
+		return
+	}
+	a.Log.Info("vault: re-encrypting secrets sealed under an older key", "count", stale)
+	moved, err := env.Rewrap(ctx)
+	if err != nil {
+		a.Log.Error("vault: re-encryption stopped; the older keys must stay in SERVICE_VAULT_KEYS", "moved", moved, "err", err)
+		return
+	}
+	if left, err := env.Stale(ctx); err == nil && left == 0 {
+		a.Log.Info("vault: every secret is sealed under the first key of SERVICE_VAULT_KEYS; the others can be removed", "moved", moved)
+	}
 }
 
 // Close releases what Build holds open (the notification bus).

@@ -60,6 +60,10 @@ type Config struct {
 	Argon2Time         uint32
 
 	SecretBackend                   string
+	// Vault: the env backend's keys (SERVICE_VAULT_KEYS, "" for the key
+	// derived from the instance secret) and the OpenBao connection.
+	VaultKeys Secret
+	OpenBao   OpenBao
 	CalibrationSweepInterval        time.Duration
 	CalibrationSweepMinAge          time.Duration
 	CalibrationRefreshInterval      time.Duration
@@ -274,6 +278,21 @@ func load(lookup Lookup) (*Config, *reader) {
 	}
 
 	c.SecretBackend = r.oneOf("SECRET_BACKEND", "auto", "auto", "env", "openbao")
+	c.VaultKeys = Secret(r.str("SERVICE_VAULT_KEYS", ""))
+	c.OpenBao = OpenBao{Addr: r.str("BAO_ADDR", ""), Token: Secret(r.str("BAO_TOKEN", "")), RoleID: r.str("BAO_ROLE_ID", ""),
+		SecretID: Secret(r.str("BAO_SECRET_ID", "")), Namespace: r.str("BAO_NAMESPACE", ""),
+		Mount: r.str("SERVICE_VAULT_MOUNT", "secret"), Prefix: r.str("SERVICE_VAULT_PREFIX", "slipway")}
+	if c.OpenBao.Addr != "" {
+		r.httpURL("BAO_ADDR", c.OpenBao.Addr)
+	}
+	switch {
+	case c.SecretBackend == "openbao" && !c.OpenBao.HasAuth():
+		r.failf("SECRET_BACKEND", "openbao needs BAO_ADDR and BAO_TOKEN, or BAO_ADDR, BAO_ROLE_ID and BAO_SECRET_ID")
+	case c.SecretBackend == "auto" && c.OpenBao.HasAuth():
+		c.SecretBackend = "openbao"
+	case c.SecretBackend == "auto":
+		c.SecretBackend = "env"
+	}
 	c.CalibrationSweepInterval = r.seconds("SERVICE_CALIBRATION_SWEEP_INTERVAL_SECS", 86400)
 	c.CalibrationSweepMinAge = r.seconds("SERVICE_CALIBRATION_SWEEP_MIN_AGE_SECS", int64(c.CalibrationSweepInterval/time.Second))
 	c.CalibrationRefreshInterval = r.seconds("SERVICE_CALIBRATION_REFRESH_INTERVAL_SECS", 21600)
@@ -424,4 +443,21 @@ type SMTP struct {
 	Password Secret
 	From     string
 	Security string // starttls, tls or none
+}
+
+// OpenBao reaches an OpenBao (or Vault) KV version 2 engine.
+type OpenBao struct {
+	Addr      string
+	Token     Secret
+	RoleID    string
+	SecretID  Secret
+	Namespace string
+	Mount     string
+	Prefix    string
+}
+
+// HasAuth reports whether an address and a token or an AppRole are set:
+// SECRET_BACKEND=auto then picks openbao.
+func (o OpenBao) HasAuth() bool {
+	return o.Addr != "" && (o.Token != "" || (o.RoleID != "" && o.SecretID != ""))
 }

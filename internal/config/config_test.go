@@ -57,7 +57,7 @@ func TestLoadValid(t *testing.T) {
 			eq(t, c.ShutdownGrace, 20*time.Second)
 			eq(t, c.AuthProvider, "builtin")
 			eq(t, c.CookieSecure, false)
-			eq(t, c.SecretBackend, "auto")
+			eq(t, c.SecretBackend, "env") // auto without OpenBao auth
 			eq(t, c.CalibrationSweepInterval, 86400*time.Second)
 			eq(t, c.CalibrationSweepMinAge, 86400*time.Second)
 			eq(t, c.CalibrationRefreshInterval, 21600*time.Second)
@@ -326,5 +326,31 @@ func eq[T any](t *testing.T, got, want T) {
 	t.Helper()
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %#v, want %#v", got, want)
+	}
+}
+
+func TestSecretBackendAuto(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+		err  string
+	}{
+		{map[string]string{"BAO_ADDR": "http://bao:8200", "BAO_TOKEN": "t"}, "openbao", ""},
+		{map[string]string{"BAO_ADDR": "http://bao:8200", "BAO_ROLE_ID": "r", "BAO_SECRET_ID": "s"}, "openbao", ""},
+		{map[string]string{"BAO_ADDR": "http://bao:8200", "BAO_ROLE_ID": "r"}, "env", ""},
+		{map[string]string{"BAO_TOKEN": "t"}, "env", ""},
+		{map[string]string{"BAO_ADDR": "http://bao:8200", "BAO_TOKEN": "t", "SECRET_BACKEND": "env"}, "env", ""},
+		{map[string]string{"SECRET_BACKEND": "openbao"}, "", "openbao needs BAO_ADDR"},
+	} {
+		c, err := Load(MapLookup(tc.env))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("%v: %v, want %q", tc.env, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || c.SecretBackend != tc.want {
+			t.Fatalf("%v: %v %v, want %s", tc.env, c, err, tc.want)
+		}
 	}
 }

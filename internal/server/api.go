@@ -26,6 +26,7 @@ import (
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/realtime"
 	"slipway/internal/projects"
+	"slipway/internal/resources"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
 	"slipway/internal/scripts"
@@ -132,6 +133,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	triggers.Register(pub, svc.Triggers, svc.Tenancy.WorkspaceScoped(pub))
 	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))
 	codefiles.Register(pub, svc.CodeFiles, svc.Tenancy.WorkspaceScoped(pub))
+	resources.Register(pub, svc.Resources, svc.Tenancy.WorkspaceScoped(pub))
 	runners.Register(pub, svc.Runners)
 	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
 	return APIs{Public: pub, Management: mgmt}

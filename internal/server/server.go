@@ -49,6 +49,7 @@ type Server struct {
 	Engine     *workflows.Engine
 	backend    executor.Backend
 	retention  *retention.Service
+	app        *app.App
 	draining   atomic.Bool
 	obs        *observer // metrics registry (observe.go)
 }
@@ -60,7 +61,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log, db: d, bus: a.Bus, mux: httpx.NewMux(), Dispatcher: a.Dispatcher, Worker: a.Worker, Engine: a.Engine,
-		backend: a.Backend, retention: a.Retention, Services: a.Services}
+		backend: a.Backend, retention: a.Retention, app: a, Services: a.Services}
 	authSvc := a.Services.Auth
 	s.APIs = NewAPIs(s.mux, s.Services)
 	s.mux.HandleFunc("GET /livez", s.livez)
@@ -208,6 +209,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go sweep.Every(coreCtx, time.Hour, s.log, "webhook delivery ids forgotten", s.Services.Triggers.Prune)
 	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", s.retention.Prune)
 	go s.Services.Realtime.Run(coreCtx)
+	go s.app.RewrapVault(coreCtx)
+	go s.app.Reconciler.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)

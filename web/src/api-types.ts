@@ -1142,6 +1142,128 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/resource-kinds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The resource kinds, each with the JSON Schema of its config */
+        get: operations["get_api_resource_kinds"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's resources by name (never a secret: has_secret says whether one is stored) */
+        get: operations["get_api_resources"];
+        put?: never;
+        /** Add a resource; its secret is stored in the vault and never returned */
+        post: operations["post_api_resources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Resources as a board: search, sort, pages, a kind facet */
+        get: operations["get_api_resources_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each resource with the workflows whose nodes name it */
+        get: operations["get_api_resources_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A resource */
+        get: operations["get_api_resources_id"];
+        /** Change a resource: absent fields stay; secret absent leaves it, "" clears it, a value replaces it */
+        put: operations["put_api_resources_id"];
+        post?: never;
+        /** Delete a resource, then its secret in the vault; {deleted: false} when there was none */
+        delete: operations["delete_api_resources_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}/concurrency": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Set how many runs may use the resource at once (null: unlimited) */
+        patch: operations["patch_api_resources_id_concurrency"];
+        trace?: never;
+    };
+    "/api/resources/{id}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workflows whose nodes name the resource */
+        get: operations["get_api_resources_id_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/runner/v1/claim": {
         parameters: {
             query?: never;
@@ -3210,6 +3332,18 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        BoardResource: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["Resource"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         BoardRun: {
             facets: {
                 [key: string]: components["schemas"]["Facet"][] | null;
@@ -4291,6 +4425,88 @@ export interface components {
             /** @description A solved captcha (required when a captcha is configured) */
             captcha?: components["schemas"]["Envelope"];
             email: string;
+        };
+        Resource: {
+            /** @description The kind's config (GET /api/resource-kinds has its JSON Schema); never a secret */
+            config: unknown;
+            /** Format: date-time */
+            created_at: string;
+            description: string;
+            /** @description A secret is stored in the vault; it is never returned */
+            has_secret: boolean;
+            /** Format: uuid */
+            id: string;
+            kind: string;
+            /**
+             * Format: int64
+             * @description Runs that may use the resource at once; null: unlimited
+             */
+            max_concurrent_uses: number | null;
+            name: string;
+            /** @description postgresql: Slipway provisions a role and schema with row-level security for the workspace */
+            rls_managed: boolean;
+            /**
+             * Format: date-time
+             * @description When the secret was last set; null without one
+             */
+            secret_updated_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        ResourceConcurrency: {
+            /**
+             * Format: int64
+             * @description null: unlimited
+             */
+            max_concurrent_uses: number | null;
+        };
+        ResourceCreate: {
+            /** @description The kind's config */
+            config: {
+                [key: string]: unknown;
+            };
+            description?: string;
+            /** @description One of GET /api/resource-kinds */
+            kind: string;
+            name: string;
+            /** @description postgresql only */
+            rls_managed?: boolean;
+            /** @description The password, token or key; stored in the vault, never returned */
+            secret?: string;
+        };
+        ResourceKind: {
+            /** @description JSON Schema of the resource's config */
+            config_schema: unknown;
+            description: string;
+            name: string;
+            /** @description What the resource's secret is (a password, a bot token) */
+            secret: string;
+            slug: string;
+        };
+        ResourceUpdate: {
+            config?: {
+                [key: string]: unknown;
+            };
+            description?: string;
+            name?: string;
+            rls_managed?: boolean;
+            secret?: string;
+        };
+        ResourceUsage: {
+            kind: string;
+            /** Format: int64 */
+            max_concurrent_uses: number | null;
+            name: string;
+            /** Format: uuid */
+            resource_id: string;
+            /** @description Workflows with a node that names the resource */
+            workflows: components["schemas"]["ResourceWorkflowUse"][] | null;
+        };
+        ResourceWorkflowUse: {
+            name: string;
+            node_keys: string[] | null;
+            /** Format: uuid */
+            workflow_id: string;
         };
         Result: {
             change?: components["schemas"]["Change"];
@@ -7711,6 +7927,337 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resource_kinds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceKind"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources: {
+        parameters: {
+            query?: {
+                /** @description Only resources of this kind */
+                kind?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_resources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                /** @description Only resources of this kind */
+                kind?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardResource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceUsage"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_resources_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_resources_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_resources_id_concurrency: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResourceConcurrency"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Resource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_id_usage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceUsage"];
+                };
+            };
+            /** @description Error */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,78 @@
+// Package resources holds a workspace's typed connections (a database, an
+// API, a mail server, a bot): each a kind, a config validated against the
+// kind's JSON Schema and at most one secret kept in the vault. Responses
+// say has_secret, never the secret; the secret leaves the vault only into
+// a run that uses the resource and into the server-side connection test.
+package resources
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Resource is a resource as the API shows it.
+type Resource struct {
+	ID                string          `json:"id" format:"uuid"`
+	Name              string          `json:"name"`
+	Kind              string          `json:"kind"`
+	Description       string          `json:"description"`
+	Config            json.RawMessage `json:"config" doc:"The kind's config (GET /api/resource-kinds has its JSON Schema); never a secret"`
+	HasSecret         bool            `json:"has_secret" doc:"A secret is stored in the vault; it is never returned"`
+	RLSManaged        bool            `json:"rls_managed" doc:"postgresql: Slipway provisions a role and schema with row-level security for the workspace"`
+	MaxConcurrentUses *int64          `json:"max_concurrent_uses" nullable:"true" doc:"Runs that may use the resource at once; null: unlimited"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+	SecretUpdatedAt   *time.Time      `json:"secret_updated_at" nullable:"true" doc:"When the secret was last set; null without one"`
+
+	secretRef string
+}
+
+// ResourceCreate creates a resource.
+type ResourceCreate struct {
+	Name        string         `json:"name" minLength:"1" maxLength:"100"`
+	Kind        string         `json:"kind" doc:"One of GET /api/resource-kinds"`
+	Description string         `json:"description,omitempty" maxLength:"2000"`
+	Config      map[string]any `json:"config" doc:"The kind's config"`
+	Secret      *string        `json:"secret,omitempty" maxLength:"65536" doc:"The password, token or key; stored in the vault, never returned"`
+	RLSManaged  bool           `json:"rls_managed,omitempty" doc:"postgresql only"`
+}
+
+// ResourceUpdate changes a resource; an absent field is left as it is. The
+// config, when given, replaces the old one whole. secret: absent leaves it,
+// "" clears it, a value overwrites it. Changing where the secret is sent
+// (a host, a URL) of a resource that has one requires sending the secret
+// again.
+type ResourceUpdate struct {
+	Name        *string        `json:"name,omitempty" minLength:"1" maxLength:"100"`
+	Description *string        `json:"description,omitempty" maxLength:"2000"`
+	Config      map[string]any `json:"config,omitempty"`
+	Secret      *string        `json:"secret,omitempty" maxLength:"65536"`
+	RLSManaged  *bool          `json:"rls_managed,omitempty"`
+}
+
+// ResourceConcurrency sets max_concurrent_uses.
+type ResourceConcurrency struct {
+	MaxConcurrentUses *int64 `json:"max_concurrent_uses" required:"true" nullable:"true" minimum:"1" maximum:"100000" doc:"null: unlimited"`
+}
+
+// ResourceTest answers a connection test.
+type ResourceTest struct {
+	OK      bool   `json:"ok"`
+	Message string `json:"message"`
+}
+
+// ResourceUsage is what uses a resource.
+type ResourceUsage struct {
+	ResourceID        string        `json:"resource_id" format:"uuid"`
+	Name              string        `json:"name"`
+	Kind              string        `json:"kind"`
+	Workflows         []ResourceWorkflowUse `json:"workflows" doc:"Workflows with a node that names the resource"`
+	MaxConcurrentUses *int64        `json:"max_concurrent_uses" nullable:"true"`
+}
+
+// ResourceWorkflowUse is one workflow that names a resource.
+type ResourceWorkflowUse struct {
+	WorkflowID string   `json:"workflow_id" format:"uuid"`
+	Name       string   `json:"name"`
+	NodeKeys   []string `json:"node_keys"`
+}
