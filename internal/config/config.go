@@ -59,11 +59,11 @@ type Config struct {
 	Argon2MemoryKiB    uint32
 	Argon2Time         uint32
 
-	SecretBackend                   string
+	SecretBackend string
 	// Vault: the env backend's keys (SERVICE_VAULT_KEYS, "" for the key
 	// derived from the instance secret) and the OpenBao connection.
-	VaultKeys Secret
-	OpenBao   OpenBao
+	VaultKeys                       Secret
+	OpenBao                         OpenBao
 	CalibrationSweepInterval        time.Duration
 	CalibrationSweepMinAge          time.Duration
 	CalibrationRefreshInterval      time.Duration

@@ -63,11 +63,11 @@ type ResourceTest struct {
 
 // ResourceUsage is what uses a resource.
 type ResourceUsage struct {
-	ResourceID        string        `json:"resource_id" format:"uuid"`
-	Name              string        `json:"name"`
-	Kind              string        `json:"kind"`
+	ResourceID        string                `json:"resource_id" format:"uuid"`
+	Name              string                `json:"name"`
+	Kind              string                `json:"kind"`
 	Workflows         []ResourceWorkflowUse `json:"workflows" doc:"Workflows with a node that names the resource"`
-	MaxConcurrentUses *int64        `json:"max_concurrent_uses" nullable:"true"`
+	MaxConcurrentUses *int64                `json:"max_concurrent_uses" nullable:"true"`
 }
 
 // ResourceWorkflowUse is one workflow that names a resource.
