@@ -1,12 +1,31 @@
 // Package redact removes secrets from text and JSON before it is stored or
-// shown: event payloads, error messages, agent output.
+// shown: event payloads, error messages, agent output, node outputs. A
+// Redactor replaces the secrets it was given (those injected into a run)
+// and, always, text in the shape of a well-known secret token (Formats).
 package redact
 
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strings"
 )
+
+// Formats are the shapes of secrets redacted whatever the run was given:
+// live payment keys, GitHub tokens, private keys in PEM, Slipway's own
+// runner and workspace-app tokens. Certificates and other public PEM
+// blocks are left alone. A pattern never spans a JSON string's quote, so
+// it applies to text and to JSON alike (a PEM key inside JSON has its
+// line breaks escaped as \n).
+var Formats = regexp.MustCompile(strings.Join([]string{
+	`\b[rs]k_live_[0-9A-Za-z]{8,}`,
+	`\bgh[pousr]_[0-9A-Za-z]{20,}`,
+	`\bgithub_pat_[0-9A-Za-z_]{20,}`,
+	`\bscrnj_[0-9A-Za-z_.-]{16,}`,
+	`\bscrn_[0-9A-Za-z_-]{16,}`,
+	`\bscwa_[0-9A-Za-z_-]{16,}`,
+	`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----[^"]*?-----END ([A-Z0-9]+ )*PRIVATE KEY-----`,
+}, "|"))
 
 // Redacted is what a secret becomes.
 const Redacted = "[REDACTED]"
@@ -58,17 +77,53 @@ func (r *Redactor) With(secrets ...string) *Redactor {
 
 // Text redacts a plain string.
 func (r *Redactor) Text(s string) string {
-	if r == nil || r.r == nil {
+	if r != nil && r.r != nil {
+		s = r.r.Replace(s)
+	}
+	return formats(s)
+}
+
+// formats redacts the well-known secret shapes.
+func formats(s string) string {
+	if !mayHold(s) {
 		return s
 	}
-	return r.r.Replace(s)
+	return Formats.ReplaceAllString(s, Redacted)
 }
+
+// mayHold reports whether a Formats pattern could match: it looks at the
+// few characters before each underscore (every token shape has one after
+// its fixed prefix) and for a PEM header, so text without any (most
+// output) never reaches the regexp.
+func mayHold[T string | []byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '_':
+			for _, p := range tokenPrefixes {
+				if i >= len(p) && string(s[i-len(p):i]) == p {
+					return true
+				}
+			}
+		case '-':
+			if i+10 <= len(s) && string(s[i:i+10]) == "-----BEGIN" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// tokenPrefixes are what comes before the first underscore of each shape.
+var tokenPrefixes = []string{"k_live", "ghp", "gho", "ghu", "ghs", "ghr", "github", "scrn", "scrnj", "scwa"}
 
 // JSON returns a JSON payload safe to store: secrets redacted and NUL
 // characters (which PostgreSQL's jsonb refuses) replaced by U+FFFD.
 func (r *Redactor) JSON(p []byte) []byte {
 	if r != nil && r.r != nil {
 		p = []byte(r.r.Replace(string(p)))
+	}
+	if mayHold(p) {
+		p = Formats.ReplaceAll(p, []byte(Redacted))
 	}
 	if bytes.Contains(p, []byte(`\u0000`)) {
 		var v any

@@ -51,3 +51,45 @@ func TestRedactor(t *testing.T) {
 		t.Fatal("a nil redactor changed text")
 	}
 }
+
+// TestFormats: well-known secret shapes are redacted by every redactor,
+// the empty one included, in text and in JSON; look-alikes are not.
+func TestFormats(t *testing.T) {
+	pem := "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----"
+	leaks := []string{
+		"sk_live_51HqLyjWDarjtT1zdp7dc",
+		"rk_live_abcdefgh12345678",
+		"ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+		"gho_16C7e42F292c6912E7710c838347Ae178B4a",
+		"github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+		"scrn_3f9a2b7c1d8e4f60a1b2c3d4",
+		"scrnj_eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJy",
+		"scwa_Zm9vYmFyYmF6cXV4cXV1eA",
+		pem,
+	}
+	var none *Redactor
+	for _, r := range []*Redactor{none, New(), New("unrelated-secret")} {
+		for _, leak := range leaks {
+			if got := r.Text("before " + leak + " after"); got != "before [REDACTED] after" {
+				t.Fatalf("Text(%q) = %q", leak, got)
+			}
+			b, _ := json.Marshal(map[string]string{"v": "x " + leak + " y"})
+			out := string(r.JSON(b))
+			var back map[string]string
+			if err := json.Unmarshal([]byte(out), &back); err != nil || back["v"] != "x [REDACTED] y" {
+				t.Fatalf("JSON(%q) = %s (%v)", leak, out, err)
+			}
+		}
+	}
+	for _, keep := range []string{
+		"sk_test_51HqLyjWDarjtT1zdp7dc", // test keys are not live
+		"ghp_short",
+		"my_scrn_token_name",
+		"-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+		"snake_case_identifier_that_is_long",
+	} {
+		if got := New().Text(keep); got != keep {
+			t.Fatalf("%q became %q", keep, got)
+		}
+	}
+}
