@@ -1,5 +1,7 @@
-// Package outbound is the HTTP client for URLs that users typed in: the
-// workflow nodes http_request and notify_webhook call through it.
+// Package outbound is the client for addresses that users typed in: the
+// workflow nodes http_request and notify_webhook call through it, and so do
+// resources (their nodes, connection tests and browsing), over HTTP or, for
+// PostgreSQL, SMTP and IMAP, over DialContext.
 //
 // Such a URL may point back into the network the server runs in (loopback,
 // private ranges, the cloud metadata service, the server itself), so unless
@@ -50,6 +52,7 @@ const maxHeaderBytes = 64 << 10
 var methods = []string{
 	http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch,
 	http.MethodDelete, http.MethodHead, http.MethodOptions,
+	"PROPFIND", // WebDAV: listing a share's folders
 }
 
 // Policy bounds what a Client may do. Zero fields take DefaultPolicy's values,
@@ -79,6 +82,10 @@ type Request struct {
 	URL     string
 	Headers map[string]string
 	Body    []byte
+	// NoRedirects returns a redirect response itself instead of following
+	// it, whatever the policy: a request that carries a secret in a header
+	// should not carry it on to wherever the server points.
+	NoRedirects bool
 }
 
 // Response is a complete response of any status; only failures to get one
@@ -94,6 +101,7 @@ type Response struct {
 type Client struct {
 	policy Policy
 	http   *http.Client
+	dialer *net.Dialer
 	// own are the server's own addresses; a port of 0 stands for every port.
 	ownIPs   []netip.AddrPort
 	ownNames []hostPort
@@ -144,6 +152,7 @@ func New(p Policy, own ...string) *Client {
 			return c.check(ctx, ap)
 		},
 	}
+	c.dialer = dialer
 	c.http = &http.Client{
 		// No Proxy: the dial check would see the proxy, not the target.
 		Transport: &http.Transport{
@@ -155,8 +164,8 @@ func New(p Policy, own ...string) *Client {
 			ExpectContinueTimeout:  time.Second,
 			MaxResponseHeaderBytes: maxHeaderBytes,
 		},
-		CheckRedirect: func(_ *http.Request, via []*http.Request) error {
-			if p.MaxRedirects < 0 {
+		CheckRedirect: func(r *http.Request, via []*http.Request) error {
+			if p.MaxRedirects < 0 || r.Context().Value(noRedirects{}) != nil {
 				return http.ErrUseLastResponse
 			}
 			if len(via) > p.MaxRedirects {
@@ -173,6 +182,9 @@ func New(p Policy, own ...string) *Client {
 func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 	tctx, cancel := context.WithTimeout(ctx, c.policy.Timeout)
 	defer cancel()
+	if req.NoRedirects {
+		tctx = context.WithValue(tctx, noRedirects{}, true)
+	}
 	hreq, err := newRequest(tctx, req)
 	if err != nil {
 		return nil, err
@@ -202,6 +214,32 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 		}
 	}
 	return &Response{Status: resp.StatusCode, Headers: headers, Body: body}, nil
+}
+
+// noRedirects marks the context of a request made with NoRedirects.
+type noRedirects struct{}
+
+// DialContext opens a TCP connection under the same check as the HTTP
+// calls, for the protocols that are not HTTP (PostgreSQL, SMTP, IMAP):
+// unless the policy allows private addresses, every address a name
+// resolves to is checked as it is connected to. The dial is bounded by the
+// policy's Timeout; the connection itself is not: the caller sets its
+// deadlines. Only tcp, tcp4 and tcp6 are dialled.
+func (c *Client) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6":
+	default:
+		return nil, fail(ErrBadRequest, "network %q is not tcp", network)
+	}
+	conn, err := c.dialer.DialContext(ctx, network, address)
+	if err != nil {
+		var f *failure
+		if errors.As(err, &f) {
+			return nil, f // refused, said without net.OpError's noise
+		}
+		return nil, err
+	}
+	return conn, nil
 }
 
 func newRequest(ctx context.Context, r Request) (*http.Request, error) {

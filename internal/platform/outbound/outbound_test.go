@@ -376,3 +376,75 @@ func TestBadRequests(t *testing.T) {
 		t.Fatalf("a bad URL with a password: %v", err)
 	}
 }
+
+func TestDialContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Write([]byte("hello\n"))
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	_, port, _ := net.SplitHostPort(addr)
+
+	p := DefaultPolicy()
+	p.Timeout = 5 * time.Second
+	c := New(p)
+	for _, a := range []string{addr, "localhost:" + port, "[::ffff:127.0.0.1]:" + port, "169.254.169.254:80", "10.0.0.1:5432"} {
+		conn, err := c.DialContext(t.Context(), "tcp", a)
+		if conn != nil {
+			conn.Close()
+		}
+		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "private or local address") {
+			t.Errorf("dial %s: got %v, want ErrRefused", a, err)
+		}
+	}
+	if _, err := c.DialContext(t.Context(), "unix", "/run/postgresql/.s.PGSQL.5432"); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("a unix socket: got %v, want ErrBadRequest", err)
+	}
+	// The listener is reachable when private addresses are allowed, so the
+	// refusals above were the policy's.
+	conn, err := New(private()).DialContext(t.Context(), "tcp", addr)
+	if err != nil {
+		t.Fatalf("allowed dial: %v", err)
+	}
+	got, _ := io.ReadAll(conn)
+	conn.Close()
+	if string(got) != "hello\n" || accepted.Load() != 1 {
+		t.Fatalf("read %q, %d connections accepted; want hello and 1", got, accepted.Load())
+	}
+}
+
+func TestNoRedirectsAndPROPFIND(t *testing.T) {
+	srv, hits := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/away" {
+			http.Redirect(w, r, "/there", http.StatusFound)
+			return
+		}
+		io.WriteString(w, r.Method+" "+r.Header.Get("Depth"))
+	})
+	c := New(private())
+	resp, err := c.Do(t.Context(), Request{URL: srv.URL + "/away", NoRedirects: true})
+	if err != nil || resp.Status != http.StatusFound || resp.Headers["Location"] != "/there" || hits.Load() != 1 {
+		t.Fatalf("NoRedirects: %v %v after %d requests", resp, err, hits.Load())
+	}
+	// Without it the same client follows.
+	if resp, err := c.Do(t.Context(), Request{URL: srv.URL + "/away"}); err != nil || string(resp.Body) != "GET " {
+		t.Fatalf("following: %v %v", resp, err)
+	}
+	resp, err = c.Do(t.Context(), Request{Method: "PROPFIND", URL: srv.URL, Headers: map[string]string{"Depth": "0"}})
+	if err != nil || string(resp.Body) != "PROPFIND 0" {
+		t.Fatalf("PROPFIND: %v %v", resp, err)
+	}
+}
