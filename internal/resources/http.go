@@ -101,4 +101,24 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *idInput) (*httpx.Out[*ResourceUsage], error) {
 			return httpx.Reply(s.UsageOf(ctx, ws(ctx), in.ID))
 		})
+	huma.Register(api, ops.Op("post_api_resources_id_test", http.MethodPost, "/api/resources/{id}/test",
+		"Test the connection with the stored secret: ok false with the reason when the far end cannot be reached or refuses; 400 for a config that cannot work"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*ResourceTest], error) {
+			return httpx.Reply(s.Test(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_resources_id_discord_channels", http.MethodGet, "/api/resources/{id}/discord/channels",
+		"A discord resource's bot: its guilds with their text and announcement channels (400 for another kind or a refused token)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]ResourceGuild], error) {
+			return httpx.Reply(s.DiscordChannels(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_resources_id_storage_folders", http.MethodGet, "/api/resources/{id}/storage/folders",
+		"A seafile_webdav resource's share: the sub-folders of a folder (400 for another kind, a path with .. or refused credentials)"),
+		func(ctx context.Context, in *foldersInput) (*httpx.Out[[]ResourceFolder], error) {
+			return httpx.Reply(s.StorageFolders(ctx, ws(ctx), in.ID, in.Path))
+		})
+}
+
+type foldersInput struct {
+	ID   string `path:"id" doc:"Resource id"`
+	Path string `query:"path" maxLength:"1024" doc:"The folder, from the share's root (default the root); no . or .. segments"`
 }

@@ -76,3 +76,23 @@ type ResourceWorkflowUse struct {
 	Name       string   `json:"name"`
 	NodeKeys   []string `json:"node_keys"`
 }
+
+// ResourceGuild is a Discord server the bot is in, with its text and
+// announcement channels.
+type ResourceGuild struct {
+	GuildID   string            `json:"guild_id"`
+	GuildName string            `json:"guild_name"`
+	Channels  []ResourceChannel `json:"channels"`
+}
+
+// ResourceChannel is a Discord channel a bot can post to.
+type ResourceChannel struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// ResourceFolder is a folder of a WebDAV share.
+type ResourceFolder struct {
+	Name string `json:"name"`
+	Path string `json:"path" doc:"From the share's root, as ?path= takes it"`
+}
