@@ -26,12 +26,13 @@ CREATE INDEX resources_kind ON resources (workspace_id, kind, name);
 -- Env vars: global to the workspace (project_id NULL) or one project's,
 -- which wins over a global one of the same key. A secret one keeps its
 -- value in the vault (value is then empty); locked ones change only by a
--- workspace admin.
+-- workspace admin. Keys compare and sort bytewise on both engines
+-- (SQLite's BINARY, PostgreSQL's "C"): FOO and foo are two vars.
 CREATE TABLE env_vars (
     id           TEXT PRIMARY KEY,
     workspace_id TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
     project_id   TEXT REFERENCES projects (id) ON DELETE CASCADE,
-    key          TEXT NOT NULL,
+    key          TEXT COLLATE "C" NOT NULL,
     is_secret    BOOLEAN NOT NULL,
     value        TEXT NOT NULL,
     secret_ref   TEXT,
@@ -39,10 +40,14 @@ CREATE TABLE env_vars (
     created_by   TEXT REFERENCES users (id) ON DELETE SET NULL,
     created_at   TIMESTAMPTZ NOT NULL,
     updated_at   TIMESTAMPTZ NOT NULL,
-    CHECK (is_secret = (secret_ref IS NOT NULL))
+    CHECK (is_secret = (secret_ref IS NOT NULL)),
+    CHECK (NOT is_secret OR value = '')
 );
 CREATE UNIQUE INDEX env_vars_global ON env_vars (workspace_id, key) WHERE project_id IS NULL;
 CREATE UNIQUE INDEX env_vars_project ON env_vars (project_id, key) WHERE project_id IS NOT NULL;
+-- The workspace's list (globals, then by project, then key) and a run's
+-- effective env read through this one.
+CREATE INDEX env_vars_workspace ON env_vars (workspace_id, project_id, key);
 
 -- +goose Down
 -- Slipway only migrates up.

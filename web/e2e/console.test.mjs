@@ -705,6 +705,80 @@ test("settings: an agent profile with its key kept sealed, the workspace's auton
   assert.equal(await page.getByTestId('project-scratch').count(), 0)
 })
 
+test('settings: environment variables for all projects and for one, a secret shown only as "secret · set" and replaced, locked and unlocked, deleted after asking', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  await page.goto(server.url + '/settings')
+  const card = page.getByTestId('env-vars')
+  const row = (key, scope) => card.locator(`[data-testid=env-var-row][data-key="${key}"][data-scope="${scope}"]`)
+  await card.getByTestId('env-vars-empty').waitFor()
+
+  await card.getByTestId('new-env-var').click()
+  await page.getByTestId('env-var-key').fill('LOG_LEVEL')
+  await page.getByTestId('env-var-value-input').fill('debug')
+  await page.getByTestId('env-var-save').click()
+  await row('LOG_LEVEL', 'all').getByText('debug').waitFor()
+
+  // A secret for one project: its value is never shown again, not even to whoever set it.
+  await card.getByTestId('new-env-var').click()
+  await page.getByTestId('env-var-key').fill('API_TOKEN')
+  await page.getByTestId('env-var-project').click()
+  await page.getByRole('option', { name: 'demo' }).click()
+  await page.getByTestId('env-var-secret-box').check()
+  await page.getByTestId('env-var-value-input').fill('tok-console-s3cret-1')
+  await page.getByTestId('env-var-save').click()
+  await row('API_TOKEN', 'demo').getByText('secret · set').waitFor()
+  const demo = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
+  let listed = await call('GET', `/api/settings/env-vars?project_id=${demo.id}`)
+  assert.deepEqual(
+    listed.map((v) => [v.key, v.project_id, v.is_secret, v.value]),
+    [
+      ['LOG_LEVEL', null, false, 'debug'],
+      ['API_TOKEN', demo.id, true, ''],
+    ],
+  )
+  assert.doesNotMatch(await card.innerText(), /tok-console-s3cret/)
+
+  // Editing it starts empty; a new value replaces the stored one.
+  await row('API_TOKEN', 'demo').getByTestId('edit-env-var').click()
+  assert.equal(await page.getByTestId('env-var-value-input').inputValue(), '')
+  await page.getByText('secret · set: a new value replaces it').waitFor()
+  await page.getByTestId('env-var-value-input').fill('tok-console-s3cret-2')
+  await page.getByTestId('env-var-save').click()
+  await page.getByTestId('env-var-save').waitFor({ state: 'detached' })
+  assert.doesNotMatch(JSON.stringify(await call('GET', '/api/settings/env-vars')), /tok-console-s3cret/)
+
+  // A plain one is edited in place.
+  await row('LOG_LEVEL', 'all').getByTestId('edit-env-var').click()
+  assert.equal(await page.getByTestId('env-var-value-input').inputValue(), 'debug')
+  await page.getByTestId('env-var-value-input').fill('info')
+  await page.getByTestId('env-var-save').click()
+  await row('LOG_LEVEL', 'all').getByText('info').waitFor()
+
+  // The workspace's owner locks and unlocks.
+  await row('LOG_LEVEL', 'all').getByTestId('lock-env-var').click()
+  await row('LOG_LEVEL', 'all').getByTestId('env-var-locked').waitFor()
+  assert.equal((await call('GET', '/api/settings/env-vars')).find((v) => v.key === 'LOG_LEVEL').locked, true)
+  assert.equal(await row('LOG_LEVEL', 'all').getByTestId('lock-env-var').innerText(), 'Unlock')
+  await row('LOG_LEVEL', 'all').getByTestId('lock-env-var').click()
+  await row('LOG_LEVEL', 'all').getByTestId('env-var-locked').waitFor({ state: 'detached' })
+
+  // Deleting asks first: cancel keeps it, confirm removes it.
+  await row('API_TOKEN', 'demo').getByTestId('delete-env-var').click()
+  const confirm = page.getByRole('dialog', { name: 'Delete API_TOKEN?' })
+  assert.match(await confirm.innerText(), /Runs of demo no longer get it; its value is removed from the vault/)
+  await confirm.getByRole('button', { name: 'Cancel' }).click()
+  await confirm.waitFor({ state: 'detached' })
+  await row('API_TOKEN', 'demo').getByTestId('delete-env-var').click()
+  await page.getByTestId('confirm-delete-env-var').click()
+  await row('API_TOKEN', 'demo').waitFor({ state: 'detached' })
+  listed = await call('GET', '/api/settings/env-vars')
+  assert.deepEqual(
+    listed.map((v) => [v.key, v.value, v.locked]),
+    [['LOG_LEVEL', 'info', false]],
+  )
+  await call('DELETE', `/api/settings/env-vars/${listed[0].id}`)
+})
+
 test("the README's workflow built in the console: nodes from the library, forms with completion, undo, a run approved, the code node's output and logs; a webhook trigger fired; a schedule previewed", async () => {
   await page.goto(server.url + '/workflows')
   await page.getByTestId('new-workflow-name').fill('release')

@@ -1247,6 +1247,57 @@ export interface paths {
         patch: operations["patch_api_resources_id_concurrency"];
         trace?: never;
     };
+    "/api/resources/{id}/discord/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A discord resource's bot: its guilds with their text and announcement channels (400 for another kind or a refused token) */
+        get: operations["get_api_resources_id_discord_channels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}/storage/folders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A seafile_webdav resource's share: the sub-folders of a folder (400 for another kind, a path with .. or refused credentials) */
+        get: operations["get_api_resources_id_storage_folders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Test the connection with the stored secret: ok false with the reason when the far end cannot be reached or refuses; 400 for a config that cannot work */
+        post: operations["post_api_resources_id_test"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/resources/{id}/usage": {
         parameters: {
             query?: never;
@@ -1654,6 +1705,41 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/env-vars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's env vars (at most 1000), globals first, then by project, then by key; a secret's value is "" */
+        get: operations["get_api_settings_env_vars"];
+        put?: never;
+        /** Create or update an env var, global or a project's (by key in its scope); a secret value is kept in the vault and never returned */
+        post: operations["post_api_settings_env_vars"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/settings/env-vars/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete an env var, then its secret value in the vault; {deleted: false} when there was none */
+        delete: operations["delete_api_settings_env_vars_id"];
         options?: never;
         head?: never;
         patch?: never;
@@ -3256,6 +3342,9 @@ export interface components {
         AgentWork: {
             agent_profile: string;
             commit_message: string;
+            env?: {
+                [key: string]: string;
+            };
             image: string;
             project_id: string;
             repo: components["schemas"]["Repo"];
@@ -3627,6 +3716,53 @@ export interface components {
             id: string;
             target_id: string;
             target_kind: string;
+        };
+        EnvVar: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @description The value is kept in the vault and never returned (value is then "") */
+            is_secret: boolean;
+            key: string;
+            /** @description Only a workspace owner or admin may change or delete it */
+            locked: boolean;
+            /** Format: uuid */
+            organization_id: string;
+            /**
+             * Format: uuid
+             * @description The project whose runs get it; null: every run of the workspace (global)
+             */
+            project_id: string | null;
+            /** @description The value; always "" for a secret */
+            value: string;
+            /** Format: uuid */
+            workspace_id: string;
+        };
+        EnvVarSave: {
+            /** @description Keep the value in the vault, never returned; absent: as stored (false for a new one) */
+            is_secret?: boolean;
+            /** @description A letter or _, then letters, digits or _ (at most 128); names starting SLIPWAY_ are reserved */
+            key: string;
+            /** @description Workspace owners and admins only: only they may change or delete a locked env var; absent: as stored */
+            locked?: boolean;
+            /**
+             * Format: uuid
+             * @description A project of the active workspace: the env var is that project's; absent or null: global
+             */
+            project_id?: string | null;
+            /**
+             * @description Optional: global (no project_id) or project (with project_id); must agree with project_id
+             * @enum {string}
+             */
+            scope?: "global" | "project";
+            /** @description At most 64 KiB; no control characters but newline, carriage return and tab. Required for a new env var, and to make a secret one plain; absent on an update keeps the stored value (a secret one's included) */
+            value?: string;
+            /**
+             * Format: uuid
+             * @description Optional: must be the active workspace
+             */
+            workspace_id?: string;
         };
         Envelope: {
             challenge: string;
@@ -4453,6 +4589,10 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
         };
+        ResourceChannel: {
+            id: string;
+            name: string;
+        };
         ResourceConcurrency: {
             /**
              * Format: int64
@@ -4474,6 +4614,16 @@ export interface components {
             /** @description The password, token or key; stored in the vault, never returned */
             secret?: string;
         };
+        ResourceFolder: {
+            name: string;
+            /** @description From the share's root, as ?path= takes it */
+            path: string;
+        };
+        ResourceGuild: {
+            channels: components["schemas"]["ResourceChannel"][] | null;
+            guild_id: string;
+            guild_name: string;
+        };
         ResourceKind: {
             /** @description JSON Schema of the resource's config */
             config_schema: unknown;
@@ -4482,6 +4632,10 @@ export interface components {
             /** @description What the resource's secret is (a password, a bot token) */
             secret: string;
             slug: string;
+        };
+        ResourceTest: {
+            message: string;
+            ok: boolean;
         };
         ResourceUpdate: {
             config?: {
@@ -4877,6 +5031,7 @@ export interface components {
             input?: unknown;
             language: string;
             library?: components["schemas"]["ScriptFile"][] | null;
+            project_id?: string;
             secrets?: string[] | null;
             source: string;
             /** Format: int64 */
@@ -8235,6 +8390,105 @@ export interface operations {
             };
         };
     };
+    get_api_resources_id_discord_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceGuild"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_id_storage_folders: {
+        parameters: {
+            query?: {
+                /** @description The folder, from the share's root (default the root); no . or .. segments */
+                path?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceFolder"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_resources_id_test: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResourceTest"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_resources_id_usage: {
         parameters: {
             query?: never;
@@ -9138,6 +9392,103 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScriptRun"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_settings_env_vars: {
+        parameters: {
+            query?: {
+                /** @description Only the globals and this project's env vars */
+                project_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvVar"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_settings_env_vars: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EnvVarSave"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EnvVar"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_settings_env_vars_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Env var id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
                 };
             };
             /** @description Error */

@@ -4,11 +4,11 @@ import { del, get, patch, post, put, type Profile, type Schemas } from '../api'
 import { solveCaptcha } from './Mailed'
 import { useSession } from '../session'
 import { Confirm, Copy, ErrorNote, Loading, count, useAction, useLoad, when } from '../ui'
-import { AutonomyCard, ProfilesCard } from './WorkspaceSettings'
+import { AutonomyCard, EnvVarsCard, ProfilesCard } from './WorkspaceSettings'
 
 type Verbosity = NonNullable<Profile['verbosity']>
 
-/** The signed-in person's settings (profile, password, two-factor sign-in, sessions), then the active workspace's (autonomy, agent profiles). */
+/** The signed-in person's settings (profile, password, two-factor sign-in, sessions), then the active workspace's (autonomy, agent profiles, env vars). */
 export default function Settings() {
   const { me, workspace } = useSession()
   if (!me) return null
@@ -24,6 +24,7 @@ export default function Settings() {
           <Title order={3}>Workspace {workspace.name}</Title>
           <AutonomyCard />
           <ProfilesCard />
+          <EnvVarsCard />
         </>
       )}
     </Stack>

@@ -1,7 +1,8 @@
 // The active workspace's settings: how much its agents may do alone (the
-// autonomy level) and its agent profiles (how an agent is run: model,
-// endpoint, key kept sealed, image, instructions).
-import { Badge, Button, Card, Group, Modal, PasswordInput, Select, Slider, Stack, Table, Text, TextInput, Textarea } from '@mantine/core'
+// autonomy level), its agent profiles (how an agent is run: model,
+// endpoint, key kept sealed, image, instructions) and the env vars its runs
+// get (secret ones kept in the vault).
+import { Badge, Button, Card, Checkbox, Group, Modal, PasswordInput, Select, Slider, Stack, Table, Text, TextInput, Textarea } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas } from '../api'
 import { useSession } from '../session'
@@ -230,6 +231,263 @@ function ProfileForm({ profile, onClose, onSaved }: { profile: AgentProfile | nu
               Cancel
             </Button>
             <Button type="submit" loading={action.busy === 'save'} data-testid="profile-save">
+              Save
+            </Button>
+          </Group>
+        </Stack>
+      </form>
+    </Modal>
+  )
+}
+
+type EnvVar = Schemas['EnvVar']
+
+const allProjects = 'all'
+
+/**
+ * The workspace's env vars: global ones every run gets, and a project's,
+ * which win over a global one of the same key in that project's runs. A
+ * secret's value is kept in the vault and never shown ("secret · set"); a
+ * new one replaces it. Locked ones change only by a workspace owner or admin.
+ */
+export function EnvVarsCard() {
+  const { workspace } = useSession()
+  const admin = workspace?.role === 'owner' || workspace?.role === 'admin'
+  const vars = useLoad(async () => (await get('/api/settings/env-vars')) ?? [], [workspace?.id])
+  const projects = useLoad(async () => (await get('/api/projects')) ?? [], [workspace?.id])
+  const [editing, setEditing] = useState<EnvVar | 'new' | null>(null)
+  const [deleting, setDeleting] = useState<EnvVar | null>(null)
+  const action = useAction()
+  const projectName = (id?: string | null) => (id ? (projects.data?.find((p) => p.id === id)?.name ?? 'a project') : 'All projects')
+  const lock = (v: EnvVar) =>
+    action.run(`lock-${v.id}`, async () => {
+      await post('/api/settings/env-vars', { body: { key: v.key, project_id: v.project_id ?? undefined, locked: !v.locked } })
+      await vars.reload()
+    })
+  return (
+    <Card withBorder data-testid="env-vars">
+      <Stack gap="xs">
+        <Group justify="space-between">
+          <Text fw={600}>Environment variables</Text>
+          <Button size="xs" onClick={() => setEditing('new')} data-testid="new-env-var">
+            Add variable
+          </Button>
+        </Group>
+        <Text size="sm" c="dimmed">
+          Every run of the workspace gets the variables for all projects; a project's own win over them in its runs. Secret values are kept in the vault and never
+          shown again.
+        </Text>
+        <ErrorNote error={vars.error || action.error} />
+        {vars.loading && !vars.data ? (
+          <Loading />
+        ) : (vars.data ?? []).length === 0 ? (
+          <Text size="sm" c="dimmed" data-testid="env-vars-empty">
+            No variables yet.
+          </Text>
+        ) : (
+          <Table.ScrollContainer minWidth={560}>
+            <Table>
+              <Table.Thead>
+                <Table.Tr>
+                  <Table.Th>Key</Table.Th>
+                  <Table.Th>Value</Table.Th>
+                  <Table.Th>Project</Table.Th>
+                  <Table.Th />
+                </Table.Tr>
+              </Table.Thead>
+              <Table.Tbody>
+                {(vars.data ?? []).map((v) => (
+                  <Table.Tr key={v.id} data-testid="env-var-row" data-key={v.key} data-scope={v.project_id ? projectName(v.project_id) : allProjects}>
+                    <Table.Td>
+                      <Text size="sm" ff="monospace">
+                        {v.key}
+                      </Text>
+                    </Table.Td>
+                    <Table.Td maw={280}>
+                      {v.is_secret ? (
+                        <Badge size="sm" variant="light" color="grape" tt="none" data-testid="env-var-secret">
+                          secret · set
+                        </Badge>
+                      ) : (
+                        <Text size="sm" ff="monospace" truncate="end" title={v.value} data-testid="env-var-value">
+                          {v.value === '' ? '(empty)' : v.value}
+                        </Text>
+                      )}
+                    </Table.Td>
+                    <Table.Td>
+                      <Text size="sm">{projectName(v.project_id)}</Text>
+                    </Table.Td>
+                    <Table.Td>
+                      <Group gap={4} wrap="nowrap" justify="end">
+                        {v.locked && (
+                          <Badge size="sm" variant="outline" color="gray" data-testid="env-var-locked">
+                            locked
+                          </Badge>
+                        )}
+                        {(admin || !v.locked) && (
+                          <Button size="compact-xs" variant="light" onClick={() => setEditing(v)} data-testid="edit-env-var">
+                            Edit
+                          </Button>
+                        )}
+                        {admin && (
+                          <Button size="compact-xs" variant="subtle" color="gray" loading={action.busy === `lock-${v.id}`} onClick={() => lock(v)} data-testid="lock-env-var">
+                            {v.locked ? 'Unlock' : 'Lock'}
+                          </Button>
+                        )}
+                        {(admin || !v.locked) && (
+                          <Button size="compact-xs" variant="light" color="red" onClick={() => setDeleting(v)} data-testid="delete-env-var">
+                            Delete
+                          </Button>
+                        )}
+                      </Group>
+                    </Table.Td>
+                  </Table.Tr>
+                ))}
+              </Table.Tbody>
+            </Table>
+          </Table.ScrollContainer>
+        )}
+      </Stack>
+      {editing && (
+        <EnvVarForm
+          envVar={editing === 'new' ? null : editing}
+          admin={admin}
+          projects={projects.data ?? []}
+          projectName={projectName}
+          onClose={() => setEditing(null)}
+          onSaved={() => {
+            setEditing(null)
+            void vars.reload()
+          }}
+        />
+      )}
+      <Confirm
+        item={deleting}
+        title={(v) => `Delete ${v.key}?`}
+        message={(v) =>
+          `${v.project_id ? `Runs of ${projectName(v.project_id)}` : 'Runs of every project'} no longer get it${v.is_secret ? '; its value is removed from the vault' : ''}. Runs already started keep what they got.`
+        }
+        action={() => 'Delete variable'}
+        testid="confirm-delete-env-var"
+        onCancel={() => setDeleting(null)}
+        onConfirm={(v) =>
+          action.run(`delete-${v.id}`, async () => {
+            await del('/api/settings/env-vars/{id}', { params: { path: { id: v.id } } })
+            await vars.reload()
+          })
+        }
+      />
+    </Card>
+  )
+}
+
+function EnvVarForm({
+  envVar,
+  admin,
+  projects,
+  projectName,
+  onClose,
+  onSaved,
+}: {
+  envVar: EnvVar | null
+  admin: boolean
+  projects: { id: string; name: string }[]
+  projectName: (id?: string | null) => string
+  onClose: () => void
+  onSaved: () => void
+}) {
+  const [key, setKey] = useState(envVar?.key ?? '')
+  const [project, setProject] = useState<string>(envVar?.project_id ?? allProjects)
+  const [secret, setSecret] = useState(envVar?.is_secret ?? false)
+  // A secret's value is never shown: the field starts empty and, left so, keeps it.
+  const [value, setValue] = useState(envVar && !envVar.is_secret ? envVar.value : '')
+  const [locked, setLocked] = useState(envVar?.locked ?? false)
+  const action = useAction()
+  const keepsSecret = !!envVar?.is_secret && secret && value === ''
+  const save = (e: React.FormEvent) => {
+    e.preventDefault()
+    action.run('save', async () => {
+      await post('/api/settings/env-vars', {
+        body: {
+          key: key.trim(),
+          is_secret: secret,
+          ...(project === allProjects ? { scope: 'global' as const } : { scope: 'project' as const, project_id: project }),
+          ...(keepsSecret ? {} : { value }),
+          ...(admin ? { locked } : {}),
+        },
+      })
+      onSaved()
+    })
+  }
+  return (
+    <Modal opened onClose={onClose} title={envVar ? `Edit ${envVar.key}` : 'New environment variable'} size="lg">
+      <form onSubmit={save}>
+        <Stack gap="xs">
+          <TextInput
+            label="Key"
+            description="A letter or _, then letters, digits or _"
+            value={key}
+            onChange={(e) => setKey(e.currentTarget.value)}
+            readOnly={!!envVar}
+            required
+            maxLength={128}
+            data-testid="env-var-key"
+          />
+          {envVar ? (
+            <TextInput label="Project" value={projectName(envVar.project_id)} readOnly />
+          ) : (
+            <Select
+              label="Project"
+              data={[{ value: allProjects, label: 'All projects' }, ...projects.map((p) => ({ value: p.id, label: p.name }))]}
+              value={project}
+              onChange={(v) => setProject(v ?? allProjects)}
+              allowDeselect={false}
+              data-testid="env-var-project"
+            />
+          )}
+          <Checkbox
+            label="Secret: kept in the vault, never shown again"
+            checked={secret}
+            onChange={(e) => setSecret(e.currentTarget.checked)}
+            data-testid="env-var-secret-box"
+          />
+          {secret ? (
+            <PasswordInput
+              label="Value"
+              description={envVar?.is_secret ? 'secret · set: a new value replaces it; left empty, it stays' : undefined}
+              value={value}
+              onChange={(e) => setValue(e.currentTarget.value)}
+              required={!envVar || !envVar.is_secret}
+              autoComplete="new-password"
+              data-testid="env-var-value-input"
+            />
+          ) : (
+            <Textarea
+              label="Value"
+              description={envVar?.is_secret ? 'Made plain, the variable needs its value again' : undefined}
+              autosize
+              minRows={1}
+              maxRows={8}
+              value={value}
+              onChange={(e) => setValue(e.currentTarget.value)}
+              required={!!envVar?.is_secret}
+              data-testid="env-var-value-input"
+            />
+          )}
+          {admin && (
+            <Checkbox
+              label="Locked: only workspace owners and admins may change or delete it"
+              checked={locked}
+              onChange={(e) => setLocked(e.currentTarget.checked)}
+              data-testid="env-var-locked-box"
+            />
+          )}
+          <ErrorNote error={action.error} />
+          <Group justify="end">
+            <Button variant="default" onClick={onClose}>
+              Cancel
+            </Button>
+            <Button type="submit" loading={action.busy === 'save'} data-testid="env-var-save">
               Save
             </Button>
           </Group>
