@@ -5,7 +5,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
+
+	"slipway/internal/platform/db"
 )
 
 // Count runs a COUNT query against the app's database.
@@ -81,4 +85,69 @@ func ObjectKeys(t testing.TB, raw []byte) []string {
 		}
 	}
 	return keys
+}
+
+// Holding lists the tables and columns of the app's database whose text
+// holds s (a secret that must be stored nowhere): every row of every table.
+func (a *App) Holding(t testing.TB, s string) []string {
+	t.Helper()
+	q := "SELECT name FROM sqlite_master WHERE type = 'table'"
+	if a.DB.Engine() == db.Postgres {
+		q = "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+	}
+	rows, err := a.DB.R.Query(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	rows.Close()
+	var found []string
+	for _, table := range tables {
+		found = append(found, a.holdingIn(t, table, s)...)
+	}
+	return found
+}
+
+func (a *App) holdingIn(t testing.TB, table, s string) []string {
+	t.Helper()
+	rs, err := a.DB.R.Query(`SELECT * FROM "` + table + `"`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	cols, _ := rs.Columns()
+	var found []string
+	for rs.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range vals {
+			var text string
+			switch x := v.(type) {
+			case []byte:
+				text = string(x)
+			case string:
+				text = x
+			case nil:
+			default:
+				text = fmt.Sprint(x)
+			}
+			if strings.Contains(text, s) {
+				found = append(found, table+"."+cols[i])
+			}
+		}
+	}
+	return found
 }

@@ -25,6 +25,7 @@ import (
 	"slipway/internal/config"
 	"slipway/internal/conversations"
 	"slipway/internal/dispatch"
+	"slipway/internal/envvars"
 	"slipway/internal/executor"
 	"slipway/internal/executor/process"
 	"slipway/internal/inbox"
@@ -79,6 +80,7 @@ type Services struct {
 	Commands      *commands.Service
 	Activity      *activity.Service
 	Resources     *resources.Service
+	EnvVars       *envvars.Service
 	Mail          *mail.Outbox
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
@@ -224,11 +226,22 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		parts.Tasks.ApprovalTimeout)
 	ts := tasks.NewService(tasks.Deps{DB: d, Clock: clk, Projects: proj, Runs: rs, Queue: q, Router: runnerSvc,
 		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re}, parts.Tasks)
+	store := opts.Vault
+	if store == nil {
+		if store, err = secretStore(cfg, d, clk, secret); err != nil {
+			bus.Close()
+			return nil, err
+		}
+	}
+	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: cfg.LLMProviderAPIKey.Reveal(),
+		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
+	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
+	parts.Dispatch.Env = envSvc
 	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)
 	conv := conversations.NewService(d, clk, ts, in)
 	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
-		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}}, parts.Engine)
+		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Env: envSvc}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc)
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in}
 
@@ -241,7 +254,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp.Handle(scripts.RunJob, workport.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
 
 	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
-		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log)}
+		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log), Vault: store}
+	a.Reconciler = vault.NewReconciler(vault.ReconcileDeps{Backend: store, DB: d, Clock: clk, Log: log,
+		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims, envvars.SecretKind: envSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
 	// Where the process backend can contain nothing, only instance
 	// admins' code runs (DESIGN §10).
 	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
@@ -249,19 +264,6 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		a.Parts.Worker.Admit = a.Gate.Admit
 	}
 	a.Worker = a.NewWorker()
-
-	store := opts.Vault
-	if store == nil {
-		if store, err = secretStore(cfg, d, clk, secret); err != nil {
-			bus.Close()
-			return nil, err
-		}
-	}
-	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log,
-		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
-	a.Vault = store
-	a.Reconciler = vault.NewReconciler(vault.ReconcileDeps{Backend: store, DB: d, Clock: clk, Log: log,
-		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
 
 	trig := triggers.NewService(d, clk, sealer, wf, log, cfg.PublicURL)
 	a.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: rs, Tasks: ts, Workflows: wf,
@@ -275,6 +277,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Changes:   changes.NewService(ts, proj, git),
 		Activity:  activity.NewService(d, clk),
 		Resources: resSvc,
+		EnvVars:   envSvc,
 		Runners:   runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)

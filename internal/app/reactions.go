@@ -11,6 +11,7 @@ import (
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/db"
 	"slipway/internal/projects"
+	"slipway/internal/resources"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
@@ -142,4 +143,38 @@ func (o orgs) Resolve(ctx context.Context, u *actor.User, sel runners.Selector) 
 		return "", "", err
 	}
 	return org.ID, org.Role, nil
+}
+
+// resourceNodes lets workflow nodes use resources through the resources
+// service (which knows nothing of workflows).
+type resourceNodes struct{ s *resources.Service }
+
+func (r resourceNodes) Telegram(ctx context.Context, workspaceID, resourceID, chatID, text string) (any, error) {
+	return r.s.Telegram(ctx, workspaceID, resourceID, chatID, text)
+}
+
+func (r resourceNodes) Discord(ctx context.Context, workspaceID, resourceID, channelID, content string) (any, error) {
+	return r.s.Discord(ctx, workspaceID, resourceID, channelID, content)
+}
+
+func (r resourceNodes) Connect(ctx context.Context, workspaceID, resourceID string, c workflows.ConnectorCall) (any, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return r.s.Call(ctx, workspaceID, resourceID, resources.ConnectorRequest{Method: c.Method, Path: c.Path, Query: c.Query, Headers: c.Headers, Body: c.Body})
+}
+
+func (r resourceNodes) Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (string, any, error) {
+	c, err := r.s.Classify(ctx, workspaceID, resourceID, model, prompt, categories)
+	if err != nil {
+		return "", nil, err
+	}
+	return c.Label, c, nil
+}
+
+func (r resourceNodes) Statement(ctx context.Context, workspaceID, resourceID string, q workflows.DBStatement) (any, error) {
+	return r.s.Statement(ctx, workspaceID, resourceID, resources.Statement{SQL: q.SQL, Params: q.Params, Write: q.Write, MaxRows: q.MaxRows, Timeout: q.Timeout})
 }

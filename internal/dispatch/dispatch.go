@@ -60,6 +60,15 @@ type Config struct {
 	// Output bounds what a run stores of its output, whatever its worker
 	// (a runner) kept (zero: no bound here).
 	Output runs.OutputLimit
+	// Env resolves the env vars handed to scripts and agents with their
+	// work (nil: none).
+	Env EnvSource
+}
+
+// EnvSource resolves the env vars of a workspace's project (projectID "":
+// the workspace's global ones): values, and the secret ones among them.
+type EnvSource interface {
+	Resolve(ctx context.Context, workspaceID, projectID string) (map[string]string, []string, error)
 }
 
 // Dispatcher implements workport.Port for the hub.
@@ -284,6 +293,9 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 			}
 			a.TTL = d.cfg.Lease
 			a.TraceParent = j.TraceParent // the worker's span continues the trace that queued the job
+			if err := d.withEnv(sctx, j.WorkspaceID, a); err != nil {
+				return false, err
+			}
 			if a.Lease.RunID != "" {
 				if err := d.queue.BindRun(ctx, tx, j.ID, a.Lease.RunID); err != nil {
 					return false, err
@@ -638,4 +650,39 @@ func RunStatus(outcome string) (string, bool) {
 		return runs.Cancelled, true
 	}
 	return "", false
+}
+
+// withEnv hands a script or an agent the env vars of its project, resolved
+// now against the job's workspace (a project of another workspace gets
+// none of its vars), with their secret values added to what the worker
+// redacts. Slipway's own SLIPWAY_ variables win over any env var.
+func (d *Dispatcher) withEnv(ctx context.Context, workspaceID string, a *workport.Assignment) error {
+	if d.cfg.Env == nil || a.Resume != nil {
+		return nil
+	}
+	var project string
+	var env *map[string]string
+	var secrets *[]string
+	switch {
+	case a.Script != nil:
+		project, env, secrets = a.Script.ProjectID, &a.Script.Env, &a.Script.Secrets
+	case a.Agent != nil:
+		project, env, secrets = a.Agent.ProjectID, &a.Agent.Env, &a.Agent.Secrets
+	default:
+		return nil
+	}
+	vars, hidden, err := d.cfg.Env.Resolve(ctx, workspaceID, project)
+	if err != nil || len(vars) == 0 {
+		return err
+	}
+	merged := make(map[string]string, len(vars)+len(*env))
+	for k, v := range vars {
+		merged[k] = v
+	}
+	for k, v := range *env {
+		merged[k] = v
+	}
+	*env = merged
+	*secrets = append(*secrets, hidden...)
+	return nil
 }

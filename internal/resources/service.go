@@ -27,13 +27,16 @@ type Deps struct {
 	Clock clock.Clock
 	Vault vault.Backend
 	Log   *slog.Logger
-	// Outbound makes the connection tests' calls (SSRF-guarded).
+	// Outbound makes every call to a resource (SSRF-guarded).
 	Outbound *outbound.Client
+	// LLMKey is LLM_PROVIDER_API_KEY: llm_classify without a resource.
+	LLMKey string
 }
 
 // Service manages resources.
 type Service struct {
 	Deps
+	pools pools // database resources' connection pools
 }
 
 // NewService returns the resources service.
@@ -266,6 +269,7 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 		return nil, err
 	}
 	s.dropSecret(ctx, ws, oldRef)
+	s.dropPool(out.ID)
 	return out, nil
 }
 
@@ -321,6 +325,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 		return false, err
 	}
 	s.dropSecret(ctx, ws, ref)
+	s.dropPool(id)
 	return true, nil
 }
 

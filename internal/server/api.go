@@ -22,6 +22,7 @@ import (
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
 	"slipway/internal/codefiles"
+	"slipway/internal/envvars"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/realtime"
@@ -134,6 +135,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	scripts.Register(pub, svc.Scripts, svc.Tenancy.WorkspaceScoped(pub))
 	codefiles.Register(pub, svc.CodeFiles, svc.Tenancy.WorkspaceScoped(pub))
 	resources.Register(pub, svc.Resources, svc.Tenancy.WorkspaceScoped(pub))
+	envvars.Register(pub, svc.EnvVars, svc.Tenancy.WorkspaceScoped(pub))
 	runners.Register(pub, svc.Runners)
 	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
 	return APIs{Public: pub, Management: mgmt}

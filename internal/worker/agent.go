@@ -278,7 +278,7 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	}
 	spec := executor.Spec{Name: "slipway-" + shortID(e.a.Lease.RunID), Image: a.Image, AgentType: a.Start.AgentType, Command: []string{AgentPath, "agent"},
 		Mounts:  []executor.Mount{{Source: wt, Target: WorkspacePath}, {Source: w.cfg.AgentBinary, Target: AgentPath, ReadOnly: true}},
-		WorkDir: WorkspacePath, Limits: w.cfg.Limits, Labels: labels}
+		WorkDir: WorkspacePath, Limits: w.cfg.Limits, Labels: labels, Env: a.Env}
 	start := a.Start
 	start.Type = protocol.InStart
 	start.WorkDir = WorkspacePath

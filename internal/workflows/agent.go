@@ -30,7 +30,7 @@ func (e *Engine) startAgent(ctx context.Context, tx *db.Tx, st *runState, s step
 		}
 	}
 	id, err := e.agents.StartAgent(ctx, tx, AgentRequest{WorkspaceID: st.run.WorkspaceID, ProjectID: st.run.ProjectID, CreatedBy: st.run.CreatedBy,
-		Title: title, Prompt: prompt, Config: c})
+		Title: s.red.Text(title), Prompt: s.red.Text(prompt), Config: c}) // a prompt goes to a model: no secret of the run
 	var ae *apperr.Error
 	if errors.As(err, &ae) && ae.Code != apperr.CodeInternal && ae.Code != apperr.CodeDatabase {
 		*o = failed("starting the task: %s", ae.Message) // a bad profile, an archived project: the node fails, not the engine

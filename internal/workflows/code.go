@@ -140,7 +140,10 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	st := newRunState(run, g, nodes, h.e.clock.Now())
+	st, err := h.e.state(ctx, run, g, nodes, h.e.clock.Now())
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, nr := range st.nodes {
 		if nr.ID == j.Ref {
 			return st, nr, nil
@@ -225,7 +228,7 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  workport.WorkScript,
 		Script: &workport.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
-			Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
+			ProjectID: st.run.ProjectID, Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
 	}, nil
 }
 

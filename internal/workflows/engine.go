@@ -14,6 +14,7 @@ import (
 	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/outbound"
 	"slipway/internal/platform/pubsub"
+	"slipway/internal/platform/ttlcache"
 	"slipway/internal/runs"
 )
 
@@ -78,6 +79,9 @@ type Engine struct {
 	exprs   exprCache
 
 	codeFiles CodeFiles // files mounted into code runs; nil: none
+	resources Resources // nodes that use resources; nil: they fail
+	env       EnvSource // the env vars runs see; nil: none
+	envs      *ttlcache.Cache[resolvedEnv]
 
 	graphs graphCache  // graph versions by id (a version never changes)
 	defs   definitions // workflows' stored graphs → their versions
@@ -96,6 +100,8 @@ type EngineDeps struct {
 	Agents    Agents
 	Scripts   Scripts
 	CodeFiles CodeFiles
+	Resources Resources
+	Env       EnvSource
 }
 
 // NewEngine returns an engine; Run starts it.
@@ -121,7 +127,7 @@ func NewEngine(d EngineDeps, cfg EngineConfig) *Engine {
 		cfg.HTTP.AllowPrivate = allow
 	}
 	return &Engine{db: d.DB, runs: d.Runs, queue: d.Queue, bus: d.Bus, clock: d.Clock, log: d.Log, cfg: cfg,
-		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles}
+		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, env: d.Env, envs: newEnvCache()}
 }
 
 // holder marks a transition made by the run job's holder (its job runs, so
@@ -157,7 +163,10 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 	if err != nil {
 		return nil, err
 	}
-	st := newRunState(run, g, nodes, now)
+	st, err := e.state(ctx, run, g, nodes, now)
+	if err != nil {
+		return nil, err
+	}
 	if err := fn(tx, st); err != nil {
 		return nil, err
 	}
@@ -384,7 +393,10 @@ func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph,
 	}
 	// Nobody else sees the run before this transaction commits: it needs
 	// no lock.
-	st := newRunState(run, g, nil, e.clock.Now())
+	st, err := e.state(ctx, run, g, nil, e.clock.Now())
+	if err != nil {
+		return err
+	}
 	st.unsaved, st.uncapped = true, true
 	return e.begin(ctx, tx, st, started)
 }
@@ -418,7 +430,11 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, workspaceID, runID string
 	if err != nil {
 		return err
 	}
-	return e.begin(ctx, tx, newRunState(run, g, nil, now), inline)
+	st, err := e.state(ctx, run, g, nil, now)
+	if err != nil {
+		return err
+	}
+	return e.begin(ctx, tx, st, inline)
 }
 
 // begin is start with the run's state read.
@@ -549,7 +565,7 @@ func (e *Engine) advance(ctx context.Context, j *jobs.Job) {
 
 func (e *Engine) stepOf(st *runState, nr *nodeRun) step {
 	n := st.graph.Node(nr.Key)
-	return step{node: n, nr: nr, env: st.env(nr.Frame), run: st.run}
+	return step{node: n, nr: nr, env: st.env(nr.Frame), run: st.run, red: st.red}
 }
 
 // runInline runs an inline node inside the transition.

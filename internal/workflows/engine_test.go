@@ -247,9 +247,9 @@ func TestEngineBranchSkipAndJoin(t *testing.T) {
 		}
 
 		// Kinds of the spec this build cannot run fail, saying so.
-		w = g.workflow(t, []n{node("q", "db_query", map[string]any{"resource_id": ids.New(), "sql": "select 1"})}, nil)
+		w = g.workflow(t, []n{node("q", "imap_ack", map[string]any{"resource_id": ids.New()})}, nil)
 		v = g.finished(t, g.run(t, w, `{}`))
-		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, `node kind "db_query" is not available yet`) {
+		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, `node kind "imap_ack" is not available yet`) {
 			t.Fatalf("unavailable kind: run %s %q", v.Status, v.Error)
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"slipway/internal/platform/expression"
 	"slipway/internal/platform/outbound"
+	"slipway/internal/platform/redact"
 )
 
 // outcome is what running a node gave.
@@ -42,6 +43,7 @@ type step struct {
 	nr   *nodeRun
 	env  map[string]any
 	run  *runRow
+	red  *redact.Redactor // the run's secrets: redact what goes out in notifications and prompts
 }
 
 // inline reports the kinds run inside the transition that readies their
@@ -51,7 +53,7 @@ func inline(kind string) bool {
 	case "http_request", "notify_webhook":
 		return false
 	}
-	return true
+	return !usesResource(kind)
 }
 
 // maxOutputBytes caps what one node may record as its output.
@@ -161,6 +163,18 @@ func (e *Engine) executeNode(ctx context.Context, s step) outcome {
 		return e.httpRequest(ctx, s)
 	case "notify_webhook":
 		return e.notifyWebhook(ctx, s)
+	case "notify_telegram":
+		return e.notifyTelegram(ctx, s)
+	case "notify_discord":
+		return e.notifyDiscord(ctx, s)
+	case "connector":
+		return e.connector(ctx, s)
+	case "llm_classify":
+		return e.llmClassify(ctx, s)
+	case "db_query":
+		return e.dbStatement(ctx, s, false)
+	case "db_execute":
+		return e.dbStatement(ctx, s, true)
 	case "agent":
 		if e.agents != nil {
 			return outcome{status: NodeWaiting} // the transition creates the task
@@ -337,6 +351,7 @@ func (e *Engine) notifyWebhook(ctx context.Context, s step) outcome {
 	if err != nil {
 		return failed("payload: %v", err)
 	}
+	body = s.red.JSON(body) // a notification carries no secret of the run
 	headers := map[string]string{"Content-Type": "application/json"}
 	for k, v := range c.Headers {
 		headers[k] = v
@@ -424,7 +439,7 @@ func (st *runState) env(frame string) map[string]any {
 		"trigger": st.run.triggerValue(),
 		"nodes":   nodes,
 		"run":     map[string]any{"id": st.run.ID, "workflow_id": st.run.WorkflowID, "project_id": st.run.ProjectID, "created_at": st.run.CreatedAt.Format(time.RFC3339)},
-		"env":     map[string]any{},
+		"env":     st.envVars(),
 	}
 	if frame != "" {
 		if loop := st.node(parentFrame(frame), frameLoop(frame)); loop != nil {
@@ -453,7 +468,8 @@ func decode(raw json.RawMessage) any {
 	return v
 }
 
-// apply records a node's outcome on the state.
+// apply records a node's outcome on the state, with the run's secrets
+// redacted from its output and errors.
 func (st *runState) apply(nr *nodeRun, o outcome) error {
 	var out json.RawMessage
 	if o.output != nil {
@@ -463,9 +479,10 @@ func (st *runState) apply(nr *nodeRun, o outcome) error {
 		} else if len(b) > maxOutputBytes {
 			o = failed("output is larger than %d bytes", maxOutputBytes)
 		} else {
-			out = b
+			out = st.red.JSON(b)
 		}
 	}
+	o.err, o.failure = st.red.Text(o.err), st.red.Text(o.failure)
 	if nr.StartedAt == nil {
 		nr.StartedAt = &st.now
 	}

@@ -71,11 +71,14 @@ type CodeConfig struct {
 	TimeoutSeconds int64          `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400"`
 }
 
-// DBConfig queries or changes a database resource.
+// DBConfig queries or changes a database resource: one statement with
+// positional parameters ($1, $2, …), never text pasted into SQL.
 type DBConfig struct {
-	ResourceID string `json:"resource_id" format:"uuid"`
-	SQL        string `json:"sql" minLength:"1" maxLength:"65536"`
-	Params     []any  `json:"params,omitempty" expr:"template" maxItems:"100" doc:"Positional parameters; strings are templates"`
+	ResourceID     string `json:"resource_id" format:"uuid" doc:"A postgresql resource of the workspace"`
+	SQL            string `json:"sql" minLength:"1" maxLength:"65536" doc:"One statement; parameters as $1, $2, …"`
+	Params         []any  `json:"params,omitempty" expr:"template" maxItems:"100" doc:"Positional parameters; strings are templates"`
+	MaxRows        int64  `json:"max_rows,omitempty" minimum:"1" maximum:"10000" doc:"db_query: rows returned at most (default 1000); more are cut off and truncated is true"`
+	TimeoutSeconds int64  `json:"timeout_seconds,omitempty" minimum:"1" maximum:"300" doc:"The statement's time limit (default 30)"`
 }
 
 // HTTPRequestConfig calls a URL.
@@ -97,16 +100,17 @@ type TransformConfig struct {
 
 // NotifyTelegramConfig sends a Telegram message.
 type NotifyTelegramConfig struct {
-	ResourceID string `json:"resource_id" format:"uuid"`
-	ChatID     string `json:"chat_id" minLength:"1" maxLength:"100"`
+	ResourceID string `json:"resource_id" format:"uuid" doc:"A telegram resource (its bot)"`
+	ChatID     string `json:"chat_id,omitempty" expr:"template" maxLength:"100" doc:"Template; default the resource's default_chat_id"`
 	Text       string `json:"text" expr:"template" minLength:"1" maxLength:"4096" doc:"Template"`
 }
 
 // NotifyEmailConfig sends an email.
 type NotifyEmailConfig struct {
-	To      []string `json:"to" minItems:"1" maxItems:"50"`
-	Subject string   `json:"subject" expr:"template" maxLength:"500" doc:"Template"`
-	Body    string   `json:"body" expr:"template" maxLength:"65536" doc:"Template"`
+	ResourceID string   `json:"resource_id,omitempty" format:"uuid" doc:"An smtp resource; default the instance's mailer"`
+	To         []string `json:"to" minItems:"1" maxItems:"50"`
+	Subject    string   `json:"subject" expr:"template" maxLength:"500" doc:"Template"`
+	Body       string   `json:"body" expr:"template" maxLength:"65536" doc:"Template"`
 }
 
 // NotifyWebhookConfig posts a JSON payload to a URL.
@@ -119,7 +123,8 @@ type NotifyWebhookConfig struct {
 
 // NotifyDiscordConfig posts to a Discord channel.
 type NotifyDiscordConfig struct {
-	ResourceID string `json:"resource_id" format:"uuid"`
+	ResourceID string `json:"resource_id" format:"uuid" doc:"A discord resource (its bot)"`
+	ChannelID  string `json:"channel_id,omitempty" maxLength:"32" pattern:"^[0-9]*$" doc:"Default the resource's default_channel_id"`
 	Content    string `json:"content" expr:"template" minLength:"1" maxLength:"2000" doc:"Template"`
 }
 
@@ -140,9 +145,10 @@ type WaitEventConfig struct {
 // LLMClassifyConfig asks a model to pick a category; each category is a
 // handle.
 type LLMClassifyConfig struct {
-	Prompt     string   `json:"prompt" expr:"template" minLength:"1" maxLength:"65536" doc:"Template"`
+	Prompt     string   `json:"prompt" expr:"template" minLength:"1" maxLength:"65536" doc:"Template: the text to classify"`
 	Categories []string `json:"categories" minItems:"2" maxItems:"50"`
-	ProfileID  string   `json:"profile_id,omitempty" format:"uuid"`
+	ResourceID string   `json:"resource_id,omitempty" format:"uuid" doc:"An openai_compatible resource; default LLM_PROVIDER_API_KEY with the built-in profile's provider"`
+	Model      string   `json:"model,omitempty" maxLength:"200" doc:"Default the resource's model"`
 }
 
 // ImapAckConfig acknowledges the message that triggered the run.
@@ -157,11 +163,16 @@ type AppConfig struct {
 	Params map[string]any `json:"params,omitempty"`
 }
 
-// ConnectorConfig calls a connector's action.
+// ConnectorConfig calls an HTTP resource (http, api_key,
+// openai_compatible) below its base URL with its auth.
 type ConnectorConfig struct {
-	Connector string         `json:"connector" minLength:"1" maxLength:"200"`
-	Action    string         `json:"action" minLength:"1" maxLength:"200"`
-	Params    map[string]any `json:"params,omitempty"`
+	ResourceID     string            `json:"resource_id" format:"uuid" doc:"An http, api_key or openai_compatible resource"`
+	Method         string            `json:"method,omitempty" enum:"GET,POST,PUT,PATCH,DELETE,HEAD" doc:"Default GET"`
+	Path           string            `json:"path,omitempty" expr:"template" maxLength:"4096" doc:"Template: below the resource's base URL (no .., no other host)"`
+	Query          map[string]string `json:"query,omitempty" expr:"template" doc:"Values are templates"`
+	Headers        map[string]string `json:"headers,omitempty" expr:"template" doc:"Values are templates; the resource's auth header wins"`
+	Body           string            `json:"body,omitempty" expr:"template" maxLength:"1048576" doc:"Template: the request body (JSON by default)"`
+	TimeoutSeconds int64             `json:"timeout_seconds,omitempty" minimum:"1" maximum:"300" doc:"Default 30"`
 }
 
 // Kind describes a node kind.
@@ -187,20 +198,20 @@ var kindList = []*Kind{
 	{Slug: "human", Name: "Human approval", Category: "flow", Description: "Waits for the run's owner to approve or reject.", Handles: []string{HandleApproved, HandleRejected}, Runs: true, config: reflect.TypeFor[HumanConfig]()},
 	{Slug: "end", Name: "End", Category: "flow", Description: "Ends a branch with the run's output, or fails the run.", Runs: true, config: reflect.TypeFor[EndConfig]()},
 	{Slug: "code", Name: "Code", Category: "code", Description: "Runs a script in a container.", Handles: outError, Runs: true, config: reflect.TypeFor[CodeConfig]()},
-	{Slug: "db_query", Name: "Database query", Category: "data", Description: "Reads rows from a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
-	{Slug: "db_execute", Name: "Database statement", Category: "data", Description: "Changes a database resource.", Handles: outError, config: reflect.TypeFor[DBConfig]()},
+	{Slug: "db_query", Name: "Database query", Category: "data", Description: "Reads rows from a database resource.", Handles: outError, Runs: true, config: reflect.TypeFor[DBConfig]()},
+	{Slug: "db_execute", Name: "Database statement", Category: "data", Description: "Changes a database resource.", Handles: outError, Runs: true, config: reflect.TypeFor[DBConfig]()},
 	{Slug: "http_request", Name: "HTTP request", Category: "data", Description: "Calls a URL and returns status, headers and body.", Handles: outError, Runs: true, config: reflect.TypeFor[HTTPRequestConfig]()},
 	{Slug: "transform", Name: "Transform", Category: "data", Description: "Computes an output from expressions.", Handles: outError, Runs: true, config: reflect.TypeFor[TransformConfig]()},
-	{Slug: "notify_telegram", Name: "Telegram message", Category: "notify", Description: "Sends a Telegram message.", Handles: outError, config: reflect.TypeFor[NotifyTelegramConfig]()},
+	{Slug: "notify_telegram", Name: "Telegram message", Category: "notify", Description: "Sends a Telegram message.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyTelegramConfig]()},
 	{Slug: "notify_email", Name: "Email", Category: "notify", Description: "Sends an email.", Handles: outError, config: reflect.TypeFor[NotifyEmailConfig]()},
 	{Slug: "notify_webhook", Name: "Webhook", Category: "notify", Description: "Posts a JSON payload to a URL.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyWebhookConfig]()},
-	{Slug: "notify_discord", Name: "Discord message", Category: "notify", Description: "Posts to a Discord channel.", Handles: outError, config: reflect.TypeFor[NotifyDiscordConfig]()},
+	{Slug: "notify_discord", Name: "Discord message", Category: "notify", Description: "Posts to a Discord channel.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyDiscordConfig]()},
 	{Slug: "loop", Name: "Loop", Category: "flow", Description: "Runs its frame once per item, in sequence or in parallel.", Handles: outError, Runs: true, config: reflect.TypeFor[LoopConfig]()},
 	{Slug: "wait_event", Name: "Wait for event", Category: "flow", Description: "Waits for a named event, or a timeout.", Handles: []string{HandleEvent, HandleTimeout}, Runs: true, config: reflect.TypeFor[WaitEventConfig]()},
-	{Slug: "llm_classify", Name: "Classify", Category: "agents", Description: "Asks a model to pick one of the categories; each category is a handle.", config: reflect.TypeFor[LLMClassifyConfig]()},
+	{Slug: "llm_classify", Name: "Classify", Category: "agents", Description: "Asks a model to pick one of the categories; each category is a handle.", Runs: true, config: reflect.TypeFor[LLMClassifyConfig]()},
 	{Slug: "imap_ack", Name: "Acknowledge email", Category: "notify", Description: "Acknowledges the email that triggered the run.", Handles: outError, config: reflect.TypeFor[ImapAckConfig]()},
 	{Slug: "app", Name: "App action", Category: "apps", Description: "Calls an action of a hosted app.", Handles: outError, config: reflect.TypeFor[AppConfig]()},
-	{Slug: "connector", Name: "Connector", Category: "apps", Description: "Calls a connector's action.", Handles: outError, config: reflect.TypeFor[ConnectorConfig]()},
+	{Slug: "connector", Name: "Connector", Category: "apps", Description: "Calls an HTTP resource with its auth.", Handles: outError, Runs: true, config: reflect.TypeFor[ConnectorConfig]()},
 }
 
 var (

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/redact"
 	"slipway/internal/runs"
 )
 
@@ -31,6 +32,12 @@ type runState struct {
 	uncapped bool       // neither its workflow nor its project has a cap, as read in this transaction
 	timers   []timer    // timeouts to schedule
 	runDirty bool
+
+	// vars are the env vars expressions see as env; red redacts their
+	// secret values (and well-known token shapes) from what the run
+	// records and sends in notifications and prompts.
+	vars map[string]any
+	red  *redact.Redactor
 }
 
 type timer struct {

@@ -147,6 +147,9 @@ type AgentWork struct {
 	CommitMessage string `json:"commit_message"`
 	// Secrets must never reach events or errors (credentials, keys).
 	Secrets []string `json:"secrets,omitempty"`
+	// Env is the agent's environment: the project's env vars, resolved
+	// when the work was handed out (their secret values are in Secrets).
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // ScriptWork is a script run: no repository, its source, files and
@@ -159,8 +162,11 @@ type ScriptWork struct {
 	Library  []ScriptFile      `json:"library,omitempty"` // the workspace's code library, mounted read-only under LibPath
 	Input    json.RawMessage   `json:"input,omitempty"`
 	Env      map[string]string `json:"env,omitempty"`
-	Image    string            `json:"image"` // "" lets a backend without images run it (process)
-	Timeout  time.Duration     `json:"timeout_ns"`
+	// ProjectID is the project whose env vars the script gets ("": the
+	// workspace's global ones only).
+	ProjectID string        `json:"project_id,omitempty"`
+	Image     string        `json:"image"` // "" lets a backend without images run it (process)
+	Timeout   time.Duration `json:"timeout_ns"`
 	// Secrets must never reach events or errors.
 	Secrets []string `json:"secrets,omitempty"`
 }

@@ -1,0 +1,117 @@
+package envvars_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"slipway/internal/apitest"
+	"slipway/internal/fixture"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/workflows"
+)
+
+func finished(t *testing.T, c *apitest.Client, runID string) *workflows.RunView {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.Do("GET", "/api/workflows/runs/"+runID, nil)
+		fixture.Want(t, r, http.StatusOK)
+		var v workflows.RunView
+		r.JSON(t, &v)
+		if v.Status == workflows.RunSucceeded || v.Status == workflows.RunFailed || v.Status == workflows.RunCancelled {
+			return &v
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s did not finish: %s", runID, r.Body)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
+// TestEnvVarsReachRuns: a project's env vars (over the workspace's) reach
+// a code node's environment and the expressions' env; a secret one's value
+// is redacted from the node's output, its logs, the run's output, an
+// outbound notification's payload, and is stored nowhere.
+func TestEnvVarsReachRuns(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		var mu sync.Mutex
+		var hooked []string
+		hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, _ := io.ReadAll(r.Body)
+			mu.Lock()
+			hooked = append(hooked, string(b))
+			mu.Unlock()
+		}))
+		t.Cleanup(hook.Close)
+		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true")
+		const secret = "tok-Very-Secret-9f2c1d"
+		f.App.Remember(secret)
+		c := f.Owner
+		project := f.Project(t, c, "Deploys")
+		other := f.Project(t, c, "Other")
+		rec := &recorder{t: t}
+		rec.save(c, obj{"key": "GREETING", "value": "hello from the workspace"})
+		rec.save(c, obj{"key": "GREETING", "value": "hello from the project", "project_id": project})
+		rec.save(c, obj{"key": "API_TOKEN", "value": secret, "is_secret": true})
+		rec.save(c, obj{"key": "REGION", "value": "eu-west", "project_id": other}) // another project's: not seen
+
+		r := c.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Env",
+			"nodes": []obj{
+				{"key": "sh", "kind": "code", "config": obj{"language": "sh", "source": `echo "log: $GREETING / $API_TOKEN / [${REGION:-none}]"
+printf '{"greeting": "%s", "token": "%s", "region": "%s"}\n' "$GREETING" "$API_TOKEN" "${REGION:-none}"`}},
+				{"key": "expr", "kind": "transform", "config": obj{"mapping": obj{"greeting": "env.GREETING", "token": "env.API_TOKEN", "keys": "keys(env)"}}},
+				{"key": "tell", "kind": "notify_webhook", "config": obj{"url": hook.URL + "/hook", "payload": `{"text": "token is " + env.API_TOKEN}`}},
+				{"key": "end", "kind": "end", "config": obj{"output": `{"sh": nodes.sh.output.result, "expr": nodes.expr.output}`}},
+			},
+			"edges": []obj{{"source": "sh", "target": "expr"}, {"source": "expr", "target": "tell"}, {"source": "tell", "target": "end"}}})
+		fixture.Want(t, r, http.StatusCreated)
+		wf := r.Map(t)["id"].(string)
+		r = c.Do("POST", "/api/workflows/"+wf+"/runs", obj{"input": obj{}})
+		fixture.Want(t, r, http.StatusCreated)
+		runID := r.Map(t)["run_id"].(string)
+		v := finished(t, c, runID)
+		if v.Status != workflows.RunSucceeded {
+			t.Fatalf("run %s: %s", v.Status, v.Error)
+		}
+		var out struct {
+			SH   map[string]string `json:"sh"`
+			Expr struct {
+				Greeting string   `json:"greeting"`
+				Token    string   `json:"token"`
+				Keys     []string `json:"keys"`
+			} `json:"expr"`
+		}
+		if err := json.Unmarshal(v.Output, &out); err != nil {
+			t.Fatalf("%v: %s", err, v.Output)
+		}
+		if out.SH["greeting"] != "hello from the project" || out.SH["token"] != "[REDACTED]" || out.SH["region"] != "none" {
+			t.Fatalf("the code node saw %v", out.SH)
+		}
+		slices.Sort(out.Expr.Keys)
+		if out.Expr.Greeting != "hello from the project" || out.Expr.Token != "[REDACTED]" || strings.Join(out.Expr.Keys, ",") != "API_TOKEN,GREETING" {
+			t.Fatalf("the expressions saw %+v", out.Expr)
+		}
+		mu.Lock()
+		got := strings.Join(hooked, "\n")
+		mu.Unlock()
+		if got != `{"text":"token is [REDACTED]"}` {
+			t.Fatalf("the webhook got %q", got)
+		}
+		// The code node's log line is stored, redacted.
+		if n := len(f.App.Holding(t, "log: hello from the project / [REDACTED] / [none]")); n != 1 {
+			t.Fatalf("%d log lines with the redacted token", n)
+		}
+		rec.neverAnswered(secret)
+		if where := f.App.Holding(t, secret); len(where) > 0 {
+			t.Fatalf("the database holds the secret in %v", where)
+		}
+	})
+}
