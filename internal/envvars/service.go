@@ -421,22 +421,32 @@ func (s *Service) Resolve(ctx context.Context, workspaceID, projectID string) (m
 	}
 	keys := slices.Sorted(maps.Keys(won))
 	env := make(map[string]string, len(won))
-	secrets := []string{}
+	var names []string
 	for _, key := range keys {
-		v := won[key]
-		if !v.IsSecret {
+		if v := won[key]; v.IsSecret {
+			names = append(names, v.secretRef)
+		} else {
 			env[key] = v.Value
-			continue
 		}
-		value, err := s.Vault.Get(ctx, vault.Ref{Workspace: workspaceID, Name: v.secretRef})
-		if errors.Is(err, vault.ErrNotFound) {
-			return nil, nil, apperr.New(apperr.CodeVault, "the value of the secret env var %s is missing from the vault", key)
-		}
+	}
+	secrets := []string{}
+	if len(names) > 0 {
+		values, err := vault.GetMany(ctx, s.Vault, workspaceID, names)
 		if err != nil {
 			return nil, nil, err
 		}
-		env[key] = value
-		secrets = append(secrets, value)
+		for _, key := range keys {
+			v := won[key]
+			if !v.IsSecret {
+				continue
+			}
+			value, ok := values[v.secretRef]
+			if !ok {
+				return nil, nil, apperr.New(apperr.CodeVault, "the value of the secret env var %s is missing from the vault", key)
+			}
+			env[key] = value
+			secrets = append(secrets, value)
+		}
 	}
 	return env, secrets, nil
 }

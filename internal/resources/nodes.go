@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -29,7 +30,7 @@ func (e *NodeError) Error() string { return e.Message }
 
 // use opens a resource of the workspace for a node, checking its kind.
 func (s *Service) use(ctx context.Context, workspaceID, id string, kinds ...string) (*Connection, *redact.Redactor, error) {
-	c, err := s.Open(ctx, &actor.Workspace{ID: workspaceID}, id)
+	c, err := s.openCached(ctx, workspaceID, id)
 	if err != nil {
 		var ae *apperr.Error
 		if errors.As(err, &ae) && ae.Code == apperr.CodeNotFound {
@@ -45,6 +46,22 @@ func (s *Service) use(ctx context.Context, workspaceID, id string, kinds ...stri
 		return nil, nil, &NodeError{Message: fmt.Sprintf("resource %q is a %s resource; this node needs %s", c.Resource.Name, c.Resource.Kind, strings.Join(kinds, " or "))}
 	}
 	return c, redact.New(c.Secret, url.PathEscape(c.Secret)), nil
+}
+
+// openCached is Open through the nodes' cache.
+func (s *Service) openCached(ctx context.Context, workspaceID, id string) (*Connection, error) {
+	key := workspaceID + "/" + id
+	now := time.Now()
+	if c, ok := s.conns.Get(key, now); ok {
+		return &c, nil
+	}
+	epoch := s.conns.Epoch()
+	c, err := s.Open(ctx, &actor.Workspace{ID: workspaceID}, id)
+	if err != nil {
+		return nil, err
+	}
+	s.conns.Put(key, *c, now, time.Time{}, epoch)
+	return c, nil
 }
 
 // failure turns a transport error or a message into a NodeError with the

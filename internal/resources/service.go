@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"reflect"
 	"strings"
+	"time"
 
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -18,6 +19,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/outbound"
 	"slipway/internal/platform/text"
+	"slipway/internal/platform/ttlcache"
 	"slipway/internal/platform/vault"
 )
 
@@ -37,10 +39,26 @@ type Deps struct {
 type Service struct {
 	Deps
 	pools pools // database resources' connection pools
+	// conns keeps what nodes opened (the resource and its secret) for
+	// connTTL, so a node does not read the row and the vault each time.
+	conns *ttlcache.Cache[Connection]
 }
 
+// connTTL bounds how long a node may use a resource as it was: a change
+// made on this server applies at once, one made on another replica within
+// it.
+const connTTL = 2 * time.Second
+
 // NewService returns the resources service.
-func NewService(d Deps) *Service { return &Service{Deps: d} }
+func NewService(d Deps) *Service {
+	return &Service{Deps: d, conns: ttlcache.New[Connection](connTTL, 4096)}
+}
+
+// forget drops what nodes keep of a resource (it changed or went away).
+func (s *Service) forget(id string) {
+	s.conns.Drop(func(c *Connection) bool { return c.Resource.ID == id })
+	s.dropPool(id)
+}
 
 // SecretKind is the first part of a resource secret's vault name.
 const SecretKind = "resource"
@@ -269,7 +287,7 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 		return nil, err
 	}
 	s.dropSecret(ctx, ws, oldRef)
-	s.dropPool(out.ID)
+	s.forget(out.ID)
 	return out, nil
 }
 
@@ -305,6 +323,9 @@ func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id st
 		out = r
 		return update(ctx, tx, ws.ID, r)
 	})
+	if err == nil {
+		s.forget(id)
+	}
 	return out, err
 }
 
@@ -325,7 +346,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 		return false, err
 	}
 	s.dropSecret(ctx, ws, ref)
-	s.dropPool(id)
+	s.forget(id)
 	return true, nil
 }
 

@@ -61,6 +61,34 @@ func (e *Env) Get(ctx context.Context, ref Ref) (string, error) {
 	return v, nil
 }
 
+// GetMany opens several secrets of one workspace with one read.
+func (e *Env) GetMany(ctx context.Context, workspace string, names []string) (map[string]string, error) {
+	paths := make([]string, 0, len(names))
+	for _, n := range names {
+		if ref := (Ref{Workspace: workspace, Name: n}); ref.Valid() {
+			paths = append(paths, ref.path())
+		}
+	}
+	sealed, err := getSealedMany(ctx, e.db, paths)
+	if err != nil {
+		return nil, fail("read", err)
+	}
+	out := make(map[string]string, len(sealed))
+	for _, n := range names {
+		ref := Ref{Workspace: workspace, Name: n}
+		s, ok := sealed[ref.path()]
+		if !ok {
+			continue
+		}
+		v, err := e.keys.open(ref, s)
+		if err != nil {
+			return nil, fail("open", err)
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
 // Delete removes the secret.
 func (e *Env) Delete(ctx context.Context, ref Ref) error {
 	if !ref.Valid() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,4 +132,35 @@ func replaceSightings(ctx context.Context, tx *db.Tx, paths map[string]bool, now
 		}
 	}
 	return nil
+}
+
+// getSealedMany reads the sealed values of several paths in one statement.
+func getSealedMany(ctx context.Context, d *db.DB, paths []string) (map[string]string, error) {
+	out := make(map[string]string, len(paths))
+	for len(paths) > 0 {
+		batch := paths[:min(len(paths), 500)]
+		paths = paths[len(batch):]
+		marks := make([]string, len(batch))
+		args := make([]any, len(batch))
+		for i, p := range batch {
+			marks[i], args[i] = "$"+strconv.Itoa(i+1), p
+		}
+		rows, err := d.R.QueryContext(ctx, "SELECT path, sealed FROM vault_secrets WHERE path IN ("+strings.Join(marks, ", ")+")", args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var p, sealed string
+			if err := rows.Scan(&p, &sealed); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[p] = sealed
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -74,6 +74,29 @@ type Backend interface {
 	List(ctx context.Context, limit int, fn func(Entry) error) error
 }
 
+// GetMany reads several secrets of one workspace: with one read where the
+// backend can (env), one by one otherwise. A missing secret is missing
+// from the map.
+func GetMany(ctx context.Context, b Backend, workspace string, names []string) (map[string]string, error) {
+	if m, ok := b.(interface {
+		GetMany(context.Context, string, []string) (map[string]string, error)
+	}); ok {
+		return m.GetMany(ctx, workspace, names)
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		v, err := b.Get(ctx, Ref{Workspace: workspace, Name: n})
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[n] = v
+	}
+	return out, nil
+}
+
 // MaxValueBytes bounds one secret.
 const MaxValueBytes = 64 << 10
 

@@ -201,6 +201,15 @@ func TestContract(t *testing.T) {
 				t.Fatalf("a list bounded at 2 gave %d (%v)", limited, err)
 			}
 
+			// Several at once, of one workspace only; a missing one is absent.
+			many, err := GetMany(ctx, b, wsA, []string{"resource.1.a", "envvar.2.a", "resource.none", "../bad"})
+			if err != nil || len(many) != 2 || many["resource.1.a"] != "second" || many["envvar.2.a"] != "" {
+				t.Fatalf("GetMany = %v, %v", many, err)
+			}
+			if many, err := GetMany(ctx, b, wsB, []string{"envvar.2.a"}); err != nil || len(many) != 0 {
+				t.Fatalf("GetMany across workspaces = %v, %v", many, err)
+			}
+
 			// Delete, twice.
 			if err := b.Delete(ctx, a); err != nil {
 				t.Fatal(err)
