@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,7 @@ func (s *Service) pool(ctx context.Context, c *Connection) (*pgxpool.Pool, error
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256([]byte(string(c.Resource.Config) + "\x00" + c.Secret))
+	sum := sha256.Sum256([]byte(string(c.Resource.Config) + "\x00" + c.Secret + "\x00" + c.searchPath))
 	key := hex.EncodeToString(sum[:])
 	p := &s.pools
 	p.mu.Lock()
@@ -177,13 +178,14 @@ func (s *Service) pool(ctx context.Context, c *Connection) (*pgxpool.Pool, error
 	if p.m == nil {
 		p.m = map[string]*poolEntry{}
 	}
-	if e := p.m[c.Resource.ID]; e != nil {
+	slot := c.Resource.ID + "\x00" + c.searchPath // the resource's user, or a workspace's role
+	if e := p.m[slot]; e != nil {
 		if e.key == key {
 			e.used = time.Now()
 			return e.pool, nil
 		}
 		e.pool.Close()
-		delete(p.m, c.Resource.ID)
+		delete(p.m, slot)
 	}
 	if len(p.m) >= maxPools {
 		var oldest string
@@ -207,6 +209,9 @@ func (s *Service) pool(ctx context.Context, c *Connection) (*pgxpool.Pool, error
 	cc.Host, cc.Port, cc.Database, cc.User, cc.Password = cfg.Host, uint16(port), cfg.Database, cfg.User, c.Secret
 	cc.ConnectTimeout = 10 * time.Second
 	cc.RuntimeParams = map[string]string{"application_name": "slipway"}
+	if c.searchPath != "" {
+		cc.RuntimeParams["search_path"] = c.searchPath
+	}
 	cc.Fallbacks = nil
 	if err := tlsFor(cc, cfg.SSLMode); err != nil {
 		return nil, err
@@ -219,18 +224,20 @@ func (s *Service) pool(ctx context.Context, c *Connection) (*pgxpool.Pool, error
 	if err != nil {
 		return nil, err
 	}
-	p.m[c.Resource.ID] = &poolEntry{key: key, pool: pool, used: time.Now()}
+	p.m[slot] = &poolEntry{key: key, pool: pool, used: time.Now()}
 	return pool, nil
 }
 
-// dropPool closes a resource's pool (it changed or went away).
+// dropPool closes a resource's pools (it changed or went away).
 func (s *Service) dropPool(id string) {
 	p := &s.pools
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e := p.m[id]; e != nil {
-		e.pool.Close()
-		delete(p.m, id)
+	for slot, e := range p.m {
+		if strings.HasPrefix(slot, id+"\x00") {
+			e.pool.Close()
+			delete(p.m, slot)
+		}
 	}
 }
 

@@ -116,6 +116,21 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *foldersInput) (*httpx.Out[[]ResourceFolder], error) {
 			return httpx.Reply(s.StorageFolders(ctx, ws(ctx), in.ID, in.Path))
 		})
+	huma.Register(api, ops.Op("post_api_resources_id_rls_refresh", http.MethodPost, "/api/resources/{id}/rls_refresh",
+		"Provision the workspace's role, schema and row-level security policies in a postgresql resource with rls_managed (400 otherwise)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*RLSStatus], error) {
+			return httpx.Reply(s.RLSRefresh(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_resources_id_rls_status", http.MethodGet, "/api/resources/{id}/rls_status",
+		"What row-level security provisioned for the resource: unprovisioned (null fields), provisioned or failed"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*RLSStatus], error) {
+			return httpx.Reply(s.RLSStatusOf(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_db_namespaces", http.MethodGet, "/api/db-namespaces",
+		"The workspace's schemas in database resources with row-level security: handle (the resource's name) and schema, no secrets"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]DBNamespace], error) {
+			return httpx.Reply(s.Namespaces(ctx, ws(ctx)))
+		})
 }
 
 type foldersInput struct {

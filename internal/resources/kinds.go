@@ -24,6 +24,8 @@ type PostgreSQLConfig struct {
 	Database string `json:"database" minLength:"1" maxLength:"63"`
 	User     string `json:"user" minLength:"1" maxLength:"63"`
 	SSLMode  string `json:"sslmode,omitempty" enum:"disable,require,verify-ca,verify-full" doc:"Default require"`
+	// RLSSchema is where rls_managed finds the shared tables.
+	RLSSchema string `json:"rls_schema,omitempty" maxLength:"63" pattern:"^[a-z_][a-z0-9_]*$" doc:"rls_managed: the schema whose tables with a workspace_id column get a policy per workspace (default public)"`
 }
 
 // HTTPConfig calls an HTTP API; the secret is the bearer token, the basic

@@ -96,3 +96,23 @@ type ResourceFolder struct {
 	Name string `json:"name"`
 	Path string `json:"path" doc:"From the share's root, as ?path= takes it"`
 }
+
+// RLSStatus is what row-level security provisioned for a postgresql
+// resource with rls_managed: status "unprovisioned" with null fields when
+// nothing was, "provisioned", or "failed" with the error.
+type RLSStatus struct {
+	ResourceID    string     `json:"resource_id" format:"uuid"`
+	Status        string     `json:"status" enum:"unprovisioned,provisioned,failed"`
+	RoleName      *string    `json:"role_name" nullable:"true" doc:"The workspace's role in the database"`
+	SchemaName    *string    `json:"schema_name" nullable:"true" doc:"The workspace's own schema, owned by its role"`
+	Policies      int64      `json:"policies" doc:"Tables of the shared schema with a policy for the workspace"`
+	Error         *string    `json:"error" nullable:"true" doc:"Why the last refresh failed"`
+	ProvisionedAt *time.Time `json:"provisioned_at" nullable:"true"`
+	UpdatedAt     *time.Time `json:"updated_at" nullable:"true"`
+}
+
+// DBNamespace is a workspace's schema in a database resource.
+type DBNamespace struct {
+	Handle string `json:"handle" doc:"The resource's name"`
+	Schema string `json:"schema"`
+}

@@ -60,6 +60,11 @@ func (s *Service) openCached(ctx context.Context, workspaceID, id string) (*Conn
 	if err != nil {
 		return nil, err
 	}
+	if c.Resource.Kind == "postgresql" && c.Resource.RLSManaged {
+		if c, err = s.asWorkspaceRole(ctx, workspaceID, c); err != nil {
+			return nil, err
+		}
+	}
 	s.conns.Put(key, *c, now, time.Time{}, epoch)
 	return c, nil
 }

@@ -225,6 +225,14 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 	if err != nil {
 		return nil, err
 	}
+	// Turning row-level security off drops the workspace's role, through
+	// the connection as it was.
+	var was *Connection
+	if cur.Kind == "postgresql" && cur.RLSManaged && in.RLSManaged != nil && !*in.RLSManaged {
+		if was, err = s.Open(ctx, ws, id); err != nil {
+			return nil, err
+		}
+	}
 	newRef := ""
 	if in.Secret != nil && *in.Secret != "" {
 		if err := checkSecret(*in.Secret); err != nil {
@@ -288,6 +296,9 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 	}
 	s.dropSecret(ctx, ws, oldRef)
 	s.forget(out.ID)
+	if was != nil {
+		s.unprovision(ctx, ws, was)
+	}
 	return out, nil
 }
 
@@ -335,6 +346,13 @@ func (s *Service) SetConcurrency(ctx context.Context, ws *actor.Workspace, id st
 func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (bool, error) {
 	if !ids.Valid(id) {
 		return false, nil
+	}
+	// A database with row-level security loses the workspace's role first
+	// (best effort: an unreachable one keeps it, and says so in the log).
+	if r, err := get(ctx, s.DB.R, ws.ID, id, ""); err == nil && r.Kind == "postgresql" && r.RLSManaged {
+		if c, err := s.Open(ctx, ws, id); err == nil {
+			s.unprovision(ctx, ws, c)
+		}
 	}
 	var found bool
 	var ref string
@@ -397,6 +415,8 @@ func usageOf(r *Resource, uses []ResourceWorkflowUse) ResourceUsage {
 type Connection struct {
 	Resource *Resource
 	Secret   string
+	// searchPath: an rls_managed database's workspace schema, shared one.
+	searchPath string
 }
 
 // Open reads a resource with its secret from the vault.

@@ -72,3 +72,117 @@ func runStatement(ctx context.Context, pool *pgxpool.Pool, st Statement) (out an
 	}
 	return out, nil
 }
+
+// rlsNames are what row-level security provisions for a workspace in a
+// tenant's database; every name is from [a-z0-9_] (checked by
+// rlsNamesFor), so it may be written into DDL, which takes no parameters.
+type rlsNames struct {
+	Role, Schema, Policy, Shared, Workspace string
+}
+
+// rlsLock serializes our catalog changes in a database: two refreshes at
+// once (two replicas, two clicks) leave one role.
+const rlsLock = "SELECT pg_advisory_xact_lock(hashtextextended('slipway_rls', 0))"
+
+// provisionRLS creates the workspace's role (or sets its new password) and
+// schema, and on every table of the shared schema with a workspace_id
+// column enables row-level security with a policy letting the role see
+// and write only the workspace's rows. It reports how many tables it
+// covered.
+func provisionRLS(ctx context.Context, pool *pgxpool.Pool, n rlsNames, password string) (tables int, err error) {
+	err = pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, rlsLock); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", n.Role).Scan(&exists); err != nil {
+			return err
+		}
+		verb := "CREATE"
+		if exists {
+			verb = "ALTER"
+		}
+		stmts := []string{
+			verb + " ROLE " + n.Role + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD '" + password + "'",
+			"CREATE SCHEMA IF NOT EXISTS " + n.Schema + " AUTHORIZATION " + n.Role,
+			"GRANT USAGE ON SCHEMA " + n.Shared + " TO " + n.Role,
+		}
+		for _, s := range stmts {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT c.relname FROM pg_class c
+			JOIN pg_namespace s ON s.oid = c.relnamespace
+			JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'workspace_id' AND NOT a.attisdropped
+			WHERE s.nspname = $1 AND c.relkind IN ('r', 'p') ORDER BY c.relname`, n.Shared)
+		if err != nil {
+			return err
+		}
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return err
+		}
+		for _, t := range names {
+			table := pgx.Identifier{n.Shared, t}.Sanitize()
+			cond := "(workspace_id::text = '" + n.Workspace + "')"
+			for _, s := range []string{
+				"ALTER TABLE " + table + " ENABLE ROW LEVEL SECURITY",
+				"DROP POLICY IF EXISTS " + n.Policy + " ON " + table,
+				"CREATE POLICY " + n.Policy + " ON " + table + " TO " + n.Role + " USING " + cond + " WITH CHECK " + cond,
+				"GRANT SELECT, INSERT, UPDATE, DELETE ON " + table + " TO " + n.Role,
+			} {
+				if _, err := tx.Exec(ctx, s); err != nil {
+					return err
+				}
+			}
+		}
+		// The shared tables' serial columns draw from their sequences.
+		if len(names) > 0 {
+			if _, err := tx.Exec(ctx, "GRANT USAGE ON ALL SEQUENCES IN SCHEMA "+n.Shared+" TO "+n.Role); err != nil {
+				return err
+			}
+		}
+		tables = len(names)
+		return nil
+	})
+	return tables, err
+}
+
+// dropRLS removes the workspace's role: its policies, then what it owns
+// handed to the resource's user (REASSIGN OWNED: the schema and its data
+// stay), then its privileges (DROP OWNED), then the role.
+func dropRLS(ctx context.Context, pool *pgxpool.Pool, n rlsNames) error {
+	return pgx.BeginTxFunc(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, rlsLock); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", n.Role).Scan(&exists); err != nil || !exists {
+			return err
+		}
+		rows, err := tx.Query(ctx, "SELECT schemaname, tablename FROM pg_policies WHERE policyname = $1", n.Policy)
+		if err != nil {
+			return err
+		}
+		type table struct{ schema, name string }
+		tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (table, error) {
+			var t table
+			return t, r.Scan(&t.schema, &t.name)
+		})
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			if _, err := tx.Exec(ctx, "DROP POLICY IF EXISTS "+n.Policy+" ON "+pgx.Identifier{t.schema, t.name}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		for _, s := range []string{"REASSIGN OWNED BY " + n.Role + " TO CURRENT_USER", "DROP OWNED BY " + n.Role, "DROP ROLE " + n.Role} {
+			if _, err := tx.Exec(ctx, s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
