@@ -112,6 +112,27 @@ func (c *apiClient) labelledTask(project, prompt string, labels ...string) strin
 // ranOn is who claimed the task's runs, in order.
 func (c *apiClient) ranOn(id string) []string { return claimedBy(c.events(id)) }
 
+// checkSecretEnv sets a secret env var, runs a task that prints it where
+// it runs (labels route it), and checks the agent got the value while
+// every stored event shows it redacted.
+func (c *apiClient) checkSecretEnv(t *testing.T, project, where string, labels ...string) {
+	t.Helper()
+	secret := "deploy-" + fmt.Sprint(time.Now().UnixNano()) + "-s3cret"
+	c.post("/api/settings/env-vars", `{"key": "DEPLOY_TOKEN", "value": "`+secret+`", "is_secret": true}`, 200)
+	prompt := `test -n "$DEPLOY_TOKEN" && echo "token=$DEPLOY_TOKEN length=${#DEPLOY_TOKEN}"`
+	var id string
+	if len(labels) > 0 {
+		id = c.labelledTask(project, prompt, labels...)
+	} else {
+		id = c.createTask(project, prompt)
+	}
+	c.waitAll([]string{id}, time.Minute, "done")
+	text := eventsText(c.events(id))
+	if strings.Contains(text, secret) || !strings.Contains(text, "token=[REDACTED] length="+fmt.Sprint(len(secret))) {
+		t.Fatalf("%s: the secret env var in the task's events:\n%s", where, text)
+	}
+}
+
 func TestRunners(t *testing.T) {
 	t.Parallel()
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) { runnersEndToEnd(t, e) })
@@ -150,6 +171,10 @@ func runnersEndToEnd(t *testing.T, engine db.Engine) {
 			t.Fatalf("a linux task ran on %v", got)
 		}
 	}
+
+	// A secret env var reaches the agent on a runner, redacted in what it
+	// sends back.
+	c.checkSecretEnv(t, s.project, "process runner", "gpu")
 
 	// Every decision is an event: where the work went and why.
 	if r := routing(c.events(gpuTasks[0])); r.To != "runners" || r.Eligible != 1 || !slices.Equal(r.Labels, []string{"gpu"}) {
@@ -486,6 +511,8 @@ func TestRunnerDocker(t *testing.T) {
 	if got := c.ranOn(done); !slices.Equal(got, []string{"runner@" + id}) || !strings.Contains(eventsText(c.events(done)), `"backend":"docker"`) {
 		t.Fatalf("ran on %v:\n%s", got, eventsText(c.events(done)))
 	}
+
+	c.checkSecretEnv(t, s.project, "docker runner")
 
 	// A neighbour's container on the same engine (another instance's label).
 	neighbour := "slipway-neighbour-" + fmt.Sprint(time.Now().UnixNano())

@@ -684,5 +684,8 @@ func (d *Dispatcher) withEnv(ctx context.Context, workspaceID string, a *workpor
 	}
 	*env = merged
 	*secrets = append(*secrets, hidden...)
+	if a.Agent != nil {
+		a.Agent.EnvSecrets = hidden
+	}
 	return nil
 }

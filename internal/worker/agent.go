@@ -282,6 +282,10 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 	start := a.Start
 	start.Type = protocol.InStart
 	start.WorkDir = WorkspacePath
+	start.Redact = a.EnvSecrets
+	for k := range a.Env {
+		start.EnvKeys = append(start.EnvKeys, k)
+	}
 	if pm, ok := w.backend.(executor.PathMapper); ok {
 		start.WorkDir = pm.AgentPath(spec, WorkspacePath)
 	}

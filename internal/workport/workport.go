@@ -148,8 +148,10 @@ type AgentWork struct {
 	// Secrets must never reach events or errors (credentials, keys).
 	Secrets []string `json:"secrets,omitempty"`
 	// Env is the agent's environment: the project's env vars, resolved
-	// when the work was handed out (their secret values are in Secrets).
-	Env map[string]string `json:"env,omitempty"`
+	// when the work was handed out. EnvSecrets are the secret ones' values
+	// (also in Secrets): the agent keeps them from its model.
+	Env        map[string]string `json:"env,omitempty"`
+	EnvSecrets []string          `json:"env_secrets,omitempty"`
 }
 
 // ScriptWork is a script run: no repository, its source, files and

@@ -61,7 +61,15 @@ type Start struct {
 	// AskTools names the tools the agent must ask a human to approve
 	// (approval_request) before each call: the workspace's autonomy policy.
 	AskTools []string `json:"ask_tools,omitempty"`
-	Secrets  []string `json:"-"` // never sent; the hub redacts these
+	// Redact are values the agent keeps from the model (redacted from
+	// every request): its secret env vars, which it has in its
+	// environment anyway.
+	Redact []string `json:"redact,omitempty"`
+	// EnvKeys name the run's env vars (the workspace's, set in the
+	// agent's environment): they reach scripts and tools even when their
+	// names look like credentials.
+	EnvKeys []string `json:"env_keys,omitempty"`
+	Secrets []string `json:"-"` // never sent; the hub redacts these
 }
 
 // Event is one line from the agent: its type plus the whole object as

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"slipway/internal/platform/redact"
 )
 
 // Client settings for the chat-completions endpoint.
@@ -29,13 +31,15 @@ type chatClient struct {
 	url    string // {base_url}/chat/completions
 	apiKey string
 	http   *http.Client
+	red    *redact.Redactor // what never reaches the model
 }
 
-func newChatClient(baseURL, apiKey string) *chatClient {
+func newChatClient(baseURL, apiKey string, redactions ...string) *chatClient {
 	return &chatClient{
 		url:    strings.TrimRight(baseURL, "/") + "/chat/completions",
 		apiKey: apiKey,
 		http:   &http.Client{Timeout: modelCallTimeout},
+		red:    redact.New(redactions...),
 	}
 }
 
@@ -105,6 +109,9 @@ func (c *chatClient) complete(ctx context.Context, req chatRequest) (*chatRespon
 	if err != nil {
 		return nil, fmt.Errorf("%w: encoding the request: %v", errModel, err)
 	}
+	// The run's secrets and well-known token shapes never reach the
+	// model, whatever a tool printed or a file held.
+	body = c.red.JSON(body)
 	var lastErr error
 	for attempt := 0; attempt <= modelRetries; attempt++ {
 		if attempt > 0 {

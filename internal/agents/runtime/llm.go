@@ -62,7 +62,7 @@ type llmAgent struct {
 }
 
 func newLLMAgent(s protocol.Start, pw *protocol.Writer, log *slog.Logger) (*llmAgent, error) {
-	a := &llmAgent{start: s, client: newChatClient(s.BaseURL, s.APIKey), pw: pw, log: log,
+	a := &llmAgent{start: s, client: newChatClient(s.BaseURL, s.APIKey, s.Redact...), pw: pw, log: log,
 		maxIter: s.MaxIterations, maxTokens: s.MaxTokensTotal, ask: map[string]bool{},
 		verdicts: map[string]string{}, wake: make(chan struct{}, 1)}
 	for _, t := range s.AskTools {

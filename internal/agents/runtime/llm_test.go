@@ -692,3 +692,37 @@ func TestLLMFinishWaitsForAMessage(t *testing.T) {
 		t.Fatalf("the held finish is not answered: %+v", held)
 	}
 }
+
+// TestLLMKeepsSecretsFromTheModel: a secret the start line names (the
+// run's secret env vars) and a token-shaped value never reach the model,
+// though a file and a command print them.
+func TestLLMKeepsSecretsFromTheModel(t *testing.T) {
+	dir := t.TempDir()
+	const secret = "s3cr3t-env-value-4711"
+	const token = "ghp_0123456789abcdefghijABCDEFGHIJ0123"
+	if err := os.WriteFile(filepath.Join(dir, "config.txt"), []byte("password="+secret+"\ntoken="+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	model := newFakeModel(t, scripted(
+		completion("", 10, 1, call{"c1", "read_file", `{"path":"config.txt"}`}),
+		completion("", 10, 1, call{"c2", "bash", `{"command":"echo ` + secret + `"}`}),
+		completion("Done.", 10, 1, call{"c3", "finish", `{"summary":"read it"}`}),
+	))
+	start := llmStart(dir, model.srv.URL)
+	start.Prompt = "Check the config."
+	start.Redact = []string{secret}
+	if code, lines, res, _ := runToEnd(t, start); code != 0 || res.Status != protocol.ResultSuccess {
+		t.Fatalf("exit %d, result %+v\n%s", code, res, strings.Join(lines, "\n"))
+	}
+	reqs := model.requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests", len(reqs))
+	}
+	all, _ := json.Marshal(reqs)
+	if strings.Contains(string(all), secret) || strings.Contains(string(all), token) {
+		t.Fatalf("the model saw a secret: %s", all)
+	}
+	if !strings.Contains(string(all), "password=[REDACTED]") || !strings.Contains(string(all), "token=[REDACTED]") {
+		t.Fatalf("the model did not get the redacted file: %s", all)
+	}
+}

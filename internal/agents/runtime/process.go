@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -155,14 +156,16 @@ const defaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 // scrubbedEnv is the environment of the shell agent's script and of the llm
 // agent's bash tool: the container's environment (toolchain settings,
 // TEST_DATABASE_URL, ...) without any variable whose value holds the API key
-// and without credential-looking or hub/provider/cloud names (secretName). The API key itself only ever arrives on the start
-// line, so it is never in a script's environment.
+// and without credential-looking or hub/provider/cloud names (secretName),
+// except the run's own env vars (EnvKeys: the workspace set them for its
+// runs). The API key itself only ever arrives on the start line, so it is
+// never in a script's environment.
 func scrubbedEnv(environ []string, s protocol.Start) []string {
 	env := make([]string, 0, len(environ)+2)
 	hasPath := false
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || name == "PWD" || secretName(name) || (s.APIKey != "" && strings.Contains(value, s.APIKey)) {
+		if !ok || name == "" || name == "PWD" || (secretName(name) && !slices.Contains(s.EnvKeys, name)) || (s.APIKey != "" && strings.Contains(value, s.APIKey)) {
 			continue
 		}
 		hasPath = hasPath || name == "PATH"

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"slipway/internal/agents/protocol"
 )
 
 // testToolbox makes base/ws with a.txt, sub/b.txt and symbolic links in and
@@ -268,5 +270,17 @@ func TestMessageText(t *testing.T) {
 		if got := messageText(json.RawMessage(raw)); got != want {
 			t.Errorf("%s: %q, want %q", raw, got, want)
 		}
+	}
+}
+
+// TestScrubbedEnvKeepsTheRunsEnvVars: credential-looking names of the
+// container's environment are dropped, except the run's own env vars; a
+// value holding the API key is dropped whatever its name.
+func TestScrubbedEnvKeepsTheRunsEnvVars(t *testing.T) {
+	environ := []string{"PATH=/bin", "DEPLOY_TOKEN=d1", "AWS_SECRET_ACCESS_KEY=a1", "GREETING=hi", "LEAK=key-123"}
+	got := scrubbedEnv(environ, protocol.Start{WorkDir: "/w", APIKey: "key-123", EnvKeys: []string{"DEPLOY_TOKEN", "GREETING", "LEAK"}})
+	want := []string{"PATH=/bin", "DEPLOY_TOKEN=d1", "GREETING=hi", "PWD=/w"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("scrubbed %v, want %v", got, want)
 	}
 }
