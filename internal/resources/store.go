@@ -239,3 +239,22 @@ func workflowUses(ctx context.Context, q db.Queryer, workspaceID string, ids []s
 	}
 	return out, rows.Err()
 }
+
+// UsesLimit is the queue's admission for the key "resource:<workspace>/<id>"
+// a run job carries for each resource its nodes name: the resource's
+// max_concurrent_uses (capped false: unlimited, or no such resource).
+func UsesLimit(ctx context.Context, q db.Queryer, key string) (int, bool, error) {
+	workspaceID, id, ok := strings.Cut(key, "/")
+	if !ok {
+		return 0, false, nil
+	}
+	var n sql.NullInt64
+	err := q.QueryRowContext(ctx, "SELECT max_concurrent_uses FROM resources WHERE workspace_id = $1 AND id = $2", workspaceID, id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && !n.Valid) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("resources: uses limit: %w", err)
+	}
+	return int(n.Int64), true, nil
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -313,10 +315,31 @@ func (e *Engine) ensureJob(ctx context.Context, tx *db.Tx, r *runRow) error {
 	return e.enqueueRun(ctx, tx, r)
 }
 
-// enqueueRun queues the run's job (none is queued or held).
+// enqueueRun queues the run's job (none is queued or held). The job counts
+// against the max_concurrent_uses of every resource the run's nodes name:
+// the queue's admission holds it while a resource's uses are full.
 func (e *Engine) enqueueRun(ctx context.Context, tx *db.Tx, r *runRow) error {
-	_, err := e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: RunJob, WorkspaceID: r.WorkspaceID, Ref: r.ID, MaxAttempts: 5})
+	g, err := e.Graph(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: RunJob, WorkspaceID: r.WorkspaceID, Ref: r.ID, MaxAttempts: 5,
+		Keys: ResourceKeys(r.WorkspaceID, g)})
 	return err
+}
+
+// ResourceKeys are the concurrency keys of a run of the graph:
+// "resource:<workspace>/<id>" for each resource its nodes name.
+func ResourceKeys(workspaceID string, g *Graph) []string {
+	var keys []string
+	for _, n := range g.Nodes {
+		if id, _ := n.Config["resource_id"].(string); id != "" && !strings.ContainsAny(id, " \t\n") {
+			if k := "resource:" + workspaceID + "/" + id; !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
 }
 
 // Admit starts the queued runs of a project that its caps and their
