@@ -178,3 +178,7 @@ func (r resourceNodes) Classify(ctx context.Context, workspaceID, resourceID, mo
 func (r resourceNodes) Statement(ctx context.Context, workspaceID, resourceID string, q workflows.DBStatement) (any, error) {
 	return r.s.Statement(ctx, workspaceID, resourceID, resources.Statement{SQL: q.SQL, Params: q.Params, Write: q.Write, MaxRows: q.MaxRows, Timeout: q.Timeout})
 }
+
+func (r resourceNodes) Email(ctx context.Context, workspaceID, resourceID string, to []string, subject, body string) (any, error) {
+	return r.s.Email(ctx, workspaceID, resourceID, to, subject, body)
+}

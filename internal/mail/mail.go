@@ -95,6 +95,20 @@ func (o *Outbox) Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[
 	return nil
 }
 
+// TemplateWorkflow is the key of mail a workflow's notify_email sends
+// through the instance's mailer: its subject and body are the node's.
+const TemplateWorkflow = "workflow"
+
+// QueueMessage queues a mail written in full by its sender (a workflow
+// node), inside tx.
+func (o *Outbox) QueueMessage(ctx context.Context, tx *db.Tx, to, subject, body string) error {
+	if err := insertMail(ctx, tx, to, TemplateWorkflow, subject, o.sealer.Seal(body, sealContext), o.clock.Now()); err != nil {
+		return err
+	}
+	tx.AfterCommit(o.poke)
+	return nil
+}
+
 func (o *Outbox) poke() {
 	select {
 	case o.wake <- struct{}{}:

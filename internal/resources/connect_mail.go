@@ -41,13 +41,32 @@ func (t *target) mailConn(ctx context.Context, host string, port int, security s
 	return tc, done, nil
 }
 
-// testSMTP connects (implicit TLS, STARTTLS or plain), says EHLO, signs in
-// when a username is set, and quits. No mail is sent.
-func (t *target) testSMTP(ctx context.Context) (*ResourceTest, error) {
-	c, err := configOf[SMTPConfig](t.res)
-	if err != nil {
-		return nil, err
+// smtpSession is an SMTP session opened as the resource says: connected
+// (implicit TLS, STARTTLS or plain), greeted, signed in when a username is
+// set. A failure is a sessionError naming the step; close ends the session.
+type smtpSession struct {
+	cl    *smtp.Client
+	addr  string
+	how   string // TLS, STARTTLS or unencrypted
+	close func()
+}
+
+// sessionError is a failed step of a session: unreachable (the far end
+// could not be reached: err) or refused (msg says by what).
+type sessionError struct {
+	unreachable bool
+	err         error
+	msg         string
+}
+
+func (e *sessionError) Error() string {
+	if e.unreachable {
+		return describe(e.err)
 	}
+	return e.msg
+}
+
+func (t *target) smtpOpen(ctx context.Context, c SMTPConfig) (*smtpSession, error) {
 	if err := t.checkHost(c.Host); err != nil {
 		return nil, err
 	}
@@ -65,29 +84,31 @@ func (t *target) testSMTP(ctx context.Context) (*ResourceTest, error) {
 	addr := net.JoinHostPort(strings.Trim(c.Host, "[]"), strconv.Itoa(port))
 	conn, done, err := t.mailConn(ctx, c.Host, port, security)
 	if err != nil {
-		return t.unreachable(addr, err)
+		return nil, &sessionError{unreachable: true, err: err, msg: addr}
 	}
-	defer done()
+	refused := func(format string, args ...any) (*smtpSession, error) {
+		done()
+		return nil, &sessionError{msg: fmt.Sprintf(format, args...)}
+	}
 	cl, err := smtp.NewClient(conn, strings.Trim(c.Host, "[]"))
 	if err != nil {
-		return t.failed("no SMTP greeting from %s: %s", addr, describe(err))
+		return refused("no SMTP greeting from %s: %s", addr, describe(err))
 	}
-	defer cl.Close()
 	if err := cl.Hello("localhost"); err != nil {
-		return t.failed("%s refused EHLO: %s", addr, describe(err))
+		return refused("%s refused EHLO: %s", addr, describe(err))
 	}
 	if security == "starttls" {
 		if ok, _ := cl.Extension("STARTTLS"); !ok {
-			return t.failed("%s does not offer STARTTLS (set security to tls or none)", addr)
+			return refused("%s does not offer STARTTLS (set security to tls or none)", addr)
 		}
 		if err := cl.StartTLS(mailTLS(c.Host)); err != nil {
-			return t.failed("STARTTLS with %s failed: %s", addr, describe(err))
+			return refused("STARTTLS with %s failed: %s", addr, describe(err))
 		}
 	}
-	how := map[string]string{"starttls": "STARTTLS", "tls": "TLS", "none": "unencrypted"}[security]
+	sess := &smtpSession{cl: cl, addr: addr, how: map[string]string{"starttls": "STARTTLS", "tls": "TLS", "none": "unencrypted"}[security],
+		close: func() { cl.Close(); done() }}
 	if c.Username == "" {
-		_ = cl.Quit()
-		return t.ok("reached the SMTP server at %s (%s); no sign-in: no username is set", addr, how)
+		return sess, nil
 	}
 	ok, mechs := cl.Extension("AUTH")
 	offered := strings.Fields(strings.ToUpper(mechs))
@@ -98,13 +119,39 @@ func (t *target) testSMTP(ctx context.Context) (*ResourceTest, error) {
 	case ok && slices.Contains(offered, "LOGIN"):
 		a = &loginAuth{user: c.Username, pass: t.secret}
 	default:
-		return t.failed("%s offers no sign-in this client speaks (AUTH PLAIN or LOGIN; offered: %q)", addr, mechs)
+		sess.close()
+		return nil, &sessionError{msg: fmt.Sprintf("%s offers no sign-in this client speaks (AUTH PLAIN or LOGIN; offered: %q)", addr, mechs)}
 	}
 	if err := cl.Auth(a); err != nil {
-		return t.failed("the SMTP server at %s refused the sign-in as %s: %s", addr, c.Username, describe(err))
+		sess.close()
+		return nil, &sessionError{msg: fmt.Sprintf("the SMTP server at %s refused the sign-in as %s: %s", addr, c.Username, describe(err))}
 	}
-	_ = cl.Quit()
-	return t.ok("signed in to the SMTP server at %s (%s) as %s", addr, how, c.Username)
+	return sess, nil
+}
+
+// testSMTP opens a session (connects, says EHLO, signs in when a username
+// is set) and quits. No mail is sent.
+func (t *target) testSMTP(ctx context.Context) (*ResourceTest, error) {
+	c, err := configOf[SMTPConfig](t.res)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := t.smtpOpen(ctx, c)
+	var se *sessionError
+	switch {
+	case errors.As(err, &se) && se.unreachable:
+		return t.unreachable(se.msg, se.err)
+	case errors.As(err, &se):
+		return t.failed("%s", se.msg)
+	case err != nil:
+		return nil, err
+	}
+	defer sess.close()
+	_ = sess.cl.Quit()
+	if c.Username == "" {
+		return t.ok("reached the SMTP server at %s (%s); no sign-in: no username is set", sess.addr, sess.how)
+	}
+	return t.ok("signed in to the SMTP server at %s (%s) as %s", sess.addr, sess.how, c.Username)
 }
 
 // plainAuth is AUTH PLAIN (RFC 4616). Unlike net/smtp's, it signs in over

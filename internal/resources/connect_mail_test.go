@@ -6,6 +6,7 @@ import (
 	"log"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -16,15 +17,29 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
-// smtpBackend is a go-smtp server that accepts one user's AUTH PLAIN.
+// smtpBackend is a go-smtp server that accepts one user's AUTH PLAIN and
+// keeps what it is sent in inbox (when set).
 type smtpBackend struct {
 	user, pass string
 	signedIn   *atomic.Int32
+	inbox      *inbox
 }
+
+// inbox is what an SMTP server received: one entry per message and recipient.
+type inbox struct {
+	mu   sync.Mutex
+	mail []received
+}
+
+type received struct{ From, To, Data string }
 
 func (b smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{b: b}, nil }
 
-type smtpSession struct{ b smtpBackend }
+type smtpSession struct {
+	b     smtpBackend
+	from  string
+	rcpts []string
+}
 
 func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
 func (s *smtpSession) Auth(string) (sasl.Server, error) {
@@ -36,15 +51,35 @@ func (s *smtpSession) Auth(string) (sasl.Server, error) {
 		return nil
 	}), nil
 }
-func (s *smtpSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (s *smtpSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (s *smtpSession) Data(io.Reader) error                 { return nil }
-func (s *smtpSession) Reset()                               {}
-func (s *smtpSession) Logout() error                        { return nil }
+func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.from = from; return nil }
+func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.rcpts = append(s.rcpts, to)
+	return nil
+}
+func (s *smtpSession) Data(r io.Reader) error {
+	data, err := io.ReadAll(r)
+	if err != nil || s.b.inbox == nil {
+		return err
+	}
+	s.b.inbox.mu.Lock()
+	defer s.b.inbox.mu.Unlock()
+	for _, to := range s.rcpts {
+		s.b.inbox.mail = append(s.b.inbox.mail, received{From: s.from, To: to, Data: string(data)})
+	}
+	return nil
+}
+func (s *smtpSession) Reset()        { s.from, s.rcpts = "", nil }
+func (s *smtpSession) Logout() error { return nil }
 
 // smtpServer serves SMTP on loopback; with tlsConfig it offers STARTTLS,
 // and with implicit also wraps the listener in TLS.
 func smtpServer(t *testing.T, user, pass string, tlsConfig *tls.Config, implicit bool) (string, *atomic.Int32) {
+	addr, signedIn, _ := smtpInbox(t, user, pass, tlsConfig, implicit)
+	return addr, signedIn
+}
+
+// smtpInbox is smtpServer keeping what it receives.
+func smtpInbox(t *testing.T, user, pass string, tlsConfig *tls.Config, implicit bool) (string, *atomic.Int32, *inbox) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -55,14 +90,15 @@ func smtpServer(t *testing.T, user, pass string, tlsConfig *tls.Config, implicit
 		ln = tls.NewListener(ln, tlsConfig)
 	}
 	var signedIn atomic.Int32
-	srv := smtp.NewServer(smtpBackend{user: user, pass: pass, signedIn: &signedIn})
+	box := &inbox{}
+	srv := smtp.NewServer(smtpBackend{user: user, pass: pass, signedIn: &signedIn, inbox: box})
 	srv.Domain = "mail.test"
 	srv.AllowInsecureAuth = true
 	srv.TLSConfig = tlsConfig
 	srv.ErrorLog = log.New(io.Discard, "", 0)
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
-	return addr, &signedIn
+	return addr, &signedIn, box
 }
 
 // TestSMTP: EHLO, STARTTLS or TLS, AUTH and QUIT against go-smtp.

@@ -33,6 +33,10 @@ type Deps struct {
 	Outbound *outbound.Client
 	// LLMKey is LLM_PROVIDER_API_KEY: llm_classify without a resource.
 	LLMKey string
+	// Mailer and Members: notify_email without an smtp resource (nil:
+	// such a node fails).
+	Mailer  Mailer
+	Members Members
 }
 
 // Service manages resources.

@@ -25,6 +25,19 @@ func (a Access) CanAccess(ctx context.Context, userID, workspaceID string) (bool
 	return err == nil, err
 }
 
+// MemberEmails are the addresses of the workspace's members.
+func (a Access) MemberEmails(ctx context.Context, workspaceID string) ([]string, error) {
+	ms, err := workspaceMembers(ctx, a.DB.R, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Email)
+	}
+	return out, nil
+}
+
 // AutonomyLevel is the workspace's autonomy level (0 to 100): how much its
 // agents may do without asking.
 func (a Access) AutonomyLevel(ctx context.Context, workspaceID string) (int, error) {

@@ -167,6 +167,8 @@ func (e *Engine) executeNode(ctx context.Context, s step) outcome {
 		return e.notifyTelegram(ctx, s)
 	case "notify_discord":
 		return e.notifyDiscord(ctx, s)
+	case "notify_email":
+		return e.notifyEmail(ctx, s)
 	case "connector":
 		return e.connector(ctx, s)
 	case "llm_classify":

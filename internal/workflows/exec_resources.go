@@ -16,6 +16,7 @@ type Resources interface {
 	Connect(ctx context.Context, workspaceID, resourceID string, r ConnectorCall) (any, error)
 	Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (label string, output any, err error)
 	Statement(ctx context.Context, workspaceID, resourceID string, q DBStatement) (any, error)
+	Email(ctx context.Context, workspaceID, resourceID string, to []string, subject, body string) (any, error)
 }
 
 // DBStatement is a db_query's or db_execute's statement, its parameters
@@ -42,7 +43,7 @@ type ConnectorCall struct {
 // any transaction, like the other kinds that do I/O.
 func usesResource(kind string) bool {
 	switch kind {
-	case "notify_telegram", "notify_discord", "connector", "llm_classify", "db_query", "db_execute":
+	case "notify_telegram", "notify_discord", "notify_email", "connector", "llm_classify", "db_query", "db_execute":
 		return true
 	}
 	return false
@@ -185,6 +186,35 @@ func (e *Engine) dbStatement(ctx context.Context, s step, write bool) outcome {
 	}
 	out, err := e.resources.Statement(ctx, s.run.WorkspaceID, c.ResourceID, DBStatement{SQL: c.SQL, Params: params, Write: write,
 		MaxRows: int(c.MaxRows), Timeout: time.Duration(c.TimeoutSeconds) * time.Second})
+	if err != nil {
+		return resourceFailed(nil, err)
+	}
+	return succeed(HandleOut, out)
+}
+
+func (e *Engine) notifyEmail(ctx context.Context, s step) outcome {
+	c, err := decodeConfig[NotifyEmailConfig](s.node.Config)
+	if err != nil {
+		return failed("config: %v", err)
+	}
+	subject, err := e.exprs.render(ctx, c.Subject, s.env)
+	if err != nil {
+		return failed("subject: %v", err)
+	}
+	body, err := e.exprs.render(ctx, c.Body, s.env)
+	if err != nil {
+		return failed("body: %v", err)
+	}
+	to := make([]string, len(c.To))
+	for i, t := range c.To {
+		if to[i], err = e.exprs.render(ctx, t, s.env); err != nil {
+			return failed("to[%d]: %v", i, err)
+		}
+	}
+	if e.resources == nil {
+		return failed("%v", errNoResources)
+	}
+	out, err := e.resources.Email(ctx, s.run.WorkspaceID, c.ResourceID, to, s.red.Text(subject), s.red.Text(body))
 	if err != nil {
 		return resourceFailed(nil, err)
 	}

@@ -108,7 +108,7 @@ type NotifyTelegramConfig struct {
 // NotifyEmailConfig sends an email.
 type NotifyEmailConfig struct {
 	ResourceID string   `json:"resource_id,omitempty" format:"uuid" doc:"An smtp resource; default the instance's mailer"`
-	To         []string `json:"to" minItems:"1" maxItems:"50"`
+	To         []string `json:"to" minItems:"1" maxItems:"50" expr:"template" doc:"Addresses; each a template. Without resource_id, members of the workspace only"`
 	Subject    string   `json:"subject" expr:"template" maxLength:"500" doc:"Template"`
 	Body       string   `json:"body" expr:"template" maxLength:"65536" doc:"Template"`
 }
@@ -203,7 +203,7 @@ var kindList = []*Kind{
 	{Slug: "http_request", Name: "HTTP request", Category: "data", Description: "Calls a URL and returns status, headers and body.", Handles: outError, Runs: true, config: reflect.TypeFor[HTTPRequestConfig]()},
 	{Slug: "transform", Name: "Transform", Category: "data", Description: "Computes an output from expressions.", Handles: outError, Runs: true, config: reflect.TypeFor[TransformConfig]()},
 	{Slug: "notify_telegram", Name: "Telegram message", Category: "notify", Description: "Sends a Telegram message.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyTelegramConfig]()},
-	{Slug: "notify_email", Name: "Email", Category: "notify", Description: "Sends an email.", Handles: outError, config: reflect.TypeFor[NotifyEmailConfig]()},
+	{Slug: "notify_email", Name: "Email", Category: "notify", Description: "Sends an email.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyEmailConfig]()},
 	{Slug: "notify_webhook", Name: "Webhook", Category: "notify", Description: "Posts a JSON payload to a URL.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyWebhookConfig]()},
 	{Slug: "notify_discord", Name: "Discord message", Category: "notify", Description: "Posts to a Discord channel.", Handles: outError, Runs: true, config: reflect.TypeFor[NotifyDiscordConfig]()},
 	{Slug: "loop", Name: "Loop", Category: "flow", Description: "Runs its frame once per item, in sequence or in parallel.", Handles: outError, Runs: true, config: reflect.TypeFor[LoopConfig]()},
