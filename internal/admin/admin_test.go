@@ -279,6 +279,7 @@ func TestAdminAccess(t *testing.T) {
 			{"GET", "/api/admin/users"},
 			{"POST", "/api/admin/users/" + target.ID + "/approve"},
 			{"DELETE", "/api/admin/users/" + target.ID + "/reject"},
+			{"GET", "/api/admin/feature-availability"},
 		}
 		var scenarios []apitest.Scenario
 		for _, ep := range endpoints {
@@ -335,7 +336,7 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 			},
 		})
 		svc := app.Server.Services.Auth
-		admin.Register(api, svc, app.Server.Services.Tenancy)
+		admin.Register(api, svc, app.Server.Services.Tenancy, app.Server.Services.Features)
 		log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 		srv := httptest.NewServer(httpx.Observe(log, svc.Middleware(httpx.Router(mux))))
 		t.Cleanup(srv.Close)
@@ -382,6 +383,8 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 		wantErr(status, body, http.StatusForbidden, "forbidden")
 		status, body = do(user, "DELETE", "/api/admin/users/"+target.ID+"/reject")
 		wantErr(status, body, http.StatusForbidden, "forbidden")
+		status, body = do(user, "GET", "/api/admin/feature-availability")
+		wantErr(status, body, http.StatusForbidden, "forbidden")
 		status, body = do(pending, "POST", "/api/admin/users/"+target.ID+"/approve")
 		wantErr(status, body, http.StatusForbidden, "forbidden")
 		status, body = do(nil, "POST", "/api/admin/users/"+target.ID+"/approve")
@@ -398,6 +401,10 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 		status, body = do(adm, "GET", "/api/admin/users")
 		if status != http.StatusOK || !strings.Contains(body, target.Email) {
 			t.Fatalf("admin list on the bare mux = %d %s", status, body)
+		}
+		status, body = do(adm, "GET", "/api/admin/feature-availability")
+		if status != http.StatusOK || !strings.Contains(body, `"secret_backend":"env"`) {
+			t.Fatalf("admin features on the bare mux = %d %s", status, body)
 		}
 		status, body = do(adm, "POST", "/api/admin/users/"+target.ID+"/approve")
 		if status != http.StatusOK || !strings.Contains(body, `"approved":true`) || !approved(t, app, target.ID) {

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slipway/internal/activity"
+	"slipway/internal/admin"
 	"strconv"
 	"time"
 
@@ -82,6 +83,7 @@ type Services struct {
 	Resources     *resources.Service
 	EnvVars       *envvars.Service
 	Mail          *mail.Outbox
+	Features      *admin.Features
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
 	Live          realtime.Access
@@ -217,7 +219,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	// (the hub's side of the worker port), the engine and this server's
 	// own worker.
 	rs := runs.NewService(d, clk, red, hub, re)
-	q := jobs.New(d, bus, clk, tasks.Limits(parts.Tasks, proj))
+	limits := tasks.Limits(parts.Tasks, proj)
+	limits["resource"] = resources.UsesLimit // max_concurrent_uses, for every run that uses the resource
+	q := jobs.New(d, bus, clk, limits)
 	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: secret, Stale: cfg.RunnerStale,
 		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
 		orgs{ten}, q, bus, log)
@@ -234,6 +238,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		}
 	}
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: cfg.LLMProviderAPIKey.Reveal(),
+		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
 	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
 	parts.Dispatch.Env = envSvc
@@ -256,7 +261,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
 		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log), Vault: store}
 	a.Reconciler = vault.NewReconciler(vault.ReconcileDeps{Backend: store, DB: d, Clock: clk, Log: log,
-		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims, envvars.SecretKind: envSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
+		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims, resources.RLSSecretKind: resSvc.ClaimsRLS, envvars.SecretKind: envSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
 	// Where the process backend can contain nothing, only instance
 	// admins' code runs (DESIGN §10).
 	if pb, ok := backend.(*process.Backend); ok && !pb.Contained() {
@@ -270,7 +275,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
 		Scans:     workflowscan.NewService(proj, wf, git),
 		CodeFiles: codefiles.NewService(d, clk, wf),
-		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc,
+		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc, Features: admin.NewFeatures(cfg),
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
 		Commands:  commands.NewService(ts, proj, wf, ap, ten),
 		Undo:      undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),

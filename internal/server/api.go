@@ -113,7 +113,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	auth.Register(pub, svc.Auth)
 	captcha.Register(pub, svc.Captcha)
 	tenancy.Register(pub, svc.Tenancy)
-	admin.Register(pub, svc.Auth, svc.Tenancy)
+	admin.Register(pub, svc.Auth, svc.Tenancy, svc.Features)
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))

@@ -779,6 +779,163 @@ test('settings: environment variables for all projects and for one, a secret sho
   await call('DELETE', `/api/settings/env-vars/${listed[0].id}`)
 })
 
+test('resources: an HTTP API added from its kind\'s form, its connection tested, edited (a new address needs the secret again), capped, its secret cleared, shown in use by a workflow, deleted after asking', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  // The far end: a bearer token it knows answers 200, anything else 401.
+  const seen = []
+  const api = http.createServer((req, res) => {
+    seen.push({ path: req.url, auth: req.headers.authorization ?? '' })
+    const known = ['Bearer tok-e2e-res-1', 'Bearer tok-e2e-res-2'].includes(req.headers.authorization)
+    res.writeHead(known ? 200 : 401, { 'Content-Type': 'application/json' })
+    res.end(known ? '{"ok": true}' : '{"error": "who are you"}')
+  })
+  await new Promise((resolve) => api.listen(0, '127.0.0.1', resolve))
+  const base = `http://127.0.0.1:${api.address().port}`
+  try {
+    await page.getByRole('link', { name: 'Resources' }).click()
+    await page.getByTestId('resources-empty').waitFor()
+
+    // A kind first; its schema makes the form: required fields marked, docs as descriptions, the secret named by the kind.
+    await page.getByTestId('new-resource').click()
+    const form = page.getByRole('dialog', { name: 'New resource' })
+    await page.getByTestId('new-resource-kind').selectOption({ label: 'HTTP API' })
+    assert.match(await page.getByTestId('new-resource-kind-description').innerText(), /connector and http_request nodes/)
+    const baseURL = form.getByTestId('resource-config').getByTestId('field-base_url')
+    assert.equal(await baseURL.getAttribute('required'), '')
+    await form.getByText('Requests go to paths below it').waitFor()
+    assert.deepEqual(await form.getByTestId('field-auth').locator('option').allInnerTexts(), ['Default', 'none', 'bearer', 'basic', 'header'])
+    await form.getByText('Token or password').waitFor()
+    await page.getByTestId('resource-name').fill('echo api')
+    assert.equal(await page.getByTestId('create-resource').isDisabled(), true, 'base url is required')
+    // What only the server knows: its 400 shows in the form.
+    await baseURL.fill('ftp://127.0.0.1/files')
+    await page.getByTestId('resource-secret-input').fill('tok-e2e-res-1')
+    await page.getByTestId('create-resource').click()
+    assert.match(await page.getByTestId('resource-form-error').innerText(), /must be an http or https URL/)
+    await baseURL.fill(base + '/v1')
+    await shot('resource-new')
+    await page.getByTestId('create-resource').click()
+    await page.waitForURL(/\/resources\/[0-9a-f-]{36}$/)
+    const id = page.url().split('/').pop()
+    await page.getByTestId('resource-title').getByText('echo api').waitFor()
+    await page.getByTestId('resource-secret').getByText('secret · set').waitFor()
+    let stored = await call('GET', `/api/resources/${id}`)
+    assert.deepEqual([stored.kind, stored.has_secret, stored.config], ['http', true, { base_url: base + '/v1' }])
+    assert.doesNotMatch(JSON.stringify(stored), /tok-e2e-res/)
+
+    // The test calls the far end with the stored secret: ok, in green.
+    await page.getByTestId('test-resource').click()
+    const result = page.getByTestId('resource-test-result')
+    await result.getByText(/HTTP 200 from 127\.0\.0\.1:\d+/).waitFor()
+    assert.equal(await result.getAttribute('data-ok'), 'true')
+    assert.deepEqual(seen.at(-1), { path: '/v1', auth: 'Bearer tok-e2e-res-1' })
+
+    // Editing: the secret field starts empty; a new address without the secret is refused, saying why; with it, saved.
+    assert.equal(await page.getByTestId('resource-secret-input').inputValue(), '')
+    await page.getByText('secret · set: leave empty to keep it').waitFor()
+    await page.getByTestId('resource-description').fill('The echo service')
+    await page.getByTestId('resource-edit').getByTestId('field-base_url').fill(base + '/v2')
+    await page.getByTestId('save-resource').click()
+    assert.match(await page.getByTestId('resource-form-error').innerText(), /requires sending the secret again/)
+    assert.equal((await call('GET', `/api/resources/${id}`)).config.base_url, base + '/v1', 'nothing was saved')
+    await page.getByTestId('resource-secret-input').fill('tok-e2e-res-2')
+    await page.getByTestId('save-resource').click()
+    await page.getByTestId('resource-saved').waitFor()
+    assert.equal(await page.getByTestId('resource-form-error').count(), 0)
+    assert.equal(await page.getByTestId('resource-secret-input').inputValue(), '')
+    stored = await call('GET', `/api/resources/${id}`)
+    assert.deepEqual([stored.description, stored.config.base_url, stored.has_secret], ['The echo service', base + '/v2', true])
+    await page.getByTestId('test-resource').click()
+    await result.getByText(/HTTP 200 from/).waitFor()
+    assert.deepEqual(seen.at(-1), { path: '/v2', auth: 'Bearer tok-e2e-res-2' })
+
+    // At most two runs at once.
+    await page.getByTestId('concurrency-unlimited').uncheck()
+    await page.getByTestId('concurrency-max').fill('2')
+    await page.getByTestId('save-concurrency').click()
+    await page.getByTestId('resource-concurrency-now').getByText('2', { exact: true }).waitFor()
+    assert.equal((await call('GET', `/api/resources/${id}`)).max_concurrent_uses, 2)
+
+    // Clearing the secret asks first; without it the far end refuses the test, in red.
+    await page.getByTestId('clear-secret').click()
+    await page.getByTestId('confirm-clear-secret').click()
+    await page.getByTestId('resource-secret').waitFor({ state: 'detached' })
+    assert.equal((await call('GET', `/api/resources/${id}`)).has_secret, false)
+    await page.getByTestId('test-resource').click()
+    await result.getByText(/HTTP 401 from .+: the credentials were refused/).waitFor()
+    assert.equal(await result.getAttribute('data-ok'), 'false')
+    await shot('resource')
+
+    // A workflow whose connector node names it: the page lists it, linked.
+    await page.getByTestId('resource-unused').waitFor()
+    const demo = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
+    const wf = await call('POST', '/api/workflows', {
+      name: 'call echo',
+      project_id: demo.id,
+      nodes: [
+        { key: 'ping', kind: 'connector', config: { resource_id: id, path: '/ping' }, position: { x: 0, y: 0 } },
+        { key: 'done', kind: 'end', position: { x: 0, y: 120 } },
+      ],
+      edges: [{ source: 'ping', target: 'done' }],
+    })
+    await page.reload()
+    const uses = page.getByTestId('uses-call echo')
+    await uses.getByText('ping', { exact: true }).waitFor()
+    await uses.getByRole('link', { name: 'call echo' }).click()
+    await page.waitForURL(new RegExp(`/workflows/${wf.id}$`))
+    await page.getByTestId('node-ping').waitFor()
+
+    // The list: its kind's label, the secret (none now), the cap; a search and the kind chips narrow it.
+    await page.getByRole('link', { name: 'Resources' }).click()
+    const row = page.getByTestId('resource-echo api')
+    await row.getByText('HTTP API').waitFor()
+    assert.match(await row.innerText(), /echo api\s+The echo service\s+HTTP API\s+—\s+2\s+/)
+    const kinds = page.getByRole('group', { name: 'Kind' })
+    await kinds.getByText('HTTP API (1)').click()
+    await page.waitForURL(/\/resources\?kind=http$/)
+    await row.waitFor()
+    await kinds.getByText('All').click()
+    await page.getByTestId('resource-search').fill('nothing like it')
+    await page.getByTestId('resources-empty').getByText('No resource matches.').waitFor()
+    await page.getByTestId('resource-search').fill('echo')
+    await row.waitFor()
+    await shot('resources')
+
+    // Deleting asks first, saying what uses it; cancel keeps it, confirm removes it.
+    await row.getByRole('link', { name: 'echo api' }).click()
+    await page.getByTestId('delete-resource').click()
+    const confirm = page.getByRole('dialog', { name: 'Delete echo api?' })
+    assert.match(await confirm.innerText(), /1 workflow names it: their nodes that use it will fail/)
+    await confirm.getByRole('button', { name: 'Cancel' }).click()
+    await confirm.waitFor({ state: 'detached' })
+    await page.getByTestId('delete-resource').click()
+    await page.getByTestId('confirm-delete-resource').click()
+    await page.waitForURL(/\/resources$/)
+    await page.getByTestId('resources-empty').waitFor()
+    assert.deepEqual(await call('GET', '/api/resources'), [])
+    await call('DELETE', `/api/workflows/${wf.id}`)
+  } finally {
+    api.close()
+  }
+})
+
+test("the owner console's features tab: the secret backend (boot-critical), the edition, and each optional feature with its env vars, never a value", async () => {
+  await page.getByRole('link', { name: 'Owner console' }).click()
+  await page.getByTestId('tab-features').click()
+  await page.waitForURL(/\/admin\/\?tab=features$/)
+  assert.equal(await page.getByTestId('features-backend').innerText(), 'env')
+  await page.getByTestId('features-boot-critical').waitFor()
+  assert.equal(await page.getByTestId('features-edition').innerText(), 'Community')
+  const report = await (await apiSession(server.url, admin.email, admin.password))('GET', '/api/admin/feature-availability')
+  assert.equal(await page.getByTestId('features-count').innerText(), `${report.available} of ${report.total} available`)
+  assert.equal(await page.locator('[data-testid^="feature-"][data-available]').count(), report.total)
+  const vault = page.getByTestId('feature-Secret vault')
+  assert.equal(await vault.getAttribute('data-available'), 'true')
+  assert.match(await vault.innerText(), /Secrets\s+Secret vault\s+boot-critical\s+SECRET_BACKEND\s+SERVICE_VAULT_KEYS\s+Available/i)
+  assert.match(await page.getByTestId('feature-Outgoing mail').innerText(), /SERVICE_SMTP_HOST[\s\S]*Unavailable/)
+  await shot('admin-features')
+})
+
 test("the README's workflow built in the console: nodes from the library, forms with completion, undo, a run approved, the code node's output and logs; a webhook trigger fired; a schedule previewed", async () => {
   await page.goto(server.url + '/workflows')
   await page.getByTestId('new-workflow-name').fill('release')

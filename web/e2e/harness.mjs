@@ -52,6 +52,8 @@ export async function startServer() {
     SERVICE_ARGON2_TIME: '1',
     SERVICE_SHUTDOWN_LB_DELAY_SECS: '0',
     SERVICE_LOG_LEVEL: 'warn',
+    // Resources and workflow nodes call servers the tests start on loopback.
+    SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE: 'true',
   }
   const proc = spawn(bin, ['serve'], { env, stdio: ['ignore', 'inherit', 'inherit'] })
   const url = `http://127.0.0.1:${port}`

@@ -18,6 +18,8 @@ const Workflows = lazy(() => import('./pages/Workflows'))
 const WorkflowPage = lazy(() => import('./pages/Workflow'))
 const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
 const Runs = lazy(() => import('./pages/Runs'))
+const Resources = lazy(() => import('./pages/Resources'))
+const ResourcePage = lazy(() => import('./pages/Resources').then((m) => ({ default: m.ResourcePage })))
 const Activity = lazy(() => import('./pages/Activity'))
 const RunPage = lazy(() => import('./pages/Run'))
 const Runners = lazy(() => import('./pages/Runners'))
@@ -55,6 +57,7 @@ const nav = [
   { to: '/tasks/board', label: 'Tasks' },
   { to: '/projects', label: 'Projects' },
   { to: '/workflows', label: 'Workflows' },
+  { to: '/resources', label: 'Resources' },
   { to: '/runs', label: 'Runs' },
   { to: '/activity', label: 'Activity' },
   { to: '/runners', label: 'Runners' },
@@ -132,6 +135,8 @@ function Shell() {
               <Route path="/workflows" element={<Workflows />} />
               <Route path="/workflows/:id" element={<WorkflowPage />} />
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
+              <Route path="/resources" element={<Resources />} />
+              <Route path="/resources/:id" element={<ResourcePage />} />
               <Route path="/runs" element={<Runs />} />
               <Route path="/activity" element={<Activity />} />
               <Route path="/runs/:id" element={<RunPage />} />

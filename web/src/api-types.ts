@@ -24,6 +24,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/feature-availability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Which optional, secret-backed features this instance has configured (env var names, never values) */
+        get: operations["get_api_admin_feature_availability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/mail/outbox": {
         parameters: {
             query?: never;
@@ -689,6 +706,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/db-namespaces": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's schemas in database resources with row-level security: handle (the resource's name) and schema, no secrets */
+        get: operations["get_api_db_namespaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -1256,6 +1290,40 @@ export interface paths {
         };
         /** A discord resource's bot: its guilds with their text and announcement channels (400 for another kind or a refused token) */
         get: operations["get_api_resources_id_discord_channels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}/rls_refresh": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Provision the workspace's role, schema and row-level security policies in a postgresql resource with rls_managed (400 otherwise) */
+        post: operations["post_api_resources_id_rls_refresh"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/resources/{id}/rls_status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What row-level security provisioned for the resource: unprovisioned (null fields), provisioned or failed */
+        get: operations["get_api_resources_id_rls_status"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3345,6 +3413,7 @@ export interface components {
             env?: {
                 [key: string]: string;
             };
+            env_secrets?: string[] | null;
             image: string;
             project_id: string;
             repo: components["schemas"]["Repo"];
@@ -3627,6 +3696,11 @@ export interface components {
             token?: string;
             username?: string;
         };
+        DBNamespace: {
+            /** @description The resource's name */
+            handle: string;
+            schema: string;
+        };
         DecideInputBody: {
             /** @description approve or reject */
             verdict: string;
@@ -3803,6 +3877,44 @@ export interface components {
             count: number;
             label: string;
             value: string;
+        };
+        Feature: {
+            /** @description The loaded configuration turns the feature on */
+            available: boolean;
+            /** @description The server refuses to start when it is misconfigured */
+            boot_critical: boolean;
+            /** @description The area the feature belongs to (Secrets, Mail, Sign-in, Models, Observability, Network, Runners) */
+            category: string;
+            /** @description The names of the environment variables that configure it (never their values) */
+            env_vars: string[] | null;
+            name: string;
+        };
+        FeatureAvailability: {
+            /**
+             * Format: int64
+             * @description Features configured
+             */
+            available: number;
+            /** @description The secret backend is boot-critical: the server refuses to start when its settings are wrong, and every secret goes through it */
+            boot_critical: boolean;
+            /**
+             * @description Community until a license mechanism exists
+             * @enum {string}
+             */
+            edition: "Community" | "Enterprise";
+            features: components["schemas"]["Feature"][] | null;
+            /**
+             * @description Where tenants' secrets are kept: env (sealed in the database) or openbao
+             * @enum {string}
+             */
+            secret_backend: "env" | "openbao";
+            /** Format: int64 */
+            total: number;
+            /**
+             * Format: int64
+             * @description Features not configured
+             */
+            unavailable: number;
         };
         FeedItem: {
             /** @description Who did it; absent for the system (a trigger, a workflow, a timeout) */
@@ -4531,6 +4643,27 @@ export interface components {
             /** @description Forge URL; null for the local provider */
             url: string | null;
         };
+        RLSStatus: {
+            /** @description Why the last refresh failed */
+            error: string | null;
+            /**
+             * Format: int64
+             * @description Tables of the shared schema with a policy for the workspace
+             */
+            policies: number;
+            /** Format: date-time */
+            provisioned_at: string | null;
+            /** Format: uuid */
+            resource_id: string;
+            /** @description The workspace's role in the database */
+            role_name: string | null;
+            /** @description The workspace's own schema, owned by its role */
+            schema_name: string | null;
+            /** @enum {string} */
+            status: "unprovisioned" | "provisioned" | "failed";
+            /** Format: date-time */
+            updated_at: string | null;
+        };
         RecoveryCodesOut: {
             /** @description Single-use codes for when the authenticator is lost; shown only now */
             recovery_codes: string[] | null;
@@ -5076,6 +5209,7 @@ export interface components {
             base_url?: string;
             command_template?: string;
             effort?: string;
+            env_keys?: string[] | null;
             instructions?: string;
             /** Format: double */
             max_cost_usd?: number;
@@ -5085,6 +5219,7 @@ export interface components {
             max_tokens_total?: number;
             model?: string;
             prompt: string;
+            redact?: string[] | null;
             type: string;
             workdir: string;
         };
@@ -5572,6 +5707,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["FeedPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_feature_availability: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeatureAvailability"];
                 };
             };
             /** @description Error */
@@ -7013,6 +7177,35 @@ export interface operations {
             };
         };
     };
+    get_api_db_namespaces: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DBNamespace"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_me: {
         parameters: {
             query?: never;
@@ -8409,6 +8602,70 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ResourceGuild"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_resources_id_rls_refresh: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RLSStatus"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_resources_id_rls_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Resource id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RLSStatus"];
                 };
             };
             /** @description Error */

@@ -1,4 +1,4 @@
-import { Badge, Button, Group, Pagination, Stack, Table, Tabs, Text, Title } from '@mantine/core'
+import { Badge, Button, Card, Code, Group, Pagination, SimpleGrid, Stack, Table, Tabs, Text, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
@@ -12,6 +12,7 @@ type Profile = Schemas['Profile']
 // The owner console's tabs built so far; an unknown or absent tab shows the first.
 const tabs = [
   { key: 'users', label: 'Users' },
+  { key: 'features', label: 'Features' },
   { key: 'templates', label: 'Mail templates' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
@@ -40,6 +41,9 @@ export default function Admin() {
         </Tabs.List>
         <Tabs.Panel value="users" pt="md">
           <UsersTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="features" pt="md">
+          <FeaturesTab />
         </Tabs.Panel>
         <Tabs.Panel value="templates" pt="md">
           <TemplatesTab />
@@ -205,5 +209,97 @@ function UserTable({ users }: { users: Profile[] }) {
         ))}
       </Table.Tbody>
     </Table>
+  )
+}
+
+/** Which optional, secret-backed features the instance has configured: env var names, never values. */
+function FeaturesTab() {
+  const report = useLoad(() => get('/api/admin/feature-availability'), [])
+  const r = report.data
+  if (report.loading && !r) return <Loading />
+  if (!r) return <ErrorNote error={report.error} />
+  return (
+    <Stack data-testid="features">
+      <SimpleGrid cols={{ base: 1, sm: 3 }}>
+        <Card withBorder>
+          <Text size="xs" c="dimmed">
+            Secret backend
+          </Text>
+          <Group gap="xs">
+            <Text fw={600} ff="monospace" data-testid="features-backend">
+              {r.secret_backend}
+            </Text>
+            {r.boot_critical && (
+              <Badge color="orange" variant="light" title="The server refuses to start when the secret backend's settings are wrong, and every secret goes through it" data-testid="features-boot-critical">
+                boot-critical
+              </Badge>
+            )}
+          </Group>
+        </Card>
+        <Card withBorder>
+          <Text size="xs" c="dimmed">
+            Edition
+          </Text>
+          <Text fw={600} data-testid="features-edition">
+            {r.edition}
+          </Text>
+        </Card>
+        <Card withBorder>
+          <Text size="xs" c="dimmed">
+            Features configured
+          </Text>
+          <Group gap="xs">
+            <Text fw={600} data-testid="features-count">
+              {r.available} of {r.total} available
+            </Text>
+            <Badge color="gray" variant="light" data-testid="features-unavailable">
+              {r.unavailable} unavailable
+            </Badge>
+          </Group>
+        </Card>
+      </SimpleGrid>
+      <Text size="sm" c="dimmed">
+        What the server's environment turns on; set the variables and restart to change it. Values are never shown here.
+      </Text>
+      <Table.ScrollContainer minWidth={640}>
+        <Table striped data-testid="feature-rows">
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Category</Table.Th>
+              <Table.Th>Feature</Table.Th>
+              <Table.Th>Environment variables</Table.Th>
+              <Table.Th w={130}>Status</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {(r.features ?? []).map((f) => (
+              <Table.Tr key={f.name} data-testid={`feature-${f.name}`} data-available={String(f.available)}>
+                <Table.Td>{f.category}</Table.Td>
+                <Table.Td>
+                  {f.name}
+                  {f.boot_critical && (
+                    <Badge size="xs" color="orange" variant="outline" ml={6}>
+                      boot-critical
+                    </Badge>
+                  )}
+                </Table.Td>
+                <Table.Td>
+                  <Group gap={4}>
+                    {(f.env_vars ?? []).map((v) => (
+                      <Code key={v}>{v}</Code>
+                    ))}
+                  </Group>
+                </Table.Td>
+                <Table.Td>
+                  <Badge color={f.available ? 'teal' : 'gray'} variant="light" tt="none" miw={100}>
+                    {f.available ? 'Available' : 'Unavailable'}
+                  </Badge>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Table.ScrollContainer>
+    </Stack>
   )
 }
