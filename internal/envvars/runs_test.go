@@ -11,30 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"slipway/internal/apitest"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/workflows"
 )
 
-func finished(t *testing.T, c *apitest.Client, runID string) *workflows.RunView {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := c.Do("GET", "/api/workflows/runs/"+runID, nil)
-		fixture.Want(t, r, http.StatusOK)
-		var v workflows.RunView
-		r.JSON(t, &v)
-		if v.Status == workflows.RunSucceeded || v.Status == workflows.RunFailed || v.Status == workflows.RunCancelled {
-			return &v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not finish: %s", runID, r.Body)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
 
 // TestEnvVarsReachRuns: a project's env vars (over the workspace's) reach
 // a code node's environment, the expressions' env and an agent's task; a
@@ -99,10 +81,7 @@ printf '{"greeting": "%s", "token": "%s", "region": "%s"}\n' "$GREETING" "$API_T
 				{"source": "ask", "source_handle": "yes", "target": "tg"}, {"source": "ask", "source_handle": "no", "target": "no"}, {"source": "tg", "target": "end"}}})
 		fixture.Want(t, r, http.StatusCreated)
 		wf := r.Map(t)["id"].(string)
-		r = c.Do("POST", "/api/workflows/"+wf+"/runs", obj{"input": obj{}})
-		fixture.Want(t, r, http.StatusCreated)
-		runID := r.Map(t)["run_id"].(string)
-		v := finished(t, c, runID)
+		v := f.RunWorkflow(t, c, wf, obj{})
 		if v.Status != workflows.RunSucceeded {
 			t.Fatalf("run %s: %s", v.Status, v.Error)
 		}

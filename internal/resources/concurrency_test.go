@@ -44,7 +44,7 @@ func TestMaxConcurrentUses(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					if v := startRun(t, c, wf, obj{}); v.Status != workflows.RunSucceeded {
+					if v := f.RunWorkflow(t, c, wf, obj{}); v.Status != workflows.RunSucceeded {
 						t.Errorf("run %s: %s", v.Status, v.Error)
 					}
 				}()

@@ -86,7 +86,7 @@ func TestDatabaseNodes(t *testing.T) {
 				"sql": "SELECT id, customer, total, placed_at, ref FROM orders WHERE total > $1 ORDER BY total DESC", "params": []any{"{{ input.min }}"}, "max_rows": 2}},
 			obj{"key": "end", "kind": "end", "config": obj{"output": `{"added": nodes.add.output, "top": nodes.top.output}`}},
 		)
-		v := startRun(t, c, wf, obj{"who": hostile, "min": 5})
+		v := f.RunWorkflow(t, c, wf, obj{"who": hostile, "min": 5})
 		if v.Status != workflows.RunSucceeded {
 			t.Fatalf("run %s: %s", v.Status, v.Error)
 		}
@@ -136,7 +136,7 @@ func TestDatabaseNodes(t *testing.T) {
 				`relation "nothing" does not exist`},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				v := startRun(t, c, workflow(tc.node), obj{})
+				v := f.RunWorkflow(t, c, workflow(tc.node), obj{})
 				if v.Status != workflows.RunFailed || !strings.Contains(v.Error, tc.want) || !strings.Contains(v.Error, `postgresql "Shop DB"`) {
 					t.Fatalf("%s %q, want it to name %q", v.Status, v.Error, tc.want)
 				}
@@ -149,7 +149,7 @@ func TestDatabaseNodes(t *testing.T) {
 		// A resource that cannot reach its database fails the node and says
 		// why, without the password.
 		bad := create(t, c, obj{"name": "Gone DB", "kind": "postgresql", "config": obj{"host": "127.0.0.1", "port": 1, "database": "x", "user": "u", "sslmode": "disable"}, "secret": password})
-		v = startRun(t, c, workflow(obj{"key": "q", "kind": "db_query", "config": obj{"resource_id": bad.ID, "sql": "SELECT 1"}}), obj{})
+		v = f.RunWorkflow(t, c, workflow(obj{"key": "q", "kind": "db_query", "config": obj{"resource_id": bad.ID, "sql": "SELECT 1"}}), obj{})
 		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, `postgresql "Gone DB"`) || strings.Contains(v.Error, password) {
 			t.Fatalf("unreachable: %s %q", v.Status, v.Error)
 		}
@@ -169,7 +169,7 @@ func TestDatabaseNodesGuarded(t *testing.T) {
 	r := c.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, c, "P"), "name": "Q",
 		"nodes": []obj{{"key": "q", "kind": "db_query", "config": obj{"resource_id": res.ID, "sql": "SELECT 1"}}}})
 	fixture.Want(t, r, http.StatusCreated)
-	v := startRun(t, c, r.Map(t)["id"].(string), obj{})
+	v := f.RunWorkflow(t, c, r.Map(t)["id"].(string), obj{})
 	if v.Status != workflows.RunFailed || !strings.Contains(v.Error, "refus") {
 		t.Fatalf("a loopback database without the private-address opt-in: %s %q", v.Status, v.Error)
 	}

@@ -33,7 +33,7 @@ func TestEmailNode(t *testing.T) {
 			r := c.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Mail " + strconv.Itoa(len(config)),
 				"nodes": []obj{{"key": "m", "kind": "notify_email", "config": config}}})
 			fixture.Want(t, r, http.StatusCreated)
-			return startRun(t, c, r.Map(t)["id"].(string), obj{"n": 42, "cc": "ops@example.com"})
+			return f.RunWorkflow(t, c, r.Map(t)["id"].(string), obj{"n": 42, "cc": "ops@example.com"})
 		}
 		v := send(obj{"resource_id": res.ID, "to": []string{"dev@example.com", "{{ input.cc }}"}, "subject": "Build {{ input.n }} ✓",
 			"body": "It passed.\nKey: {{ env.DEPLOY_KEY }}\n.\nEnd"})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/danielgtaylor/huma/v2"
+	"slipway/internal/platform/configschema"
 )
 
 // The configuration of each kind. Their JSON Schemas, generated from these
@@ -108,7 +108,6 @@ type Kind struct {
 	// changing one requires sending the secret again.
 	Address []string
 	config  reflect.Type
-	schema  *huma.Schema
 }
 
 var kindList = []*Kind{
@@ -120,22 +119,29 @@ var kindList = []*Kind{
 	{Slug: "discord", Name: "Discord bot", Description: "A Discord bot: notify_discord nodes.", Secret: "bot token", Address: []string{"api_base"}, config: reflect.TypeFor[DiscordConfig]()},
 	{Slug: "telegram", Name: "Telegram bot", Description: "A Telegram bot: notify_telegram nodes.", Secret: "bot token", Address: []string{"api_base"}, config: reflect.TypeFor[TelegramConfig]()},
 	{Slug: "seafile_webdav", Name: "Seafile / WebDAV", Description: "A WebDAV share (Seafile's SeafDAV): browse folders, read and write files.", Secret: "password", Address: []string{"url"}, config: reflect.TypeFor[SeafileWebDAVConfig]()},
-	{Slug: "openai_compatible", Name: "OpenAI-compatible model", Description: "A chat-completions API: llm_classify nodes and agent profiles.", Secret: "API key", Address: []string{"base_url"}, config: reflect.TypeFor[OpenAICompatibleConfig]()},
+	{Slug: "openai_compatible", Name: "OpenAI-compatible model", Description: "A chat-completions API: llm_classify and connector nodes.", Secret: "API key", Address: []string{"base_url"}, config: reflect.TypeFor[OpenAICompatibleConfig]()},
 	{Slug: "s3", Name: "S3 bucket", Description: "An S3-compatible bucket.", Secret: "secret access key", Address: []string{"endpoint", "region", "bucket"}, config: reflect.TypeFor[S3Config]()},
 }
 
 var (
 	kindsOnce sync.Once
 	kinds     map[string]*Kind
-	registry  huma.Registry
+	// schemas are the kinds' config schemas, generated from their types.
+	schemas = configschema.NewSet(configTypes())
 )
+
+func configTypes() map[string]reflect.Type {
+	out := make(map[string]reflect.Type, len(kindList))
+	for _, k := range kindList {
+		out[k.Slug] = k.config
+	}
+	return out
+}
 
 func kindTable() map[string]*Kind {
 	kindsOnce.Do(func() {
-		registry = huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
 		kinds = make(map[string]*Kind, len(kindList))
 		for _, k := range kindList {
-			k.schema = registry.Schema(k.config, false, "")
 			kinds[k.Slug] = k
 		}
 	})
@@ -168,11 +174,7 @@ func Kinds() []ResourceKind {
 	kindTable()
 	out := make([]ResourceKind, 0, len(kindList))
 	for _, k := range kindList {
-		schema, err := json.Marshal(k.schema)
-		if err != nil {
-			panic(err) // generated from our own types: cannot fail
-		}
-		out = append(out, ResourceKind{Slug: k.Slug, Name: k.Name, Description: k.Description, Secret: k.Secret, ConfigSchema: schema})
+		out = append(out, ResourceKind{Slug: k.Slug, Name: k.Name, Description: k.Description, Secret: k.Secret, ConfigSchema: schemas.Schema(k.Slug)})
 	}
 	return out
 }
@@ -181,36 +183,10 @@ const maxConfigBytes = 16 << 10
 
 // checkConfig validates a config against its kind's schema.
 func (k *Kind) checkConfig(config map[string]any) error {
-	raw, err := json.Marshal(config)
-	if err != nil {
-		return fmt.Errorf("config is not JSON: %v", err)
+	if err := schemas.Check(k.Slug, config, maxConfigBytes); err != nil {
+		return err
 	}
-	if len(raw) > maxConfigBytes {
-		return fmt.Errorf("config is larger than %d bytes", maxConfigBytes)
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return fmt.Errorf("config is not JSON: %v", err)
-	}
-	kindTable()
-	res := &huma.ValidateResult{}
-	huma.Validate(registry, k.schema, huma.NewPathBuffer(make([]byte, 0, 64), 0), huma.ModeWriteToServer, v, res)
-	if len(res.Errors) == 0 {
-		return k.checkURLs(config)
-	}
-	msgs := make([]string, 0, len(res.Errors))
-	for _, e := range res.Errors {
-		if d, ok := e.(*huma.ErrorDetail); ok {
-			if loc := strings.TrimPrefix(d.Location, "."); loc != "" {
-				msgs = append(msgs, d.Message+" (config."+loc+")")
-				continue
-			}
-			msgs = append(msgs, d.Message)
-			continue
-		}
-		msgs = append(msgs, e.Error())
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	return k.checkURLs(config)
 }
 
 // checkURLs refuses URL fields that are not plain http(s) addresses

@@ -9,9 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"slipway/internal/apitest"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
@@ -83,26 +81,6 @@ func (f *farEnd) requests() []seenRequest {
 	return append([]seenRequest(nil), f.seen...)
 }
 
-func startRun(t *testing.T, c *apitest.Client, workflowID string, input any) *workflows.RunView {
-	t.Helper()
-	r := c.Do("POST", "/api/workflows/"+workflowID+"/runs", obj{"input": input})
-	fixture.Want(t, r, http.StatusCreated)
-	id := r.Map(t)["run_id"].(string)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		r := c.Do("GET", "/api/workflows/runs/"+id, nil)
-		fixture.Want(t, r, http.StatusOK)
-		var v workflows.RunView
-		r.JSON(t, &v)
-		if v.Status == workflows.RunSucceeded || v.Status == workflows.RunFailed || v.Status == workflows.RunCancelled {
-			return &v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not finish: %s", id, r.Body)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // TestResourceNodes runs a workflow whose nodes use four resources against
 // a local server speaking each protocol: the answers flow on, every secret
@@ -133,7 +111,7 @@ func TestResourceNodes(t *testing.T) {
 		fixture.Want(t, r, http.StatusCreated)
 		wf := r.Map(t)["id"].(string)
 
-		v := startRun(t, c, wf, obj{"title": "Login fails"})
+		v := f.RunWorkflow(t, c, wf, obj{"title": "Login fails"})
 		if v.Status != workflows.RunSucceeded {
 			t.Fatalf("run %s: %s", v.Status, v.Error)
 		}
@@ -167,7 +145,7 @@ func TestResourceNodes(t *testing.T) {
 		far.mu.Lock()
 		far.telegramDown = true
 		far.mu.Unlock()
-		v = startRun(t, c, wf, obj{"title": "Crash on save"})
+		v = f.RunWorkflow(t, c, wf, obj{"title": "Crash on save"})
 		if v.Status != workflows.RunFailed || !strings.Contains(v.Error, "telegram: HTTP 401: Unauthorized") {
 			t.Fatalf("a refused bot token: %s %q", v.Status, v.Error)
 		}
@@ -191,7 +169,7 @@ func TestResourceNodes(t *testing.T) {
 			r := c.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, c, "P "+tc.resource), "name": "Wrong",
 				"nodes": []obj{{"key": "tell", "kind": "notify_telegram", "config": obj{"resource_id": tc.resource, "chat_id": "1", "text": "x"}}}})
 			fixture.Want(t, r, http.StatusCreated)
-			v := startRun(t, c, r.Map(t)["id"].(string), obj{})
+			v := f.RunWorkflow(t, c, r.Map(t)["id"].(string), obj{})
 			if v.Status != workflows.RunFailed || !strings.Contains(v.Error, tc.want) {
 				t.Fatalf("%s: %s %q", tc.resource, v.Status, v.Error)
 			}

@@ -98,7 +98,7 @@ func TestRowLevelSecurity(t *testing.T) {
 			}
 			r := c.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, c, "P "+ids.New()), "name": "RLS", "nodes": nodes, "edges": edges})
 			fixture.Want(t, r, http.StatusCreated)
-			return startRun(t, c, r.Map(t)["id"].(string), obj{})
+			return f.RunWorkflow(t, c, r.Map(t)["id"].(string), obj{})
 		}
 		read := func(c *apitest.Client, res string) []string {
 			t.Helper()

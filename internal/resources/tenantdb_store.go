@@ -22,14 +22,9 @@ func runStatement(ctx context.Context, pool *pgxpool.Pool, st Statement) (out an
 	if err != nil {
 		return nil, err
 	}
+	// A failure inside the transaction leaves it open (aborted): the pool
+	// closes a connection released in a transaction rather than reuse it.
 	defer conn.Release()
-	defer func() {
-		// A failure inside the transaction leaves it open (aborted): end it
-		// before the connection goes back to the pool.
-		if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
-		}
-	}()
 	begin := "BEGIN READ ONLY"
 	if st.Write {
 		begin = "BEGIN"

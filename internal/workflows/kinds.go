@@ -6,12 +6,12 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"slipway/internal/platform/expression"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
+	"slipway/internal/platform/configschema"
+	"slipway/internal/platform/expression"
 )
 
 // Output handles of the node kinds. Most kinds fire out when they succeed
@@ -187,7 +187,6 @@ type Kind struct {
 	// validate and fail at run time with "not available yet".
 	Runs   bool
 	config reflect.Type
-	schema *huma.Schema
 }
 
 var outError = []string{HandleOut, HandleError}
@@ -217,15 +216,22 @@ var kindList = []*Kind{
 var (
 	kindsOnce sync.Once
 	kinds     map[string]*Kind
-	registry  huma.Registry
+	// schemas are the kinds' config schemas, generated from their types.
+	schemas = configschema.NewSet(configTypes())
 )
+
+func configTypes() map[string]reflect.Type {
+	out := make(map[string]reflect.Type, len(kindList))
+	for _, k := range kindList {
+		out[k.Slug] = k.config
+	}
+	return out
+}
 
 func kindTable() map[string]*Kind {
 	kindsOnce.Do(func() {
-		registry = huma.NewMapRegistry("#/components/schemas/", huma.DefaultSchemaNamer)
 		kinds = make(map[string]*Kind, len(kindList))
 		for _, k := range kindList {
-			k.schema = registry.Schema(k.config, false, "")
 			kinds[k.Slug] = k
 		}
 	})
@@ -262,39 +268,7 @@ func (k *Kind) DefaultHandle() string {
 
 // checkConfig validates a node's config against its kind's schema.
 func (k *Kind) checkConfig(config map[string]any) error {
-	// Validate works on the JSON shapes (float64 numbers, []any): round
-	// trip what a YAML or Go caller built.
-	raw, err := json.Marshal(config)
-	if err != nil {
-		return fmt.Errorf("config is not JSON: %v", err)
-	}
-	if len(raw) > maxConfigBytes {
-		return fmt.Errorf("config is larger than %d bytes", maxConfigBytes)
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return fmt.Errorf("config is not JSON: %v", err)
-	}
-	kindTable()
-	res := &huma.ValidateResult{}
-	huma.Validate(registry, k.schema, huma.NewPathBuffer(make([]byte, 0, 64), 0), huma.ModeWriteToServer, v, res)
-	if len(res.Errors) == 0 {
-		return nil
-	}
-	msgs := make([]string, 0, len(res.Errors))
-	for _, e := range res.Errors {
-		if d, ok := e.(*huma.ErrorDetail); ok {
-			loc := strings.TrimPrefix(d.Location, ".")
-			if loc == "" {
-				msgs = append(msgs, d.Message)
-			} else {
-				msgs = append(msgs, d.Message+" (config."+loc+")")
-			}
-			continue
-		}
-		msgs = append(msgs, e.Error())
-	}
-	return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	return schemas.Check(k.Slug, config, maxConfigBytes)
 }
 
 // checkExpressions compiles a (schema-valid) config's expressions and
@@ -392,12 +366,8 @@ func NodeTypes() []NodeType {
 	kindTable()
 	out := make([]NodeType, 0, len(kindList))
 	for _, k := range kindList {
-		schema, err := json.Marshal(k.schema)
-		if err != nil {
-			panic(err) // generated from our own types: cannot fail
-		}
 		out = append(out, NodeType{Slug: k.Slug, Name: k.Name, Category: k.Category, Description: k.Description, Builtin: true,
-			Available: k.Runs, Handles: append([]string{}, k.Handles...), ConfigSchema: schema})
+			Available: k.Runs, Handles: append([]string{}, k.Handles...), ConfigSchema: schemas.Schema(k.Slug)})
 	}
 	return out
 }
