@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"slipway/internal/platform/dburl"
+	"slipway/internal/platform/vaultkeys"
 )
 
 // Mode is dev or prod.
@@ -279,6 +280,11 @@ func load(lookup Lookup) (*Config, *reader) {
 
 	c.SecretBackend = r.oneOf("SECRET_BACKEND", "auto", "auto", "env", "openbao")
 	c.VaultKeys = Secret(r.str("SERVICE_VAULT_KEYS", ""))
+	if spec := c.VaultKeys.Reveal(); spec != "" {
+		if _, err := vaultkeys.Parse(spec); err != nil {
+			r.failf("SERVICE_VAULT_KEYS", "%v", err)
+		}
+	}
 	c.OpenBao = OpenBao{Addr: r.str("BAO_ADDR", ""), Token: Secret(r.str("BAO_TOKEN", "")), RoleID: r.str("BAO_ROLE_ID", ""),
 		SecretID: Secret(r.str("BAO_SECRET_ID", "")), Namespace: r.str("BAO_NAMESPACE", ""),
 		Mount: r.str("SERVICE_VAULT_MOUNT", "secret"), Prefix: r.str("SERVICE_VAULT_PREFIX", "slipway")}

@@ -341,6 +341,8 @@ func TestSecretBackendAuto(t *testing.T) {
 		{map[string]string{"BAO_TOKEN": "t"}, "env", ""},
 		{map[string]string{"BAO_ADDR": "http://bao:8200", "BAO_TOKEN": "t", "SECRET_BACKEND": "env"}, "env", ""},
 		{map[string]string{"SECRET_BACKEND": "openbao"}, "", "openbao needs BAO_ADDR"},
+		{map[string]string{"SERVICE_VAULT_KEYS": "k1:dG9vIHNob3J0"}, "", "SERVICE_VAULT_KEYS: key \"k1\": the key must be 32 bytes"},
+		{map[string]string{"SERVICE_VAULT_KEYS": "k2:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, "env", ""},
 	} {
 		c, err := Load(MapLookup(tc.env))
 		if tc.err != "" {

@@ -17,7 +17,6 @@ import (
 	"slipway/internal/workflows"
 )
 
-
 // TestEnvVarsReachRuns: a project's env vars (over the workspace's) reach
 // a code node's environment, the expressions' env and an agent's task; a
 // secret one's value is redacted from the node's output, its logs, the

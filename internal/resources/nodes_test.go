@@ -81,7 +81,6 @@ func (f *farEnd) requests() []seenRequest {
 	return append([]seenRequest(nil), f.seen...)
 }
 
-
 // TestResourceNodes runs a workflow whose nodes use four resources against
 // a local server speaking each protocol: the answers flow on, every secret
 // goes only where it belongs, and no secret is stored anywhere.
