@@ -67,7 +67,7 @@ func BenchmarkDispatchEnv(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				t0 := time.Now()
-				vars, secrets, err := env.Resolve(ctx, ws, "")
+				vars, secrets, err := env.Resolve(ctx, nil, ws, "")
 				samples = append(samples, time.Since(t0))
 				if err != nil || len(vars) != 10 || len(secrets) != 5 {
 					b.Fatalf("%d vars, %d secrets, %v", len(vars), len(secrets), err)

@@ -68,7 +68,8 @@ type Config struct {
 // EnvSource resolves the env vars of a workspace's project (projectID "":
 // the workspace's global ones): values, and the secret ones among them.
 type EnvSource interface {
-	Resolve(ctx context.Context, workspaceID, projectID string) (map[string]string, []string, error)
+	// Resolve reads through q (the claim's transaction).
+	Resolve(ctx context.Context, q db.Queryer, workspaceID, projectID string) (map[string]string, []string, error)
 }
 
 // Dispatcher implements workport.Port for the hub.
@@ -293,7 +294,7 @@ func (d *Dispatcher) claimOnce(ctx context.Context, req workport.ClaimRequest, k
 			}
 			a.TTL = d.cfg.Lease
 			a.TraceParent = j.TraceParent // the worker's span continues the trace that queued the job
-			if err := d.withEnv(sctx, j.WorkspaceID, a); err != nil {
+			if err := d.withEnv(sctx, tx, j.WorkspaceID, a); err != nil {
 				return false, err
 			}
 			if a.Lease.RunID != "" {
@@ -656,7 +657,7 @@ func RunStatus(outcome string) (string, bool) {
 // now against the job's workspace (a project of another workspace gets
 // none of its vars), with their secret values added to what the worker
 // redacts. Slipway's own SLIPWAY_ variables win over any env var.
-func (d *Dispatcher) withEnv(ctx context.Context, workspaceID string, a *workport.Assignment) error {
+func (d *Dispatcher) withEnv(ctx context.Context, q db.Queryer, workspaceID string, a *workport.Assignment) error {
 	if d.cfg.Env == nil || a.Resume != nil {
 		return nil
 	}
@@ -671,7 +672,7 @@ func (d *Dispatcher) withEnv(ctx context.Context, workspaceID string, a *workpor
 	default:
 		return nil
 	}
-	vars, hidden, err := d.cfg.Env.Resolve(ctx, workspaceID, project)
+	vars, hidden, err := d.cfg.Env.Resolve(ctx, q, workspaceID, project)
 	if err != nil || len(vars) == 0 {
 		return err
 	}

@@ -325,7 +325,7 @@ func TestEnvVarsResolve(t *testing.T) {
 		ctx := context.Background()
 		resolve := func(ws, project string, wantEnv map[string]string, wantSecrets []string) {
 			t.Helper()
-			env, secrets, err := svc.Resolve(ctx, ws, project)
+			env, secrets, err := svc.Resolve(ctx, nil, ws, project)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,7 +361,7 @@ func TestEnvVarsResolve(t *testing.T) {
 
 		// A secret missing from the vault is a vault_error, not an empty value.
 		f.Exec(t, "DELETE FROM vault_secrets WHERE path = $1", ws+"/"+ref)
-		_, _, err := svc.Resolve(ctx, ws, p2)
+		_, _, err := svc.Resolve(ctx, nil, ws, p2)
 		if ae, ok := apperr.As(err); !ok || ae.Code != apperr.CodeVault || !strings.Contains(ae.Message, "S") {
 			t.Fatalf("Resolve with a secret gone: %v", err)
 		}
@@ -543,7 +543,7 @@ func TestEnvVarsTenancy(t *testing.T) {
 		if len(listed) != 1 || listed[0].ID != theirs.ID {
 			t.Fatalf("the outsider lists %+v", listed)
 		}
-		env, _, err := f.App.Server.Services.EnvVars.Resolve(context.Background(), owner.DefaultWorkspace(), p)
+		env, _, err := f.App.Server.Services.EnvVars.Resolve(context.Background(), nil, owner.DefaultWorkspace(), p)
 		if err != nil || env["SECRET"] != "tenancy-s3cret-1" || env["STOLEN"] != "x" {
 			t.Fatalf("the owner's env %v, %v", env, err)
 		}

@@ -403,13 +403,19 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) (b
 // (projectID "": outside any project): the globals, over which the
 // project's own env vars win, with secret values read from the vault. The
 // second result lists the secret values in it, for the run's redaction set.
-func (s *Service) Resolve(ctx context.Context, workspaceID, projectID string) (map[string]string, []string, error) {
+// It reads through q: a caller inside a transaction passes it, so that it
+// never waits for a second connection of a pool its transaction may have
+// exhausted (PostgreSQL).
+func (s *Service) Resolve(ctx context.Context, q db.Queryer, workspaceID, projectID string) (map[string]string, []string, error) {
+	if q == nil {
+		q = s.DB.R
+	}
 	var vars []EnvVar
 	var err error
 	if projectID == "" {
-		vars, err = globals(ctx, s.DB.R, workspaceID, MaxPerWorkspace)
+		vars, err = globals(ctx, q, workspaceID, MaxPerWorkspace)
 	} else {
-		vars, err = list(ctx, s.DB.R, workspaceID, projectID, MaxPerWorkspace)
+		vars, err = list(ctx, q, workspaceID, projectID, MaxPerWorkspace)
 	}
 	if err != nil {
 		return nil, nil, err
@@ -431,7 +437,7 @@ func (s *Service) Resolve(ctx context.Context, workspaceID, projectID string) (m
 	}
 	secrets := []string{}
 	if len(names) > 0 {
-		values, err := vault.GetMany(ctx, s.Vault, workspaceID, names)
+		values, err := vault.GetManyIn(ctx, q, s.Vault, workspaceID, names)
 		if err != nil {
 			return nil, nil, err
 		}

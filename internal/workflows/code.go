@@ -140,7 +140,7 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := h.e.state(ctx, run, g, nodes, h.e.clock.Now())
+	st, err := h.e.state(ctx, q, run, g, nodes, h.e.clock.Now())
 	if err != nil {
 		return nil, nil, err
 	}

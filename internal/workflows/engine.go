@@ -165,7 +165,7 @@ func (e *Engine) transitionTx(ctx context.Context, tx *db.Tx, workspaceID, runID
 	if err != nil {
 		return nil, err
 	}
-	st, err := e.state(ctx, run, g, nodes, now)
+	st, err := e.state(ctx, tx, run, g, nodes, now)
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +416,7 @@ func (e *Engine) startNew(ctx context.Context, tx *db.Tx, run *runRow, g *Graph,
 	}
 	// Nobody else sees the run before this transaction commits: it needs
 	// no lock.
-	st, err := e.state(ctx, run, g, nil, e.clock.Now())
+	st, err := e.state(ctx, tx, run, g, nil, e.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -453,7 +453,7 @@ func (e *Engine) start(ctx context.Context, tx *db.Tx, workspaceID, runID string
 	if err != nil {
 		return err
 	}
-	st, err := e.state(ctx, run, g, nil, now)
+	st, err := e.state(ctx, tx, run, g, nil, now)
 	if err != nil {
 		return err
 	}

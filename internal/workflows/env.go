@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"slipway/internal/platform/db"
 	"slipway/internal/platform/redact"
 	"slipway/internal/platform/ttlcache"
 )
@@ -11,7 +12,8 @@ import (
 // EnvSource resolves the env vars of a run in a project of a workspace
 // (the env vars service): the values, and which of them are secrets.
 type EnvSource interface {
-	Resolve(ctx context.Context, workspaceID, projectID string) (map[string]string, []string, error)
+	// Resolve reads through q (the caller's transaction).
+	Resolve(ctx context.Context, q db.Queryer, workspaceID, projectID string) (map[string]string, []string, error)
 }
 
 // resolvedEnv is what a run's expressions see as env, and its redactor.
@@ -28,10 +30,12 @@ const envTTL = 5 * time.Second
 
 func newEnvCache() *ttlcache.Cache[resolvedEnv] { return ttlcache.New[resolvedEnv](envTTL, 4096) }
 
-// state is a run's state with its environment attached.
-func (e *Engine) state(ctx context.Context, run *runRow, g *Graph, nodes []*nodeRun, now time.Time) (*runState, error) {
+// state is a run's state with its environment attached, read through q
+// (the transition's transaction: a second connection could wait for ever on
+// a pool the transitions hold).
+func (e *Engine) state(ctx context.Context, q db.Queryer, run *runRow, g *Graph, nodes []*nodeRun, now time.Time) (*runState, error) {
 	st := newRunState(run, g, nodes, now)
-	env, err := e.environment(ctx, run.WorkspaceID, run.ProjectID)
+	env, err := e.environment(ctx, q, run.WorkspaceID, run.ProjectID)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +44,7 @@ func (e *Engine) state(ctx context.Context, run *runRow, g *Graph, nodes []*node
 }
 
 // environment resolves (or reuses) a project's env.
-func (e *Engine) environment(ctx context.Context, workspaceID, projectID string) (resolvedEnv, error) {
+func (e *Engine) environment(ctx context.Context, q db.Queryer, workspaceID, projectID string) (resolvedEnv, error) {
 	if e.env == nil {
 		return resolvedEnv{}, nil
 	}
@@ -50,7 +54,7 @@ func (e *Engine) environment(ctx context.Context, workspaceID, projectID string)
 		return v, nil
 	}
 	epoch := e.envs.Epoch()
-	vars, secrets, err := e.env.Resolve(ctx, workspaceID, projectID)
+	vars, secrets, err := e.env.Resolve(ctx, q, workspaceID, projectID)
 	if err != nil {
 		return resolvedEnv{}, err
 	}

@@ -63,13 +63,21 @@ func (e *Env) Get(ctx context.Context, ref Ref) (string, error) {
 
 // GetMany opens several secrets of one workspace with one read.
 func (e *Env) GetMany(ctx context.Context, workspace string, names []string) (map[string]string, error) {
+	return e.getMany(ctx, nil, workspace, names)
+}
+
+// getMany reads through q (nil: the database's readers).
+func (e *Env) getMany(ctx context.Context, q db.Queryer, workspace string, names []string) (map[string]string, error) {
+	if q == nil {
+		q = e.db.R
+	}
 	paths := make([]string, 0, len(names))
 	for _, n := range names {
 		if ref := (Ref{Workspace: workspace, Name: n}); ref.Valid() {
 			paths = append(paths, ref.path())
 		}
 	}
-	sealed, err := getSealedMany(ctx, e.db, paths)
+	sealed, err := getSealedMany(ctx, q, paths)
 	if err != nil {
 		return nil, fail("read", err)
 	}

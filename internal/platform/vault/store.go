@@ -135,7 +135,7 @@ func replaceSightings(ctx context.Context, tx *db.Tx, paths map[string]bool, now
 }
 
 // getSealedMany reads the sealed values of several paths in one statement.
-func getSealedMany(ctx context.Context, d *db.DB, paths []string) (map[string]string, error) {
+func getSealedMany(ctx context.Context, q db.Queryer, paths []string) (map[string]string, error) {
 	out := make(map[string]string, len(paths))
 	for len(paths) > 0 {
 		batch := paths[:min(len(paths), 500)]
@@ -145,7 +145,7 @@ func getSealedMany(ctx context.Context, d *db.DB, paths []string) (map[string]st
 		for i, p := range batch {
 			marks[i], args[i] = "$"+strconv.Itoa(i+1), p
 		}
-		rows, err := d.R.QueryContext(ctx, "SELECT path, sealed FROM vault_secrets WHERE path IN ("+strings.Join(marks, ", ")+")", args...)
+		rows, err := q.QueryContext(ctx, "SELECT path, sealed FROM vault_secrets WHERE path IN ("+strings.Join(marks, ", ")+")", args...)
 		if err != nil {
 			return nil, err
 		}

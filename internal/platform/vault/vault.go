@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
 )
 
 // Ref names one secret: the workspace that owns it and a name within it.
@@ -78,10 +79,14 @@ type Backend interface {
 // backend can (env), one by one otherwise. A missing secret is missing
 // from the map.
 func GetMany(ctx context.Context, b Backend, workspace string, names []string) (map[string]string, error) {
-	if m, ok := b.(interface {
-		GetMany(context.Context, string, []string) (map[string]string, error)
-	}); ok {
-		return m.GetMany(ctx, workspace, names)
+	return GetManyIn(ctx, nil, b, workspace, names)
+}
+
+// GetManyIn is GetMany reading through q (a caller's transaction; nil: the
+// database's readers) where the backend is the database (env).
+func GetManyIn(ctx context.Context, q db.Queryer, b Backend, workspace string, names []string) (map[string]string, error) {
+	if e, ok := b.(*Env); ok {
+		return e.getMany(ctx, q, workspace, names)
 	}
 	out := make(map[string]string, len(names))
 	for _, n := range names {
