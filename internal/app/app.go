@@ -173,11 +173,21 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 			return nil, err
 		}
 	}
+	store := opts.Vault
+	if store == nil {
+		if store, err = secretStore(cfg, d, clk, secret); err != nil {
+			return nil, err
+		}
+	}
+	// The instance-wide provider keys: env first, then the vault.
+	llmKey := instanceKey(store, cfg.LLMProviderAPIKey.Reveal(), InstanceLLMKey, log)
+	speechKey := instanceKey(store, cfg.SpeechProviderAPIKey.Reveal(), InstanceSpeechKey, log)
 	red := opts.Redactor
 	if red == nil {
-		red = redact.New(cfg.JWTSecret.Reveal(), cfg.SpeechProviderAPIKey.Reveal(), cfg.LLMProviderAPIKey.Reveal())
+		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey)
 	}
 	parts := derive(cfg, binary)
+	parts.Tasks.LLMKey = llmKey
 	if opts.Tune != nil {
 		opts.Tune(&parts)
 	}
@@ -230,14 +240,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		parts.Tasks.ApprovalTimeout)
 	ts := tasks.NewService(tasks.Deps{DB: d, Clock: clk, Projects: proj, Runs: rs, Queue: q, Router: runnerSvc,
 		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re}, parts.Tasks)
-	store := opts.Vault
-	if store == nil {
-		if store, err = secretStore(cfg, d, clk, secret); err != nil {
-			bus.Close()
-			return nil, err
-		}
-	}
-	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: cfg.LLMProviderAPIKey.Reveal(),
+	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
 	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
@@ -325,6 +328,29 @@ func ownAddresses(cfg *config.Config) []string {
 		own = append(own, u.Host)
 	}
 	return own
+}
+
+// The vault names of the instance-wide keys read when their env vars are
+// unset: in OpenBao, <mount>/data/<prefix>/instance/<name>, field value.
+const (
+	InstanceLLMKey    = "llm-provider-api-key"
+	InstanceSpeechKey = "speech-provider-api-key"
+)
+
+// instanceKey is an instance-wide key: its env var's value, else the vault's
+// (workspace "instance", which no workspace id can be). A vault that cannot
+// be read leaves it unset, with a warning: the key is optional.
+func instanceKey(store vault.Backend, env, name string, log *slog.Logger) string {
+	if env != "" {
+		return env
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := store.Get(ctx, vault.Ref{Workspace: "instance", Name: name})
+	if err != nil && !errors.Is(err, vault.ErrNotFound) {
+		log.Warn("the vault could not be read for an instance key; it stays unset", "name", name, "err", err)
+	}
+	return v
 }
 
 // secretStore is the vault SECRET_BACKEND names (config resolved auto).

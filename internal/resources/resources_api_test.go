@@ -1,6 +1,7 @@
 package resources_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
@@ -9,10 +10,12 @@ import (
 	"testing"
 
 	"slipway/internal/apitest"
+	"slipway/internal/app"
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/vault"
 	"slipway/internal/platform/vault/kvtest"
 	"slipway/internal/resources"
 )
@@ -395,5 +398,28 @@ func TestResourcesOnOpenBao(t *testing.T) {
 	fixture.Want(t, c.Do("DELETE", "/api/resources/"+r.ID, nil), http.StatusOK)
 	if paths := bao.Paths(); len(paths) != 0 {
 		t.Fatalf("after delete OpenBao holds %v", paths)
+	}
+}
+
+// TestInstanceKeysFromTheVault: LLM_PROVIDER_API_KEY and
+// SPEECH_PROVIDER_API_KEY, unset, are read from the vault (OpenBao's
+// <prefix>/instance/<name>); set, the env wins.
+func TestInstanceKeysFromTheVault(t *testing.T) {
+	bao := kvtest.New(t, kvtest.Options{Token: "bao-root-token-2"})
+	client, err := vault.NewOpenBao(vault.OpenBaoConfig{Addr: bao.URL, Token: "bao-root-token-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Put(context.Background(), vault.Ref{Workspace: "instance", Name: app.InstanceLLMKey}, "sk-from-the-vault-1"); err != nil {
+		t.Fatal(err)
+	}
+	f := fixture.NewAPI(t, db.SQLite, "BAO_ADDR", bao.URL, "BAO_TOKEN", "bao-root-token-2")
+	f.App.Remember("sk-from-the-vault-1")
+	if got := f.App.Server.Services.Resources.LLMKey; got != "sk-from-the-vault-1" {
+		t.Fatalf("LLM key %q, want the vault's", got)
+	}
+	g := fixture.NewAPI(t, db.SQLite, "BAO_ADDR", bao.URL, "BAO_TOKEN", "bao-root-token-2", "LLM_PROVIDER_API_KEY", "sk-from-the-env-2")
+	if got := g.App.Server.Services.Resources.LLMKey; got != "sk-from-the-env-2" {
+		t.Fatalf("LLM key %q, want the env's", got)
 	}
 }
