@@ -278,7 +278,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
 		Scans:     workflowscan.NewService(proj, wf, git),
 		CodeFiles: codefiles.NewService(d, clk, wf),
-		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc, Features: admin.NewFeatures(cfg),
+		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc, Features: admin.NewFeatures(withKeys(cfg, llmKey, speechKey)),
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
 		Commands:  commands.NewService(ts, proj, wf, ap, ten),
 		Undo:      undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
@@ -328,6 +328,14 @@ func ownAddresses(cfg *config.Config) []string {
 		own = append(own, u.Host)
 	}
 	return own
+}
+
+// withKeys is the configuration with the instance keys as resolved (env,
+// else vault): what the owner console's features tab reports.
+func withKeys(cfg *config.Config, llm, speech string) *config.Config {
+	c := *cfg
+	c.LLMProviderAPIKey, c.SpeechProviderAPIKey = config.Secret(llm), config.Secret(speech)
+	return &c
 }
 
 // The vault names of the instance-wide keys read when their env vars are
