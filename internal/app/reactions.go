@@ -182,3 +182,7 @@ func (r resourceNodes) Statement(ctx context.Context, workspaceID, resourceID st
 func (r resourceNodes) Email(ctx context.Context, workspaceID, resourceID string, to []string, subject, body string) (any, error) {
 	return r.s.Email(ctx, workspaceID, resourceID, to, subject, body)
 }
+
+func (r resourceNodes) Materialize(ctx context.Context, q db.Queryer, workspaceID, resourceID string) (string, string, bool, error) {
+	return r.s.Materialize(ctx, q, workspaceID, resourceID)
+}

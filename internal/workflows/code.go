@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
+	"strings"
 	"time"
 
 	"slipway/internal/dispatch"
@@ -91,6 +93,29 @@ func (e *Engine) startCode(ctx context.Context, tx *db.Tx, st *runState, s step,
 		}
 		return err
 	}
+	for name, id := range c.Resources {
+		if !envName.MatchString(name) || strings.HasPrefix(name, "SLIPWAY_") {
+			*o = failed("resources: %q is not a variable name for a script (A-Z, 0-9 and _, not starting SLIPWAY_)", name)
+			return nil
+		}
+		if e.resources == nil {
+			*o = failed("%v", errNoResources)
+			return nil
+		}
+		_, _, found, err := e.resources.Materialize(ctx, tx, st.run.WorkspaceID, id)
+		var ae *apperr.Error
+		if errors.As(err, &ae) && ae.Code == apperr.CodeBadRequest {
+			*o = failed("resources: %s", ae.Message)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !found {
+			*o = failed("resources: resource %s (%s) not found in this workspace", id, name)
+			return nil
+		}
+	}
 	_, err = e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: CodeJob, WorkspaceID: st.run.WorkspaceID, Ref: s.nr.ID, MaxAttempts: codeMaxAttempts,
 		Payload: codePayload{RunID: st.run.ID}})
 	if errors.Is(err, jobs.ErrDuplicate) {
@@ -115,6 +140,9 @@ func (e *Engine) cancelCode(workspaceID, nodeRunID string) {
 		e.log.Error("cancelling the script of a stopped code node failed", "node_run_id", nodeRunID, "err", err)
 	}
 }
+
+// envName is a variable name a code node's resource may take.
+var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,63}$`)
 
 // Code returns the dispatch handler of code jobs.
 func (e *Engine) Code() dispatch.Handler { return codeHandler{e} }
@@ -224,11 +252,32 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 		}
 		return nil, err
 	}
+	work := &workport.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
+		ProjectID: st.run.ProjectID, Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}}
+	// The node's resources, read now against the job's workspace (checked
+	// when the node started; one deleted since is left unset).
+	for name, id := range c.Resources {
+		if h.e.resources == nil {
+			break
+		}
+		value, secret, found, err := h.e.resources.Materialize(ctx, tx, j.WorkspaceID, id)
+		if e, ok := apperr.As(err); ok && e.Code == apperr.CodeBadRequest {
+			continue // changed since the node started: left unset
+		}
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			work.Env[name] = value
+			if secret != "" {
+				work.Secrets = append(work.Secrets, secret)
+			}
+		}
+	}
 	return &workport.Assignment{
-		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
-		Work:  workport.WorkScript,
-		Script: &workport.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
-			ProjectID: st.run.ProjectID, Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}},
+		Lease:  workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
+		Work:   workport.WorkScript,
+		Script: work,
 	}, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"slipway/internal/platform/db"
 )
 
 // Resources performs the nodes that use a workspace's resources (the
@@ -17,6 +19,9 @@ type Resources interface {
 	Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (label string, output any, err error)
 	Statement(ctx context.Context, workspaceID, resourceID string, q DBStatement) (any, error)
 	Email(ctx context.Context, workspaceID, resourceID string, to []string, subject, body string) (any, error)
+	// Materialize is a resource of the workspace as a script gets it: its
+	// JSON (kind, name, config, secret) and its secret, read through q.
+	Materialize(ctx context.Context, q db.Queryer, workspaceID, resourceID string) (value, secret string, found bool, err error)
 }
 
 // DBStatement is a db_query's or db_execute's statement, its parameters

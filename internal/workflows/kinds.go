@@ -69,6 +69,9 @@ type CodeConfig struct {
 	Params         map[string]any `json:"params,omitempty" doc:"The node type's params, checked against its config schema; the script reads them as params"`
 	Image          string         `json:"image,omitempty" maxLength:"500" doc:"Container image; default the instance's agent image"`
 	TimeoutSeconds int64          `json:"timeout_seconds,omitempty" minimum:"1" maximum:"86400"`
+	// Resources hands the script resources of the workspace, each as an
+	// environment variable holding its JSON: kind, name, config and secret.
+	Resources map[string]string `json:"resources,omitempty" maxProperties:"20" doc:"Environment variable name (A-Z, 0-9, _; not SLIPWAY_…) → resource id: the script gets the resource as JSON ({kind, name, config, secret}) in that variable; the secret is redacted from its output"`
 }
 
 // DBConfig queries or changes a database resource: one statement with
