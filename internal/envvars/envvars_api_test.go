@@ -2,7 +2,6 @@ package envvars_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -69,25 +68,6 @@ func (rec *recorder) neverAnswered(secrets ...string) {
 	for _, s := range secrets {
 		if strings.Contains(rec.answers.String(), s) {
 			rec.t.Fatalf("an answer held the secret %q", s)
-		}
-	}
-}
-
-func wantError(t *testing.T, r *apitest.Response, status int, code string, fragments ...string) {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	var e struct {
-		Code  string `json:"code"`
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(r.Body, &e); err != nil || e.Code != code {
-		t.Fatalf("error body = %s, want code %s", r.Body, code)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(e.Error, f) {
-			t.Errorf("error %q does not name %q", e.Error, f)
 		}
 	}
 }
@@ -241,7 +221,7 @@ func TestEnvVarsSaveListDelete(t *testing.T) {
 			t.Fatalf("vault after moving a value %v", paths)
 		}
 		// Secret → plain needs the value, and drops the vault copy.
-		wantError(t, rec.do(c, "POST", path, obj{"key": "DB_URL", "is_secret": false}), http.StatusBadRequest, "bad_request",
+		fixture.WantError(t, rec.do(c, "POST", path, obj{"key": "DB_URL", "is_secret": false}), http.StatusBadRequest, "bad_request",
 			"value is required to make a secret env var plain")
 		if r := rec.save(c, obj{"key": "DB_URL", "is_secret": false, "value": "sqlite://local"}); r.IsSecret || r.Value != "sqlite://local" {
 			t.Fatalf("made plain %+v", r)
@@ -276,8 +256,8 @@ func TestEnvVarsSaveListDelete(t *testing.T) {
 		if got, want := keysOf(rec.list(c, "?project_id="+p1)), []string{"*:API_TOKEN", "*:DB_URL", "*:LOG_LEVEL", "*:REGION", p1 + ":LOG_LEVEL"}; !slices.Equal(got, want) {
 			t.Fatalf("list of a project %v, want %v", got, want)
 		}
-		wantError(t, rec.do(c, "GET", path+"?project_id="+ids.New(), nil), http.StatusNotFound, "not_found", "project not found")
-		wantError(t, rec.do(c, "GET", path+"?project_id=nope", nil), http.StatusBadRequest, "bad_request", "project_id")
+		fixture.WantError(t, rec.do(c, "GET", path+"?project_id="+ids.New(), nil), http.StatusNotFound, "not_found", "project not found")
+		fixture.WantError(t, rec.do(c, "GET", path+"?project_id=nope", nil), http.StatusBadRequest, "bad_request", "project_id")
 
 		// Delete: the row, then its vault copy; a second delete says false.
 		del := func(id string) bool {

@@ -121,7 +121,7 @@ func (p *probe) test(id string, ok bool, fragments ...string) string {
 // bad expects a 400 bad_request naming the fragments.
 func (p *probe) bad(method, path string, fragments ...string) {
 	p.t.Helper()
-	wantError(p.t, p.do(method, path, nil), http.StatusBadRequest, "bad_request", fragments...)
+	fixture.WantError(p.t, p.do(method, path, nil), http.StatusBadRequest, "bad_request", fragments...)
 }
 
 // serve starts an HTTP test server; hits counts its requests.
@@ -250,8 +250,8 @@ func TestConnectionTestHTTP(t *testing.T) {
 	p.bad("POST", "/api/resources/"+p.add("http", obj{"base_url": base}, p.secret("line\r\nInjected: yes"))+"/test", "control character")
 
 	// Unknown ids.
-	wantError(t, p.do("POST", "/api/resources/"+ids.New()+"/test", nil), http.StatusNotFound, "not_found")
-	wantError(t, p.do("POST", "/api/resources/not-an-id/test", nil), http.StatusNotFound, "not_found")
+	fixture.WantError(t, p.do("POST", "/api/resources/"+ids.New()+"/test", nil), http.StatusNotFound, "not_found")
+	fixture.WantError(t, p.do("POST", "/api/resources/not-an-id/test", nil), http.StatusNotFound, "not_found")
 }
 
 // TestConnectionTestRedirect: a redirect is reported, not followed: the
@@ -377,7 +377,7 @@ func TestDiscord(t *testing.T) {
 	gone := p.add("discord", obj{"api_base": "http://" + closedPort(t) + "/api/v10"}, token)
 	p.bad("GET", "/api/resources/"+gone+"/discord/channels", "could not reach")
 	p.test(gone, false, "could not reach")
-	wantError(t, p.do("GET", "/api/resources/"+ids.New()+"/discord/channels", nil), http.StatusNotFound, "not_found")
+	fixture.WantError(t, p.do("GET", "/api/resources/"+ids.New()+"/discord/channels", nil), http.StatusNotFound, "not_found")
 }
 
 // TestTelegram: getMe with the token in the path.
@@ -475,7 +475,7 @@ func TestWebDAV(t *testing.T) {
 	noPass := p.add("seafile_webdav", obj{"url": srv.URL + "/dav", "username": "ann@example.com"}, "")
 	p.bad("GET", "/api/resources/"+noPass+"/storage/folders", "password")
 	p.bad("POST", "/api/resources/"+noPass+"/test", "password")
-	wantError(t, p.do("GET", "/api/resources/"+ids.New()+"/storage/folders", nil), http.StatusNotFound, "not_found")
+	fixture.WantError(t, p.do("GET", "/api/resources/"+ids.New()+"/storage/folders", nil), http.StatusNotFound, "not_found")
 }
 
 // TestConnectionTestNoSSRF: without SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE a

@@ -2,7 +2,6 @@ package resources
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,15 +126,15 @@ func (s *Service) Telegram(ctx context.Context, workspaceID, resourceID, chatID,
 // telegramURL is a Bot API method's address; the token is in the path.
 func telegramURL(base, token, method string) string {
 	if base == "" {
-		base = "https://api.telegram.org"
+		base = defaultTelegramAPI
 	}
-	return strings.TrimRight(base, "/") + "/bot" + token + "/" + method
+	return joinURL(base, "/bot"+url.PathEscape(token)+"/"+method)
 }
 
 // discordBase is the Discord API's address.
 func discordBase(base string) string {
 	if base == "" {
-		base = "https://discord.com/api/v10"
+		base = defaultDiscordAPI
 	}
 	return strings.TrimRight(base, "/")
 }
@@ -194,7 +193,7 @@ func (s *Service) Call(ctx context.Context, workspaceID, resourceID string, r Co
 	if err != nil {
 		return nil, err
 	}
-	base, auth, err := httpAuth(c)
+	base, auth, err := s.httpAuth(c)
 	if err != nil {
 		return nil, err
 	}
@@ -237,71 +236,22 @@ func redactHeaders(red *redact.Redactor, h map[string]string) map[string]string 
 }
 
 // httpAuth is the base URL of an HTTP-like resource and the headers its
-// auth adds.
-func httpAuth(c *Connection) (string, map[string]string, error) {
-	m := configMap(c.Resource)
-	need := func() error {
+// auth adds: the connection test's (target.httpAuth), its refusals as the
+// node's failure; an openai_compatible resource sends its key as a bearer
+// token, or nothing (a local model server may need none).
+func (s *Service) httpAuth(c *Connection) (string, map[string]string, error) {
+	if c.Resource.Kind == "openai_compatible" {
+		cfg, _ := decode[OpenAICompatibleConfig](configMap(c.Resource))
 		if c.Secret == "" {
-			return &NodeError{Message: fmt.Sprintf("resource %q has no secret for its auth", c.Resource.Name)}
-		}
-		return nil
-	}
-	switch c.Resource.Kind {
-	case "openai_compatible":
-		cfg, _ := decode[OpenAICompatibleConfig](m)
-		if c.Secret == "" {
-			return cfg.BaseURL, map[string]string{}, nil // a local model server may need no key
+			return cfg.BaseURL, map[string]string{}, nil
 		}
 		return cfg.BaseURL, map[string]string{"Authorization": "Bearer " + c.Secret}, nil
-	case "api_key":
-		cfg, _ := decode[APIKeyConfig](m)
-		if err := need(); err != nil {
-			return "", nil, err
-		}
-		h, err := authHeader(cfg.Auth, "header", cfg.Username, cfg.HeaderName, "X-API-Key", c.Secret)
-		return cfg.BaseURL, h, err
-	default:
-		cfg, _ := decode[HTTPConfig](m)
-		auth := cfg.Auth
-		if auth == "" {
-			auth = "none"
-			if c.Secret != "" {
-				auth = "bearer"
-			}
-		}
-		if auth != "none" {
-			if err := need(); err != nil {
-				return "", nil, err
-			}
-		}
-		h, err := authHeader(auth, "none", cfg.Username, cfg.HeaderName, "", c.Secret)
-		return cfg.BaseURL, h, err
 	}
-}
-
-// authHeader is the header a style of auth sends.
-func authHeader(style, def, username, header, defHeader, secret string) (map[string]string, error) {
-	if style == "" {
-		style = def
+	base, headers, err := s.target(c).httpAuth()
+	if ae, ok := apperr.As(err); ok {
+		return "", nil, &NodeError{Message: fmt.Sprintf("resource %q: %s", c.Resource.Name, ae.Message)}
 	}
-	switch style {
-	case "bearer":
-		return map[string]string{"Authorization": "Bearer " + secret}, nil
-	case "basic":
-		if username == "" {
-			return nil, &NodeError{Message: "basic auth needs a username on the resource"}
-		}
-		return map[string]string{"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(username+":"+secret))}, nil
-	case "header":
-		if header == "" {
-			header = defHeader
-		}
-		if header == "" {
-			return nil, &NodeError{Message: "header auth needs header_name on the resource"}
-		}
-		return map[string]string{header: secret}, nil
-	}
-	return map[string]string{}, nil
+	return base, headers, err
 }
 
 // joinPath puts a node's path and query below a base URL; the path may

@@ -6,8 +6,10 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"slipway/internal/apitest"
 	"slipway/internal/app"
@@ -37,25 +39,6 @@ func create(t *testing.T, c *apitest.Client, body obj) resources.Resource {
 	var out resources.Resource
 	r.JSON(t, &out)
 	return out
-}
-
-func wantError(t *testing.T, r *apitest.Response, status int, code string, fragments ...string) {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d: %s", r.Status, status, r.Body)
-	}
-	var e struct {
-		Code  string `json:"code"`
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(r.Body, &e); err != nil || e.Code != code {
-		t.Fatalf("error body = %s, want code %s", r.Body, code)
-	}
-	for _, f := range fragments {
-		if !strings.Contains(e.Error, f) {
-			t.Errorf("error %q does not name %q", e.Error, f)
-		}
-	}
 }
 
 // secretsStored counts the vault rows of the env backend, and checks that
@@ -163,7 +146,7 @@ func TestResourcesCRUD(t *testing.T) {
 		if got := names("/api/resources?kind=postgresql"); !slices.Equal(got, []string{"Warehouse"}) {
 			t.Fatalf("kind filter %v", got)
 		}
-		wantError(t, do("GET", "/api/resources?kind=oracle", nil), http.StatusBadRequest, "bad_request", "kind must be one of")
+		fixture.WantError(t, do("GET", "/api/resources?kind=oracle", nil), http.StatusBadRequest, "bad_request", "kind must be one of")
 
 		// The board: search, facet, pages.
 		r = do("GET", "/api/resources/board?q=ware&page_size=1", nil)
@@ -192,7 +175,7 @@ func TestResourcesCRUD(t *testing.T) {
 			t.Fatalf("renamed %+v", got)
 		}
 		// Moving the secret elsewhere needs the secret again.
-		wantError(t, do("PUT", "/api/resources/"+db1.ID, obj{"config": pg("attacker.example")}), http.StatusBadRequest, "bad_request",
+		fixture.WantError(t, do("PUT", "/api/resources/"+db1.ID, obj{"config": pg("attacker.example")}), http.StatusBadRequest, "bad_request",
 			"requires sending the secret again")
 		// The same address with other settings is fine.
 		other := pg("db.internal")
@@ -286,7 +269,7 @@ func TestResourcesCRUD(t *testing.T) {
 		if n := secretsStored(t, f); n != 0 {
 			t.Fatalf("%d vault rows after deleting the last resource with a secret", n)
 		}
-		wantError(t, do("GET", "/api/resources/"+tg[0].ID, nil), http.StatusNotFound, "not_found")
+		fixture.WantError(t, do("GET", "/api/resources/"+tg[0].ID, nil), http.StatusNotFound, "not_found")
 
 		for _, s := range []string{secret, secret2, "bot-token-abcdef"} {
 			if strings.Contains(answers.String(), s) {
@@ -325,7 +308,7 @@ func TestResourcesValidation(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				r := c.Do("POST", "/api/resources", tc.body)
 				code := map[int]string{400: "bad_request", 409: "conflict"}[tc.status]
-				wantError(t, r, tc.status, code, tc.fragments...)
+				fixture.WantError(t, r, tc.status, code, tc.fragments...)
 			})
 		}
 		var rs []resources.Resource
@@ -337,7 +320,7 @@ func TestResourcesValidation(t *testing.T) {
 			t.Fatalf("bad requests left %d secrets in the vault", n)
 		}
 		// Unauthenticated: 401 before any validation.
-		wantError(t, f.App.Anonymous().Do("POST", "/api/resources", obj{"kind": "oracle"}), http.StatusUnauthorized, "unauthorized")
+		fixture.WantError(t, f.App.Anonymous().Do("POST", "/api/resources", obj{"kind": "oracle"}), http.StatusUnauthorized, "unauthorized")
 	})
 }
 
@@ -388,7 +371,7 @@ func TestResourcesOnOpenBao(t *testing.T) {
 		t.Fatalf("the env backend holds %d secrets with OpenBao configured", n)
 	}
 	bao.Fail(1)
-	wantError(t, c.Do("POST", "/api/resources", obj{"name": "Bot 2", "kind": "discord", "config": obj{}, "secret": "bao-kept-secret"}),
+	fixture.WantError(t, c.Do("POST", "/api/resources", obj{"name": "Bot 2", "kind": "discord", "config": obj{}, "secret": "bao-kept-secret"}),
 		http.StatusInternalServerError, "vault_error")
 	var rs []resources.Resource
 	c.Do("GET", "/api/resources", nil).JSON(t, &rs)
@@ -422,4 +405,26 @@ func TestInstanceKeysFromTheVault(t *testing.T) {
 	if got := g.App.Server.Services.Resources.LLMKey; got != "sk-from-the-env-2" {
 		t.Fatalf("LLM key %q, want the env's", got)
 	}
+}
+
+// TestResourcesPerWorkspaceBound: a workspace holds at most
+// MaxPerWorkspace resources; the next one is a 400 that stores nothing.
+func TestResourcesPerWorkspaceBound(t *testing.T) {
+	f := fixture.NewAPI(t, db.SQLite)
+	c := f.Owner
+	ws := c.DefaultWorkspace()
+	for i := range resources.MaxPerWorkspace {
+		f.Exec(t, `INSERT INTO resources (id, workspace_id, name, kind, config, created_at, updated_at) VALUES ($1, $2, $3, 'http', '{"base_url":"https://x.example"}', $4, $4)`,
+			ids.New(), ws, "R"+strconv.Itoa(i), time.Now().UTC())
+	}
+	fixture.WantError(t, c.Do("POST", "/api/resources", obj{"name": "One more", "kind": "http", "config": obj{"base_url": "https://x.example"}, "secret": "one-more-secret"}),
+		http.StatusBadRequest, "bad_request", "at most 1000 resources")
+	if n := f.App.Count(t, "SELECT COUNT(*) FROM resources WHERE workspace_id = $1", ws); n != resources.MaxPerWorkspace {
+		t.Fatalf("%d resources", n)
+	}
+	if n := f.App.Count(t, "SELECT COUNT(*) FROM vault_secrets"); n != 0 {
+		t.Fatalf("the refused create left %d secrets in the vault", n)
+	}
+	// Another workspace is not bound by this one's.
+	create(t, f.Outsider, obj{"name": "Theirs", "kind": "http", "config": obj{"base_url": "https://x.example"}})
 }

@@ -149,7 +149,7 @@ func TestRowLevelSecurity(t *testing.T) {
 		plain := create(t, owner, obj{"name": "Plain", "kind": "postgresql", "config": config, "secret": password})
 		hook := create(t, owner, obj{"name": "Hook", "kind": "http", "config": obj{"base_url": "https://x.example"}})
 		for _, id := range []string{plain.ID, hook.ID} {
-			wantError(t, owner.Do("POST", "/api/resources/"+id+"/rls_refresh", nil), http.StatusBadRequest, "bad_request", "rls_managed")
+			fixture.WantError(t, owner.Do("POST", "/api/resources/"+id+"/rls_refresh", nil), http.StatusBadRequest, "bad_request", "rls_managed")
 		}
 		apitest.CheckTenancy(t, owner, outsider, []apitest.TenancyCase{
 			{Name: "rls_status", Method: "GET", Path: "/api/resources/{id}/rls_status", Create: func(t *testing.T, c *apitest.Client) string { return resA.ID }},

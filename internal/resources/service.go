@@ -64,6 +64,10 @@ func (s *Service) forget(id string) {
 	s.dropPool(id)
 }
 
+// MaxPerWorkspace bounds a workspace's resources (the list answers them
+// all).
+const MaxPerWorkspace = 1000
+
 // SecretKind is the first part of a resource secret's vault name.
 const SecretKind = "resource"
 
@@ -190,7 +194,16 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if u != nil {
 		by = u.ID
 	}
-	err = s.DB.Tx(ctx, func(tx *db.Tx) error { return insert(ctx, tx, ws.ID, by, r) })
+	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+		n, err := count(ctx, tx, ws.ID)
+		if err != nil {
+			return err
+		}
+		if n >= MaxPerWorkspace {
+			return apperr.BadRequest("a workspace holds at most %d resources", MaxPerWorkspace)
+		}
+		return insert(ctx, tx, ws.ID, by, r)
+	})
 	if err != nil {
 		s.dropSecret(ctx, ws, r.secretRef)
 		return nil, s.conflictOnName(err, name)

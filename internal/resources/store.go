@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"slipway/internal/platform/apperr"
@@ -54,7 +55,7 @@ func list(ctx context.Context, q db.Queryer, workspaceID, kind string) ([]Resour
 		query += " AND kind = $2"
 		args = append(args, kind)
 	}
-	rows, err := q.QueryContext(ctx, query+" ORDER BY name, id LIMIT 1000", args...)
+	rows, err := q.QueryContext(ctx, query+" ORDER BY name, id LIMIT "+strconv.Itoa(MaxPerWorkspace), args...)
 	if err != nil {
 		return nil, fmt.Errorf("resources: list: %w", err)
 	}
@@ -257,4 +258,11 @@ func UsesLimit(ctx context.Context, q db.Queryer, key string) (int, bool, error)
 		return 0, false, fmt.Errorf("resources: uses limit: %w", err)
 	}
 	return int(n.Int64), true, nil
+}
+
+// count is how many resources the workspace has.
+func count(ctx context.Context, q db.Queryer, workspaceID string) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM resources WHERE workspace_id = $1", workspaceID).Scan(&n)
+	return n, err
 }
