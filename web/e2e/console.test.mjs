@@ -919,6 +919,27 @@ test('resources: an HTTP API added from its kind\'s form, its connection tested,
   }
 })
 
+test('row-level security: an rls_managed database shows its status and refreshes from its page (a database that cannot be reached says why)', async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const res = await call('POST', '/api/resources', {
+    name: 'shared db', kind: 'postgresql', rls_managed: true, secret: 'pg-e2e-pass-1',
+    config: { host: '127.0.0.1', port: 1, database: 'shared', user: 'admin', sslmode: 'disable' },
+  })
+  try {
+    await page.goto(`${server.url}/resources/${res.id}`)
+    const card = page.getByTestId('resource-rls-card')
+    assert.equal(await card.getByTestId('rls-status').innerText(), 'UNPROVISIONED')
+    await card.getByTestId('rls-refresh').click()
+    await card.getByTestId('rls-status').getByText('failed').waitFor()
+    assert.match(await card.getByTestId('rls-error').innerText(), /127\.0\.0\.1|refus|connect/i)
+    assert.doesNotMatch(await card.innerText(), /pg-e2e-pass-1/)
+    const status = await call('GET', `/api/resources/${res.id}/rls_status`)
+    assert.equal(status.status, 'failed')
+  } finally {
+    await call('DELETE', `/api/resources/${res.id}`)
+  }
+})
+
 test("the owner console's features tab: the secret backend (boot-critical), the edition, and each optional feature with its env vars, never a value", async () => {
   await page.getByRole('link', { name: 'Owner console' }).click()
   await page.getByTestId('tab-features').click()

@@ -375,6 +375,7 @@ export function ResourcePage() {
           )}
         </Stack>
       </Card>
+      {r.kind === 'postgresql' && r.rls_managed && <RLSCard r={r} />}
       {r.kind === 'discord' && <ChannelsCard r={r} />}
       {r.kind === 'seafile_webdav' && <FoldersCard r={r} />}
       <Text size="xs" c="dimmed">
@@ -596,6 +597,67 @@ function ConcurrencyCard({ r, onSaved }: { r: Resource; onSaved: (r: Resource) =
           <ErrorNote error={action.error} />
         </Stack>
       </form>
+    </Card>
+  )
+}
+
+type RLSStatus = Schemas['RLSStatus']
+
+/**
+ * Row-level security of an rls_managed database: what the last refresh
+ * provisioned for this workspace (its role and schema, how many shared
+ * tables got a policy) or why it failed, and a refresh.
+ */
+function RLSCard({ r }: { r: Resource }) {
+  const status = useLoad(async () => get('/api/resources/{id}/rls_status', { params: { path: { id: r.id } } }), [r.id])
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<unknown>(null)
+  const refresh = async () => {
+    setBusy(true)
+    setError(null)
+    try {
+      status.setData(await post('/api/resources/{id}/rls_refresh', { params: { path: { id: r.id } } }))
+    } catch (e) {
+      setError(e)
+    } finally {
+      setBusy(false)
+    }
+  }
+  const st = status.data as RLSStatus | undefined
+  const color = st?.status === 'provisioned' ? 'green' : st?.status === 'failed' ? 'red' : 'gray'
+  return (
+    <Card withBorder data-testid="resource-rls-card">
+      <Stack gap="xs">
+        <Group justify="space-between">
+          <Group gap="xs">
+            <Text fw={600}>Row-level security</Text>
+            {st && (
+              <Badge color={color} variant="light" data-testid="rls-status">
+                {st.status}
+              </Badge>
+            )}
+          </Group>
+          <Button size="xs" variant="light" onClick={refresh} loading={busy} data-testid="rls-refresh">
+            Refresh
+          </Button>
+        </Group>
+        <Text size="sm" c="dimmed">
+          A role and a schema of this workspace in the database; shared tables with a workspace_id column show it only its rows.
+          The workspace's database nodes connect as that role.
+        </Text>
+        {status.error != null && <ErrorNote error={status.error} />}
+        {error != null && <ErrorNote error={error} />}
+        {st?.role_name && (
+          <Text size="sm">
+            Role <Code>{st.role_name}</Code>, schema <Code>{st.schema_name}</Code>, {count(st.policies, 'shared table')} with a policy
+          </Text>
+        )}
+        {st?.error && (
+          <Alert color="red" data-testid="rls-error">
+            {st.error}
+          </Alert>
+        )}
+      </Stack>
     </Card>
   )
 }
