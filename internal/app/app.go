@@ -180,8 +180,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		}
 	}
 	// The instance-wide provider keys: env first, then the vault.
-	llmKey := instanceKey(store, cfg.LLMProviderAPIKey.Reveal(), InstanceLLMKey, log)
-	speechKey := instanceKey(store, cfg.SpeechProviderAPIKey.Reveal(), InstanceSpeechKey, log)
+	keys := instanceKeys(store, map[string]string{InstanceLLMKey: cfg.LLMProviderAPIKey.Reveal(), InstanceSpeechKey: cfg.SpeechProviderAPIKey.Reveal()}, log)
+	llmKey, speechKey := keys[InstanceLLMKey], keys[InstanceSpeechKey]
 	red := opts.Redactor
 	if red == nil {
 		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey)
@@ -345,20 +345,35 @@ const (
 	InstanceSpeechKey = "speech-provider-api-key"
 )
 
-// instanceKey is an instance-wide key: its env var's value, else the vault's
-// (workspace "instance", which no workspace id can be). A vault that cannot
-// be read leaves it unset, with a warning: the key is optional.
-func instanceKey(store vault.Backend, env, name string, log *slog.Logger) string {
-	if env != "" {
-		return env
+// instanceKeys are the instance-wide keys, by vault name: each env var's
+// value, else the vault's (workspace "instance", which no workspace id can
+// be), all read at once within 3 s. A vault that cannot be read leaves them
+// unset, with a warning: the keys are optional, and boot must not wait on
+// an unreachable vault for them.
+func instanceKeys(store vault.Backend, env map[string]string, log *slog.Logger) map[string]string {
+	out := map[string]string{}
+	var missing []string
+	for name, v := range env {
+		if v != "" {
+			out[name] = v
+		} else {
+			missing = append(missing, name)
+		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if len(missing) == 0 {
+		return out
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	v, err := store.Get(ctx, vault.Ref{Workspace: "instance", Name: name})
-	if err != nil && !errors.Is(err, vault.ErrNotFound) {
-		log.Warn("the vault could not be read for an instance key; it stays unset", "name", name, "err", err)
+	found, err := vault.GetMany(ctx, store, "instance", missing)
+	if err != nil {
+		log.Warn("the vault could not be read for the instance keys; they stay unset", "names", missing, "err", err)
+		return out
 	}
-	return v
+	for name, v := range found {
+		out[name] = v
+	}
+	return out
 }
 
 // secretStore is the vault SECRET_BACKEND names (config resolved auto).
