@@ -187,7 +187,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey)
 	}
 	parts := derive(cfg, binary)
-	parts.Tasks.LLMKey = llmKey
+	parts.Tasks.LLMKey, parts.Tasks.LLMBase = llmKey, cfg.LLMProviderBaseURL
 	if opts.Tune != nil {
 		opts.Tune(&parts)
 	}
@@ -208,7 +208,11 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	outbox := mail.New(d, clk, sealer, mail.SMTP{Host: cfg.SMTP.Host, Port: cfg.SMTP.Port, Username: cfg.SMTP.Username,
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
-	proj := projects.NewService(d, clk, sealer, git, re)
+	access := tenancy.Access{DB: d}
+	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
+		Mailer: outbox, Members: access,
+		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
+	proj := projects.NewService(d, clk, sealer, git, re, resSvc)
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
 		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re})
 	authSvc, err := auth.NewService(auth.Config{
@@ -223,7 +227,6 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		bus.Close()
 		return nil, err
 	}
-	access := tenancy.Access{DB: d}
 
 	// The execution core: runs and event logs, the queue, the dispatcher
 	// (the hub's side of the worker port), the engine and this server's
@@ -239,10 +242,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	ap := approvals.NewService(approvals.Deps{DB: d, Clock: clk, Inbox: in, Members: access, Hub: hub, Reactions: re, Log: log},
 		parts.Tasks.ApprovalTimeout)
 	ts := tasks.NewService(tasks.Deps{DB: d, Clock: clk, Projects: proj, Runs: rs, Queue: q, Router: runnerSvc,
-		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re}, parts.Tasks)
-	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey,
-		Mailer: outbox, Members: access,
-		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
+		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re, Models: resSvc}, parts.Tasks)
 	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
 	parts.Dispatch.Env = envSvc
 	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)
@@ -304,7 +304,7 @@ func derive(cfg *config.Config, binary string) Parts {
 	owner := workport.HubPrefix + cfg.InstanceID
 	return Parts{
 		Tasks: tasks.Config{HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", WorkspaceCap: cfg.MaxParallelTasksPerWorkspace,
-			DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(), DefaultTimeout: cfg.Agent.TaskTimeout,
+			DefaultImage: cfg.AgentImage, LLMKey: cfg.LLMProviderAPIKey.Reveal(), LLMBase: cfg.LLMProviderBaseURL, DefaultTimeout: cfg.Agent.TaskTimeout,
 			ApprovalTimeout: cfg.ToolApprovalTimeout},
 		Dispatch: dispatch.Config{Lease: cfg.WorkerLease, Output: runs.OutputLimit{Bytes: cfg.Agent.OutputBytes, Lines: cfg.Agent.OutputLines}},
 		Engine: workflows.EngineConfig{Owner: "engine@" + cfg.InstanceID, Lease: cfg.WorkerLease,

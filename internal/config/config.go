@@ -71,6 +71,9 @@ type Config struct {
 	ResourceSecretReconcileInterval time.Duration
 	SpeechProviderAPIKey            Secret
 	LLMProviderAPIKey               Secret
+	// LLMProviderBaseURL is the one provider LLM_PROVIDER_API_KEY is sent
+	// to: a profile or node pointing elsewhere never gets the key.
+	LLMProviderBaseURL string
 
 	AgentBackend string // auto, docker or process
 	DockerHost   string
@@ -305,6 +308,8 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.ResourceSecretReconcileInterval = r.seconds("SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", 21600)
 	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
+	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", "https://api.openai.com/v1"), "/")
+	r.httpURL("LLM_PROVIDER_BASE_URL", c.LLMProviderBaseURL)
 
 	c.AgentBackend = r.oneOf("SERVICE_AGENT_BACKEND", "auto", "auto", "docker", "process")
 	if prod && c.AgentBackend == "process" {

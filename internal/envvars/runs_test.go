@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"slipway/internal/fixture"
 	"slipway/internal/platform/db"
@@ -121,20 +120,8 @@ printf '{"greeting": "%s", "token": "%s", "region": "%s"}\n' "$GREETING" "$API_T
 		r = c.Do("POST", "/api/tasks", obj{"project_id": project, "prompt": `echo "agent: $API_TOKEN"`})
 		fixture.Want(t, r, http.StatusCreated)
 		taskID := r.Map(t)["id"].(string)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			r := c.Do("GET", "/api/tasks/"+taskID, nil)
-			fixture.Want(t, r, http.StatusOK)
-			if st := r.Map(t)["status"]; st == "done" || st == "failed" {
-				if st != "done" {
-					t.Fatalf("the task %s: %s", st, r.Body)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the task did not end: %s", r.Body)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if task := fixture.AwaitTask(t, c, taskID); task.Status != "done" {
+			t.Fatalf("the task %s: %s", task.Status, task.Error)
 		}
 		r = c.Do("GET", "/api/tasks/"+taskID+"/events", nil)
 		fixture.Want(t, r, http.StatusOK)

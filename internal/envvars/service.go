@@ -315,7 +315,7 @@ func (s *Service) save(ctx context.Context, ws *actor.Workspace, by, projectID s
 			}
 		}
 		now := s.Clock.Now()
-		v := &EnvVar{ID: id, CreatedAt: now, Key: in.Key, IsSecret: c.isSecret, Locked: c.locked, ProjectID: nullable(projectID)}
+		v := &EnvVar{ID: id, CreatedAt: now, Key: in.Key, IsSecret: c.isSecret, Locked: c.locked, ProjectID: optional(projectID)}
 		switch {
 		case !c.isSecret:
 			v.Value = c.value
@@ -455,4 +455,12 @@ func (s *Service) Resolve(ctx context.Context, q db.Queryer, workspaceID, projec
 		}
 	}
 	return env, secrets, nil
+}
+
+// optional is s as a nullable field: nil when empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

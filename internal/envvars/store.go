@@ -126,24 +126,17 @@ func projectExists(ctx context.Context, q db.Queryer, workspaceID, projectID str
 	return n > 0, nil
 }
 
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 func insert(ctx context.Context, tx *db.Tx, workspaceID, createdBy string, v *EnvVar, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO env_vars (id, workspace_id, project_id, key, is_secret, value, secret_ref, locked, created_by, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)`,
-		v.ID, workspaceID, v.ProjectID, v.Key, v.IsSecret, v.Value, nullable(v.secretRef), v.Locked, nullable(createdBy), now)
+		v.ID, workspaceID, v.ProjectID, v.Key, v.IsSecret, v.Value, db.Null(v.secretRef), v.Locked, db.Null(createdBy), now)
 	return err
 }
 
 func update(ctx context.Context, tx *db.Tx, workspaceID string, v *EnvVar, now time.Time) error {
 	_, err := tx.ExecContext(ctx, `UPDATE env_vars SET is_secret = $3, value = $4, secret_ref = $5, locked = $6, updated_at = $7
 		WHERE workspace_id = $1 AND id = $2`,
-		workspaceID, v.ID, v.IsSecret, v.Value, nullable(v.secretRef), v.Locked, now)
+		workspaceID, v.ID, v.IsSecret, v.Value, db.Null(v.secretRef), v.Locked, now)
 	return err
 }
 

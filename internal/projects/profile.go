@@ -19,7 +19,8 @@ type AgentProfile struct {
 	Image           string    `json:"image" doc:"Container image; empty: the project's or the instance default"`
 	Model           string    `json:"model"`
 	BaseURL         string    `json:"base_url" doc:"OpenAI-compatible endpoint for llm agents"`
-	HasAPIKey       bool      `json:"has_api_key" doc:"Whether the profile has its own key (else LLM_PROVIDER_API_KEY)"`
+	HasAPIKey       bool      `json:"has_api_key" doc:"Whether the profile has its own key (else LLM_PROVIDER_API_KEY, sent only to LLM_PROVIDER_BASE_URL)"`
+	ResourceID      string    `json:"resource_id" doc:"For llm agents: an openai_compatible resource whose base URL, default model and key the runs use (empty: base_url and the profile's key)"`
 	Instructions    string    `json:"instructions"`
 	CommandTemplate string    `json:"command_template" doc:"For command agents: the CLI to run, with {prompt}, {model}, {workdir}, {instructions}"`
 	CreatedAt       time.Time `json:"created_at"`
@@ -41,6 +42,7 @@ type ProfileInput struct {
 	Model           *string `json:"model,omitempty" maxLength:"200"`
 	BaseURL         *string `json:"base_url,omitempty" maxLength:"2048"`
 	APIKey          *string `json:"api_key,omitempty" maxLength:"4096" doc:"Write-only; empty string clears it"`
+	ResourceID      *string `json:"resource_id,omitempty" maxLength:"36" doc:"An openai_compatible resource of the workspace (llm profiles); empty string clears it"`
 	Instructions    *string `json:"instructions,omitempty" maxLength:"20000"`
 	CommandTemplate *string `json:"command_template,omitempty" maxLength:"4000"`
 }
@@ -57,6 +59,7 @@ func (in ProfileInput) apply(p *AgentProfile) error {
 	set(&p.Image, in.Image)
 	set(&p.Model, in.Model)
 	set(&p.BaseURL, in.BaseURL)
+	set(&p.ResourceID, in.ResourceID)
 	if in.Instructions != nil {
 		p.Instructions = *in.Instructions
 	}
@@ -68,9 +71,18 @@ func (in ProfileInput) apply(p *AgentProfile) error {
 		return err
 	}
 	p.Name = name
+	if p.ResourceID != "" && p.AgentType != protocol.AgentLLM {
+		return apperr.BadRequest("resource_id: only an llm profile takes a model resource")
+	}
 	switch p.AgentType {
 	case protocol.AgentShell:
 	case protocol.AgentLLM:
+		if p.ResourceID != "" {
+			if p.BaseURL != "" {
+				return apperr.BadRequest("give an llm profile either resource_id or base_url, not both")
+			}
+			break // the service checks the resource: its address, and its model when the profile names none
+		}
 		if p.BaseURL == "" {
 			return apperr.BadRequest("an llm profile needs base_url (an OpenAI-compatible endpoint)")
 		}

@@ -26,6 +26,13 @@ type Service struct {
 	sealer  *vault.Sealer
 	remotes Remotes
 	react   Reactions // nil: no other domain reacts
+	models  Models
+}
+
+// Models checks the openai_compatible resource an llm profile names: it
+// must be the workspace's (read through q), and gives its default model.
+type Models interface {
+	ModelDefault(ctx context.Context, q db.Queryer, workspaceID, id string) (string, error)
 }
 
 // Remotes looks at a repository, without fetching it, before a project is
@@ -45,8 +52,8 @@ type Reactions interface {
 }
 
 // NewService builds the projects service.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, remotes Remotes, react Reactions) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer, remotes: remotes, react: react}
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, remotes Remotes, react Reactions, models Models) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer, remotes: remotes, react: react, models: models}
 }
 
 // settleBranch decides a project's default branch by asking its remote:
@@ -479,6 +486,22 @@ func (s *Service) applyAPIKey(p *profileRow, key *string) {
 	p.HasAPIKey = p.sealedAPIKey != nil
 }
 
+// checkModel checks the resource an llm profile names, through q: the
+// workspace's openai_compatible one, and a model from the profile or it.
+func (s *Service) checkModel(ctx context.Context, q db.Queryer, p *profileRow) error {
+	if p.ResourceID == "" {
+		return nil
+	}
+	def, err := s.models.ModelDefault(ctx, q, p.WorkspaceID, p.ResourceID)
+	if err != nil {
+		return err
+	}
+	if p.Model == "" && def == "" {
+		return apperr.BadRequest("an llm profile needs a model: its resource names no default model")
+	}
+	return nil
+}
+
 // CreateProfile adds a profile.
 func (s *Service) CreateProfile(ctx context.Context, ws *actor.Workspace, in ProfileInput) (*AgentProfile, error) {
 	now := s.clock.Now()
@@ -487,6 +510,9 @@ func (s *Service) CreateProfile(ctx context.Context, ws *actor.Workspace, in Pro
 		return nil, apperr.BadRequest("name and agent_type are required")
 	}
 	if err := in.apply(&p.AgentProfile); err != nil {
+		return nil, err
+	}
+	if err := s.checkModel(ctx, s.db.R, p); err != nil {
 		return nil, err
 	}
 	s.applyAPIKey(p, in.APIKey)
@@ -508,6 +534,9 @@ func (s *Service) UpdateProfile(ctx context.Context, ws *actor.Workspace, id str
 			return err
 		}
 		if err := in.apply(&p.AgentProfile); err != nil {
+			return err
+		}
+		if err := s.checkModel(ctx, tx, p); err != nil {
 			return err
 		}
 		s.applyAPIKey(p, in.APIKey)
@@ -559,6 +588,13 @@ func (s *Service) ProfileByName(ctx context.Context, workspaceID, name string) (
 		r.APIKey = key
 	}
 	return r, nil
+}
+
+// ProfileResource is the model resource the named profile of the
+// workspace uses, read through q ("" for none): a task's job carries it as
+// a concurrency key, so the resource's max_concurrent_uses holds.
+func (s *Service) ProfileResource(ctx context.Context, q db.Queryer, workspaceID, name string) (string, error) {
+	return profileResource(ctx, q, workspaceID, name)
 }
 
 // Exists reports whether the workspace has the project (q: a pool or a

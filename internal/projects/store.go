@@ -147,16 +147,18 @@ type profileRow struct {
 	sealedAPIKey *string
 }
 
-const profileColumns = `id, workspace_id, name, agent_type, image, model, base_url, api_key, instructions, command_template, created_at, updated_at`
+const profileColumns = `id, workspace_id, name, agent_type, image, model, base_url, api_key, resource_id, instructions, command_template, created_at, updated_at`
 
 func scanProfile(row interface{ Scan(...any) error }) (*profileRow, error) {
 	var p profileRow
-	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.AgentType, &p.Image, &p.Model, &p.BaseURL, &p.sealedAPIKey,
+	var resourceID sql.NullString
+	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.AgentType, &p.Image, &p.Model, &p.BaseURL, &p.sealedAPIKey, &resourceID,
 		&p.Instructions, &p.CommandTemplate, db.UTC(&p.CreatedAt), db.UTC(&p.UpdatedAt))
 	if err != nil {
 		return nil, err
 	}
 	p.HasAPIKey = p.sealedAPIKey != nil
+	p.ResourceID = resourceID.String
 	return &p, nil
 }
 
@@ -182,6 +184,17 @@ func profileByName(ctx context.Context, q db.Queryer, workspaceID, name string) 
 	return p, nil
 }
 
+// profileResource is the model resource a profile names ("" for none, or
+// no such profile).
+func profileResource(ctx context.Context, q db.Queryer, workspaceID, name string) (string, error) {
+	var id sql.NullString
+	err := q.QueryRowContext(ctx, "SELECT resource_id FROM agent_profiles WHERE workspace_id = $1 AND name = $2", workspaceID, name).Scan(&id)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", fmt.Errorf("projects: profile resource: %w", err)
+	}
+	return id.String, nil
+}
+
 func listProfiles(ctx context.Context, q db.Queryer, workspaceID string) ([]AgentProfile, error) {
 	rows, err := q.QueryContext(ctx, "SELECT "+profileColumns+" FROM agent_profiles WHERE workspace_id = $1 ORDER BY name, id", workspaceID)
 	if err != nil {
@@ -201,9 +214,9 @@ func listProfiles(ctx context.Context, q db.Queryer, workspaceID string) ([]Agen
 
 func insertProfile(ctx context.Context, q db.Queryer, p *profileRow) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO agent_profiles (id, workspace_id, name, agent_type, image, model, base_url, api_key,
-		instructions, command_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		p.ID, p.WorkspaceID, p.Name, p.AgentType, p.Image, p.Model, p.BaseURL, p.sealedAPIKey, p.Instructions, p.CommandTemplate,
-		p.CreatedAt, p.UpdatedAt)
+		resource_id, instructions, command_template, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		p.ID, p.WorkspaceID, p.Name, p.AgentType, p.Image, p.Model, p.BaseURL, p.sealedAPIKey, db.Null(p.ResourceID),
+		p.Instructions, p.CommandTemplate, p.CreatedAt, p.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("projects: insert profile: %w", err)
 	}
@@ -212,8 +225,9 @@ func insertProfile(ctx context.Context, q db.Queryer, p *profileRow) error {
 
 func updateProfile(ctx context.Context, q db.Queryer, p *profileRow) error {
 	_, err := q.ExecContext(ctx, `UPDATE agent_profiles SET name = $3, agent_type = $4, image = $5, model = $6, base_url = $7,
-		api_key = $8, instructions = $9, command_template = $10, updated_at = $11 WHERE workspace_id = $1 AND id = $2`,
-		p.WorkspaceID, p.ID, p.Name, p.AgentType, p.Image, p.Model, p.BaseURL, p.sealedAPIKey, p.Instructions, p.CommandTemplate, p.UpdatedAt)
+		api_key = $8, resource_id = $9, instructions = $10, command_template = $11, updated_at = $12 WHERE workspace_id = $1 AND id = $2`,
+		p.WorkspaceID, p.ID, p.Name, p.AgentType, p.Image, p.Model, p.BaseURL, p.sealedAPIKey, db.Null(p.ResourceID),
+		p.Instructions, p.CommandTemplate, p.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("projects: update profile: %w", err)
 	}

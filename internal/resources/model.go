@@ -67,7 +67,14 @@ type ResourceUsage struct {
 	Name              string                `json:"name"`
 	Kind              string                `json:"kind"`
 	Workflows         []ResourceWorkflowUse `json:"workflows" doc:"Workflows with a node that names the resource"`
+	Profiles          []ResourceProfileUse  `json:"profiles" doc:"Agent profiles whose llm runs use the resource (openai_compatible)"`
 	MaxConcurrentUses *int64                `json:"max_concurrent_uses" nullable:"true"`
+}
+
+// ResourceProfileUse is one agent profile that names a resource.
+type ResourceProfileUse struct {
+	ProfileID string `json:"profile_id" format:"uuid"`
+	Name      string `json:"name"`
 }
 
 // ResourceWorkflowUse is one workflow that names a resource.

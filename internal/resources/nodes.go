@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -308,19 +309,16 @@ type Classification struct {
 	Model      string  `json:"model"`
 }
 
-// defaultModel is the model of the built-in profile (projects' "coder"),
-// used without a resource or a model.
-const (
-	defaultLLMBase  = "https://api.openai.com/v1"
-	defaultLLMModel = "gpt-4o-mini"
-)
+// defaultLLMModel is the model of the built-in profile (projects'
+// "coder"), used without a resource or a model.
+const defaultLLMModel = "gpt-4o-mini"
 
 // Classify asks a chat-completions model to put text in one of the
 // categories: an openai_compatible resource of the workspace, or, with no
-// resource, the instance's LLM_PROVIDER_API_KEY against the built-in
-// profile's provider. The prompt comes already rendered and redacted.
+// resource, the instance's LLM_PROVIDER_API_KEY against its provider
+// (LLM_PROVIDER_BASE_URL). The prompt comes already rendered and redacted.
 func (s *Service) Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (*Classification, error) {
-	base, key := defaultLLMBase, s.LLMKey
+	base, key := cmp.Or(s.LLMBase, "https://api.openai.com/v1"), s.LLMKey
 	red := redact.New(s.LLMKey)
 	if resourceID != "" {
 		c, r, err := s.use(ctx, workspaceID, resourceID, "openai_compatible")

@@ -31,8 +31,10 @@ type Deps struct {
 	Log   *slog.Logger
 	// Outbound makes every call to a resource (SSRF-guarded).
 	Outbound *outbound.Client
-	// LLMKey is LLM_PROVIDER_API_KEY: llm_classify without a resource.
-	LLMKey string
+	// LLMKey is LLM_PROVIDER_API_KEY: llm_classify without a resource
+	// calls LLMBase (LLM_PROVIDER_BASE_URL; default the OpenAI API) with it.
+	LLMKey  string
+	LLMBase string
 	// Mailer and Members: notify_email without an smtp resource (nil:
 	// such a node fails).
 	Mailer  Mailer
@@ -400,14 +402,18 @@ func (s *Service) Usage(ctx context.Context, ws *actor.Workspace) ([]ResourceUsa
 	if err != nil {
 		return nil, err
 	}
+	profiles, err := profileUses(ctx, s.DB.R, ws.ID)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]ResourceUsage, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, usageOf(&r, uses[r.ID]))
+		out = append(out, usageOf(&r, uses[r.ID], profiles[r.ID]))
 	}
 	return out, nil
 }
 
-// UsageOf lists the workflows that name one resource.
+// UsageOf lists the workflows and profiles that name one resource.
 func (s *Service) UsageOf(ctx context.Context, ws *actor.Workspace, id string) (*ResourceUsage, error) {
 	r, err := s.Get(ctx, ws, id)
 	if err != nil {
@@ -417,15 +423,22 @@ func (s *Service) UsageOf(ctx context.Context, ws *actor.Workspace, id string) (
 	if err != nil {
 		return nil, err
 	}
-	u := usageOf(r, uses[r.ID])
+	profiles, err := profileUses(ctx, s.DB.R, ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	u := usageOf(r, uses[r.ID], profiles[r.ID])
 	return &u, nil
 }
 
-func usageOf(r *Resource, uses []ResourceWorkflowUse) ResourceUsage {
+func usageOf(r *Resource, uses []ResourceWorkflowUse, profiles []ResourceProfileUse) ResourceUsage {
 	if uses == nil {
 		uses = []ResourceWorkflowUse{}
 	}
-	return ResourceUsage{ResourceID: r.ID, Name: r.Name, Kind: r.Kind, Workflows: uses, MaxConcurrentUses: r.MaxConcurrentUses}
+	if profiles == nil {
+		profiles = []ResourceProfileUse{}
+	}
+	return ResourceUsage{ResourceID: r.ID, Name: r.Name, Kind: r.Kind, Workflows: uses, Profiles: profiles, MaxConcurrentUses: r.MaxConcurrentUses}
 }
 
 // Connection is a resource with its secret, for the code that connects.

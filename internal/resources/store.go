@@ -78,7 +78,7 @@ func insert(ctx context.Context, tx *db.Tx, workspaceID, createdBy string, r *Re
 	}
 	_, err := tx.ExecContext(ctx, `INSERT INTO resources (id, workspace_id, name, kind, description, config, secret_ref, rls_managed, max_concurrent_uses, created_by, created_at, updated_at, secret_updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12)`,
-		r.ID, workspaceID, r.Name, r.Kind, r.Description, []byte(r.Config), ref, r.RLSManaged, r.MaxConcurrentUses, nullable(createdBy), r.CreatedAt, r.SecretUpdatedAt)
+		r.ID, workspaceID, r.Name, r.Kind, r.Description, []byte(r.Config), ref, r.RLSManaged, r.MaxConcurrentUses, db.Null(createdBy), r.CreatedAt, r.SecretUpdatedAt)
 	return err
 }
 
@@ -112,13 +112,6 @@ func claims(ctx context.Context, q db.Queryer, workspaceID, secretRef string) (b
 	var n int
 	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM resources WHERE workspace_id = $1 AND secret_ref = $2", workspaceID, secretRef).Scan(&n)
 	return n > 0, err
-}
-
-func nullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 // boardSorts are the board's sort keys.
@@ -237,6 +230,27 @@ func workflowUses(ctx context.Context, q db.Queryer, workspaceID string, ids []s
 		for rid, keys := range byResource {
 			out[rid] = append(out[rid], ResourceWorkflowUse{WorkflowID: id, Name: name, NodeKeys: keys})
 		}
+	}
+	return out, rows.Err()
+}
+
+// profileUses finds the agent profiles of the workspace that name a
+// resource (an llm profile's model), by resource id.
+func profileUses(ctx context.Context, q db.Queryer, workspaceID string) (map[string][]ResourceProfileUse, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, name, resource_id FROM agent_profiles
+		WHERE workspace_id = $1 AND resource_id IS NOT NULL ORDER BY name, id`, workspaceID)
+	if err != nil {
+		return nil, fmt.Errorf("resources: profile usage: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]ResourceProfileUse{}
+	for rows.Next() {
+		var u ResourceProfileUse
+		var rid string
+		if err := rows.Scan(&u.ProfileID, &u.Name, &rid); err != nil {
+			return nil, fmt.Errorf("resources: profile usage: %w", err)
+		}
+		out[rid] = append(out[rid], u)
 	}
 	return out, rows.Err()
 }

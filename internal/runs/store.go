@@ -43,13 +43,6 @@ func scanRun(row interface{ Scan(...any) error }) (*Run, error) {
 	return &r, nil
 }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func insertLog(ctx context.Context, q db.Queryer, workspaceID, id string, now time.Time) error {
 	if _, err := q.ExecContext(ctx, "INSERT INTO event_logs (id, workspace_id, created_at) VALUES ($1, $2, $3)", id, workspaceID, now); err != nil {
 		return fmt.Errorf("runs: create log: %w", err)
@@ -104,7 +97,7 @@ func deleteLog(ctx context.Context, q db.Queryer, d db.Dialect, workspaceID, id 
 func insertRun(ctx context.Context, q db.Queryer, r *Run) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
 		backend, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt)
+		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, db.Null(r.JobID), r.Attempt, r.Backend, r.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("runs: insert: %w", err)
 	}
@@ -198,7 +191,7 @@ func recordEnded(tx *db.Tx, r *Run, evs []packedEvent, rows func() []row) error 
 	}
 	tx.Later(`INSERT INTO runs (id, workspace_id, log_id, kind, status, project_id, task_id, parent_run_id, job_id, attempt,
 		backend, created_at, error, finished_at, event_seq, events) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
-		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, nullable(r.JobID), r.Attempt, r.Backend, r.CreatedAt,
+		r.ID, r.WorkspaceID, r.LogID, r.Kind, r.Status, r.ProjectID, r.TaskID, r.ParentRunID, db.Null(r.JobID), r.Attempt, r.Backend, r.CreatedAt,
 		r.Error, r.FinishedAt, n, packed)
 	if packed == nil {
 		rs := rows()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"slipway/internal/agents/protocol"
@@ -53,33 +54,57 @@ type work struct {
 	fail    string
 }
 
-// prepare resolves the project and profile of a task into agent work.
-func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
+// failure is the message of an error that fails the task (what the task
+// names is wrong or gone), rather than one a later attempt may not meet.
+func failure(err error) (string, bool) {
+	var ae *apperr.Error
+	if errors.As(err, &ae) && ae.Code != apperr.CodeDatabase && ae.Code != apperr.CodeInternal {
+		return ae.Message, true
+	}
+	return "", false
+}
+
+// prepare resolves the project and profile of a task into agent work; q
+// reads what the run's model needs (the claim's transaction, or the pool).
+func (s *Service) prepare(ctx context.Context, q db.Queryer, t *Task) (*work, error) {
 	r, err := s.projects.Repository(ctx, t.WorkspaceID, t.ProjectID)
 	if errors.Is(err, apperr.ErrNotFound) {
 		return &work{fail: "the project no longer exists"}, nil
 	}
 	if err != nil {
-		var ae *apperr.Error
-		if errors.As(err, &ae) && ae.Code != apperr.CodeDatabase && ae.Code != apperr.CodeInternal {
-			return &work{fail: "the project cannot be read: " + ae.Message}, nil
+		if msg, ok := failure(err); ok {
+			return &work{fail: "the project cannot be read: " + msg}, nil
 		}
 		return nil, err
 	}
 	profile, err := s.projects.ProfileByName(ctx, t.WorkspaceID, t.AgentProfile)
 	if err != nil {
-		var ae *apperr.Error
-		if errors.As(err, &ae) && ae.Code != apperr.CodeDatabase && ae.Code != apperr.CodeInternal {
-			return &work{fail: ae.Message}, nil
+		if msg, ok := failure(err); ok {
+			return &work{fail: msg}, nil
 		}
 		return nil, err
 	}
-	apiKey := profile.APIKey
-	if apiKey == "" {
-		apiKey = s.cfg.LLMKey
-	}
-	if profile.AgentType == protocol.AgentLLM && apiKey == "" {
-		return &work{fail: fmt.Sprintf("no API key for profile %s: give the profile an api_key or set LLM_PROVIDER_API_KEY", profile.Name)}, nil
+	base, model, apiKey := profile.BaseURL, firstNonEmpty(t.Config.Model, profile.Model), profile.APIKey
+	switch {
+	case profile.AgentType != protocol.AgentLLM:
+	case profile.ResourceID != "" && s.models == nil:
+		return &work{fail: "agent profile " + profile.Name + " names a model resource, and this server has no resources"}, nil
+	case profile.ResourceID != "":
+		// The workspace's own model: its address and key, keyless when
+		// it has none (a model server on the team's network).
+		if base, model, apiKey, err = s.models.Model(ctx, q, t.WorkspaceID, profile.ResourceID, model); err != nil {
+			if msg, ok := failure(err); ok {
+				return &work{fail: "agent profile " + profile.Name + ": " + msg}, nil
+			}
+			return nil, err
+		}
+	case apiKey == "" && strings.TrimRight(base, "/") == s.cfg.LLMBase:
+		// The instance's key goes to its one provider and nowhere else.
+		if apiKey = s.cfg.LLMKey; apiKey == "" {
+			return &work{fail: fmt.Sprintf("no API key for profile %s: give the profile an api_key or set LLM_PROVIDER_API_KEY", profile.Name)}, nil
+		}
+	case apiKey == "":
+		return &work{fail: fmt.Sprintf("no API key for profile %s: give the profile an api_key or an openai_compatible resource (LLM_PROVIDER_API_KEY is sent only to %s)", profile.Name, s.cfg.LLMBase)}, nil
 	}
 	var ask []string
 	if s.autonomy != nil {
@@ -94,7 +119,7 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 		timeout = time.Duration(t.Config.TimeoutMinutes) * time.Minute
 	}
 	secrets := r.Credentials.Secrets()
-	for _, k := range []string{profile.APIKey, s.cfg.LLMKey} {
+	for _, k := range []string{apiKey, s.cfg.LLMKey} {
 		if k != "" {
 			secrets = append(secrets, k)
 		}
@@ -106,7 +131,7 @@ func (s *Service) prepare(ctx context.Context, t *Task) (*work, error) {
 			SSHPrivateKey: r.Credentials.SSHPrivateKey, DefaultBranch: r.Project.DefaultBranch, Branch: t.Branch},
 		Image: firstNonEmpty(profile.Image, r.Project.AgentImage, s.cfg.DefaultImage),
 		Start: protocol.Start{Type: protocol.InStart, AgentType: profile.AgentType, Prompt: t.Prompt, Instructions: profile.Instructions,
-			Model: firstNonEmpty(t.Config.Model, profile.Model), Effort: t.Config.Effort, BaseURL: profile.BaseURL, APIKey: apiKey,
+			Model: model, Effort: t.Config.Effort, BaseURL: base, APIKey: apiKey,
 			CommandTemplate: profile.CommandTemplate, AskTools: ask},
 		AgentProfile:  profile.Name,
 		Timeout:       timeout,
@@ -131,7 +156,7 @@ func (s *Service) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.
 	if t.Status != StatusQueued || t.Held {
 		return nil, nil
 	}
-	wk, err := s.prepare(ctx, t)
+	wk, err := s.prepare(ctx, tx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -203,7 +228,7 @@ func (s *Service) Resume(ctx context.Context, j *jobs.Job) (*workport.Assignment
 			}
 		}
 	}
-	if wk, err := s.prepare(ctx, t); err == nil && wk.agent != nil {
+	if wk, err := s.prepare(ctx, s.db.R, t); err == nil && wk.agent != nil {
 		a.Agent = wk.agent
 	}
 	return a, nil

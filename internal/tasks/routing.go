@@ -94,8 +94,16 @@ func (s *Service) enqueue(ctx context.Context, tx *db.Tx, t *Task) error {
 		*t = *failed
 		return nil
 	}
+	keys := []string{"workspace:" + t.WorkspaceID, "project:" + t.ProjectID}
+	resourceID, err := s.projects.ProfileResource(ctx, tx, t.WorkspaceID, t.AgentProfile)
+	if err != nil {
+		return err
+	}
+	if resourceID != "" { // the model resource's max_concurrent_uses
+		keys = append(keys, "resource:"+t.WorkspaceID+"/"+resourceID)
+	}
 	_, err = s.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: JobKind, WorkspaceID: t.WorkspaceID, Ref: t.ID, MaxAttempts: s.cfg.MaxAttempts,
-		Keys: []string{"workspace:" + t.WorkspaceID, "project:" + t.ProjectID}, Pool: pool, Labels: labels})
+		Keys: keys, Pool: pool, Labels: labels})
 	if errors.Is(err, jobs.ErrDuplicate) {
 		return nil // already queued
 	}

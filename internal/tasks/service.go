@@ -26,7 +26,15 @@ type Projects interface {
 	Profiles(ctx context.Context, ws *actor.Workspace) ([]projects.AgentProfile, error)
 	Repository(ctx context.Context, workspaceID, id string) (*projects.Repository, error)
 	ProfileByName(ctx context.Context, workspaceID, name string) (*projects.ResolvedProfile, error)
+	ProfileResource(ctx context.Context, q db.Queryer, workspaceID, name string) (string, error)
 	MaxConcurrentRuns(ctx context.Context, q db.Queryer, id string) (*int, error)
+}
+
+// Models opens the openai_compatible resource an llm profile names,
+// through q: its base URL, the model (the one given, else its default) and
+// its key.
+type Models interface {
+	Model(ctx context.Context, q db.Queryer, workspaceID, id, model string) (baseURL, useModel, key string, err error)
 }
 
 // Queue is what tasks need from the job queue: a queued task has one
@@ -58,6 +66,7 @@ type Config struct {
 	WorkspaceCap   int
 	DefaultImage   string // SERVICE_AGENT_IMAGE
 	LLMKey         string // LLM_PROVIDER_API_KEY
+	LLMBase        string // LLM_PROVIDER_BASE_URL: the only endpoint LLMKey goes to
 	DefaultTimeout time.Duration
 	// MaxAttempts is how many interrupted runs a task gets before it fails.
 	MaxAttempts int
@@ -78,6 +87,7 @@ type Service struct {
 	queue    Queue
 	cfg      Config
 	react    Reactions // nil: no other domain reacts
+	models   Models    // nil: an llm profile naming a resource cannot run
 	router   Router
 
 	approvals Approvals
@@ -108,6 +118,8 @@ type Deps struct {
 	Hub *realtime.Hub
 	// Reactions are told when a task ends.
 	Reactions Reactions
+	// Models opens the resources llm profiles name.
+	Models Models
 }
 
 // NewService builds the tasks service.
@@ -119,7 +131,7 @@ func NewService(d Deps, cfg Config) *Service {
 		cfg.WorkspaceCap = 3
 	}
 	return &Service{db: d.DB, clock: d.Clock, projects: d.Projects, runs: d.Runs, queue: d.Queue, cfg: cfg, router: d.Router,
-		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, lists: newListCache()}
+		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, models: d.Models, lists: newListCache()}
 }
 
 // TaskCreate is a new task.

@@ -134,3 +134,11 @@ func parseOurs(s string) (time.Time, bool) {
 	}
 	return t, true
 }
+
+// Null is s as a statement argument: NULL when empty.
+func Null(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

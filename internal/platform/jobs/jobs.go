@@ -187,13 +187,6 @@ func scan(row interface{ Scan(...any) error }) (*Job, error) {
 	return &j, nil
 }
 
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 func (n NewJob) check() (keys, payload string, err error) {
 	if n.Kind == "" {
 		return "", "", errors.New("jobs: a job needs a kind")
@@ -237,7 +230,7 @@ func (q *Queue) Enqueue(ctx context.Context, tx *db.Tx, n NewJob) (*Job, error) 
 	defer span.End()
 	j, err := scan(tx.QueryRowContext(ctx, `INSERT INTO jobs (id, kind, workspace_id, ref_id, concurrency_keys, payload, state, max_attempts, run_at, created_at,
 		pool, labels, trace_parent) VALUES ($1, $2, $3, $4, $5, $6, 'available', $7, $8, $9, $10, $11, $12) RETURNING `+columns,
-		ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now, n.Pool, EncodeLabels(n.Labels), parent))
+		ids.New(), n.Kind, db.Null(n.WorkspaceID), db.Null(n.Ref), keys, payload, n.MaxAttempts, n.RunAt.UTC(), now, n.Pool, EncodeLabels(n.Labels), parent))
 	if err != nil {
 		if q.db.Dialect.IsUniqueViolation(err) {
 			return nil, fmt.Errorf("jobs: %s %s already has an unfinished job: %w", n.Kind, n.Ref, ErrDuplicate)
@@ -285,7 +278,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []NewJob) error {
 					sb.WriteString(q.db.Dialect.Placeholder(len(args) + c + 1))
 				}
 				sb.WriteByte(')')
-				args = append(args, ids.New(), n.Kind, nullable(n.WorkspaceID), nullable(n.Ref), keys, payload, Available, n.MaxAttempts, n.RunAt.UTC(), now,
+				args = append(args, ids.New(), n.Kind, db.Null(n.WorkspaceID), db.Null(n.Ref), keys, payload, Available, n.MaxAttempts, n.RunAt.UTC(), now,
 					n.Pool, EncodeLabels(n.Labels))
 				kinds[n.Kind] = true
 			}
