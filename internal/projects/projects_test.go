@@ -701,7 +701,7 @@ func checkDefaultProfiles(t *testing.T, ps []projects.AgentProfile, ws string) {
 	}
 }
 
-var profileFields = []string{"id", "workspace_id", "name", "agent_type", "image", "model", "base_url", "has_api_key",
+var profileFields = []string{"id", "workspace_id", "name", "agent_type", "image", "model", "base_url", "has_api_key", "resource_id",
 	"instructions", "command_template", "created_at", "updated_at"}
 
 func TestAgentProfiles(t *testing.T) {

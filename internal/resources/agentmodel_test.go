@@ -181,7 +181,8 @@ func TestProfileUsesModelResource(t *testing.T) {
 // TestInstanceKeyGoesOnlyToItsProvider: LLM_PROVIDER_API_KEY is sent to
 // LLM_PROVIDER_BASE_URL and nowhere else: a profile pointing elsewhere
 // without its own key fails before any call, instead of handing a
-// tenant's server the instance's key.
+// tenant's server the instance's key; a command agent (a command line
+// the tenant wrote) never gets it.
 func TestInstanceKeyGoesOnlyToItsProvider(t *testing.T) {
 	const instanceKey = "sk-instance-key-8080"
 	model := newChatServer(t)
@@ -205,5 +206,11 @@ func TestInstanceKeyGoesOnlyToItsProvider(t *testing.T) {
 	}
 	if calls := model.seen(); len(calls) == 0 || calls[0] != "m "+instanceKey {
 		t.Fatalf("the provider saw %q", calls)
+	}
+
+	fixture.Want(t, c.Do("POST", "/api/agent-profiles", obj{"name": "cli", "agent_type": "command", "command_template": `echo "key length [${#SLIPWAY_API_KEY}]" {prompt}`}), http.StatusCreated)
+	got = fixture.AwaitTask(t, c, f.Task(t, c, project, "go", obj{"agent_profile": "cli", "hold": false}).ID)
+	if events := c.Do("GET", "/api/tasks/"+got.ID+"/events", nil); got.Status == tasks.StatusFailed || !strings.Contains(string(events.Body), "key length [0] go") {
+		t.Fatalf("the command agent (%s %q) printed: %s", got.Status, got.Error, events.Body)
 	}
 }
