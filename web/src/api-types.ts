@@ -3393,7 +3393,7 @@ export interface components {
             command_template: string;
             /** Format: date-time */
             created_at: string;
-            /** @description Whether the profile has its own key (else LLM_PROVIDER_API_KEY) */
+            /** @description Whether the profile has its own key (else LLM_PROVIDER_API_KEY, sent only to LLM_PROVIDER_BASE_URL) */
             has_api_key: boolean;
             /** Format: uuid */
             id: string;
@@ -3402,6 +3402,8 @@ export interface components {
             instructions: string;
             model: string;
             name: string;
+            /** @description For llm agents: an openai_compatible resource whose base URL, default model and key the runs use (empty: base_url and the profile's key) */
+            resource_id: string;
             /** Format: date-time */
             updated_at: string;
             /** Format: uuid */
@@ -4565,6 +4567,8 @@ export interface components {
             instructions?: string;
             model?: string;
             name?: string;
+            /** @description An openai_compatible resource of the workspace (llm profiles); empty string clears it */
+            resource_id?: string;
         };
         Project: {
             /** @description Container image for this project's agents; empty: the profile's or the instance default */
@@ -4766,6 +4770,11 @@ export interface components {
             secret: string;
             slug: string;
         };
+        ResourceProfileUse: {
+            name: string;
+            /** Format: uuid */
+            profile_id: string;
+        };
         ResourceTest: {
             message: string;
             ok: boolean;
@@ -4784,6 +4793,8 @@ export interface components {
             /** Format: int64 */
             max_concurrent_uses: number | null;
             name: string;
+            /** @description Agent profiles whose llm runs use the resource (openai_compatible) */
+            profiles: components["schemas"]["ResourceProfileUse"][] | null;
             /** Format: uuid */
             resource_id: string;
             /** @description Workflows with a node that names the resource */
