@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/dburl"
 	"slipway/internal/platform/vaultkeys"
 )
@@ -308,7 +309,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.ResourceSecretReconcileInterval = r.seconds("SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", 21600)
 	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
-	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", "https://api.openai.com/v1"), "/")
+	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL), "/")
 	r.httpURL("LLM_PROVIDER_BASE_URL", c.LLMProviderBaseURL)
 
 	c.AgentBackend = r.oneOf("SERVICE_AGENT_BACKEND", "auto", "auto", "docker", "process")

@@ -3,6 +3,8 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"slipway/internal/agents/protocol"
 )
 
 // Var documents one environment variable. The tables below are the single
@@ -79,7 +81,7 @@ var ServerVars = join([]Var{
 	{"SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", "21600", "orphan resource-secret cleanup; 0 disables"},
 	{"SPEECH_PROVIDER_API_KEY", "", "instance-wide speech-to-text key; env first, then the vault (`instance/speech-provider-api-key`, field `value`, under the OpenBao prefix)"},
 	{"LLM_PROVIDER_API_KEY", "", "instance-wide fallback key for one model provider; env first, then the vault (`instance/llm-provider-api-key`, field `value`, under the OpenBao prefix)"},
-	{"LLM_PROVIDER_BASE_URL", "https://api.openai.com/v1", "ours: the OpenAI-compatible endpoint of that one provider; the instance key is sent there and nowhere else (an agent profile with another base_url needs its own key or a resource)"},
+	{"LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL, "ours: the OpenAI-compatible endpoint of that one provider; the instance key is sent there and nowhere else (an agent profile with another base_url needs its own key or a resource)"},
 	{"SERVICE_AGENT_BACKEND", "auto", "ours: where agents run: `docker`, `process` (dev only, contained by the layers this host has: see below) or `auto` (docker when an engine answers, else process in dev)"},
 	{"SERVICE_PROCESS_SANDBOX", "auto", "ours: what contains code on the process backend: `auto` (a per-job uid and private mounts when the server is root, Landlock where the kernel has it, bubblewrap where installed) or `off` (none: only workspaces whose members are all instance admins run code)"},
 	{"DOCKER_HOST", "the Docker default socket", "Docker Engine endpoint for the docker backend"},

@@ -30,7 +30,7 @@ type AgentProfile struct {
 // DefaultProfiles are what every workspace starts with.
 var DefaultProfiles = []AgentProfile{
 	{Name: "shell", AgentType: protocol.AgentShell, Instructions: "Runs the task's prompt as a shell script in the repository."},
-	{Name: "coder", AgentType: protocol.AgentLLM, Model: "gpt-4o-mini", BaseURL: "https://api.openai.com/v1",
+	{Name: "coder", AgentType: protocol.AgentLLM, Model: "gpt-4o-mini", BaseURL: protocol.DefaultBaseURL,
 		Instructions: "Make the smallest change that does what the task asks, keep the code style, and run the tests you find."},
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/outbound"
@@ -318,7 +319,7 @@ const defaultLLMModel = "gpt-4o-mini"
 // resource, the instance's LLM_PROVIDER_API_KEY against its provider
 // (LLM_PROVIDER_BASE_URL). The prompt comes already rendered and redacted.
 func (s *Service) Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (*Classification, error) {
-	base, key := cmp.Or(s.LLMBase, "https://api.openai.com/v1"), s.LLMKey
+	base, key := cmp.Or(s.LLMBase, protocol.DefaultBaseURL), s.LLMKey
 	red := redact.New(s.LLMKey)
 	if resourceID != "" {
 		c, r, err := s.use(ctx, workspaceID, resourceID, "openai_compatible")

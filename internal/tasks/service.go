@@ -7,6 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
@@ -129,6 +130,9 @@ func NewService(d Deps, cfg Config) *Service {
 	}
 	if cfg.WorkspaceCap <= 0 {
 		cfg.WorkspaceCap = 3
+	}
+	if cfg.LLMBase == "" {
+		cfg.LLMBase = protocol.DefaultBaseURL
 	}
 	return &Service{db: d.DB, clock: d.Clock, projects: d.Projects, runs: d.Runs, queue: d.Queue, cfg: cfg, router: d.Router,
 		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, models: d.Models, lists: newListCache()}

@@ -20,6 +20,11 @@ const (
 	AgentCommand = "command"
 )
 
+// DefaultBaseURL is the OpenAI API: the built-in llm profile's endpoint,
+// and the provider LLM_PROVIDER_API_KEY goes to unless
+// LLM_PROVIDER_BASE_URL says another.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
 // Message types the hub sends to the agent (stdin).
 const (
 	InStart     = "start"     // first line: what to do
