@@ -919,6 +919,68 @@ test('resources: an HTTP API added from its kind\'s form, its connection tested,
   }
 })
 
+test("an llm profile takes its model from one of the workspace's resources: picked in the profile's form, its task calls that model with the resource's key, and the resource's page lists the profile", async () => {
+  const seen = []
+  const model = http.createServer((req, res) => {
+    let body = ''
+    req.on('data', (d) => (body += d))
+    req.on('end', () => {
+      seen.push({ auth: req.headers.authorization, model: JSON.parse(body).model })
+      res.setHeader('Content-Type', 'application/json')
+      res.end(
+        JSON.stringify({
+          id: 'c',
+          model: 'team-default',
+          choices: [{ index: 0, finish_reason: 'tool_calls', message: { role: 'assistant', content: '', tool_calls: [{ id: 'f', type: 'function', function: { name: 'finish', arguments: '{"summary":"nothing to change"}' } }] } }],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        }),
+      )
+    })
+  })
+  await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve))
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const res = await call('POST', '/api/resources', {
+    name: 'Team model', kind: 'openai_compatible', secret: 'sk-team-e2e-key-42',
+    config: { base_url: `http://127.0.0.1:${model.address().port}/v1`, model: 'team-default' },
+  })
+  try {
+    await page.goto(server.url + '/settings')
+    await page.getByTestId('new-profile').click()
+    await page.getByTestId('profile-name').fill('team-llm')
+    await page.getByTestId('profile-base-url').waitFor()
+    await page.getByTestId('profile-resource-select').selectOption({ label: 'Resource: Team model' })
+    assert.equal(await page.getByTestId('profile-base-url').count(), 0, 'the resource replaces the endpoint and the key')
+    await page.getByTestId('profile-save').click()
+    const row = page.getByTestId('profile-team-llm')
+    await row.getByText('via Team model').waitFor()
+    await row.getByText("resource's key").waitFor()
+    const profile = (await call('GET', '/api/agent-profiles')).find((p) => p.name === 'team-llm')
+    assert.equal(profile.resource_id, res.id)
+
+    const project = (await call('GET', '/api/projects')).find((p) => p.name === 'demo')
+    const task = await call('POST', '/api/tasks', { project_id: project.id, prompt: 'Look around', agent_profile: 'team-llm' })
+    let ended
+    for (let i = 0; i < 300 && !ended; i++) {
+      const t = await call('GET', `/api/tasks/${task.id}`)
+      if (['done', 'done_pr', 'failed', 'cancelled'].includes(t.status)) ended = t
+      else await new Promise((r) => setTimeout(r, 100))
+    }
+    assert.equal(ended?.status, 'done', `the task: ${JSON.stringify(ended)}`)
+    assert.deepEqual(seen, [{ auth: 'Bearer sk-team-e2e-key-42', model: 'team-default' }])
+
+    await page.goto(`${server.url}/resources/${res.id}`)
+    await page.getByTestId('uses-profile-team-llm').waitFor()
+    await page.getByTestId('delete-resource').click()
+    const confirm = page.getByRole('dialog', { name: 'Delete Team model?' })
+    assert.match(await confirm.innerText(), /1 agent profile uses it: their tasks will fail until given another model/)
+    await confirm.getByRole('button', { name: 'Cancel' }).click()
+    await call('DELETE', `/api/agent-profiles/${profile.id}`)
+  } finally {
+    await call('DELETE', `/api/resources/${res.id}`)
+    model.close()
+  }
+})
+
 test('row-level security: an rls_managed database shows its status and refreshes from its page (a database that cannot be reached says why)', async () => {
   const call = await apiSession(server.url, admin.email, admin.password)
   const res = await call('POST', '/api/resources', {

@@ -325,6 +325,7 @@ export function ResourcePage() {
       </Stack>
     )
   const users = usage.data?.workflows ?? []
+  const profiles = usage.data?.profiles ?? []
   return (
     <Stack maw={900}>
       <Anchor component={Link} to="/resources" size="sm">
@@ -352,12 +353,22 @@ export function ResourcePage() {
           <ErrorNote error={usage.error} />
           {usage.loading && !usage.data ? (
             <Loading />
-          ) : users.length === 0 ? (
+          ) : users.length + profiles.length === 0 ? (
             <Text size="sm" c="dimmed" data-testid="resource-unused">
-              No workflow uses it.
+              No workflow or agent profile uses it.
             </Text>
           ) : (
             <Stack gap={4}>
+              {profiles.map((p) => (
+                <Group key={p.profile_id} gap="xs" data-testid={`uses-profile-${p.name}`}>
+                  <Anchor component={Link} to="/settings" size="sm">
+                    {p.name}
+                  </Anchor>
+                  <Text size="xs" c="dimmed">
+                    agent profile: its tasks call this model
+                  </Text>
+                </Group>
+              ))}
               {users.map((w) => (
                 <Group key={w.workflow_id} gap="xs" data-testid={`uses-${w.name}`}>
                   <Anchor component={Link} to={`/workflows/${w.workflow_id}`} size="sm">
@@ -387,6 +398,8 @@ export function ResourcePage() {
         title={(x) => `Delete ${x.name}?`}
         message={(x) =>
           `${users.length ? `${count(users.length, 'workflow')} name${users.length === 1 ? 's' : ''} it: their nodes that use it will fail. ` : ''}${
+            profiles.length ? `${count(profiles.length, 'agent profile')} use${profiles.length === 1 ? 's' : ''} it: their tasks will fail until given another model. ` : ''
+          }${
             x.has_secret ? 'Its secret is removed from the vault. ' : ''
           }This cannot be undone.`
         }

@@ -1,14 +1,16 @@
 // The active workspace's settings: how much its agents may do alone (the
 // autonomy level), its agent profiles (how an agent is run: model,
-// endpoint, key kept sealed, image, instructions) and the env vars its runs
-// get (secret ones kept in the vault).
-import { Badge, Button, Card, Checkbox, Group, Modal, PasswordInput, Select, Slider, Stack, Table, Text, TextInput, Textarea } from '@mantine/core'
+// endpoint and key kept sealed, or one of the workspace's model resources;
+// image, instructions) and the env vars its runs get (secret ones kept in
+// the vault).
+import { Badge, Button, Card, Checkbox, Group, Modal, NativeSelect, PasswordInput, Select, Slider, Stack, Table, Text, TextInput, Textarea } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas } from '../api'
 import { useSession } from '../session'
 import { Confirm, ErrorNote, Loading, useAction, useLoad } from '../ui'
 
 type AgentProfile = Schemas['AgentProfile']
+type Resource = Schemas['Resource']
 
 /** What the level means for the built-in llm agent (the server's rule, said in words). */
 function autonomyMeaning(level: number): string {
@@ -85,6 +87,11 @@ const agentTypes = [
 export function ProfilesCard() {
   const { workspace } = useSession()
   const profiles = useLoad(async () => (await get('/api/agent-profiles')) ?? [], [workspace?.id])
+  // The workspace's model resources: what an llm profile may use instead
+  // of its own endpoint and key.
+  const models = useLoad(async () => (await get('/api/resources', { params: { query: { kind: 'openai_compatible' } } })) ?? [], [workspace?.id])
+  const modelName = (id: string) => models.data?.find((m) => m.id === id)?.name ?? 'a deleted resource'
+
   const [editing, setEditing] = useState<AgentProfile | 'new' | null>(null)
   const [deleting, setDeleting] = useState<AgentProfile | null>(null)
   const action = useAction()
@@ -97,7 +104,7 @@ export function ProfilesCard() {
             New profile
           </Button>
         </Group>
-        <ErrorNote error={profiles.error || action.error} />
+        <ErrorNote error={profiles.error || models.error || action.error} />
         {profiles.loading && !profiles.data ? (
           <Loading />
         ) : (
@@ -118,14 +125,36 @@ export function ProfilesCard() {
                     <Table.Td>{p.name}</Table.Td>
                     <Table.Td>{p.agent_type}</Table.Td>
                     <Table.Td>
-                      <Text size="sm">{p.model || '—'}</Text>
-                      {p.base_url && (
+                      <Text size="sm">{p.model || (p.resource_id ? "the resource's default" : '—')}</Text>
+                      {p.resource_id ? (
+                        <Text size="xs" c="dimmed" data-testid="profile-resource">
+                          via {modelName(p.resource_id)}
+                        </Text>
+                      ) : (
+                        p.base_url && (
+                          <Text size="xs" c="dimmed">
+                            {p.base_url}
+                          </Text>
+                        )
+                      )}
+                    </Table.Td>
+                    <Table.Td>
+                      {p.resource_id ? (
+                        <Badge size="sm" variant="light">
+                          resource's key
+                        </Badge>
+                      ) : p.has_api_key ? (
+                        <Badge size="sm">own key</Badge>
+                      ) : p.agent_type === 'llm' ? (
                         <Text size="xs" c="dimmed">
-                          {p.base_url}
+                          instance key
+                        </Text>
+                      ) : (
+                        <Text size="xs" c="dimmed">
+                          —
                         </Text>
                       )}
                     </Table.Td>
-                    <Table.Td>{p.has_api_key ? <Badge size="sm">own key</Badge> : <Text size="xs" c="dimmed">instance key</Text>}</Table.Td>
                     <Table.Td>
                       <Group gap={4} wrap="nowrap">
                         <Button size="compact-xs" variant="light" onClick={() => setEditing(p)} data-testid={`edit-profile-${p.name}`}>
@@ -146,6 +175,7 @@ export function ProfilesCard() {
       {editing && (
         <ProfileForm
           profile={editing === 'new' ? null : editing}
+          models={models.data ?? []}
           onClose={() => setEditing(null)}
           onSaved={() => {
             setEditing(null)
@@ -171,12 +201,13 @@ export function ProfilesCard() {
   )
 }
 
-function ProfileForm({ profile, onClose, onSaved }: { profile: AgentProfile | null; onClose: () => void; onSaved: () => void }) {
+function ProfileForm({ profile, models, onClose, onSaved }: { profile: AgentProfile | null; models: Resource[]; onClose: () => void; onSaved: () => void }) {
   const [f, setF] = useState({
     name: profile?.name ?? '',
     agent_type: profile?.agent_type ?? 'llm',
     model: profile?.model ?? '',
     base_url: profile?.base_url ?? '',
+    resource_id: profile?.resource_id ?? '',
     image: profile?.image ?? '',
     instructions: profile?.instructions ?? '',
     command_template: profile?.command_template ?? '',
@@ -188,7 +219,15 @@ function ProfileForm({ profile, onClose, onSaved }: { profile: AgentProfile | nu
   const save = (e: React.FormEvent) => {
     e.preventDefault()
     action.run('save', async () => {
-      const body = { ...f, ...(key ? { api_key: key } : clearKey ? { api_key: '' } : {}) }
+      // A model resource replaces the endpoint and the key; only llm
+      // profiles have one.
+      const viaResource = f.agent_type === 'llm' && f.resource_id !== ''
+      const body = {
+        ...f,
+        resource_id: viaResource ? f.resource_id : '',
+        base_url: viaResource ? '' : f.base_url,
+        ...(viaResource && profile?.has_api_key ? { api_key: '' } : key ? { api_key: key } : clearKey ? { api_key: '' } : {}),
+      }
       if (profile) await put('/api/agent-profiles/{id}', { params: { path: { id: profile.id } }, body })
       else await post('/api/agent-profiles', { body })
       onSaved()
@@ -200,13 +239,38 @@ function ProfileForm({ profile, onClose, onSaved }: { profile: AgentProfile | nu
         <Stack gap="xs">
           <TextInput label="Name" value={f.name} onChange={set('name')} required maxLength={100} data-testid="profile-name" />
           <Select label="Type" data={agentTypes} value={f.agent_type} onChange={(v) => setF({ ...f, agent_type: (v ?? 'llm') as typeof f.agent_type })} allowDeselect={false} data-testid="profile-type" />
-          {f.agent_type !== 'shell' && <TextInput label="Model" value={f.model} onChange={set('model')} maxLength={200} data-testid="profile-model" />}
+          {f.agent_type !== 'shell' && (
+            <TextInput
+              label="Model"
+              description={f.agent_type === 'llm' && f.resource_id ? "Empty: the resource's default model" : undefined}
+              value={f.model}
+              onChange={set('model')}
+              maxLength={200}
+              data-testid="profile-model"
+            />
+          )}
           {f.agent_type === 'llm' && (
+            <NativeSelect
+              label="Model from"
+              description="One of the workspace's OpenAI-compatible resources (its address, key and default model), or an endpoint and key of this profile's own"
+              value={f.resource_id}
+              onChange={(e) => setF({ ...f, resource_id: e.currentTarget.value })}
+              data={[
+                { value: '', label: 'This profile: a base URL and a key' },
+                ...models.map((m) => ({ value: m.id, label: `Resource: ${m.name}` })),
+                ...(f.resource_id && !models.some((m) => m.id === f.resource_id) ? [{ value: f.resource_id, label: 'A deleted resource' }] : []),
+              ]}
+              data-testid="profile-resource-select"
+            />
+          )}
+          {f.agent_type === 'llm' && f.resource_id === '' && (
             <>
               <TextInput label="Base URL" description="An OpenAI-compatible endpoint" value={f.base_url} onChange={set('base_url')} maxLength={2048} data-testid="profile-base-url" />
               <PasswordInput
                 label="API key"
-                description={profile?.has_api_key ? 'Set, kept sealed and never shown; a new one replaces it' : 'Kept sealed and never shown; empty: the instance key'}
+                description={
+                  profile?.has_api_key ? 'Set, kept sealed and never shown; a new one replaces it' : "Kept sealed and never shown; empty: the instance's key, sent only to the instance's provider"
+                }
                 value={key}
                 onChange={(e) => setKey(e.currentTarget.value)}
                 maxLength={4096}
