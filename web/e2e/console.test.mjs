@@ -2,6 +2,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
+import { execFileSync } from 'node:child_process'
 import { createHmac } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
@@ -1000,6 +1001,40 @@ test('row-level security: an rls_managed database shows its status and refreshes
   } finally {
     await call('DELETE', `/api/resources/${res.id}`)
   }
+})
+
+// The machine's PostgreSQL (CI exports its address): a database whose row-level security really provisions.
+const pgURL = process.env.SERVICE_TEST_POSTGRES_URL ? new URL(process.env.SERVICE_TEST_POSTGRES_URL) : null
+
+test("row-level security provisioned in a real PostgreSQL: refreshed from the resource's page, and the resources page lists the workspace's schema", { skip: !pgURL && 'SERVICE_TEST_POSTGRES_URL is not set' }, async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  let schema
+  const res = await call('POST', '/api/resources', {
+    name: 'team db', kind: 'postgresql', rls_managed: true, secret: 'pg-e2e-pass-2',
+    config: { host: pgURL.hostname, port: Number(pgURL.port || 5432), database: pgURL.pathname.slice(1) || 'postgres', user: decodeURIComponent(pgURL.username || 'postgres'), sslmode: 'disable' },
+  })
+  try {
+    await page.goto(`${server.url}/resources/${res.id}`)
+    const card = page.getByTestId('resource-rls-card')
+    await card.getByTestId('rls-refresh').click()
+    await card.getByTestId('rls-status').getByText('provisioned').waitFor()
+    const status = await call('GET', `/api/resources/${res.id}/rls_status`)
+    assert.match(status.schema_name, /^[a-z0-9_]+$/)
+
+    await page.goto(server.url + '/resources')
+    const row = page.getByTestId('db-namespace-team db')
+    await row.waitFor()
+    assert.equal(await row.locator('code').innerText(), status.schema_name)
+    assert.deepEqual(await call('GET', '/api/db-namespaces'), [{ handle: 'team db', schema: status.schema_name }])
+    schema = status.schema_name
+  } finally {
+    await call('DELETE', `/api/resources/${res.id}`)
+    // Deleting the resource drops the role and keeps the schema with its data (docs/decisions.md): the test drops it.
+    if (schema) execFileSync('psql', [process.env.SERVICE_TEST_POSTGRES_URL, '-qc', `DROP SCHEMA IF EXISTS ${schema} CASCADE`])
+  }
+  await page.goto(server.url + '/resources')
+  await page.getByTestId('resources-empty').waitFor()
+  assert.equal(await page.getByTestId('db-namespaces').count(), 0, 'deleted, the database takes its namespace along')
 })
 
 test("the owner console's features tab: the secret backend (boot-critical), the edition, and each optional feature with its env vars, never a value", async () => {

@@ -3,6 +3,8 @@
 // again. The list is the resources board; a resource's page edits it, tests
 // its connection, shows what uses it, caps its concurrent use and, for the
 // kinds that have them, lists a bot's channels or browses a share's folders.
+// Below the list, the workspace's schemas in databases with row-level
+// security (its db namespaces).
 import {
   Alert,
   Anchor,
@@ -196,6 +198,7 @@ export default function Resources() {
         </Table.ScrollContainer>
       )}
       {pages > 1 && <Pagination total={pages} value={page} onChange={(p) => setFilter('page', String(p))} data-testid="resource-pages" />}
+      <Namespaces workspace={workspace?.id} />
       {adding && kinds.data && <NewResource kinds={kinds.data} onClose={() => setAdding(false)} />}
     </Stack>
   )
@@ -299,6 +302,46 @@ function NewResource({ kinds, onClose }: { kinds: Kind[]; onClose: () => void })
         </Stack>
       </form>
     </Modal>
+  )
+}
+
+/**
+ * The workspace's db namespaces: its schema in each database resource that
+ * manages row-level security, where its db nodes and scripts read and
+ * write. Shown once there is one.
+ */
+function Namespaces({ workspace }: { workspace?: string }) {
+  const list = useLoad(async () => (await get('/api/db-namespaces')) ?? [], [workspace])
+  if (list.error) return <ErrorNote error={list.error} />
+  const rows = list.data ?? []
+  if (rows.length === 0) return null
+  return (
+    <Card withBorder data-testid="db-namespaces">
+      <Stack gap="xs">
+        <Text fw={600}>Database namespaces</Text>
+        <Text size="sm" c="dimmed">
+          This workspace's schema in each database that manages row-level security: its db nodes and scripts see only its rows there.
+        </Text>
+        <Table>
+          <Table.Thead>
+            <Table.Tr>
+              <Table.Th>Database</Table.Th>
+              <Table.Th>Schema</Table.Th>
+            </Table.Tr>
+          </Table.Thead>
+          <Table.Tbody>
+            {rows.map((n) => (
+              <Table.Tr key={n.handle} data-testid={`db-namespace-${n.handle}`}>
+                <Table.Td>{n.handle}</Table.Td>
+                <Table.Td>
+                  <Code>{n.schema}</Code>
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      </Stack>
+    </Card>
   )
 }
 
