@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"slipway/internal/approvals"
+	"slipway/internal/audit"
 	"slipway/internal/auth"
+	"slipway/internal/billing"
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
 	"slipway/internal/codefiles"
@@ -82,8 +84,10 @@ type Services struct {
 	Activity      *activity.Service
 	Resources     *resources.Service
 	EnvVars       *envvars.Service
+	Billing       *billing.Service
 	Mail          *mail.Outbox
 	Features      *admin.Features
+	Audit         *audit.Log
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
 	Live          realtime.Access
@@ -209,12 +213,14 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Password: cfg.SMTP.Password.Reveal(), From: cfg.SMTP.From, Security: cfg.SMTP.Security}, log)
 	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
 	access := tenancy.Access{DB: d}
+	// Plans and entitlements: every limit is decided by its resolver.
+	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus})
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
 	proj := projects.NewService(d, clk, sealer, git, re, resSvc)
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
-		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re})
+		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re, Quota: bill})
 	authSvc, err := auth.NewService(auth.Config{
 		InitialAdminEmails: cfg.InitialAdminEmails,
 		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},
@@ -237,7 +243,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	q := jobs.New(d, bus, clk, limits)
 	runnerSvc := runners.NewService(d, clk, runners.Config{Secret: secret, Stale: cfg.RunnerStale,
 		JWTLifetime: cfg.RunnerJWTLifetime, HubMode: cfg.HubMode, FleetOnly: cfg.AgentExecution == "fleet_only", Lease: cfg.WorkerLease},
-		orgs{ten}, q, bus, log)
+		orgs{ten}, q, bus, log, bill)
 	in := inbox.New(d, bus, clk, re)
 	ap := approvals.NewService(approvals.Deps{DB: d, Clock: clk, Inbox: in, Members: access, Hub: hub, Reactions: re, Log: log},
 		parts.Tasks.ApprovalTimeout)
@@ -249,8 +255,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	conv := conversations.NewService(d, clk, ts, in)
 	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
-		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Env: envSvc}, parts.Engine)
-	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc)
+		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Env: envSvc, Quota: bill}, parts.Engine)
+	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in}
 
 	// The work each kind of job carries, and who runs it.
@@ -279,6 +285,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Scans:     workflowscan.NewService(proj, wf, git),
 		CodeFiles: codefiles.NewService(d, clk, wf),
 		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc, Features: admin.NewFeatures(withKeys(cfg, llmKey, speechKey)),
+		Audit:    audit.NewLog(d),
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
 		Commands:  commands.NewService(ts, proj, wf, ap, ten),
 		Undo:      undo.NewService(d, clk, ts, proj, git, undo.Config{Window: cfg.UndoWindow, Grace: cfg.UndoGrace}, log),
@@ -286,6 +293,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Activity:  activity.NewService(d, clk),
 		Resources: resSvc,
 		EnvVars:   envSvc,
+		Billing:   bill,
 		Runners:   runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)

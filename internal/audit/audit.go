@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/db"
 )
 
@@ -63,4 +64,39 @@ func List(ctx context.Context, q db.Queryer, limit int) ([]Entry, error) {
 // ForTarget returns the entries about one target, newest first.
 func ForTarget(ctx context.Context, q db.Queryer, kind, id string, limit int) ([]Entry, error) {
 	return aboutTarget(ctx, q, kind, id, limit)
+}
+
+// Log reads the audit log for the owner console's audit board. It has no
+// update or delete: the log is append-only.
+type Log struct {
+	db *db.DB
+}
+
+// NewLog reads the audit log of d.
+func NewLog(d *db.DB) *Log { return &Log{db: d} }
+
+// AuditEntry is one row of the audit board: an entry with its actor's email.
+type AuditEntry struct {
+	Entry
+	ActorEmail *string `json:"actor_email" doc:"The actor's email; null for the system or a deleted account"`
+}
+
+// BoardInput is the audit board's query: the shared board query and the
+// action and target kind filters.
+type BoardInput struct {
+	board.Query
+	Action     string `query:"action" maxLength:"200" doc:"Only entries with this action"`
+	TargetKind string `query:"target_kind" maxLength:"200" doc:"Only entries about this kind of target"`
+}
+
+// Board is a page of the audit log: q matches the action, the target kind,
+// the target id and the actor's email; sort on created_at (default, newest
+// first), action or target (kind, then id). The action and target_kind
+// facets each count under q and the other filter.
+func (l *Log) Board(ctx context.Context, in BoardInput) (*board.Board[AuditEntry], error) {
+	rows, total, facets, err := boardPage(ctx, l.db, in)
+	if err != nil {
+		return nil, err
+	}
+	return board.New(in.Query, rows, total, facets), nil
 }

@@ -106,6 +106,9 @@ func (s *Service) Enroll(ctx context.Context, token, name string) (*runnerapi.To
 			if n == "" {
 				n = "service-runner"
 			}
+			if err := s.checkQuota(ctx, tx, e.OrganizationID, ""); err != nil {
+				return err
+			}
 			r = &row{ID: ids.New(), OrganizationID: e.OrganizationID, Name: n, Class: ClassEnrolled, TokenGen: 1, AllowedWS: e.AllowedWS,
 				AllowedLabels: e.AllowedLabels, CreatedAt: now}
 			if err := insertRunner(ctx, tx, r, nil, nil); err != nil {

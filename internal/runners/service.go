@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"slipway/internal/audit"
+	"slipway/internal/billing"
 	"slipway/internal/dispatch"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -74,10 +75,25 @@ type Service struct {
 	orgs   Orgs
 	queue  Queue
 	log    *slog.Logger
+	quota  Quota // the plan's runners.max; nil: no limit
+}
+
+// Quota decides a plan's limit inside the transaction that adds to it
+// (billing): quota_exceeded when adding would pass it.
+type Quota interface {
+	Check(ctx context.Context, tx *db.Tx, subj billing.Subject, feature string, adding int64) error
+}
+
+// checkQuota holds a new runner of the organization to its plan.
+func (s *Service) checkQuota(ctx context.Context, tx *db.Tx, orgID, userID string) error {
+	if s.quota == nil {
+		return nil
+	}
+	return s.quota.Check(ctx, tx, billing.Subject{OrganizationID: orgID, UserID: userID}, "runners.max", 1)
 }
 
 // NewService returns the runners service.
-func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus Bus, log *slog.Logger) *Service {
+func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus Bus, log *slog.Logger, quota Quota) *Service {
 	if cfg.Stale <= 0 {
 		cfg.Stale = 90 * time.Second
 	}
@@ -87,7 +103,7 @@ func NewService(d *db.DB, clk clock.Clock, cfg Config, orgs Orgs, q Queue, bus B
 	if cfg.Lease <= 0 {
 		cfg.Lease = time.Minute
 	}
-	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, bus: bus, log: log}
+	return &Service{db: d, clock: clk, cfg: cfg, signer: newSigner(cfg.Secret), orgs: orgs, queue: q, bus: bus, log: log, quota: quota}
 }
 
 // fresh reports whether a runner's heartbeat is within the stale window.
@@ -236,6 +252,9 @@ func (s *Service) Create(ctx context.Context, u *actor.User, sel Selector, in Ru
 		}
 		ws, ls, err := grant(ctx, tx, orgID, in.AllowedWorkspaceIDs, in.AllowedLabels)
 		if err != nil {
+			return err
+		}
+		if err := s.checkQuota(ctx, tx, orgID, u.ID); err != nil {
 			return err
 		}
 		now := s.clock.Now()

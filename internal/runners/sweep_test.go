@@ -33,7 +33,7 @@ func TestStaleSweep(t *testing.T) {
 			clk := clock.NewFake(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
 			q := jobs.New(d, bus, clk, nil)
 			svc := runners.NewService(d, clk, runners.Config{Secret: []byte("0123456789abcdef0123456789abcdef"), Stale: 45 * time.Second,
-				HubMode: true, FleetOnly: fleetOnly, Lease: 5 * time.Second}, nil, q, bus, log)
+				HubMode: true, FleetOnly: fleetOnly, Lease: 5 * time.Second}, nil, q, bus, log, nil)
 			ws := fixture.Workspace(t, d)
 			id := ids.New()
 			if _, err := d.W.Exec(`INSERT INTO runners (id, organization_id, name, class, created_at, updated_at) VALUES ($1, $2, 'r', 'static', $3, $3)`,

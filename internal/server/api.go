@@ -17,7 +17,9 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"slipway/internal/admin"
+	"slipway/internal/audit"
 	"slipway/internal/auth"
+	"slipway/internal/billing"
 	"slipway/internal/buildinfo"
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
@@ -114,6 +116,8 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	captcha.Register(pub, svc.Captcha)
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth, svc.Tenancy, svc.Features)
+	audit.Register(pub, svc.Audit)
+	billing.Register(pub, svc.Billing, svc.Tenancy.WorkspaceScoped(pub))
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))

@@ -214,6 +214,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
+	go s.Services.Billing.Run(coreCtx)
 	go s.Services.Runners.Run(coreCtx)
 	go s.Services.Approvals.Run(coreCtx, time.Minute)
 	go s.Services.Mail.Run(workCtx, 5*time.Second)

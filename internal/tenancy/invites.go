@@ -367,6 +367,14 @@ func (s *Service) AcceptInvite(ctx context.Context, u *actor.User, tok string) (
 		if !won {
 			return ErrBadInvite
 		}
+		// A new member takes a seat of the plan's users.max.
+		if _, err := memberRow(ctx, tx, in.OrganizationID, u.ID); errors.Is(err, apperr.ErrNotFound) {
+			if err := s.check(ctx, tx, in.OrganizationID, u.ID, "users.max"); err != nil {
+				return err
+			}
+		} else if err != nil {
+			return err
+		}
 		if err := joinInvited(ctx, tx, in, u.ID, now); err != nil {
 			return err
 		}

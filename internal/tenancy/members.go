@@ -160,6 +160,11 @@ func (s *Service) setSuspended(ctx context.Context, u *actor.User, sel Selector,
 		if suspend == (m.SuspendedAt != nil) {
 			return apperr.New(apperr.CodeConflict, "the member is %s already", m.Status)
 		}
+		if !suspend { // back, the member takes a seat of the plan's users.max again
+			if err := s.check(ctx, tx, o.ID, userID, "users.max"); err != nil {
+				return err
+			}
+		}
 		if suspend {
 			if userID == u.ID {
 				return apperr.New(apperr.CodeConflict, "you cannot suspend yourself")

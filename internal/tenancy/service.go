@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"slipway/internal/audit"
+	"slipway/internal/billing"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
@@ -36,6 +37,7 @@ type Service struct {
 	mailer    Mailer        // invite mail; nil: the token is only in the answer
 	publicURL string        // accept links start with it ("" gives relative links)
 	inviteTTL time.Duration // how long an invite stays valid
+	quota     Quota         // the plan's limits; nil: none
 }
 
 // Config holds tenancy's settings.
@@ -59,6 +61,23 @@ type Deps struct {
 	Mailer Mailer
 	// Reactions are told of workspaces created and people offboarded.
 	Reactions Reactions
+	// Quota enforces the organization's plan: workspaces.max and
+	// users.max (nil: no limits).
+	Quota Quota
+}
+
+// Quota decides a plan's limit inside the transaction that adds to it
+// (billing): quota_exceeded when adding would pass it.
+type Quota interface {
+	Check(ctx context.Context, tx *db.Tx, subj billing.Subject, feature string, adding int64) error
+}
+
+// check asks the quota, when there is one.
+func (s *Service) check(ctx context.Context, tx *db.Tx, orgID, userID, feature string) error {
+	if s.quota == nil {
+		return nil
+	}
+	return s.quota.Check(ctx, tx, billing.Subject{OrganizationID: orgID, UserID: userID}, feature, 1)
 }
 
 // Bus is how replicas tell each other to forget resolved workspaces.
@@ -102,7 +121,7 @@ func NewService(cfg Config, d Deps) *Service {
 		ttl = DefaultInviteTTL
 	}
 	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, resolved: ttlcache.New[actor.Workspace](cfg.CacheTTL, 10000),
-		mailer: d.Mailer, react: d.Reactions, publicURL: strings.TrimRight(cfg.PublicURL, "/"), inviteTTL: ttl}
+		mailer: d.Mailer, react: d.Reactions, quota: d.Quota, publicURL: strings.TrimRight(cfg.PublicURL, "/"), inviteTTL: ttl}
 }
 
 // changed drops every resolved workspace once tx commits, here and on every
@@ -399,6 +418,9 @@ func (s *Service) CreateWorkspace(ctx context.Context, u *actor.User, sel Select
 		}
 		if o.Role != RoleOwner && o.Role != RoleAdmin {
 			return apperr.New(apperr.CodeForbidden, "only an organization owner or admin may create workspaces")
+		}
+		if err := s.check(ctx, tx, o.ID, u.ID, "workspaces.max"); err != nil {
+			return err
 		}
 		now := s.clock.Now()
 		w := &Workspace{ID: ids.New(), Name: name, OrganizationID: o.ID, OrganizationName: o.Name, Role: RoleOwner, CreatedAt: now}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"slipway/internal/billing"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/board"
@@ -49,6 +50,11 @@ func (s *Service) create(ctx context.Context, tx *db.Tx, ws *actor.Workspace, in
 		}
 		if err := s.checkNodeTypes(ctx, tx, ws.ID, g); err != nil {
 			return err
+		}
+		if s.quota != nil {
+			if err := s.quota.Check(ctx, tx, billing.Subject{OrganizationID: ws.OrganizationID, WorkspaceID: ws.ID}, "workflows.max", 1); err != nil {
+				return err
+			}
 		}
 		return insertWorkflow(ctx, tx, w, now)
 	})

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"slipway/internal/billing"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
@@ -77,6 +78,7 @@ type Engine struct {
 	log     *slog.Logger
 	cfg     EngineConfig
 	agents  Agents
+	quota   Quota // nil: no limit
 	scripts Scripts
 	exprs   exprCache
 
@@ -104,6 +106,14 @@ type EngineDeps struct {
 	CodeFiles CodeFiles
 	Resources Resources
 	Env       EnvSource
+	// Quota holds new runs to the plan's runs.concurrent (nil: no limit).
+	Quota Quota
+}
+
+// Quota decides a plan's limit inside the transaction that adds to it
+// (billing): quota_exceeded when adding would pass it.
+type Quota interface {
+	Check(ctx context.Context, tx *db.Tx, subj billing.Subject, feature string, adding int64) error
 }
 
 // NewEngine returns an engine; Run starts it.
@@ -129,7 +139,7 @@ func NewEngine(d EngineDeps, cfg EngineConfig) *Engine {
 		cfg.HTTP.AllowPrivate = allow
 	}
 	return &Engine{db: d.DB, runs: d.Runs, queue: d.Queue, bus: d.Bus, clock: d.Clock, log: d.Log, cfg: cfg,
-		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, env: d.Env, envs: newEnvCache()}
+		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, env: d.Env, envs: newEnvCache(), quota: d.Quota}
 }
 
 // holder marks a transition made by the run job's holder (its job runs, so

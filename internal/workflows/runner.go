@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"slipway/internal/billing"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/pubsub"
@@ -56,6 +57,11 @@ type Decided struct {
 
 // Start implements Runner.
 func (e *Engine) Start(ctx context.Context, tx *db.Tx, r *runRow, raw []byte, capped bool) (*Started, error) {
+	if e.quota != nil {
+		if err := e.quota.Check(ctx, tx, billing.Subject{WorkspaceID: r.WorkspaceID}, "runs.concurrent", 1); err != nil {
+			return nil, err
+		}
+	}
 	def, err := e.definition(ctx, tx, r.WorkspaceID, r.WorkflowID, raw, r.CreatedAt)
 	if err != nil {
 		return nil, err

@@ -28,12 +28,13 @@ type Service struct {
 	engine   Runner
 	projects Projects
 	scripts  Scripts // nil: code nodes name no saved script
+	quota    Quota   // the plan's workflows.max; nil: no limit
 }
 
 // NewService builds the workflows service over an engine (scripts may be
 // nil, as for the engine).
-func NewService(d *db.DB, clk clock.Clock, r *runs.Service, e Runner, p Projects, scripts Scripts) *Service {
-	return &Service{db: d, clock: clk, runs: r, engine: e, projects: p, scripts: scripts}
+func NewService(d *db.DB, clk clock.Clock, r *runs.Service, e Runner, p Projects, scripts Scripts, quota Quota) *Service {
+	return &Service{db: d, clock: clk, runs: r, engine: e, projects: p, scripts: scripts, quota: quota}
 }
 
 func cleanName(raw string) (string, error) { return text.Name("name", raw, 200) }

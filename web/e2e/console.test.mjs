@@ -1222,3 +1222,56 @@ test('the activity feed reads as sentences: tasks started, workflow runs, tool c
   await feed.getByTestId('activity-workflow_run').first().getByRole('link').click()
   await page.waitForURL(/\/workflows\/runs\/[0-9a-f-]{36}$/)
 })
+
+test("the owner console's audit tab: a rename found by searching, its before and after side by side; chips filter; nothing edits the log", async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const org = await call('GET', '/organization')
+  const renamed = `${org.name} (audited)`
+  await call('PUT', '/organization', { name: renamed })
+  await page.goto(server.url + '/admin/?tab=audit')
+  await page.getByTestId('tab-audit').waitFor()
+  assert.equal(await page.getByTestId('tab-audit').getAttribute('aria-selected'), 'true')
+  await page.getByTestId('audit-row').first().waitFor()
+  // Newest first: the rename just made leads the unfiltered log.
+  assert.equal(await page.getByTestId('audit-row').first().getAttribute('data-action'), 'organization.rename')
+
+  await page.getByTestId('audit-search').fill('RENAME')
+  await page.waitForFunction(() => {
+    const rs = [...document.querySelectorAll('[data-testid="audit-row"]')]
+    return rs.length > 0 && rs.every((r) => r.getAttribute('data-action') === 'organization.rename')
+  })
+  const row = page.locator(`[data-testid="audit-row"][data-target-id="${org.id}"]`).first()
+  assert.match(await row.innerText(), new RegExp(admin.email.replace(/[.+]/g, '\\$&')))
+  await row.getByTestId('audit-expand').click()
+  const before = page.getByTestId('audit-before')
+  const afterSnap = page.getByTestId('audit-after')
+  await before.waitFor()
+  assert.equal(JSON.parse(await before.innerText()).name, org.name)
+  assert.equal(JSON.parse(await afterSnap.innerText()).name, renamed)
+  // Side by side: the after snapshot sits to the right of the before.
+  const [b, a] = [await before.boundingBox(), await afterSnap.boundingBox()]
+  assert.ok(a.x > b.x + b.width / 2 && Math.abs(a.y - b.y) < 40, `before ${JSON.stringify(b)}, after ${JSON.stringify(a)}`)
+  await shot('admin-audit')
+  await row.getByTestId('audit-expand').click()
+  await before.waitFor({ state: 'detached' })
+
+  // The chips: the target kind facet narrows to organizations.
+  const all = await call('GET', '/api/admin/audit/board')
+  const orgs = await call('GET', '/api/admin/audit/board?target_kind=organization')
+  assert.ok(orgs.total >= 1 && orgs.total < all.total, `${orgs.total} of ${all.total} entries are about organizations`)
+  await page.getByTestId('audit-search').fill('')
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="audit-row"]').length === n, Math.min(all.total, 50))
+  await page.getByTestId('audit-target-kind-organization').click()
+  await page.waitForFunction(
+    (n) => {
+      const rs = [...document.querySelectorAll('[data-testid="audit-row"]')]
+      return rs.length === n && rs.every((r) => r.getAttribute('data-target-kind') === 'organization')
+    },
+    Math.min(orgs.total, 50),
+  )
+  assert.match(await page.getByTestId('audit-total').innerText(), new RegExp(`^${orgs.total} entr`, 'i'))
+
+  // Append-only: there is no control to change an entry, and no route either.
+  assert.equal(await page.getByRole('button', { name: /delete|edit|retention/i }).count(), 0)
+  await assert.rejects(call('DELETE', '/api/admin/audit/board'), /: 40[45] /)
+})

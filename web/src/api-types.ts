@@ -24,6 +24,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/audit/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The append-only audit log as a board: search, sort, pages, action and target kind facets (instance admins)
+         * @description Sort keys: created_at (default, newest first), action, target (kind, then id). q matches the action, the target kind, the target id and the actor's email.
+         */
+        get: operations["get_api_admin_audit_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/entitlement-features": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The entitlement keys Slipway enforces, with what each takes and its Community default */
+        get: operations["get_api_admin_entitlement_features"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/feature-availability": {
         parameters: {
             query?: never;
@@ -51,6 +88,108 @@ export interface paths {
         /** The newest mails and how their delivery goes */
         get: operations["get_api_admin_mail_outbox"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/organizations/{organization_id}/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Put an organization on a plan without a payment provider (audited) */
+        put: operations["put_api_admin_organizations_organization_id_plan"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/overrides": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Grant an override: global without a scope, or for a workspace, a user, or both (audited) */
+        post: operations["post_api_admin_overrides"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/overrides/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A page of entitlement overrides with feature, scope and status facets; q searches feature and reason */
+        get: operations["get_api_admin_overrides_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/overrides/{override_id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke an override: the row stays, stamped revoked (audited) */
+        post: operations["post_api_admin_overrides_override_id_revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every billing plan, inactive and non-public included */
+        get: operations["get_api_admin_plans"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/plans/{plan_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Change a plan for every organization on it at once (audited with before and after) */
+        put: operations["put_api_admin_plans_plan_id_"];
         post?: never;
         delete?: never;
         options?: never;
@@ -715,6 +854,23 @@ export interface paths {
         };
         /** The workspace's schemas in database resources with row-level security: handle (the resource's name) and schema, no secrets */
         get: operations["get_api_db_namespaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/entitlements": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What the active workspace's organization may use: each feature's value from its plan and overrides, the chain, and the usage */
+        get: operations["get_api_entitlements"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3440,6 +3596,13 @@ export interface components {
             /** Format: uuid */
             workspace_id: string;
         };
+        AssignInputBody: {
+            plan_id: string;
+        };
+        AssignedPlan: {
+            organization_id: string;
+            plan_id: string;
+        };
         Assignment: {
             agent?: components["schemas"]["AgentWork"];
             /** Format: int64 */
@@ -3456,6 +3619,19 @@ export interface components {
         Assignments: {
             assignments: components["schemas"]["Assignment"][] | null;
         };
+        AuditEntry: {
+            action: string;
+            /** @description The actor's email; null for the system or a deleted account */
+            actor_email: string | null;
+            actor_id: string | null;
+            after: unknown;
+            before: unknown;
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            target_id: string;
+            target_kind: string;
+        };
         Autonomy: {
             /**
              * Format: int64
@@ -3468,6 +3644,43 @@ export interface components {
             /** Format: int64 */
             seq: number;
         };
+        BillingPlan: {
+            active: boolean;
+            /**
+             * Format: int64
+             * @description The price in minor units of the currency
+             */
+            amount_cents: number;
+            /** Format: date-time */
+            created_at: string;
+            /** @enum {string} */
+            currency: "EUR" | "USD" | "GBP";
+            /** @description Feature key to value */
+            entitlements: {
+                [key: string]: unknown;
+            };
+            id: string;
+            /** @description The plan's users.max: a whole number or "unlimited" */
+            included_seats: unknown;
+            /** @enum {string} */
+            interval: "month" | "year" | "one_time" | "custom";
+            name: string;
+            public: boolean;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        BoardAuditEntry: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["AuditEntry"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         BoardMemberView: {
             facets: {
                 [key: string]: components["schemas"]["Facet"][] | null;
@@ -3477,6 +3690,18 @@ export interface components {
             /** Format: int64 */
             page_size: number;
             rows: components["schemas"]["MemberView"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
+        BoardOverride: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["Override"][] | null;
             /** Format: int64 */
             total: number;
         };
@@ -3712,6 +3937,19 @@ export interface components {
             /** @description approve or reject */
             decision: string;
         };
+        DecisionStep: {
+            /** @description The plan's or the override's id */
+            id?: string;
+            /** @description An override's scope */
+            scope?: string;
+            /**
+             * @description plan: the organization's plan; default: the Community default for a key the plan lacks; override: a grant; usage: what is used now
+             * @enum {string}
+             */
+            source: "plan" | "default" | "override" | "usage";
+            /** @description A whole number, "unlimited", a boolean or an object */
+            value: unknown;
+        };
         DeletedOutputBody: {
             /** @description False only when the row was already gone */
             deleted: boolean;
@@ -3781,6 +4019,37 @@ export interface components {
             expires_in_secs?: number;
             /** @description Name of the runner it enrols; default: the runner's SERVICE_RUNNER_NAME */
             name?: string;
+        };
+        EntitlementDecision: {
+            allowed: boolean;
+            chain: components["schemas"]["DecisionStep"][] | null;
+            feature: string;
+            /**
+             * Format: int64
+             * @description A count's limit (null: unlimited, or a flag)
+             */
+            limit: number | null;
+            plan_id: string;
+            /** @description The plan's own value, before overrides */
+            plan_limit: unknown;
+            unlimited: boolean;
+            /**
+             * Format: int64
+             * @description What is used now (counts, when asked for)
+             */
+            usage: number | null;
+            /** @description The effective value after overrides */
+            value: unknown;
+        };
+        EntitlementFeature: {
+            /** @description A whole number, "unlimited", a boolean or an object */
+            default: unknown;
+            description: string;
+            key: string;
+            /** @enum {string} */
+            kind: "count" | "flag";
+            name: string;
+            scope?: string;
         };
         Entry: {
             action: string;
@@ -4469,6 +4738,42 @@ export interface components {
             status: "ready" | "need_param" | "invalid" | "executed";
             value?: string;
         };
+        Override: {
+            /** Format: date-time */
+            created_at: string;
+            created_by: string | null;
+            /** Format: date-time */
+            expires_at: string | null;
+            feature: string;
+            id: string;
+            reason: string;
+            /** Format: date-time */
+            revoked_at: string | null;
+            revoked_by: string | null;
+            /** @enum {string} */
+            scope: "global" | "workspace" | "user" | "user_in_workspace";
+            /** @enum {string} */
+            status: "active" | "revoked" | "expired";
+            user_id: string | null;
+            /** @description A whole number, "unlimited", a boolean or an object */
+            value: unknown;
+            workspace_id: string | null;
+        };
+        OverrideCreate: {
+            /**
+             * Format: date-time
+             * @description Stops counting then
+             */
+            expires_at?: string;
+            feature: string;
+            reason: string;
+            /** @description Only when this user acts */
+            user_id?: string;
+            /** @description A whole number, "unlimited", a boolean or an object */
+            value: unknown;
+            /** @description Only this workspace (its organization's counts, for organization features) */
+            workspace_id?: string;
+        };
         Param: {
             description_i18n: string;
             /** @enum {string} */
@@ -4527,6 +4832,23 @@ export interface components {
             html: boolean;
             media: components["schemas"]["Media"][] | null;
             text: string;
+        };
+        PlanUpdate: {
+            active?: boolean;
+            /** Format: int64 */
+            amount_cents?: number;
+            /** @enum {string} */
+            currency?: "EUR" | "USD" | "GBP";
+            /** @description Keys given replace the plan's; a null value removes one */
+            entitlements?: {
+                [key: string]: unknown;
+            };
+            /** @description users.max: a non-negative whole number or "unlimited" */
+            included_seats?: unknown;
+            /** @enum {string} */
+            interval?: "month" | "year" | "one_time" | "custom";
+            name?: string;
+            public?: boolean;
         };
         Position: {
             /** Format: double */
@@ -5731,6 +6053,77 @@ export interface operations {
             };
         };
     };
+    get_api_admin_audit_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                /** @description Only entries with this action */
+                action?: string;
+                /** @description Only entries about this kind of target */
+                target_kind?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardAuditEntry"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_entitlement_features: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementFeature"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_admin_feature_availability: {
         parameters: {
             query?: never;
@@ -5776,6 +6169,210 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OutboxMail"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_admin_organizations_organization_id_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                organization_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssignInputBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AssignedPlan"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_overrides: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OverrideCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Override"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_overrides_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                feature?: string;
+                scope?: "global" | "workspace" | "user" | "user_in_workspace" | "";
+                status?: "active" | "revoked" | "expired" | "";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardOverride"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_overrides_override_id_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                override_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Override"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_plans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPlan"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_admin_plans_plan_id_: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                plan_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PlanUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingPlan"];
                 };
             };
             /** @description Error */
@@ -7204,6 +7801,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DBNamespace"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_entitlements: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EntitlementDecision"][] | null;
                 };
             };
             /** @description Error */

@@ -3,6 +3,7 @@ import { useState } from 'react'
 import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
+import { AuditTab } from './AdminAudit'
 import { TemplatesTab } from './AdminTemplates'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -14,6 +15,7 @@ const tabs = [
   { key: 'users', label: 'Users' },
   { key: 'features', label: 'Features' },
   { key: 'templates', label: 'Mail templates' },
+  { key: 'audit', label: 'Audit' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
 
@@ -47,6 +49,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="templates" pt="md">
           <TemplatesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="audit" pt="md">
+          <AuditTab />
         </Tabs.Panel>
       </Tabs>
     </Stack>

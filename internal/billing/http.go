@@ -1,0 +1,131 @@
+package billing
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/board"
+	"slipway/internal/platform/httpx"
+)
+
+type planIDInput struct {
+	PlanID string `path:"plan_id" maxLength:"100"`
+}
+
+type planUpdateInput struct {
+	PlanID string `path:"plan_id" maxLength:"100"`
+	Body   PlanUpdate
+}
+
+type overridesBoardInput struct {
+	board.Query
+	OverrideFilter
+}
+
+type overrideCreateInput struct {
+	Body OverrideCreate
+}
+
+type overrideIDInput struct {
+	OverrideID string `path:"override_id"`
+}
+
+type assignInput struct {
+	OrganizationID string `path:"organization_id"`
+	Body           struct {
+		PlanID string `json:"plan_id" minLength:"1" maxLength:"100"`
+	}
+}
+
+// AssignedPlan answers a plan assignment.
+type AssignedPlan struct {
+	OrganizationID string `json:"organization_id"`
+	PlanID         string `json:"plan_id"`
+}
+
+// admin is the instance admin making the request (403 otherwise).
+func admin(ctx context.Context) (*actor.User, error) {
+	return actor.RequireAdmin(ctx)
+}
+
+// Register mounts the owner console's plans and overrides operations, and
+// the workspace's own view of its entitlements.
+func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
+	wsOps := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
+	huma.Register(api, wsOps.Op("get_api_entitlements", http.MethodGet, "/api/entitlements",
+		"What the active workspace's organization may use: each feature's value from its plan and overrides, the chain, and the usage"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]EntitlementDecision], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ws, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
+			return httpx.Reply(s.Entitlements(ctx, ws, u))
+		})
+	ops := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
+	huma.Register(api, ops.Op("get_api_admin_plans", http.MethodGet, "/api/admin/plans", "Every billing plan, inactive and non-public included"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]BillingPlan], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Plans(ctx))
+		})
+	huma.Register(api, ops.Op("put_api_admin_plans_plan_id_", http.MethodPut, "/api/admin/plans/{plan_id}",
+		"Change a plan for every organization on it at once (audited with before and after)"),
+		func(ctx context.Context, in *planUpdateInput) (*httpx.Out[*BillingPlan], error) {
+			u, err := admin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.UpdatePlan(ctx, u, in.PlanID, in.Body))
+		})
+	huma.Register(api, ops.Op("get_api_admin_entitlement_features", http.MethodGet, "/api/admin/entitlement-features",
+		"The entitlement keys Slipway enforces, with what each takes and its Community default"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]EntitlementFeature], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(Features, nil)
+		})
+	huma.Register(api, ops.Op("get_api_admin_overrides_board", http.MethodGet, "/api/admin/overrides/board",
+		"A page of entitlement overrides with feature, scope and status facets; q searches feature and reason"),
+		func(ctx context.Context, in *overridesBoardInput) (*httpx.Out[*board.Board[Override]], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.OverridesBoard(ctx, in.Query, in.OverrideFilter))
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_admin_overrides", http.MethodPost, "/api/admin/overrides",
+		"Grant an override: global without a scope, or for a workspace, a user, or both (audited)")),
+		func(ctx context.Context, in *overrideCreateInput) (*httpx.Out[*Override], error) {
+			u, err := admin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Grant(ctx, u, in.Body))
+		})
+	huma.Register(api, ops.Op("post_api_admin_overrides_override_id_revoke", http.MethodPost, "/api/admin/overrides/{override_id}/revoke",
+		"Revoke an override: the row stays, stamped revoked (audited)"),
+		func(ctx context.Context, in *overrideIDInput) (*httpx.Out[*Override], error) {
+			u, err := admin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Revoke(ctx, u, in.OverrideID))
+		})
+	huma.Register(api, ops.Op("put_api_admin_organizations_organization_id_plan", http.MethodPut, "/api/admin/organizations/{organization_id}/plan",
+		"Put an organization on a plan without a payment provider (audited)"),
+		func(ctx context.Context, in *assignInput) (*httpx.Out[*AssignedPlan], error) {
+			u, err := admin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if err := s.AssignPlan(ctx, u, in.OrganizationID, in.Body.PlanID); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(&AssignedPlan{OrganizationID: in.OrganizationID, PlanID: in.Body.PlanID}, nil)
+		})
+}

@@ -1,0 +1,69 @@
+-- +goose Up
+-- Plans, subscriptions and entitlement overrides (issue 26).
+--
+-- A plan is shared by every organization subscribed to it; its
+-- entitlements map a feature key to a value (a number, "unlimited", a
+-- boolean or an object). Included seats are its users.max. The default
+-- catalogue below is what an instance admin edits in the plans tab.
+CREATE TABLE plans (
+    id           TEXT PRIMARY KEY,
+    name         TEXT NOT NULL,
+    amount_cents BIGINT NOT NULL CHECK (amount_cents >= 0),
+    currency     TEXT NOT NULL CHECK (currency IN ('EUR', 'USD', 'GBP')),
+    billing_interval TEXT NOT NULL CHECK (billing_interval IN ('month', 'year', 'one_time', 'custom')),
+    active       BOOLEAN NOT NULL,
+    public       BOOLEAN NOT NULL,
+    entitlements JSONB NOT NULL,
+    sort_order   BIGINT NOT NULL DEFAULT 0,
+    created_at   TIMESTAMPTZ NOT NULL,
+    updated_at   TIMESTAMPTZ NOT NULL
+);
+
+-- An organization's plan: one row per organization that has one (none:
+-- the community plan). provider is 'none' for a plan an admin assigned.
+CREATE TABLE subscriptions (
+    organization_id TEXT PRIMARY KEY REFERENCES organizations (id) ON DELETE CASCADE,
+    plan_id         TEXT NOT NULL REFERENCES plans (id),
+    status          TEXT NOT NULL CHECK (status IN ('active', 'trialing', 'past_due', 'canceled', 'incomplete', 'unpaid')),
+    provider        TEXT NOT NULL DEFAULT 'none',
+    created_at      TIMESTAMPTZ NOT NULL,
+    updated_at      TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX subscriptions_plan ON subscriptions (plan_id);
+
+-- Grants above (or below) the plan. No scope: every tenant. Revoking
+-- stamps the row; nothing deletes one. The instance admin's rows: the
+-- scope columns name whom a grant applies to, not who owns it.
+CREATE TABLE entitlement_overrides (
+    id           TEXT PRIMARY KEY,
+    feature      TEXT NOT NULL,
+    value        JSONB NOT NULL,
+    reason       TEXT NOT NULL,
+    scope_workspace_id TEXT REFERENCES workspaces (id) ON DELETE CASCADE,
+    scope_user_id      TEXT REFERENCES users (id) ON DELETE CASCADE,
+    expires_at   TIMESTAMPTZ,
+    status       TEXT NOT NULL CHECK (status IN ('active', 'revoked')),
+    created_by   TEXT REFERENCES users (id) ON DELETE SET NULL,
+    created_at   TIMESTAMPTZ NOT NULL,
+    revoked_at   TIMESTAMPTZ,
+    revoked_by   TEXT REFERENCES users (id) ON DELETE SET NULL
+);
+CREATE INDEX entitlement_overrides_created ON entitlement_overrides (created_at, id);
+CREATE INDEX entitlement_overrides_active ON entitlement_overrides (status, feature);
+
+-- runs.concurrent counts a workspace's unfinished workflow runs.
+CREATE INDEX workflow_runs_unfinished ON workflow_runs (workspace_id) WHERE status IN ('queued', 'running');
+
+INSERT INTO plans (id, name, amount_cents, currency, billing_interval, active, public, entitlements, sort_order, created_at, updated_at) VALUES
+('community', 'Community', 0, 'EUR', 'month', TRUE, TRUE,
+ '{"users.max": "unlimited", "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": "unlimited", "apps.max": "unlimited", "sso_oidc_byo": false, "marketplace.sell": false}',
+ 0, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00'),
+('team', 'Team', 4900, 'EUR', 'month', TRUE, TRUE,
+ '{"users.max": 10, "workspaces.max": 10, "runners.max": 5, "workflows.max": 500, "runs.concurrent": 20, "apps.max": 20, "sso_oidc_byo": false, "marketplace.sell": true}',
+ 1, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00'),
+('business', 'Business', 19900, 'EUR', 'month', TRUE, TRUE,
+ '{"users.max": 50, "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": 100, "apps.max": "unlimited", "sso_oidc_byo": true, "marketplace.sell": true}',
+ 2, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00');
+
+-- +goose Down
+-- Slipway only migrates up.
