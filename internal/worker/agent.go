@@ -342,10 +342,10 @@ func (e *execution) agent(ctx context.Context, ev *eventWriter, red *redact.Reda
 }
 
 // publish commits what the agent changed, pushes the branch and measures
-// the change. resumed: an earlier process of this worker may have
-// committed the work already and died before pushing it, or even removed
-// the worktree after publishing; a branch ahead of its base is then pushed
-// (pushing what the remote has is a no-op).
+// the change. A branch ahead of its base with nothing new to commit is
+// pushed too (pushing what the remote has is a no-op). resumed: an earlier
+// process of this worker may have committed the work already and died
+// before pushing it, or even removed the worktree after publishing.
 func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Redactor, resumed bool) workport.Result {
 	w, a := e.w, e.a.Agent
 	var sha string
@@ -361,7 +361,12 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 	if resumed && e.a.Resume != nil {
 		logged = e.a.Resume.Logged
 	}
-	if !changed && resumed {
+	if !changed {
+		// Nothing new to commit, yet the branch may hold the work: an
+		// earlier attempt that committed and died before its commit was
+		// recorded (a requeued run writes the same files again), or an
+		// agent that committed itself. A branch ahead of its base is
+		// published.
 		head, ahead, err := w.git.Ahead(ctx, a.ProjectID, a.Repo.DefaultBranch, a.Repo.Branch)
 		if err != nil {
 			return failed(red, "%s", gitMessage("reading the branch", err))
@@ -369,10 +374,10 @@ func (e *execution) publish(ctx context.Context, ev *eventWriter, red *redact.Re
 		if ahead > 0 {
 			sha, changed = head, true
 			if !slices.Contains(logged, "commit") {
-				ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before_the_restart": true})
+				ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha, "committed_before": true})
 			}
 		}
-	} else if changed {
+	} else {
 		ev.AddValue(workport.EventGit, map[string]any{"action": "commit", "changed": true, "commit": sha})
 	}
 	if !changed {

@@ -634,6 +634,35 @@ func TestRescueByAnotherReplica(t *testing.T) {
 	})
 }
 
+// TestWorkAlreadyOnTheBranchIsPublished: a run that finds nothing new to
+// commit on a branch already ahead of its base publishes the branch. That
+// is the run of a task requeued after its first attempt committed and died
+// before the commit was recorded (kill -9 between the two); a restarted
+// task whose run writes the same files again takes the same path.
+func TestWorkAlreadyOnTheBranchIsPublished(t *testing.T) {
+	s := stack(t, db.SQLite, "process")
+	p, bare := s.Project(true, nil)
+	task := s.Task(p.ID, "echo same > SAME.md", tasks.TaskConfig{})
+	first := s.Wait(task.ID, tasks.StatusDonePR, tasks.StatusDone, tasks.StatusFailed)
+	if first.Status != tasks.StatusDonePR {
+		t.Fatalf("first run: %s %s", first.Status, first.Error)
+	}
+	if _, err := s.Tasks.Restart(context.Background(), s.WS, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.WaitFor(task.ID, `"reason":"restarted"`)
+	again := s.Wait(task.ID, tasks.StatusDonePR, tasks.StatusDone, tasks.StatusFailed)
+	if again.Status != tasks.StatusDonePR || again.PR == nil || again.PR.Commit != first.PR.Commit || again.PR.FilesChanged != 1 {
+		t.Fatalf("the run with nothing new: %s, pr %+v: %s\n%s", again.Status, again.PR, again.Error, fixture.DumpEvents(s.Events(task.ID)))
+	}
+	if got := agenttest.Git(t, bare, "show", again.PR.Commit+":SAME.md"); got != "same" {
+		t.Fatalf("SAME.md on the pushed branch = %q", got)
+	}
+	if !strings.Contains(fixture.DumpEvents(s.Events(task.ID)), `"committed_before":true`) {
+		t.Fatalf("the commit event does not say it was there before:\n%s", fixture.DumpEvents(s.Events(task.ID)))
+	}
+}
+
 // TestSecretsNeverReachEvents: credentials and keys printed by an agent are
 // redacted before storage.
 func TestSecretsNeverReachEvents(t *testing.T) {
