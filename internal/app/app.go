@@ -220,7 +220,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
 	proj := projects.NewService(d, clk, sealer, git, re, resSvc)
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
-		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re, Quota: bill})
+		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re, Plans: bill})
 	authSvc, err := auth.NewService(auth.Config{
 		InitialAdminEmails: cfg.InitialAdminEmails,
 		HashParams:         auth.HashParams{MemoryKiB: cfg.Argon2MemoryKiB, Time: cfg.Argon2Time, Threads: 1},

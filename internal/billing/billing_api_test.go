@@ -367,3 +367,109 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestPayingOrganizationIsNotDeleted: an organization a payment provider
+// bills is not deleted (412) until its subscription ends; a plan an admin
+// assigned does not hold it.
+func TestPayingOrganizationIsNotDeleted(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		admin, owner := f.Admin, f.Owner
+		org := orgOf(t, owner)
+		if r := owner.Do("DELETE", "/api/workspaces/"+owner.DefaultWorkspace(), nil); r.Status/100 != 2 {
+			t.Fatalf("deleting the workspace: %d %s", r.Status, r.Body)
+		}
+		// What the provider's webhook will write (issue 26, next step).
+		f.Exec(t, `INSERT INTO subscriptions (organization_id, plan_id, status, provider, created_at, updated_at)
+			VALUES ($1, 'team', 'active', 'stripe', $2, $2)`, org, time.Now().UTC())
+		sel := func(c *apitest.Client) *apitest.Client { cc := *c; cc.Workspace = ""; return &cc }
+		r := sel(owner).Do("DELETE", "/organization", nil, "X-Organization-Id", org)
+		fixture.WantError(t, r, http.StatusPreconditionFailed, "precondition_failed", "active subscription")
+		f.Exec(t, `UPDATE subscriptions SET status = 'canceled' WHERE organization_id = $1`, org)
+		fixture.Want(t, admin.Do("PUT", "/api/admin/organizations/"+org+"/plan", obj{"plan_id": "business"}), http.StatusOK)
+		r = sel(owner).Do("DELETE", "/organization", nil, "X-Organization-Id", org)
+		if r.Status/100 != 2 {
+			t.Fatalf("with the subscription ended: %d %s", r.Status, r.Body)
+		}
+	})
+}
+
+// join invites a new account into the owner's organization and accepts.
+func join(t *testing.T, f *fixture.API, owner *apitest.Client, name string) *apitest.Client {
+	t.Helper()
+	c := f.App.Approved(f.Admin, name)
+	r := owner.Do("POST", "/organization/invites", obj{"email": c.Email})
+	fixture.Want(t, r, http.StatusCreated)
+	tok := r.Map(t)["token"].(string)
+	f.App.Remember(tok)
+	fixture.Want(t, c.Do("POST", "/organization/invites/accept", obj{"token": tok}), http.StatusOK)
+	return c
+}
+
+// TestSeats: the seat summary counts active members against the plan's
+// included seats, prices the seats beyond them and the add-on seat types,
+// and totals the monthly recurring revenue; suspending frees a seat;
+// only an owner or admin gives seat types.
+func TestSeats(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		admin, owner := f.Admin, f.Owner
+		org := orgOf(t, owner)
+		fixture.Want(t, admin.Do("PUT", "/api/admin/organizations/"+org+"/plan", obj{"plan_id": "business"}), http.StatusOK)
+		ivy, max := join(t, f, owner, "Ivy Member"), join(t, f, owner, "Max Member")
+		// Down to a plan of two seats: three members, one beyond.
+		fixture.Want(t, admin.Do("PUT", "/api/admin/plans/team", obj{"included_seats": 2, "entitlements": obj{"seats.overage_price": 900}}), http.StatusOK)
+		fixture.Want(t, admin.Do("PUT", "/api/admin/organizations/"+org+"/plan", obj{"plan_id": "team"}), http.StatusOK)
+
+		r := owner.Do("GET", "/organization/seat-types", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if !strings.Contains(string(r.Body), `"id":"pro"`) || !strings.Contains(string(r.Body), `"amount_cents":2000`) {
+			t.Fatalf("seat types: %s", r.Body)
+		}
+		seat := func(c *apitest.Client, userID string, seatType any) *apitest.Response {
+			return c.Do("PUT", "/organization/members/"+userID+"/seat-type", obj{"seat_type": seatType}, "X-Organization-Id", org)
+		}
+		fixture.Want(t, seat(owner, ivy.ID, "pro"), http.StatusOK)
+		fixture.WantError(t, seat(max, ivy.ID, nil), http.StatusForbidden, "forbidden")
+		fixture.WantError(t, seat(owner, max.ID, "gold"), http.StatusBadRequest, "bad_request", "gold")
+		fixture.WantError(t, seat(owner, f.Outsider.ID, "pro"), http.StatusNotFound, "not_found")
+		// Someone of another organization.
+		fixture.WantError(t, seat(f.Outsider, ivy.ID, "pro"), http.StatusForbidden, "forbidden", "not a member")
+
+		summary := func() billing.SeatSummary {
+			t.Helper()
+			r := owner.Do("GET", "/organization/seat-summary", nil)
+			fixture.Want(t, r, http.StatusOK)
+			var s billing.SeatSummary
+			r.JSON(t, &s)
+			return s
+		}
+		s := summary()
+		if s.PlanID != "team" || s.ActiveMembers != 3 || s.OverageSeats != 1 || s.OverageAmountCents != 900 || s.PlanMonthlyCents != 4900 ||
+			len(s.AddOns) != 1 || s.AddOns[0].SeatType != "pro" || s.AddOns[0].Members != 1 || s.AddOns[0].AmountCents != 2000 || s.MRRCents != 4900+900+2000 {
+			t.Fatalf("summary: %+v", s)
+		}
+		// Suspending Ivy frees her seat and her add-on.
+		fixture.Want(t, owner.Do("POST", "/organization/members/"+ivy.ID+"/suspend", nil), http.StatusOK)
+		if s := summary(); s.ActiveMembers != 2 || s.SuspendedMembers != 1 || s.OverageSeats != 0 || len(s.AddOns) != 0 || s.MRRCents != 4900 {
+			t.Fatalf("after the suspension: %+v", s)
+		}
+		// Yearly: a twelfth, rounded to the nearest cent.
+		fixture.Want(t, admin.Do("PUT", "/api/admin/plans/team", obj{"interval": "year", "amount_cents": 1000}), http.StatusOK)
+		if s := summary(); s.PlanMonthlyCents != 83 || s.MRRCents != 83 {
+			t.Fatalf("yearly: %+v", s)
+		}
+		// Back on the standard seat, then offboarded: the seat goes with the membership.
+		fixture.Want(t, seat(owner, ivy.ID, nil), http.StatusOK)
+		fixture.Want(t, seat(owner, max.ID, "reviewer"), http.StatusOK)
+		if s := summary(); len(s.AddOns) != 1 || s.AddOns[0].SeatType != "reviewer" || s.MRRCents != 83+500 {
+			t.Fatalf("a reviewer: %+v", s)
+		}
+		if r := owner.Do("DELETE", "/organization/members/"+max.ID, nil); r.Status/100 != 2 {
+			t.Fatalf("offboarding: %d %s", r.Status, r.Body)
+		}
+		if s := summary(); len(s.AddOns) != 0 || s.ActiveMembers != 1 {
+			t.Fatalf("after offboarding: %+v", s)
+		}
+	})
+}

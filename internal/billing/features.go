@@ -28,8 +28,9 @@ type EntitlementFeature struct {
 	Key         string `json:"key"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	// Kind is "count" (a whole number or "unlimited") or "flag" (a boolean).
-	Kind string `json:"kind" enum:"count,flag"`
+	// Kind is "count" (a whole number or "unlimited"), "flag" (a boolean)
+	// or "amount" (a price in minor units of the plan's currency).
+	Kind string `json:"kind" enum:"count,flag,amount"`
 	// Scope: what a count is counted within (counts only).
 	Scope   Scope `json:"scope,omitempty"`
 	Default Value `json:"default"`
@@ -47,6 +48,7 @@ var Features = []EntitlementFeature{
 	{Key: "apps.max", Name: "Apps", Description: "Hosted apps of a workspace", Kind: "count", Scope: ScopeWorkspace, Default: Unlimited()},
 	{Key: "sso_oidc_byo", Name: "Own identity provider", Description: "Sign-in through the organization's own OpenID provider", Kind: "flag", Default: Flag(false)},
 	{Key: "marketplace.sell", Name: "Marketplace selling", Description: "Listing items and runner offers for sale", Kind: "flag", Default: Flag(false)},
+	{Key: "seats.overage_price", Name: "Seat beyond the included", Description: "The monthly price of each active member beyond the plan's included seats, in minor units", Kind: "amount", Default: Count(0)},
 }
 
 // FeatureOf finds a known feature (nil: unknown).
@@ -110,6 +112,10 @@ func (f *EntitlementFeature) fits(v Value) error {
 	case "flag":
 		if _, ok := v.Bool(); !ok {
 			return fmt.Errorf("%s takes true or false", f.Key)
+		}
+	case "amount":
+		if _, unlimited, ok := v.Limit(); !ok || unlimited {
+			return fmt.Errorf("%s takes a non-negative whole number of minor units", f.Key)
 		}
 	}
 	return nil

@@ -40,6 +40,23 @@ type assignInput struct {
 	}
 }
 
+// OrgHeaders read the headers that choose the organization (exported:
+// Huma reads the fields of exported embedded structs only).
+type OrgHeaders struct {
+	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
+	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
+}
+
+func (h OrgHeaders) selector() Selector { return Selector(h) }
+
+type seatTypeInput struct {
+	OrgHeaders
+	UserID string `path:"user_id"`
+	Body   struct {
+		SeatType *string `json:"seat_type" required:"true" nullable:"true" maxLength:"100" doc:"A seat type's id; null or empty: the standard seat"`
+	}
+}
+
 // AssignedPlan answers a plan assignment.
 type AssignedPlan struct {
 	OrganizationID string `json:"organization_id"`
@@ -53,7 +70,7 @@ func admin(ctx context.Context) (*actor.User, error) {
 
 // Register mounts the owner console's plans and overrides operations, and
 // the workspace's own view of its entitlements.
-func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
+func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context)), orgs Orgs) {
 	wsOps := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
 	huma.Register(api, wsOps.Op("get_api_entitlements", http.MethodGet, "/api/entitlements",
 		"What the active workspace's organization may use: each feature's value from its plan and overrides, the chain, and the usage"),
@@ -66,6 +83,45 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.Entitlements(ctx, ws, u))
 		})
 	ops := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
+	orgOps := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity}
+	huma.Register(api, orgOps.Op("get_organization_seat_summary", http.MethodGet, "/organization/seat-summary",
+		"Included against active seats, the seats beyond them, the add-on lines and the monthly total, computed on the server"),
+		func(ctx context.Context, in *OrgHeaders) (*httpx.Out[*SeatSummary], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			orgID, _, err := orgs(ctx, u, in.selector())
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SeatSummary(ctx, orgID))
+		})
+	huma.Register(api, orgOps.Op("get_organization_seat_types", http.MethodGet, "/organization/seat-types",
+		"The seat types a member can be given, with their monthly price"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]SeatType], error) {
+			if _, err := actor.RequireApproved(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SeatTypes(ctx))
+		})
+	huma.Register(api, orgOps.Op("put_organization_members_user_id_seat_type", http.MethodPut, "/organization/members/{user_id}/seat-type",
+		"Give a member a seat type, or the standard seat with null (owner or admin; audited)"),
+		func(ctx context.Context, in *seatTypeInput) (*httpx.Out[*MemberSeat], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			orgID, role, err := orgs(ctx, u, in.selector())
+			if err != nil {
+				return nil, err
+			}
+			seat := ""
+			if in.Body.SeatType != nil {
+				seat = *in.Body.SeatType
+			}
+			return httpx.Reply(s.SetSeatType(ctx, u, orgID, role, in.UserID, seat))
+		})
 	huma.Register(api, ops.Op("get_api_admin_plans", http.MethodGet, "/api/admin/plans", "Every billing plan, inactive and non-public included"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]BillingPlan], error) {
 			if _, err := admin(ctx); err != nil {

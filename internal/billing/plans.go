@@ -113,6 +113,12 @@ func (in PlanUpdate) apply(p *BillingPlan) error {
 	return nil
 }
 
+// Paying reports whether a payment provider bills the organization (an
+// organization is not deleted while one does), read through q.
+func (s *Service) Paying(ctx context.Context, q db.Queryer, orgID string) (bool, error) {
+	return paying(ctx, q, orgID)
+}
+
 // AssignPlan puts an organization on a plan without a payment provider (an
 // instance admin's decision, audited); the community plan removes its
 // subscription's effect.

@@ -28,6 +28,7 @@ type DecisionStep struct {
 // Decision is what the resolver decided for one feature.
 type EntitlementDecision struct {
 	Feature   string         `json:"feature"`
+	Name      string         `json:"name" doc:"The feature's name (its key for one Slipway does not know)"`
 	PlanID    string         `json:"plan_id"`
 	Value     Value          `json:"value" doc:"The effective value after overrides"`
 	Unlimited bool           `json:"unlimited"`
@@ -96,7 +97,10 @@ func decide(c *catalog, planID string, subj Subject, feature string, at time.Tim
 	if planID == "" {
 		planID = CommunityPlan
 	}
-	d := &EntitlementDecision{Feature: feature, PlanID: planID, Chain: []DecisionStep{}}
+	d := &EntitlementDecision{Feature: feature, Name: feature, PlanID: planID, Chain: []DecisionStep{}}
+	if f := FeatureOf(feature); f != nil {
+		d.Name = f.Name
+	}
 	if p, ok := c.plans[planID]; ok {
 		if v, ok := p.Entitlements[feature]; ok {
 			d.Value = v
@@ -127,6 +131,10 @@ func decide(c *catalog, planID string, subj Subject, feature string, at time.Tim
 	if best != nil {
 		d.Value = best.Value
 		d.Chain = append(d.Chain, DecisionStep{Source: "override", ID: best.ID, Scope: best.Scope, Value: best.Value})
+	}
+	if f := FeatureOf(feature); f != nil && f.Kind == "amount" {
+		d.Allowed = true // a price, not a limit
+		return d
 	}
 	if n, unlimited, ok := d.Value.Limit(); ok {
 		d.Unlimited, d.Allowed = unlimited, true
@@ -201,8 +209,8 @@ func (s *Service) exceeded(d *EntitlementDecision, why string) error {
 }
 
 // UpgradePath is the console page that shows an organization's plan and
-// how to change it.
-const UpgradePath = "/organization"
+// how to change it (the settings page's plan card).
+const UpgradePath = "/settings"
 
 // Entitlements are the decisions for every known feature in the active
 // workspace, for the user asking: what the organization's plan gives, what

@@ -50,8 +50,9 @@ type Service struct {
 	catalogs *ttlcache.Cache[*catalog]
 	// orgPlans maps an organization to its plan id ("" for community).
 	orgPlans *ttlcache.Cache[string]
-	// orgs maps a workspace to its organization (which never changes).
-	orgs *ttlcache.Cache[string]
+	// workspaceOrgs maps a workspace to its organization (which never
+	// changes).
+	workspaceOrgs *ttlcache.Cache[string]
 }
 
 // NewService builds the billing service.
@@ -62,7 +63,7 @@ func NewService(cfg Config, d Deps) *Service {
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
 	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, cfg: cfg,
 		catalogs: ttlcache.New[*catalog](cfg.CacheTTL, 1), orgPlans: ttlcache.New[string](cfg.CacheTTL, 100000),
-		orgs: ttlcache.New[string](time.Hour, 100000)}
+		workspaceOrgs: ttlcache.New[string](time.Hour, 100000)}
 }
 
 // catalog reads the plans and the overrides, from memory when it can,
@@ -128,15 +129,15 @@ func (s *Service) planOf(ctx context.Context, q db.Queryer, orgID string) (strin
 // through q.
 func (s *Service) orgOf(ctx context.Context, q db.Queryer, workspaceID string) (string, error) {
 	now := time.Now()
-	if o, ok := s.orgs.Get(workspaceID, now); ok {
+	if o, ok := s.workspaceOrgs.Get(workspaceID, now); ok {
 		return o, nil
 	}
-	epoch := s.orgs.Epoch()
+	epoch := s.workspaceOrgs.Epoch()
 	o, err := workspaceOrganization(ctx, q, workspaceID)
 	if err != nil || o == "" {
 		return o, err
 	}
-	s.orgs.Put(workspaceID, o, now, time.Time{}, epoch)
+	s.workspaceOrgs.Put(workspaceID, o, now, time.Time{}, epoch)
 	return o, nil
 }
 

@@ -95,6 +95,18 @@ func subscribedPlan(ctx context.Context, q db.Queryer, orgID string) (string, er
 	return plan, nil
 }
 
+// paying reports whether a payment provider bills the organization: a
+// provider's subscription that has not ended.
+func paying(ctx context.Context, q db.Queryer, orgID string) (bool, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM subscriptions WHERE organization_id = $1 AND provider <> 'none'
+		AND status IN ('active', 'trialing', 'past_due', 'unpaid', 'incomplete')`, orgID).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("billing: subscription: %w", err)
+	}
+	return n > 0, nil
+}
+
 func upsertSubscription(ctx context.Context, q db.Queryer, orgID, planID, status, provider string, now time.Time) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO subscriptions (organization_id, plan_id, status, provider, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $5)

@@ -26,6 +26,7 @@ import (
 	"slipway/internal/codefiles"
 	"slipway/internal/envvars"
 	"slipway/internal/n8nimport"
+	"slipway/internal/platform/actor"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/realtime"
 	"slipway/internal/projects"
@@ -117,7 +118,14 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	tenancy.Register(pub, svc.Tenancy)
 	admin.Register(pub, svc.Auth, svc.Tenancy, svc.Features)
 	audit.Register(pub, svc.Audit)
-	billing.Register(pub, svc.Billing, svc.Tenancy.WorkspaceScoped(pub))
+	billing.Register(pub, svc.Billing, svc.Tenancy.WorkspaceScoped(pub),
+		func(ctx context.Context, u *actor.User, sel billing.Selector) (string, string, error) {
+			o, err := svc.Tenancy.Organization(ctx, u, tenancy.Selector{OrganizationID: sel.OrganizationID, WorkspaceID: sel.WorkspaceID})
+			if err != nil {
+				return "", "", err
+			}
+			return o.ID, o.Role, nil
+		})
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))

@@ -37,7 +37,7 @@ type Service struct {
 	mailer    Mailer        // invite mail; nil: the token is only in the answer
 	publicURL string        // accept links start with it ("" gives relative links)
 	inviteTTL time.Duration // how long an invite stays valid
-	quota     Quota         // the plan's limits; nil: none
+	plans     Plans         // the plan's limits and subscription; nil: none
 }
 
 // Config holds tenancy's settings.
@@ -61,23 +61,27 @@ type Deps struct {
 	Mailer Mailer
 	// Reactions are told of workspaces created and people offboarded.
 	Reactions Reactions
-	// Quota enforces the organization's plan: workspaces.max and
-	// users.max (nil: no limits).
-	Quota Quota
+	// Plans enforces the organization's plan (workspaces.max, users.max)
+	// and knows its subscription (nil: no limits, no subscriptions).
+	Plans Plans
 }
 
-// Quota decides a plan's limit inside the transaction that adds to it
-// (billing): quota_exceeded when adding would pass it.
-type Quota interface {
+// Plans is what tenancy asks billing.
+type Plans interface {
+	// Check decides a plan's limit inside the transaction that adds to
+	// it: quota_exceeded when adding would pass it.
 	Check(ctx context.Context, tx *db.Tx, subj billing.Subject, feature string, adding int64) error
+	// Paying reports whether the organization has a subscription a
+	// payment provider bills, read through q.
+	Paying(ctx context.Context, q db.Queryer, orgID string) (bool, error)
 }
 
 // check asks the quota, when there is one.
 func (s *Service) check(ctx context.Context, tx *db.Tx, orgID, userID, feature string) error {
-	if s.quota == nil {
+	if s.plans == nil {
 		return nil
 	}
-	return s.quota.Check(ctx, tx, billing.Subject{OrganizationID: orgID, UserID: userID}, feature, 1)
+	return s.plans.Check(ctx, tx, billing.Subject{OrganizationID: orgID, UserID: userID}, feature, 1)
 }
 
 // Bus is how replicas tell each other to forget resolved workspaces.
@@ -121,7 +125,7 @@ func NewService(cfg Config, d Deps) *Service {
 		ttl = DefaultInviteTTL
 	}
 	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, resolved: ttlcache.New[actor.Workspace](cfg.CacheTTL, 10000),
-		mailer: d.Mailer, react: d.Reactions, quota: d.Quota, publicURL: strings.TrimRight(cfg.PublicURL, "/"), inviteTTL: ttl}
+		mailer: d.Mailer, react: d.Reactions, plans: d.Plans, publicURL: strings.TrimRight(cfg.PublicURL, "/"), inviteTTL: ttl}
 }
 
 // changed drops every resolved workspace once tx commits, here and on every
@@ -335,6 +339,15 @@ func (s *Service) DeleteOrganization(ctx context.Context, u *actor.User, sel Sel
 		}
 		if n > 0 {
 			return apperr.New(apperr.CodePreconditionFailed, "the organization still owns %d workspace(s); delete them first", n)
+		}
+		if s.plans != nil {
+			paying, err := s.plans.Paying(ctx, tx, o.ID)
+			if err != nil {
+				return err
+			}
+			if paying {
+				return apperr.New(apperr.CodePreconditionFailed, "the organization has an active subscription; cancel it first")
+			}
 		}
 		if err := deleteOrganization(ctx, tx, o.ID); err != nil {
 			return err

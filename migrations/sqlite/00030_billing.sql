@@ -51,18 +51,44 @@ CREATE TABLE entitlement_overrides (
 CREATE INDEX entitlement_overrides_created ON entitlement_overrides (created_at, id);
 CREATE INDEX entitlement_overrides_active ON entitlement_overrides (status, feature);
 
+-- Seat types an organization's members can be given: an add-on priced
+-- per member and month on top of the plan (standard: none). The
+-- catalogue is the instance's.
+CREATE TABLE seat_types (
+    id           TEXT PRIMARY KEY,
+    name         TEXT NOT NULL,
+    description  TEXT NOT NULL DEFAULT '',
+    amount_cents BIGINT NOT NULL CHECK (amount_cents >= 0),
+    sort_order   BIGINT NOT NULL DEFAULT 0
+);
+
+-- A member's seat type (none: standard). It goes with the membership;
+-- a suspended member's seat is free (not counted) until reactivated.
+CREATE TABLE member_seats (
+    organization_id TEXT NOT NULL,
+    user_id         TEXT NOT NULL,
+    seat_type       TEXT NOT NULL REFERENCES seat_types (id),
+    updated_at      TIMESTAMP NOT NULL,
+    PRIMARY KEY (organization_id, user_id),
+    FOREIGN KEY (organization_id, user_id) REFERENCES organization_members (organization_id, user_id) ON DELETE CASCADE
+);
+
+INSERT INTO seat_types (id, name, description, amount_cents, sort_order) VALUES
+('pro', 'Pro', 'More concurrent agent runs and priority support for one member', 2000, 1),
+('reviewer', 'Reviewer', 'A member who reviews and approves the agents'' work', 500, 2);
+
 -- runs.concurrent counts a workspace's unfinished workflow runs.
 CREATE INDEX workflow_runs_unfinished ON workflow_runs (workspace_id) WHERE status IN ('queued', 'running');
 
 INSERT INTO plans (id, name, amount_cents, currency, billing_interval, active, public, entitlements, sort_order, created_at, updated_at) VALUES
 ('community', 'Community', 0, 'EUR', 'month', TRUE, TRUE,
- '{"users.max": "unlimited", "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": "unlimited", "apps.max": "unlimited", "sso_oidc_byo": false, "marketplace.sell": false}',
+ '{"users.max": "unlimited", "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": "unlimited", "apps.max": "unlimited", "sso_oidc_byo": false, "marketplace.sell": false, "seats.overage_price": 0}',
  0, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00'),
 ('team', 'Team', 4900, 'EUR', 'month', TRUE, TRUE,
- '{"users.max": 10, "workspaces.max": 10, "runners.max": 5, "workflows.max": 500, "runs.concurrent": 20, "apps.max": 20, "sso_oidc_byo": false, "marketplace.sell": true}',
+ '{"users.max": 10, "workspaces.max": 10, "runners.max": 5, "workflows.max": 500, "runs.concurrent": 20, "apps.max": 20, "sso_oidc_byo": false, "marketplace.sell": true, "seats.overage_price": 900}',
  1, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00'),
 ('business', 'Business', 19900, 'EUR', 'month', TRUE, TRUE,
- '{"users.max": 50, "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": 100, "apps.max": "unlimited", "sso_oidc_byo": true, "marketplace.sell": true}',
+ '{"users.max": 50, "workspaces.max": "unlimited", "runners.max": "unlimited", "workflows.max": "unlimited", "runs.concurrent": 100, "apps.max": "unlimited", "sso_oidc_byo": true, "marketplace.sell": true, "seats.overage_price": 700}',
  2, '2026-11-26 00:00:00+00:00', '2026-11-26 00:00:00+00:00');
 
 -- +goose Down

@@ -1017,7 +1017,7 @@ test("row-level security provisioned in a real PostgreSQL: refreshed from the re
     await page.goto(`${server.url}/resources/${res.id}`)
     const card = page.getByTestId('resource-rls-card')
     await card.getByTestId('rls-refresh').click()
-    await card.getByTestId('rls-status').getByText('provisioned').waitFor()
+    await card.getByTestId('rls-status').getByText('provisioned', { exact: true }).waitFor()
     const status = await call('GET', `/api/resources/${res.id}/rls_status`)
     assert.match(status.schema_name, /^[a-z0-9_]+$/)
 
@@ -1274,4 +1274,135 @@ test("the owner console's audit tab: a rename found by searching, its before and
   // Append-only: there is no control to change an entry, and no route either.
   assert.equal(await page.getByRole('button', { name: /delete|edit|retention/i }).count(), 0)
   await assert.rejects(call('DELETE', '/api/admin/audit/board'), /: 40[45] /)
+})
+
+test("the owner console's plans and overrides: a plan edited and saved, an override granted and revoked, both found in the audit tab, and the settings page shows the organization's plan", async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const team = (await call('GET', '/api/admin/plans')).find((p) => p.id === 'team')
+  const ws = (await call('GET', '/api/workspaces')).find((w) => w.is_default)
+  const reason = 'e2e: a trial of three workflows'
+  let granted
+  try {
+    // Plans: each row is a draft saved on its own; Save waits for a change.
+    await page.goto(server.url + '/admin/?tab=plans')
+    assert.equal(await page.getByTestId('tab-plans').getAttribute('aria-selected'), 'true')
+    const row = page.locator('[data-testid="plan-row"][data-plan="team"]')
+    await row.waitFor()
+    assert.equal(await page.getByTestId('plan-row').count(), (await call('GET', '/api/admin/plans')).length, 'every plan, inactive and non-public ones too')
+    assert.equal(await row.getByTestId('plan-amount').inputValue(), '49.00')
+    assert.match(await row.getByTestId('plan-price').innerText(), /^€49\.00 \/ month/)
+    assert.equal(await row.getByTestId('plan-seats').inputValue(), String(team.included_seats))
+    assert.ok(await row.getByTestId('plan-save').isDisabled(), 'nothing changed yet')
+    assert.match(await row.getByTestId('plan-entitlements').innerText(), /Workflows: 500/)
+
+    await row.getByTestId('plan-name').fill('Team (console)')
+    await row.getByTestId('plan-amount').fill('59.9')
+    assert.match(await row.getByTestId('plan-price').innerText(), /^€59\.90 \/ month · 5990 cents/)
+    await row.getByTestId('plan-save').click()
+    await row.getByTestId('plan-saved').waitFor()
+    assert.ok(await row.getByTestId('plan-save').isDisabled(), 'saved: the draft is the plan again')
+    const saved = (await call('GET', '/api/admin/plans')).find((p) => p.id === 'team')
+    assert.equal(saved.name, 'Team (console)')
+    assert.equal(saved.amount_cents, 5990, 'a decimal typed becomes exact cents')
+    assert.equal(saved.included_seats, team.included_seats)
+    assert.equal(saved.currency, team.currency)
+
+    // A value the server refuses: its message under the row, nothing saved.
+    await row.getByTestId('plan-seats').fill('lots')
+    await row.getByTestId('plan-save').click()
+    const problem = page.locator('[data-testid="plan-error"][data-plan="team"]')
+    await problem.waitFor()
+    assert.match(await problem.innerText(), /included_seats must be a non-negative whole number/)
+    await row.getByTestId('plan-seats').fill(String(team.included_seats))
+    await problem.waitFor({ state: 'detached' })
+    assert.ok(await row.getByTestId('plan-save').isDisabled())
+    assert.equal((await call('GET', '/api/admin/plans')).find((p) => p.id === 'team').included_seats, team.included_seats)
+
+    // Overrides: a grant for the admin's default workspace.
+    await page.getByTestId('tab-overrides').click()
+    await page.waitForURL(/\/admin\/\?tab=overrides$/)
+    const form = page.getByTestId('override-form')
+    await form.getByTestId('override-feature').selectOption('workflows.max')
+    await form.getByTestId('override-value').fill('3')
+    await form.getByTestId('override-reason').fill(reason)
+    await form.getByTestId('override-workspace').fill(ws.id)
+    assert.match(await form.getByTestId('override-scope-preview').innerText(), /Scope: Workspace/)
+    await form.getByTestId('override-grant').click()
+    await page.getByTestId('override-granted').waitFor()
+    const active = await call('GET', '/api/admin/overrides/board?feature=workflows.max&status=active')
+    assert.equal(active.total, 1)
+    granted = active.rows[0]
+    assert.equal(granted.value, 3)
+    assert.equal(granted.scope, 'workspace')
+    assert.equal(granted.workspace_id, ws.id)
+    assert.equal(granted.reason, reason)
+    const orow = page.locator(`[data-testid="override-row"][data-id="${granted.id}"]`)
+    await orow.waitFor()
+    assert.equal(await orow.getAttribute('data-feature'), 'workflows.max')
+    assert.equal(await orow.getAttribute('data-status'), 'active')
+    assert.match(await orow.innerText(), new RegExp(`Workflows\\s+workflows\\.max\\s+Workspace\\s+ws ${ws.id}\\s+3\\s+never\\s+active\\s+${reason}`, 'i'))
+
+    // The settings page: the organization's plan, the override in force and where it came from.
+    const decisions = await call('GET', '/api/entitlements')
+    const wf = decisions.find((d) => d.feature === 'workflows.max')
+    assert.equal(wf.limit, 3)
+    await page.goto(server.url + '/settings')
+    const card = page.getByTestId('plan-card')
+    const feature = card.locator('[data-testid="plan-feature"][data-feature="workflows.max"]')
+    await feature.waitFor()
+    assert.equal(await card.getByTestId('plan-id').innerText(), wf.plan_id)
+    assert.equal(await card.getByTestId('plan-feature').count(), decisions.length)
+    assert.equal(await feature.getByTestId('plan-feature-value').innerText(), '3')
+    assert.equal(await feature.getByTestId('plan-feature-usage').innerText(), `${wf.usage} of 3`)
+    assert.equal(await feature.getByTestId('plan-feature-source').innerText(), 'override for this workspace')
+    assert.match(await card.getByTestId('plan-upgrade').innerText(), /Ask your instance admin to change the plan/)
+    await shot('settings-plan')
+
+    // Revoked from the board, after asking: the row stays, marked revoked.
+    await page.goto(server.url + '/admin/?tab=overrides')
+    await orow.getByTestId('override-revoke').click()
+    await page.getByTestId('confirm-revoke').click()
+    await page.waitForFunction(
+      (id) => document.querySelector(`[data-testid="override-row"][data-id="${id}"]`)?.getAttribute('data-status') === 'revoked',
+      granted.id,
+    )
+    assert.equal(await orow.getByTestId('override-revoke').count(), 0, 'nothing more to revoke')
+    assert.match(await orow.getByTestId('override-status').innerText(), /^revoked$/i)
+    await page.getByTestId('override-status-facet-revoked').click()
+    await page.waitForFunction(() => {
+      const rs = [...document.querySelectorAll('[data-testid="override-row"]')]
+      return rs.length > 0 && rs.every((r) => r.getAttribute('data-status') === 'revoked')
+    })
+    await shot('admin-overrides')
+    assert.equal((await call('GET', '/api/admin/overrides/board?feature=workflows.max&status=active')).total, 0)
+    const gone = (await call('GET', '/api/entitlements')).find((d) => d.feature === 'workflows.max')
+    assert.ok(!gone.chain.some((s) => s.source === 'override'), 'revoked, the grant no longer counts')
+
+    // The audit tab has the plan's save (before and after) and the grant and its revocation.
+    await page.getByTestId('tab-audit').click()
+    await page.waitForURL(/\/admin\/\?tab=audit$/)
+    await page.getByTestId('audit-search').fill('plan.update')
+    await page.waitForFunction(() => {
+      const rs = [...document.querySelectorAll('[data-testid="audit-row"]')]
+      return rs.length > 0 && rs.every((r) => r.getAttribute('data-action') === 'plan.update')
+    })
+    const edit = page.locator('[data-testid="audit-row"][data-target-id="team"]').first()
+    await edit.getByTestId('audit-expand').click()
+    await page.getByTestId('audit-after').waitFor()
+    assert.deepEqual(
+      [JSON.parse(await page.getByTestId('audit-before').innerText()).name, JSON.parse(await page.getByTestId('audit-after').innerText()).amount_cents],
+      [team.name, 5990],
+    )
+    await page.getByTestId('audit-search').fill(granted.id)
+    await page.waitForFunction((id) => {
+      const rs = [...document.querySelectorAll('[data-testid="audit-row"]')]
+      return rs.length === 2 && rs.every((r) => r.getAttribute('data-target-id') === id)
+    }, granted.id)
+    const actions = await page.getByTestId('audit-row').evaluateAll((rs) => rs.map((r) => r.getAttribute('data-action')))
+    assert.deepEqual(actions, ['override.revoke', 'override.grant'])
+  } finally {
+    // Leave the plan as it was and nothing granted.
+    if (granted) await call('POST', `/api/admin/overrides/${granted.id}/revoke`).catch(() => undefined)
+    await call('PUT', '/api/admin/plans/team', { name: team.name, amount_cents: team.amount_cents })
+  }
 })

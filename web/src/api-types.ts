@@ -3359,6 +3359,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organization/members/{user_id}/seat-type": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Give a member a seat type, or the standard seat with null (owner or admin; audited) */
+        put: operations["put_organization_members_user_id_seat_type"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organization/members/{user_id}/suspend": {
         parameters: {
             query?: never;
@@ -3385,6 +3402,40 @@ export interface paths {
         };
         /** A member's workspaces in the organization */
         get: operations["get_organization_members_user_id_workspaces"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/seat-summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Included against active seats, the seats beyond them, the add-on lines and the monthly total, computed on the server */
+        get: operations["get_organization_seat_summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/seat-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The seat types a member can be given, with their monthly price */
+        get: operations["get_organization_seat_types"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4029,6 +4080,8 @@ export interface components {
              * @description A count's limit (null: unlimited, or a flag)
              */
             limit: number | null;
+            /** @description The feature's name (its key for one Slipway does not know) */
+            name: string;
             plan_id: string;
             /** @description The plan's own value, before overrides */
             plan_limit: unknown;
@@ -4047,7 +4100,7 @@ export interface components {
             description: string;
             key: string;
             /** @enum {string} */
-            kind: "count" | "flag";
+            kind: "count" | "flag" | "amount";
             name: string;
             scope?: string;
         };
@@ -4513,6 +4566,11 @@ export interface components {
             /** @enum {string} */
             role: "owner" | "admin" | "member";
             /** Format: uuid */
+            user_id: string;
+        };
+        MemberSeat: {
+            /** @description Empty: the standard seat */
+            seat_type: string;
             user_id: string;
         };
         MemberView: {
@@ -5502,6 +5560,77 @@ export interface components {
             source: string;
             /** Format: int64 */
             timeout_ns: number;
+        };
+        SeatLine: {
+            /**
+             * Format: int64
+             * @description Per month
+             */
+            amount_cents: number;
+            /** Format: int64 */
+            members: number;
+            name: string;
+            seat_type: string;
+            /** Format: int64 */
+            unit_amount_cents: number;
+        };
+        SeatSummary: {
+            /** Format: int64 */
+            active_members: number;
+            add_ons: components["schemas"]["SeatLine"][] | null;
+            currency: string;
+            /** @description A whole number, "unlimited", a boolean or an object */
+            included_seats: unknown;
+            interval: string;
+            /**
+             * Format: int64
+             * @description Monthly recurring revenue: the plan, the overage and the add-ons
+             */
+            mrr_cents: number;
+            organization_id: string;
+            /** Format: int64 */
+            overage_amount_cents: number;
+            /**
+             * Format: int64
+             * @description Per seat beyond the included and month
+             */
+            overage_price_cents: number;
+            /**
+             * Format: int64
+             * @description Active members beyond the included seats
+             */
+            overage_seats: number;
+            /**
+             * Format: int64
+             * @description The plan's price per its interval
+             */
+            plan_amount_cents: number;
+            plan_id: string;
+            /**
+             * Format: int64
+             * @description The plan's price per month (a year's over 12, rounded to the nearest minor unit; one-time: 0)
+             */
+            plan_monthly_cents: number;
+            plan_name: string;
+            /**
+             * Format: int64
+             * @description Suspended members hold no seat
+             */
+            suspended_members: number;
+        };
+        SeatType: {
+            /**
+             * Format: int64
+             * @description Per member and month, in minor units of the plan's currency
+             */
+            amount_cents: number;
+            description: string;
+            id: string;
+            name: string;
+        };
+        SeatTypeInputBody: {
+            /** @description A seat type's id; null or empty: the standard seat */
+            seat_type: string | null;
         };
         SendInputBody: {
             /**
@@ -13886,6 +14015,46 @@ export interface operations {
             };
         };
     };
+    put_organization_members_user_id_seat_type: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path: {
+                user_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeatTypeInputBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemberSeat"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     post_organization_members_user_id_suspend: {
         parameters: {
             query?: never;
@@ -13947,6 +14116,69 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Workspace"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_organization_seat_summary: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatSummary"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_organization_seat_types: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeatType"][] | null;
                 };
             };
             /** @description Error */

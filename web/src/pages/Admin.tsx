@@ -4,6 +4,7 @@ import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { AuditTab } from './AdminAudit'
+import { OverridesTab, PlansTab } from './AdminBilling'
 import { TemplatesTab } from './AdminTemplates'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -14,6 +15,8 @@ type Profile = Schemas['Profile']
 const tabs = [
   { key: 'users', label: 'Users' },
   { key: 'features', label: 'Features' },
+  { key: 'plans', label: 'Plans' },
+  { key: 'overrides', label: 'Overrides' },
   { key: 'templates', label: 'Mail templates' },
   { key: 'audit', label: 'Audit' },
 ] as const
@@ -46,6 +49,12 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="features" pt="md">
           <FeaturesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="plans" pt="md">
+          <PlansTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="overrides" pt="md">
+          <OverridesTab />
         </Tabs.Panel>
         <Tabs.Panel value="templates" pt="md">
           <TemplatesTab />

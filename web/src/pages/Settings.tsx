@@ -5,6 +5,7 @@ import { solveCaptcha } from './Mailed'
 import { useSession } from '../session'
 import { Confirm, Copy, ErrorNote, Loading, count, useAction, useLoad, when } from '../ui'
 import { AutonomyCard, EnvVarsCard, ProfilesCard } from './WorkspaceSettings'
+import { PlanCard } from './PlanCard'
 
 type Verbosity = NonNullable<Profile['verbosity']>
 
@@ -22,6 +23,7 @@ export default function Settings() {
       {workspace && (
         <>
           <Title order={3}>Workspace {workspace.name}</Title>
+          <PlanCard />
           <AutonomyCard />
           <ProfilesCard />
           <EnvVarsCard />
