@@ -473,3 +473,46 @@ func TestSeats(t *testing.T) {
 		}
 	})
 }
+
+// TestCustomers: the customers tab lists every organization with its
+// plan, subscription and workspaces, paged by name, searchable; admins only.
+func TestCustomers(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		admin, owner := f.Admin, f.Owner
+		org := orgOf(t, owner)
+		fixture.Want(t, owner.Do("POST", "/api/workspaces", obj{"name": "Zeta launch"}), http.StatusCreated)
+		fixture.Want(t, admin.Do("PUT", "/api/admin/organizations/"+org+"/plan", obj{"plan_id": "team"}), http.StatusOK)
+		fixture.WantError(t, owner.Do("GET", "/api/admin/customers", nil), http.StatusForbidden, "forbidden")
+		read := func(query string) billing.Customers {
+			t.Helper()
+			r := admin.Do("GET", "/api/admin/customers"+query, nil)
+			fixture.Want(t, r, http.StatusOK)
+			var c billing.Customers
+			r.JSON(t, &c)
+			return c
+		}
+		all := read("")
+		if all.Total != 3 || len(all.Organizations) != 3 || len(all.Ungrouped) != 0 {
+			t.Fatalf("customers: %+v", all)
+		}
+		var mine *billing.Customer
+		for i := range all.Organizations {
+			if all.Organizations[i].OrganizationID == org {
+				mine = &all.Organizations[i]
+			} else if all.Organizations[i].PlanID != "community" || all.Organizations[i].SubscriptionStatus != "none" {
+				t.Fatalf("an organization without a subscription: %+v", all.Organizations[i])
+			}
+		}
+		if mine == nil || mine.PlanID != "team" || mine.SubscriptionStatus != "active" || mine.Provider != "none" ||
+			len(mine.Workspaces) != 2 || mine.Workspaces[1].Name != "Zeta launch" {
+			t.Fatalf("the owner's organization: %+v", mine)
+		}
+		if c := read("?q=zeta"); c.Total != 1 || c.Organizations[0].OrganizationID != org {
+			t.Fatalf("search: %+v", c)
+		}
+		if c := read("?page_size=2&page=2"); c.Total != 3 || len(c.Organizations) != 1 {
+			t.Fatalf("page 2: %+v", c)
+		}
+	})
+}

@@ -49,6 +49,12 @@ type OrgHeaders struct {
 
 func (h OrgHeaders) selector() Selector { return Selector(h) }
 
+type customersInput struct {
+	Q        string `query:"q" maxLength:"200" doc:"An organization's or a workspace's name"`
+	Page     int    `query:"page" minimum:"1" default:"1"`
+	PageSize int    `query:"page_size" minimum:"1" maximum:"200" default:"50"`
+}
+
 type seatTypeInput struct {
 	OrgHeaders
 	UserID string `path:"user_id"`
@@ -121,6 +127,14 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				seat = *in.Body.SeatType
 			}
 			return httpx.Reply(s.SetSeatType(ctx, u, orgID, role, in.UserID, seat))
+		})
+	huma.Register(api, ops.Op("get_api_admin_customers", http.MethodGet, "/api/admin/customers",
+		"Every workspace grouped by its organization, with the organization's plan and subscription (organizations paged by name)"),
+		func(ctx context.Context, in *customersInput) (*httpx.Out[*Customers], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.CustomerList(ctx, in.Q, in.Page, in.PageSize))
 		})
 	huma.Register(api, ops.Op("get_api_admin_plans", http.MethodGet, "/api/admin/plans", "Every billing plan, inactive and non-public included"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]BillingPlan], error) {

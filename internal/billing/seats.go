@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"time"
 
 	"slipway/internal/audit"
 	"slipway/internal/platform/actor"
@@ -159,4 +160,50 @@ func (s *Service) SetSeatType(ctx context.Context, u *actor.User, orgID, role, u
 type MemberSeat struct {
 	UserID   string `json:"user_id"`
 	SeatType string `json:"seat_type" doc:"Empty: the standard seat"`
+}
+
+// Customer is an organization as the owner console's customers tab shows
+// it: its plan, its subscription and its workspaces.
+type Customer struct {
+	OrganizationID     string              `json:"organization_id"`
+	Name               string              `json:"name"`
+	CreatedAt          time.Time           `json:"created_at"`
+	PlanID             string              `json:"plan_id" doc:"community without a subscription that entitles"`
+	SubscriptionStatus string              `json:"subscription_status" doc:"none without a subscription"`
+	Provider           string              `json:"provider" doc:"none: assigned by an admin, or no subscription"`
+	Workspaces         []CustomerWorkspace `json:"workspaces"`
+}
+
+// CustomerWorkspace is one workspace of a customer.
+type CustomerWorkspace struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Customers is a page of the customers tab: organizations with their
+// workspaces, and the workspaces without organization data in one
+// ungrouped bucket.
+type Customers struct {
+	Organizations []Customer          `json:"organizations"`
+	Ungrouped     []CustomerWorkspace `json:"ungrouped" doc:"Workspaces without organization data"`
+	Total         int                 `json:"total" doc:"Organizations matching q"`
+	Page          int                 `json:"page"`
+	PageSize      int                 `json:"page_size"`
+}
+
+// CustomerList pages the instance's organizations for the customers tab.
+func (s *Service) CustomerList(ctx context.Context, q string, page, pageSize int) (*Customers, error) {
+	orgs, total, err := customerPage(ctx, s.db, q, pageSize, (page-1)*pageSize)
+	if err != nil {
+		return nil, err
+	}
+	if orgs == nil {
+		orgs = []Customer{}
+	}
+	ungrouped, err := orphanWorkspaces(ctx, s.db.R)
+	if err != nil {
+		return nil, err
+	}
+	return &Customers{Organizations: orgs, Ungrouped: ungrouped, Total: total, Page: page, PageSize: pageSize}, nil
 }

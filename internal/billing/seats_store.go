@@ -100,3 +100,98 @@ func setMemberSeat(ctx context.Context, q db.Queryer, orgID, userID, seatType st
 	}
 	return nil
 }
+
+// customerPage reads a page of organizations (name order) matching q (an
+// organization's or one of its workspaces' name) with their plans, the
+// total, and the workspaces of the page's organizations.
+func customerPage(ctx context.Context, d *db.DB, q string, limit, offset int) ([]Customer, int, error) {
+	cond, args := "1 = 1", []any{}
+	if q != "" {
+		args = append(args, "%"+db.EscapeLike(q)+"%")
+		cond = "(" + d.Dialect.ILike("o.name", "$1") + " OR EXISTS (SELECT 1 FROM workspaces w WHERE w.organization_id = o.id AND " +
+			d.Dialect.ILike("w.name", "$1") + "))"
+	}
+	var out []Customer
+	var total int
+	err := d.ReadTx(ctx, func(rq db.Queryer) error {
+		if err := rq.QueryRowContext(ctx, "SELECT COUNT(*) FROM organizations o WHERE "+cond, args...).Scan(&total); err != nil {
+			return err
+		}
+		page := append(args, limit, offset)
+		rows, err := rq.QueryContext(ctx, fmt.Sprintf(`SELECT o.id, o.name, o.created_at, s.plan_id, s.status, s.provider FROM organizations o
+			LEFT JOIN subscriptions s ON s.organization_id = o.id WHERE %s ORDER BY o.name, o.id LIMIT $%d OFFSET $%d`, cond, len(args)+1, len(args)+2), page...)
+		if err != nil {
+			return err
+		}
+		byID := map[string]int{}
+		var orgIDs []any
+		for rows.Next() {
+			var c Customer
+			var plan, status, provider sql.NullString
+			if err := rows.Scan(&c.OrganizationID, &c.Name, db.UTC(&c.CreatedAt), &plan, &status, &provider); err != nil {
+				rows.Close()
+				return err
+			}
+			c.PlanID, c.SubscriptionStatus, c.Provider = CommunityPlan, "none", "none"
+			if plan.Valid && (status.String == "active" || status.String == "trialing" || status.String == "past_due") {
+				c.PlanID = plan.String
+			}
+			if status.Valid {
+				c.SubscriptionStatus, c.Provider = status.String, provider.String
+			}
+			c.Workspaces = []CustomerWorkspace{}
+			byID[c.OrganizationID] = len(out)
+			orgIDs = append(orgIDs, c.OrganizationID)
+			out = append(out, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(orgIDs) == 0 {
+			return err
+		}
+		marks := ""
+		for i := range orgIDs {
+			if i > 0 {
+				marks += ", "
+			}
+			marks += fmt.Sprintf("$%d", i+1)
+		}
+		ws, err := rq.QueryContext(ctx, "SELECT id, organization_id, name, created_at FROM workspaces WHERE organization_id IN ("+marks+") ORDER BY name, id", orgIDs...)
+		if err != nil {
+			return err
+		}
+		defer ws.Close()
+		for ws.Next() {
+			var w CustomerWorkspace
+			var org string
+			if err := ws.Scan(&w.ID, &org, &w.Name, db.UTC(&w.CreatedAt)); err != nil {
+				return err
+			}
+			out[byID[org]].Workspaces = append(out[byID[org]].Workspaces, w)
+		}
+		return ws.Err()
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("billing: customers: %w", err)
+	}
+	return out, total, nil
+}
+
+// orphanWorkspaces are workspaces whose organization row is missing (none
+// while the foreign key holds; the tab's ungrouped bucket).
+func orphanWorkspaces(ctx context.Context, q db.Queryer) ([]CustomerWorkspace, error) {
+	rows, err := q.QueryContext(ctx, `SELECT w.id, w.name, w.created_at FROM workspaces w
+		WHERE NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = w.organization_id) ORDER BY w.name, w.id LIMIT 1000`)
+	if err != nil {
+		return nil, fmt.Errorf("billing: customers: %w", err)
+	}
+	defer rows.Close()
+	out := []CustomerWorkspace{}
+	for rows.Next() {
+		var w CustomerWorkspace
+		if err := rows.Scan(&w.ID, &w.Name, db.UTC(&w.CreatedAt)); err != nil {
+			return nil, fmt.Errorf("billing: customers: %w", err)
+		}
+		out = append(out, w)
+	}
+	return out, rows.Err()
+}

@@ -44,6 +44,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every workspace grouped by its organization, with the organization's plan and subscription (organizations paged by name) */
+        get: operations["get_api_admin_customers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/entitlement-features": {
         parameters: {
             query?: never;
@@ -3974,6 +3991,39 @@ export interface components {
             token?: string;
             username?: string;
         };
+        Customer: {
+            /** Format: date-time */
+            created_at: string;
+            name: string;
+            organization_id: string;
+            /** @description community without a subscription that entitles */
+            plan_id: string;
+            /** @description none: assigned by an admin, or no subscription */
+            provider: string;
+            /** @description none without a subscription */
+            subscription_status: string;
+            workspaces: components["schemas"]["CustomerWorkspace"][] | null;
+        };
+        CustomerWorkspace: {
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            name: string;
+        };
+        Customers: {
+            organizations: components["schemas"]["Customer"][] | null;
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            /**
+             * Format: int64
+             * @description Organizations matching q
+             */
+            total: number;
+            /** @description Workspaces without organization data */
+            ungrouped: components["schemas"]["CustomerWorkspace"][] | null;
+        };
         DBNamespace: {
             /** @description The resource's name */
             handle: string;
@@ -6211,6 +6261,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BoardAuditEntry"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_customers: {
+        parameters: {
+            query?: {
+                /** @description An organization's or a workspace's name */
+                q?: string;
+                page?: number;
+                page_size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Customers"];
                 };
             };
             /** @description Error */
