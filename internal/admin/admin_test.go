@@ -336,7 +336,7 @@ func TestAdminHandlersCheckThemselves(t *testing.T) {
 			},
 		})
 		svc := app.Server.Services.Auth
-		admin.Register(api, svc, app.Server.Services.Tenancy, app.Server.Services.Features)
+		admin.Register(api, svc, app.Server.Services.Tenancy, app.Server.Services.Features, app.Server.Services.SEO)
 		log := slog.New(slog.NewJSONHandler(io.Discard, nil))
 		srv := httptest.NewServer(httpx.Observe(log, svc.Middleware(httpx.Router(mux))))
 		t.Cleanup(srv.Close)

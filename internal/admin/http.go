@@ -47,10 +47,12 @@ type userIDInput struct {
 	UserID string `path:"user_id" doc:"Account id"`
 }
 
-// Register mounts the users tab's and the features tab's operations.
-func Register(api huma.API, s *auth.Service, inv Invitations, features *Features) {
+// Register mounts the users tab's, the features tab's and the seo tab's
+// operations.
+func Register(api huma.API, s *auth.Service, inv Invitations, features *Features, seo *SEO) {
 	ops := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
 	registerFeatures(api, ops, features)
+	registerSEO(api, ops, seo)
 	huma.Register(api, ops.Op("get_api_admin_users_pending", http.MethodGet, "/api/admin/users/pending", "Accounts waiting for approval, oldest first"),
 		func(ctx context.Context, in *usersInput) (*httpx.Out[PendingBody], error) {
 			if _, err := actor.RequireAdmin(ctx); err != nil {

@@ -58,6 +58,7 @@ import (
 	"slipway/internal/workflows"
 	"slipway/internal/workflowscan"
 	"slipway/internal/workport"
+	"slipway/web"
 )
 
 // Services are what the API's operations call.
@@ -87,6 +88,7 @@ type Services struct {
 	Billing       *billing.Service
 	Mail          *mail.Outbox
 	Features      *admin.Features
+	SEO           *admin.SEO
 	Audit         *audit.Log
 	Captcha       *captcha.Service
 	Realtime      *realtime.Hub
@@ -214,7 +216,11 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	captchaSvc := captcha.New(d, clk, []byte(cfg.CaptchaSecret.Reveal()), cfg.CaptchaDifficulty)
 	access := tenancy.Access{DB: d}
 	// Plans and entitlements: every limit is decided by its resolver.
-	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus})
+	var payments billing.Payments
+	if secret := cfg.StripeWebhookSecret.Reveal(); secret != "" {
+		payments = billing.Stripe{WebhookSecret: secret}
+	}
+	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Payments: payments})
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
@@ -285,6 +291,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Scans:     workflowscan.NewService(proj, wf, git),
 		CodeFiles: codefiles.NewService(d, clk, wf),
 		Approvals: ap, Conversations: conv, Mail: outbox, Captcha: captchaSvc, Features: admin.NewFeatures(withKeys(cfg, llmKey, speechKey)),
+		SEO:      admin.NewSEO(web.Dist(), cfg.PublicURL, bill),
 		Audit:    audit.NewLog(d),
 		Realtime: hub, Live: liveAccess(authSvc, ten, cfg.PublicURL),
 		Commands:  commands.NewService(ts, proj, wf, ap, ten),

@@ -49,6 +49,17 @@ type OrgHeaders struct {
 
 func (h OrgHeaders) selector() Selector { return Selector(h) }
 
+type stripeWebhookInput struct {
+	Signature string `header:"Stripe-Signature" doc:"t=<unix time>,v1=<hex HMAC-SHA256 of \"t.body\"> with the webhook secret"`
+	RawBody   []byte `contentType:"application/json"`
+}
+
+// WebhookAck acknowledges a provider's delivery.
+type WebhookAck struct {
+	Received bool   `json:"received"`
+	Outcome  string `json:"outcome" doc:"applied, duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits"`
+}
+
 type customersInput struct {
 	Q        string `query:"q" maxLength:"200" doc:"An organization's or a workspace's name"`
 	Page     int    `query:"page" minimum:"1" default:"1"`
@@ -89,7 +100,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.Entitlements(ctx, ws, u))
 		})
 	ops := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
-	orgOps := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity}
+	// Authenticated before the body is read (an anonymous caller is 401,
+	// never a validation error).
+	orgOps := httpx.Operations{Tags: []string{"Organization"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
 	huma.Register(api, orgOps.Op("get_organization_seat_summary", http.MethodGet, "/organization/seat-summary",
 		"Included against active seats, the seats beyond them, the add-on lines and the monthly total, computed on the server"),
 		func(ctx context.Context, in *OrgHeaders) (*httpx.Out[*SeatSummary], error) {
@@ -127,6 +140,25 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				seat = *in.Body.SeatType
 			}
 			return httpx.Reply(s.SetSeatType(ctx, u, orgID, role, in.UserID, seat))
+		})
+	hook := httpx.BodyLimit(httpx.Operations{Tags: []string{"Billing"}}.Op("post_api_billing_webhooks_stripe", http.MethodPost, "/api/billing/webhooks/stripe",
+		"Stripe's events: verified by Stripe-Signature, stored once by id, applied in the order Stripe made them"), MaxEventBytes)
+	hook.Description = "404 without STRIPE_WEBHOOK_SECRET; 400 for a signature that does not verify."
+	hook.SkipValidateBody = true // the raw body is Stripe's, checked by its signature
+	huma.Register(api, hook, func(ctx context.Context, in *stripeWebhookInput) (*httpx.Out[*WebhookAck], error) {
+		outcome, err := s.Receive(ctx, in.RawBody, in.Signature)
+		if err != nil {
+			return nil, err
+		}
+		return httpx.Reply(&WebhookAck{Received: true, Outcome: outcome}, nil)
+	})
+	huma.Register(api, ops.Op("get_api_admin_queues", http.MethodGet, "/api/admin/queues",
+		"The payment provider's events: total received, pending, and how reconciliation stands (read-only)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*Queue], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Queues(ctx))
 		})
 	huma.Register(api, ops.Op("get_api_admin_customers", http.MethodGet, "/api/admin/customers",
 		"Every workspace grouped by its organization, with the organization's plan and subscription (organizations paged by name)"),

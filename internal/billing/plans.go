@@ -134,6 +134,12 @@ func (s *Service) AssignPlan(ctx context.Context, u *actor.User, orgID, planID s
 		if _, err := getPlan(ctx, tx, planID, ""); err != nil {
 			return err
 		}
+		if p, err := paying(ctx, tx, orgID); err != nil || p {
+			if err == nil {
+				err = apperr.New(apperr.CodeConflict, "a payment provider bills this organization: its plan follows its subscription")
+			}
+			return err
+		}
 		before, err := subscribedPlan(ctx, tx, orgID)
 		if err != nil {
 			return err

@@ -52,10 +52,10 @@ func seatCounts(ctx context.Context, q db.Queryer, orgID string) (*seatCount, er
 	if err != nil {
 		return nil, fmt.Errorf("billing: seats: %w", err)
 	}
-	rows, err := q.QueryContext(ctx, `SELECT t.id, t.name, t.amount_cents, COUNT(*) FROM member_seats s
-		JOIN organization_members m ON m.organization_id = s.organization_id AND m.user_id = s.user_id AND m.suspended_at IS NULL
-		JOIN seat_types t ON t.id = s.seat_type
-		WHERE s.organization_id = $1 GROUP BY t.id, t.name, t.amount_cents, t.sort_order ORDER BY t.sort_order, t.id`, orgID)
+	rows, err := q.QueryContext(ctx, `SELECT t.id, t.name, t.amount_cents, COUNT(*) FROM member_seats s JOIN seat_types t ON t.id = s.seat_type
+		WHERE s.organization_id = $1 AND NOT EXISTS (SELECT 1 FROM organization_members m
+			WHERE m.organization_id = s.organization_id AND m.user_id = s.user_id AND m.suspended_at IS NOT NULL)
+		GROUP BY t.id, t.name, t.amount_cents, t.sort_order ORDER BY t.sort_order, t.id`, orgID)
 	if err != nil {
 		return nil, fmt.Errorf("billing: seats: %w", err)
 	}

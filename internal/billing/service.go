@@ -27,6 +27,9 @@ type Deps struct {
 	Clock clock.Clock
 	Log   *slog.Logger
 	Bus   Bus
+	// Payments is the payment provider (nil: none; every organization is
+	// on the plan an admin gives it, Community by default).
+	Payments Payments
 }
 
 // Bus carries invalidations between replicas.
@@ -41,11 +44,12 @@ const topicEntitlements = "entitlements"
 
 // Service implements plans, subscriptions, overrides and the resolver.
 type Service struct {
-	db    *db.DB
-	clock clock.Clock
-	log   *slog.Logger
-	bus   Bus
-	cfg   Config
+	db       *db.DB
+	clock    clock.Clock
+	log      *slog.Logger
+	bus      Bus
+	payments Payments
+	cfg      Config
 	// catalogs holds one entry, "": the plans and the overrides.
 	catalogs *ttlcache.Cache[*catalog]
 	// orgPlans maps an organization to its plan id ("" for community).
@@ -61,7 +65,7 @@ func NewService(cfg Config, d Deps) *Service {
 		cfg.CacheTTL = 30 * time.Second
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, cfg: cfg,
+	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, cfg: cfg,
 		catalogs: ttlcache.New[*catalog](cfg.CacheTTL, 1), orgPlans: ttlcache.New[string](cfg.CacheTTL, 100000),
 		workspaceOrgs: ttlcache.New[string](time.Hour, 100000)}
 }

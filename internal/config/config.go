@@ -72,6 +72,9 @@ type Config struct {
 	ResourceSecretReconcileInterval time.Duration
 	SpeechProviderAPIKey            Secret
 	LLMProviderAPIKey               Secret
+	// StripeWebhookSecret verifies Stripe's webhook deliveries; without it
+	// no payment provider is configured.
+	StripeWebhookSecret Secret
 	// LLMProviderBaseURL is the one provider LLM_PROVIDER_API_KEY is sent
 	// to: a profile or node pointing elsewhere never gets the key.
 	LLMProviderBaseURL string
@@ -308,6 +311,7 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.CalibrationRefreshInterval = r.seconds("SERVICE_CALIBRATION_REFRESH_INTERVAL_SECS", 21600)
 	c.ResourceSecretReconcileInterval = r.seconds("SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", 21600)
 	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
+	c.StripeWebhookSecret = Secret(r.str("STRIPE_WEBHOOK_SECRET", ""))
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
 	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL), "/")
 	r.httpURL("LLM_PROVIDER_BASE_URL", c.LLMProviderBaseURL)

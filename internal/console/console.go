@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -26,7 +27,8 @@ import (
 var Pages = []string{
 	"/{$}", "/login", "/register", "/settings", "/invite", "/reset", "/magic/confirm",
 	"/tasks/{id}", "/projects", "/workflows", "/workflows/{id}", "/workflows/runs/{id}",
-	"/runs", "/runs/{id}", "/runners", "/members", "/admin/", "/admin", "/operator", "/reports/operations",
+	"/runs", "/runs/{id}", "/runners", "/members", "/admin/", "/admin", "/operator", "/reports/operations", "/plans",
+	"/projects/{id}/settings", "/resources", "/resources/{id}", "/activity",
 }
 
 // Shared are paths that are both an API operation and a console page (the
@@ -42,10 +44,11 @@ const csp = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inl
 
 // Console serves the built files.
 type Console struct {
-	files fs.FS
-	index []byte
-	built time.Time
-	gz    sync.Map // asset name → *packed, compressed on first request
+	files     fs.FS
+	index     []byte
+	built     time.Time
+	publicURL string   // the canonical base URL (PUBLIC_URL), or ""
+	gz        sync.Map // asset name → *packed, compressed on first request
 }
 
 // packed is an asset compressed once.
@@ -56,8 +59,9 @@ type packed struct {
 
 // New reads index.html from the built files; without one (a checkout whose
 // console was never built) it answers a page saying how to build it.
-func New(files fs.FS) *Console {
-	c := &Console{files: files, built: time.Now()}
+// publicURL (PUBLIC_URL, may be "") is the base of the sitemap's addresses.
+func New(files fs.FS, publicURL string) *Console {
+	c := &Console{files: files, built: time.Now(), publicURL: strings.TrimRight(publicURL, "/")}
 	b, err := fs.ReadFile(files, "index.html")
 	if err != nil {
 		b = []byte("<!doctype html><title>Slipway</title><p>The console is not built in this binary: run <code>npm ci && npm run build</code> in web/.</p>")
@@ -74,6 +78,11 @@ func (c *Console) Mount(mux interface {
 		mux.HandleFunc("GET "+p, c.Page)
 	}
 	mux.HandleFunc("GET /assets/{file...}", c.Asset)
+	for _, f := range Files {
+		mux.HandleFunc("GET "+f, c.File)
+	}
+	mux.HandleFunc("GET /robots.txt", c.RobotsTxt)
+	mux.HandleFunc("GET /sitemap.xml", c.SitemapXML)
 }
 
 // Page answers index.html; the app routes in the browser.
@@ -191,7 +200,7 @@ func Shares(p string) bool {
 // IsPage reports whether a path is one of the console's (pages and assets
 // carry no data, so the approval gate does not apply to them).
 func IsPage(p string) bool {
-	if strings.HasPrefix(p, "/assets/") || p == "/" {
+	if strings.HasPrefix(p, "/assets/") || p == "/" || slices.Contains(Files, p) || slices.Contains(Crawl, p) {
 		return true
 	}
 	for _, pat := range Pages {

@@ -3,11 +3,15 @@ package console_test
 import (
 	"io/fs"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"slipway/internal/apitest"
+	"slipway/internal/console"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/web"
@@ -101,4 +105,28 @@ func TestServing(t *testing.T) {
 			t.Fatalf("POST to a page: %d", r.Status)
 		}
 	})
+}
+
+// TestEveryConsoleRouteIsAPage: each route the console's router names
+// (web/src/App.tsx) is served as the page, so that opening its address
+// directly, or reloading it, works.
+func TestEveryConsoleRouteIsAPage(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "web", "src", "App.tsx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	for _, p := range console.Pages {
+		mux.HandleFunc("GET "+p, func(http.ResponseWriter, *http.Request) {})
+	}
+	routes := regexp.MustCompile(`<Route path="([^"*]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(routes) < 10 {
+		t.Fatalf("found %d routes in App.tsx", len(routes))
+	}
+	for _, m := range routes {
+		path := regexp.MustCompile(`:[A-Za-z]+`).ReplaceAllString(m[1], "0123")
+		if _, pattern := mux.Handler(httptest.NewRequest("GET", path, nil)); pattern == "" {
+			t.Errorf("the console route %s is not in console.Pages: opening it directly is a 404", m[1])
+		}
+	}
 }

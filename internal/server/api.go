@@ -116,7 +116,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	auth.Register(pub, svc.Auth)
 	captcha.Register(pub, svc.Captcha)
 	tenancy.Register(pub, svc.Tenancy)
-	admin.Register(pub, svc.Auth, svc.Tenancy, svc.Features)
+	admin.Register(pub, svc.Auth, svc.Tenancy, svc.Features, svc.SEO)
 	audit.Register(pub, svc.Audit)
 	billing.Register(pub, svc.Billing, svc.Tenancy.WorkspaceScoped(pub),
 		func(ctx context.Context, u *actor.User, sel billing.Selector) (string, string, error) {
@@ -126,6 +126,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 			}
 			return o.ID, o.Role, nil
 		})
+	billing.RegisterPublic(pub, svc.Billing)
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))

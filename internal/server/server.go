@@ -69,7 +69,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.mux.HandleFunc("GET /install-runner.sh", s.installer("install-runner.sh"))
 	s.mux.HandleFunc("GET /install-runner.ps1", s.installer("install-runner.ps1"))
 	mountE2E(s.mux)
-	ui := console.New(web.Dist())
+	ui := console.New(web.Dist(), cfg.PublicURL)
 	ui.Mount(s.mux)
 	authSvc.ExemptPages(func(r *http.Request) bool {
 		if console.Shares(r.URL.Path) { // a page for a browser, an API answer for anyone else
@@ -215,6 +215,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Billing.Run(coreCtx)
+	go sweep.Every(coreCtx, time.Minute, s.log, "pending payment events applied", s.Services.Billing.RetryPending)
 	go s.Services.Runners.Run(coreCtx)
 	go s.Services.Approvals.Run(coreCtx, time.Minute)
 	go s.Services.Mail.Run(workCtx, 5*time.Second)

@@ -26,10 +26,49 @@ CREATE TABLE subscriptions (
     plan_id         TEXT NOT NULL REFERENCES plans (id),
     status          TEXT NOT NULL CHECK (status IN ('active', 'trialing', 'past_due', 'canceled', 'incomplete', 'unpaid')),
     provider        TEXT NOT NULL DEFAULT 'none',
+    -- The provider's ids, and the provider's time of the state held here:
+    -- an event older than it never overwrites it.
+    provider_subscription_id TEXT,
+    provider_customer_id     TEXT,
+    provider_state_at        TIMESTAMP,
     created_at      TIMESTAMP NOT NULL,
     updated_at      TIMESTAMP NOT NULL
 );
 CREATE INDEX subscriptions_plan ON subscriptions (plan_id);
+CREATE UNIQUE INDEX subscriptions_provider ON subscriptions (provider, provider_subscription_id);
+CREATE INDEX subscriptions_customer ON subscriptions (provider, provider_customer_id);
+
+-- The provider's prices of each plan: a changed amount makes a new price
+-- and archives the old one, which stays mapped so that renewals of old
+-- subscriptions still resolve to their plan.
+CREATE TABLE plan_prices (
+    provider          TEXT NOT NULL,
+    provider_price_id TEXT NOT NULL,
+    plan_id           TEXT NOT NULL REFERENCES plans (id),
+    amount_cents      BIGINT NOT NULL,
+    currency          TEXT NOT NULL,
+    billing_interval  TEXT NOT NULL,
+    archived_at       TIMESTAMP,
+    created_at        TIMESTAMP NOT NULL,
+    PRIMARY KEY (provider, provider_price_id)
+);
+CREATE INDEX plan_prices_plan ON plan_prices (plan_id);
+
+-- Events the payment provider sent to its webhook: stored once by their
+-- id (a replay is a no-op), applied in the order the provider made them;
+-- one not applied yet (processed_at NULL) is pending and retried.
+CREATE TABLE payment_events (
+    id           TEXT PRIMARY KEY,
+    provider     TEXT NOT NULL,
+    type         TEXT NOT NULL,
+    object_id    TEXT NOT NULL,
+    occurred_at  TIMESTAMP NOT NULL,
+    payload      TEXT NOT NULL,
+    received_at  TIMESTAMP NOT NULL,
+    processed_at TIMESTAMP,
+    outcome      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX payment_events_pending ON payment_events (occurred_at, id) WHERE processed_at IS NULL;
 
 -- Grants above (or below) the plan. No scope: every tenant. Revoking
 -- stamps the row; nothing deletes one. The instance admin's rows: the

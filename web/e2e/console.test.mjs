@@ -1406,3 +1406,86 @@ test("the owner console's plans and overrides: a plan edited and saved, an overr
     await call('PUT', '/api/admin/plans/team', { name: team.name, amount_cents: team.amount_cents })
   }
 })
+
+test("the owner console's customers and seo tabs, and the public plans page", async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const org = await call('GET', '/organization')
+  const ws = (await call('GET', '/api/workspaces')).find((w) => w.is_default)
+  const mine = (await call('GET', `/api/admin/customers?q=${encodeURIComponent(org.name)}`)).organizations.find((o) => o.organization_id === org.id)
+  assert.ok(mine, "the admin's organization is a customer")
+
+  // Customers: every organization with its plan, status and workspaces; a search narrows them.
+  await page.goto(server.url + '/admin/?tab=customers')
+  assert.equal(await page.getByTestId('tab-customers').getAttribute('aria-selected'), 'true')
+  const card = page.locator(`[data-testid="customer-org"][data-org-id="${org.id}"]`)
+  await card.waitFor()
+  assert.equal(await card.getAttribute('data-org-name'), org.name)
+  assert.equal(await card.getByTestId('customer-plan').innerText(), mine.plan_id)
+  assert.equal(await card.getByTestId('customer-status').getAttribute('data-status'), mine.subscription_status)
+  assert.equal(await card.getByTestId('customer-workspace').count(), mine.workspaces.length)
+  assert.match(await card.locator(`[data-testid="customer-workspace"][data-workspace-id="${ws.id}"]`).innerText(), new RegExp(ws.name))
+  const all = await call('GET', '/api/admin/customers')
+  assert.equal(await page.getByTestId('customer-org').count(), Math.min(all.total, 25))
+  // Searching the organization's name leaves the organizations that match it, the admin's among them.
+  const found = (await call('GET', `/api/admin/customers?q=${encodeURIComponent(org.name)}`)).organizations.map((o) => o.name)
+  assert.ok(found.length < all.total, 'the search narrows the list')
+  await page.getByTestId('customers-search').fill(org.name)
+  await page.waitForFunction(
+    (names) => {
+      const cs = [...document.querySelectorAll('[data-testid="customer-org"]')].map((c) => c.getAttribute('data-org-name'))
+      return cs.length === names.length && cs.every((n, i) => n === names[i])
+    },
+    found,
+  )
+  await card.waitFor()
+  await page.getByTestId('customers-search').fill('no organization is called this')
+  await page.getByTestId('customers-empty').waitFor()
+  assert.equal(await page.getByTestId('customer-org').count(), 0)
+  await page.getByTestId('customers-search').fill('')
+  await card.waitFor()
+  await shot('admin-customers')
+
+  // SEO: the score, the served social image's size, each check's status.
+  const report = await call('GET', '/api/admin/seo')
+  await page.getByTestId('tab-seo').click()
+  await page.waitForURL(/\/admin\/\?tab=seo$/)
+  assert.equal(await page.getByTestId('seo-score').innerText(), String(report.score))
+  assert.ok(report.score > 0 && report.score < 100, 'without PUBLIC_URL one check warns')
+  assert.equal(await page.getByTestId('seo-image').innerText(), '1200×630')
+  assert.equal(await page.getByTestId('seo-check').count(), report.checks.length)
+  assert.equal(await page.locator('[data-testid="seo-check"][data-check="canonical_url"]').getAttribute('data-status'), 'warn')
+  assert.equal(await page.locator('[data-testid="seo-check"][data-check="social_image"]').getAttribute('data-status'), 'pass')
+  assert.equal(await page.locator('[data-testid="seo-check"][data-check="sitemap"]').getAttribute('data-status'), 'pass')
+  assert.equal(await page.getByTestId('seo-card').innerText(), 'summary_large_image')
+  assert.equal(await page.getByTestId('seo-plans').innerText(), String(report.public_plan_count))
+  // The image shown is the served one.
+  await page.waitForFunction(() => [...document.images].some((i) => i.complete && i.naturalWidth === 1200 && i.naturalHeight === 630))
+  await shot('admin-seo')
+
+  // The public plans page, for someone without a session: the plans, cheapest first, with their prices.
+  const plans = await (await fetch(server.url + '/api/plans')).json()
+  assert.ok(plans.length > 0)
+  const ctx = await chrome.newContext()
+  try {
+    const anon = await ctx.newPage()
+    await anon.goto(server.url + '/login')
+    await anon.getByTestId('plans-link').click()
+    await anon.waitForURL(/\/plans$/)
+    await anon.getByTestId('public-plan').first().waitFor()
+    assert.deepEqual(
+      await anon.getByTestId('public-plan').evaluateAll((cs) => cs.map((c) => c.getAttribute('data-plan'))),
+      plans.map((p) => p.id),
+    )
+    const team = anon.locator('[data-testid="public-plan"][data-plan="team"]')
+    assert.match(await team.getByTestId('public-plan-price').innerText(), /^€49\.00 \/ month$/)
+    assert.match(await team.getByTestId('public-plan-seats').innerText(), /^10 seats included$/)
+    assert.match(await anon.locator('[data-testid="public-plan"][data-plan="community"]').getByTestId('public-plan-price').innerText(), /^€0\.00 \/ month$/)
+    await anon.getByTestId('plans-sign-in').click()
+    await anon.waitForURL(/\/login$/)
+  } finally {
+    await ctx.close()
+  }
+  const robots = await (await fetch(server.url + '/robots.txt')).text()
+  assert.match(robots, /^Allow: \/plans$/m)
+  assert.match(robots, new RegExp(`^Sitemap: ${server.url}/sitemap.xml$`, 'm'))
+})

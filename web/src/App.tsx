@@ -27,6 +27,7 @@ const Members = lazy(() => import('./pages/Members'))
 const Admin = lazy(() => import('./pages/Admin'))
 const Settings = lazy(() => import('./pages/Settings'))
 const ProjectSettings = lazy(() => import('./pages/ProjectSettings'))
+const Plans = lazy(() => import('./pages/Plans'))
 
 export function App() {
   return (
@@ -37,6 +38,14 @@ export function App() {
         <Route path="/invite" element={<InvitePage />} />
         <Route path="/reset" element={<ResetPage />} />
         <Route path="/magic/confirm" element={<MagicConfirmPage />} />
+        <Route
+          path="/plans"
+          element={
+            <Suspense fallback={<Loading />}>
+              <Plans />
+            </Suspense>
+          }
+        />
         <Route path="*" element={<Shell />} />
       </Routes>
     </SessionProvider>

@@ -214,6 +214,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/queues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The payment provider's events: total received, pending, and how reconciliation stands (read-only) */
+        get: operations["get_api_admin_queues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/seo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The health of the public pages' metadata: title, description, social image and card, robots.txt, sitemap, public plans */
+        get: operations["get_api_admin_seo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/templates": {
         parameters: {
             query?: never;
@@ -766,6 +800,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/billing/webhooks/stripe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe's events: verified by Stripe-Signature, stored once by id, applied in the order Stripe made them
+         * @description 404 without STRIPE_WEBHOOK_SECRET; 400 for a signature that does not verify.
+         */
+        post: operations["post_api_billing_webhooks_stripe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/code-lib/files": {
         parameters: {
             query?: never;
@@ -1198,6 +1252,23 @@ export interface paths {
          * @description disabled: no new work, running work finishes. enabled: takes work again (also ends a drain).
          */
         post: operations["post_api_organization_runners_id_status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The active, public plans, cheapest first (no sign-in needed: the public plans page) */
+        get: operations["get_api_plans"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5052,6 +5123,21 @@ export interface components {
             name?: string;
             repo_url?: string;
         };
+        PublicPlan: {
+            /**
+             * Format: int64
+             * @description The price in minor units of the currency
+             */
+            amount_cents: number;
+            /** @enum {string} */
+            currency: "EUR" | "USD" | "GBP";
+            id: string;
+            /** @description The plan's users.max: a whole number or "unlimited" */
+            included_seats: unknown;
+            /** @enum {string} */
+            interval: "month" | "year" | "one_time" | "custom";
+            name: string;
+        };
         PullRequest: {
             base: string;
             branch: string;
@@ -5076,6 +5162,22 @@ export interface components {
             provider: "local";
             /** @description Forge URL; null for the local provider */
             url: string | null;
+        };
+        Queue: {
+            /** Format: date-time */
+            oldest_pending_at: string | null;
+            /**
+             * Format: int64
+             * @description Received and not applied yet
+             */
+            pending: number;
+            /**
+             * @description ok: nothing pending; pending: events wait less than 5 minutes; attention: one waits longer; not_configured: no payment provider
+             * @enum {string}
+             */
+            reconciliation_status: "ok" | "pending" | "attention" | "not_configured";
+            /** Format: int64 */
+            total_received: number;
         };
         RLSStatus: {
             /** @description Why the last refresh failed */
@@ -5452,6 +5554,38 @@ export interface components {
             class?: string;
             name?: string;
         };
+        SEOCheck: {
+            /** @description What was found, and what to change when it does not pass */
+            detail: string;
+            /** @description Stable key: canonical_url, title, description, open_graph, social_image, twitter_card, robots, sitemap, public_plans */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            status: "pass" | "warn" | "fail";
+        };
+        SEOReport: {
+            /** @description PUBLIC_URL; null when unset */
+            canonical_base_url: string | null;
+            /** @description The page's twitter:card (empty when absent) */
+            card_type: string;
+            checks: components["schemas"]["SEOCheck"][] | null;
+            /** @description The public pages the sitemap lists */
+            indexed_routes: string[] | null;
+            /** @description The languages the console is served in */
+            locales: string[] | null;
+            /**
+             * Format: int64
+             * @description Active, public plans (the plans page shows them)
+             */
+            public_plan_count: number;
+            /**
+             * Format: int64
+             * @description The share of checks passing, in percent
+             */
+            score: number;
+            /** @description Absent when the page names no og:image */
+            social_image?: components["schemas"]["SocialImage"];
+        };
         ScanFile: {
             error?: string;
             name?: string;
@@ -5713,6 +5847,20 @@ export interface components {
             ip: string;
             /** @description The browser or client that signed in, as it named itself (at most 512 bytes) */
             user_agent: string;
+        };
+        SocialImage: {
+            /**
+             * Format: int64
+             * @description Pixels, read from the served file (0 when it cannot be read)
+             */
+            height: number;
+            /** @description As the page's og:image names it, made absolute with the canonical base URL when there is one */
+            url: string;
+            /**
+             * Format: int64
+             * @description Pixels, read from the served file (0 when it cannot be read)
+             */
+            width: number;
         };
         Start: {
             agent_type: string;
@@ -6129,6 +6277,11 @@ export interface components {
              * @example 1.4.0
              */
             version: string;
+        };
+        WebhookAck: {
+            /** @description applied, duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits */
+            outcome: string;
+            received: boolean;
         };
         WordInputBody: {
             /** @description Parameter values by name: strings (numbers for int_range) */
@@ -6586,6 +6739,64 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BillingPlan"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_queues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Queue"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_seo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SEOReport"];
                 };
             };
             /** @description Error */
@@ -7762,6 +7973,42 @@ export interface operations {
             };
         };
     };
+    post_api_billing_webhooks_stripe: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description t=<unix time>,v1=<hex HMAC-SHA256 of "t.body"> with the webhook secret */
+                "Stripe-Signature"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookAck"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_code_lib_files: {
         parameters: {
             query?: {
@@ -8709,6 +8956,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Runner"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_plans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PublicPlan"][] | null;
                 };
             };
             /** @description Error */

@@ -5,6 +5,7 @@ import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { AuditTab } from './AdminAudit'
 import { OverridesTab, PlansTab } from './AdminBilling'
+import { CustomersTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -15,9 +16,11 @@ type Profile = Schemas['Profile']
 const tabs = [
   { key: 'users', label: 'Users' },
   { key: 'features', label: 'Features' },
+  { key: 'seo', label: 'SEO' },
   { key: 'plans', label: 'Plans' },
   { key: 'overrides', label: 'Overrides' },
   { key: 'templates', label: 'Mail templates' },
+  { key: 'customers', label: 'Customers' },
   { key: 'audit', label: 'Audit' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
@@ -50,6 +53,9 @@ export default function Admin() {
         <Tabs.Panel value="features" pt="md">
           <FeaturesTab />
         </Tabs.Panel>
+        <Tabs.Panel value="seo" pt="md">
+          <SeoTab />
+        </Tabs.Panel>
         <Tabs.Panel value="plans" pt="md">
           <PlansTab />
         </Tabs.Panel>
@@ -58,6 +64,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="templates" pt="md">
           <TemplatesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="customers" pt="md">
+          <CustomersTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />

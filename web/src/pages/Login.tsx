@@ -154,6 +154,11 @@ export function Login({ register = false }: { register?: boolean }) {
               </>
             )}
           </Text>
+          <Text size="sm" c="dimmed">
+            <Anchor component={Link} to="/plans" data-testid="plans-link">
+              See the plans and prices
+            </Anchor>
+          </Text>
         </Stack>
       </Card>
     </Center>
