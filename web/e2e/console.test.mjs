@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process'
 import { createHmac } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, apiSession, browser, startServer, stripeSecret } from './harness.mjs'
 
 let server, chrome, page
 const shots = process.env.SCREENSHOTS // a directory: screenshots of the main pages go there
@@ -1488,4 +1488,33 @@ test("the owner console's customers and seo tabs, and the public plans page", as
   const robots = await (await fetch(server.url + '/robots.txt')).text()
   assert.match(robots, /^Allow: \/plans$/m)
   assert.match(robots, new RegExp(`^Sitemap: ${server.url}/sitemap.xml$`, 'm'))
+})
+
+test("the owner console's queues tab: Stripe's events received and pending, read-only", async () => {
+  // A subscription on a price no plan has: stored, pending until one does.
+  const payload = JSON.stringify({
+    id: 'evt_e2e_1', object: 'event', type: 'customer.subscription.created', created: Math.floor(Date.now() / 1000),
+    data: { object: { id: 'sub_e2e', object: 'subscription', customer: 'cus_e2e', status: 'active', metadata: {},
+      items: { object: 'list', data: [{ id: 'si_1', object: 'subscription_item', price: { id: 'price_unknown', object: 'price' } }] } } },
+  })
+  const t = Math.floor(Date.now() / 1000)
+  const sig = createHmac('sha256', stripeSecret).update(`${t}.${payload}`).digest('hex')
+  const r = await fetch(server.url + '/api/billing/webhooks/stripe', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'Stripe-Signature': `t=${t},v1=${sig}` }, body: payload,
+  })
+  assert.equal(r.status, 200)
+  assert.match((await r.json()).outcome, /^pending: no organization for customer cus_e2e/)
+  const bad = await fetch(server.url + '/api/billing/webhooks/stripe', {
+    method: 'POST', headers: { 'Content-Type': 'application/json', 'Stripe-Signature': `t=${t},v1=00` }, body: payload,
+  })
+  assert.equal(bad.status, 400)
+
+  await page.goto(server.url + '/admin/?tab=queues')
+  const tab = page.getByTestId('queues')
+  await tab.waitFor()
+  assert.equal(await page.getByTestId('queues-total').innerText(), '1')
+  assert.equal(await page.getByTestId('queues-pending').innerText(), '1')
+  assert.match(await page.getByTestId('queues-status').innerText(), /pending/i)
+  assert.equal(await tab.getByRole('button').count(), 0, 'nothing to requeue or replay')
+  await shot('admin-queues')
 })

@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
 
+/** The Stripe webhook secret the test server verifies events with. */
+export const stripeSecret = 'whsec_e2e_0123456789abcdef'
+
 export const admin = { email: 'admin@example.test', password: 'admin-passphrase-1', name: 'Ada Admin' }
 
 function freePort() {
@@ -54,6 +57,8 @@ export async function startServer() {
     SERVICE_LOG_LEVEL: 'warn',
     // Resources and workflow nodes call servers the tests start on loopback.
     SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE: 'true',
+    // Stripe's events, signed by the tests (stripeSecret).
+    STRIPE_WEBHOOK_SECRET: stripeSecret,
   }
   const proc = spawn(bin, ['serve'], { env, stdio: ['ignore', 'inherit', 'inherit'] })
   const url = `http://127.0.0.1:${port}`

@@ -5,7 +5,7 @@ import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { AuditTab } from './AdminAudit'
 import { OverridesTab, PlansTab } from './AdminBilling'
-import { CustomersTab, SeoTab } from './AdminInsights'
+import { CustomersTab, QueuesTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -21,6 +21,7 @@ const tabs = [
   { key: 'overrides', label: 'Overrides' },
   { key: 'templates', label: 'Mail templates' },
   { key: 'customers', label: 'Customers' },
+  { key: 'queues', label: 'Queues' },
   { key: 'audit', label: 'Audit' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
@@ -67,6 +68,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="customers" pt="md">
           <CustomersTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="queues" pt="md">
+          <QueuesTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />

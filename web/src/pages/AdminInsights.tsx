@@ -304,3 +304,61 @@ export function SeoTab() {
     </Stack>
   )
 }
+
+const reconciliation: Record<string, { color: string; text: string }> = {
+  ok: { color: 'teal', text: 'Every event received is applied.' },
+  pending: { color: 'yellow', text: 'Some events wait to be applied; they are retried every minute.' },
+  attention: { color: 'red', text: 'An event has waited over five minutes: its organization or its price is not known here yet.' },
+  not_configured: { color: 'gray', text: 'No payment provider is configured (STRIPE_WEBHOOK_SECRET): admins assign plans.' },
+}
+
+/** The queues tab: the payment provider's events, read-only (no requeue, no replay). */
+export function QueuesTab() {
+  const q = useLoad(() => get('/api/admin/queues'), [])
+  if (q.loading && !q.data) return <Loading />
+  const d = q.data
+  const r = reconciliation[d?.reconciliation_status ?? 'ok']
+  return (
+    <Stack data-testid="queues">
+      <ErrorNote error={q.error} />
+      {d && (
+        <>
+          <SimpleGrid cols={{ base: 1, sm: 3 }}>
+            <Card withBorder>
+              <Text size="sm" c="dimmed">
+                Events received
+              </Text>
+              <Title order={3} data-testid="queues-total">
+                {d.total_received}
+              </Title>
+            </Card>
+            <Card withBorder>
+              <Text size="sm" c="dimmed">
+                Pending
+              </Text>
+              <Title order={3} data-testid="queues-pending">
+                {d.pending}
+              </Title>
+              {d.oldest_pending_at && (
+                <Text size="xs" c="dimmed">
+                  oldest {when(d.oldest_pending_at)}
+                </Text>
+              )}
+            </Card>
+            <Card withBorder>
+              <Text size="sm" c="dimmed">
+                Reconciliation
+              </Text>
+              <Badge color={r.color} size="lg" data-testid="queues-status">
+                {d.reconciliation_status.replace('_', ' ')}
+              </Badge>
+            </Card>
+          </SimpleGrid>
+          <Text size="sm" c="dimmed">
+            {r.text}
+          </Text>
+        </>
+      )}
+    </Stack>
+  )
+}
