@@ -516,3 +516,38 @@ func TestCustomers(t *testing.T) {
 		}
 	})
 }
+
+// TestEntitlementsAcrossReplicas: two replicas keep decisions in memory;
+// a plan edited or an override granted through one is decided at once on
+// the other (the bus carries the invalidation), long before the caches'
+// 30 s.
+func TestEntitlementsAcrossReplicas(t *testing.T) {
+	dbtest.RequirePostgres(t)
+	f := fixture.NewAPI(t, db.Postgres)
+	other := f.App.Replica(t)
+	admin, owner := f.Admin, f.Owner
+	there := owner.On(other)
+	org := orgOf(t, owner)
+	fixture.Want(t, admin.Do("PUT", "/api/admin/organizations/"+org+"/plan", obj{"plan_id": "team"}), http.StatusOK)
+	limit := func(c *apitest.Client) int64 {
+		t.Helper()
+		d := decision(t, c, "workflows.max")
+		if d.Limit == nil {
+			return -1
+		}
+		return *d.Limit
+	}
+	eventually := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 5 s", what)
+			}
+		}
+	}
+	eventually("team's limit on the other replica", func() bool { return limit(there) == 500 })
+	fixture.Want(t, admin.Do("PUT", "/api/admin/plans/team", obj{"entitlements": obj{"workflows.max": 42}}), http.StatusOK)
+	eventually("the edited plan on the other replica", func() bool { return limit(there) == 42 })
+	fixture.Want(t, admin.Do("POST", "/api/admin/overrides", obj{"feature": "workflows.max", "value": 7, "reason": "replicas"}), http.StatusCreated)
+	eventually("the override on the other replica", func() bool { return limit(there) == 7 })
+}

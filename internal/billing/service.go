@@ -172,16 +172,7 @@ func (s *Service) Run(ctx context.Context) {
 	if s.bus == nil {
 		return
 	}
-	sub := s.bus.Subscribe(topicEntitlements)
-	defer sub.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.C: // a change or a gap: either way, forget everything
-			s.forget()
-		}
-	}
+	pubsub.Follow(ctx, s.bus.Subscribe(topicEntitlements), s.forget)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -153,16 +153,7 @@ func (s *Service) Run(ctx context.Context) {
 	if s.bus == nil || s.resolved == nil {
 		return
 	}
-	sub := s.bus.Subscribe(topicMemberships)
-	defer sub.Close()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-sub.C: // a change or a gap: either way, forget everything
-			s.resolved.Clear()
-		}
-	}
+	pubsub.Follow(ctx, s.bus.Subscribe(topicMemberships), s.resolved.Clear)
 }
 
 // DefaultWorkspaceName names the workspace every new account starts with.

@@ -254,3 +254,19 @@ func (b *Bus) listenOnce(ctx context.Context, listening func()) error {
 		b.deliver(Message{Topic: topic, Payload: payload})
 	}
 }
+
+// Follow calls forget for every message the subscription gets (another
+// replica's change, or a gap in the relay: either way, what was cached may
+// be stale) until ctx ends, then closes it. Caches invalidated across
+// replicas run it.
+func Follow(ctx context.Context, sub *Subscription, forget func()) {
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.C:
+			forget()
+		}
+	}
+}

@@ -2,16 +2,15 @@
 // changes as a board (search, action and target kind chips, sortable columns,
 // pages). A row opens to its before and after snapshots side by side. There
 // is nothing here to edit, delete or expire: the log only grows.
-import { ActionIcon, Badge, Chip, Code, Group, Pagination, SimpleGrid, Stack, Table, Text, TextInput, UnstyledButton } from '@mantine/core'
+import { ActionIcon, Badge, Code, Group, Pagination, SimpleGrid, Stack, Table, Text, TextInput } from '@mantine/core'
 import { useDebouncedValue } from '@mantine/hooks'
 import { Fragment, useEffect, useState } from 'react'
 import { get, type Schemas } from '../api'
+import { FacetChips, SortTh, type Order } from '../board'
 import { count, ErrorNote, Loading, useLoad, when } from '../ui'
 
 type Entry = Schemas['AuditEntry']
-type Facet = Schemas['Facet']
 type SortKey = 'created_at' | 'action' | 'target'
-type Order = 'asc' | 'desc'
 
 const pageSize = 50
 
@@ -102,10 +101,10 @@ export function AuditTab() {
             <Table.Thead>
               <Table.Tr>
                 <Table.Th w={32} />
-                <SortTh label="Time" column="created_at" sort={sort} order={order} onSort={sortBy} />
+                <SortTh label="Time" column="created_at" sort={sort} order={order} onSort={sortBy} testid="audit-sort" />
                 <Table.Th>Actor</Table.Th>
-                <SortTh label="Action" column="action" sort={sort} order={order} onSort={sortBy} />
-                <SortTh label="Target" column="target" sort={sort} order={order} onSort={sortBy} />
+                <SortTh label="Action" column="action" sort={sort} order={order} onSort={sortBy} testid="audit-sort" />
+                <SortTh label="Target" column="target" sort={sort} order={order} onSort={sortBy} testid="audit-sort" />
               </Table.Tr>
             </Table.Thead>
             <Table.Tbody>
@@ -121,44 +120,6 @@ export function AuditTab() {
   )
 }
 
-function FacetChips(props: { name: string; testid: string; facets: Facet[]; value: string; onChange: (v: string) => void }) {
-  const { name, testid, facets, value, onChange } = props
-  return (
-    <Group gap="xs" role="group" aria-label={name}>
-      <Text size="sm" fw={500} w={60}>
-        {name}
-      </Text>
-      <Chip.Group value={value || 'all'} onChange={(v) => onChange(v === 'all' ? '' : String(v))}>
-        <Chip value="all" size="xs" wrapperProps={{ 'data-testid': `${testid}-all` }}>
-          All
-        </Chip>
-        {facets.map((f) => (
-          <Chip key={f.value} value={f.value} size="xs" wrapperProps={{ 'data-testid': `${testid}-${f.value}` }}>
-            {f.label} ({f.count})
-          </Chip>
-        ))}
-        {/* A chosen value the current search no longer finds stays visible, to undo it. */}
-        {value && !facets.some((f) => f.value === value) && (
-          <Chip value={value} size="xs" wrapperProps={{ 'data-testid': `${testid}-${value}` }}>
-            {value} (0)
-          </Chip>
-        )}
-      </Chip.Group>
-    </Group>
-  )
-}
-
-function SortTh(props: { label: string; column: SortKey; sort: SortKey; order: Order; onSort: (k: SortKey) => void }) {
-  const { label, column, sort, order, onSort } = props
-  const active = sort === column
-  return (
-    <Table.Th aria-sort={active ? (order === 'asc' ? 'ascending' : 'descending') : 'none'}>
-      <UnstyledButton onClick={() => onSort(column)} data-testid={`audit-sort-${column}`} fw={600} fz="sm">
-        {label} {active ? (order === 'asc' ? '▲' : '▼') : ''}
-      </UnstyledButton>
-    </Table.Th>
-  )
-}
 
 function Row({ entry: e, open, onToggle }: { entry: Entry; open: boolean; onToggle: () => void }) {
   return (

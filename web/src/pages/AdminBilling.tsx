@@ -10,7 +10,6 @@ import {
   Badge,
   Button,
   Card,
-  Chip,
   Code,
   Group,
   NativeSelect,
@@ -22,11 +21,11 @@ import {
   Text,
   TextInput,
   Title,
-  UnstyledButton,
 } from '@mantine/core'
 import { useDebouncedValue } from '@mantine/hooks'
 import { Fragment, useEffect, useState } from 'react'
 import { get, post, put, type Schemas } from '../api'
+import { FacetChips, SortTh, type Order } from '../board'
 import { Confirm, count, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 import { centsToDecimal, decimalToCents, price } from '../money'
 import { valueText } from './PlanCard'
@@ -36,7 +35,6 @@ type PlanUpdate = Schemas['PlanUpdate']
 type Feature = Schemas['EntitlementFeature']
 type Override = Schemas['Override']
 type OverrideCreate = Schemas['OverrideCreate']
-type Facet = Schemas['Facet']
 type Currency = Plan['currency']
 type Interval = Plan['interval']
 
@@ -313,7 +311,6 @@ function PlanRow({ plan, name, onSaved }: { plan: Plan; name: (key: string) => s
 
 const pageSize = 50
 type SortKey = 'created_at' | 'feature' | 'expires_at' | 'status'
-type Order = 'asc' | 'desc'
 const firstOrder: Record<SortKey, Order> = { created_at: 'desc', feature: 'asc', expires_at: 'asc', status: 'asc' }
 type ScopeFilter = '' | Override['scope']
 type StatusFilter = '' | Override['status']
@@ -408,13 +405,13 @@ export function OverridesTab() {
           <Table striped highlightOnHover data-testid="override-list">
             <Table.Thead>
               <Table.Tr>
-                <SortTh label="Feature" column="feature" sort={sort} order={order} onSort={sortBy} />
+                <SortTh label="Feature" column="feature" sort={sort} order={order} onSort={sortBy} testid="override-sort" />
                 <Table.Th>Scope</Table.Th>
                 <Table.Th>Value</Table.Th>
-                <SortTh label="Expires" column="expires_at" sort={sort} order={order} onSort={sortBy} />
-                <SortTh label="Status" column="status" sort={sort} order={order} onSort={sortBy} />
+                <SortTh label="Expires" column="expires_at" sort={sort} order={order} onSort={sortBy} testid="override-sort" />
+                <SortTh label="Status" column="status" sort={sort} order={order} onSort={sortBy} testid="override-sort" />
                 <Table.Th>Reason</Table.Th>
-                <SortTh label="Granted" column="created_at" sort={sort} order={order} onSort={sortBy} />
+                <SortTh label="Granted" column="created_at" sort={sort} order={order} onSort={sortBy} testid="override-sort" />
                 <Table.Th />
               </Table.Tr>
             </Table.Thead>
@@ -680,41 +677,3 @@ function GrantForm({ features, onGranted }: { features: Feature[]; onGranted: ()
   )
 }
 
-function FacetChips(props: { name: string; testid: string; facets: Facet[]; value: string; onChange: (v: string) => void }) {
-  const { name, testid, facets, value, onChange } = props
-  return (
-    <Group gap="xs" role="group" aria-label={name}>
-      <Text size="sm" fw={500} w={60}>
-        {name}
-      </Text>
-      <Chip.Group value={value || 'all'} onChange={(v) => onChange(v === 'all' ? '' : String(v))}>
-        <Chip value="all" size="xs" wrapperProps={{ 'data-testid': `${testid}-all` }}>
-          All
-        </Chip>
-        {facets.map((f) => (
-          <Chip key={f.value} value={f.value} size="xs" wrapperProps={{ 'data-testid': `${testid}-${f.value}` }}>
-            {f.label} ({f.count})
-          </Chip>
-        ))}
-        {/* A chosen value the current search no longer finds stays visible, to undo it. */}
-        {value && !facets.some((f) => f.value === value) && (
-          <Chip value={value} size="xs" wrapperProps={{ 'data-testid': `${testid}-${value}` }}>
-            {value} (0)
-          </Chip>
-        )}
-      </Chip.Group>
-    </Group>
-  )
-}
-
-function SortTh(props: { label: string; column: SortKey; sort: SortKey; order: Order; onSort: (k: SortKey) => void }) {
-  const { label, column, sort, order, onSort } = props
-  const active = sort === column
-  return (
-    <Table.Th aria-sort={active ? (order === 'asc' ? 'ascending' : 'descending') : 'none'}>
-      <UnstyledButton onClick={() => onSort(column)} data-testid={`override-sort-${column}`} fw={600} fz="sm">
-        {label} {active ? (order === 'asc' ? '▲' : '▼') : ''}
-      </UnstyledButton>
-    </Table.Th>
-  )
-}
