@@ -184,6 +184,14 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			}
 			return httpx.Reply(s.UpdatePlan(ctx, u, in.PlanID, in.Body))
 		})
+	huma.Register(api, ops.Op("post_api_admin_plans_plan_id_stripe_sync", http.MethodPost, "/api/admin/plans/{plan_id}/stripe-sync",
+		"Preview reconciling a plan with its Stripe prices: whether one sells it as it stands and what a rotation would do; moves no money"),
+		func(ctx context.Context, in *planIDInput) (*httpx.Out[*StripeSync], error) {
+			if _, err := admin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.StripeSyncPreview(ctx, in.PlanID))
+		})
 	huma.Register(api, ops.Op("get_api_admin_entitlement_features", http.MethodGet, "/api/admin/entitlement-features",
 		"The entitlement keys Slipway enforces, with what each takes and its Community default"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]EntitlementFeature], error) {

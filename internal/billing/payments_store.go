@@ -176,3 +176,42 @@ func insertPrice(ctx context.Context, q db.Queryer, provider, priceID, planID st
 	}
 	return nil
 }
+
+// PlanPrice is a provider's price of a plan; an archived one still names
+// its plan for the subscriptions on it.
+type PlanPrice struct {
+	PriceID     string     `json:"price_id"`
+	AmountCents int64      `json:"amount_cents"`
+	Currency    string     `json:"currency"`
+	Interval    string     `json:"interval"`
+	ArchivedAt  *time.Time `json:"archived_at" nullable:"true"`
+	CreatedAt   time.Time  `json:"created_at"`
+}
+
+func planPrices(ctx context.Context, q db.Queryer, provider, planID string) ([]PlanPrice, error) {
+	rows, err := q.QueryContext(ctx, `SELECT provider_price_id, amount_cents, currency, billing_interval, archived_at, created_at
+		FROM plan_prices WHERE provider = $1 AND plan_id = $2 ORDER BY created_at DESC, provider_price_id`, provider, planID)
+	if err != nil {
+		return nil, fmt.Errorf("billing: prices: %w", err)
+	}
+	defer rows.Close()
+	out := []PlanPrice{}
+	for rows.Next() {
+		var p PlanPrice
+		if err := rows.Scan(&p.PriceID, &p.AmountCents, &p.Currency, &p.Interval, db.NullUTC(&p.ArchivedAt), db.UTC(&p.CreatedAt)); err != nil {
+			return nil, fmt.Errorf("billing: prices: %w", err)
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// archivePrices stamps a plan's current prices archived.
+func archivePrices(ctx context.Context, q db.Queryer, provider, planID string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE plan_prices SET archived_at = $3 WHERE provider = $1 AND plan_id = $2 AND archived_at IS NULL`,
+		provider, planID, now)
+	if err != nil {
+		return fmt.Errorf("billing: archive prices: %w", err)
+	}
+	return nil
+}

@@ -30,6 +30,15 @@ type Deps struct {
 	// Payments is the payment provider (nil: none; every organization is
 	// on the plan an admin gives it, Community by default).
 	Payments Payments
+	// Prices makes and archives the plans' prices at the provider (nil:
+	// no API key; a plan's price changes only here).
+	Prices PriceBook
+}
+
+// PriceBook is a provider's catalogue of prices (Stripe's API).
+type PriceBook interface {
+	CreatePrice(ctx context.Context, plan BillingPlan) (string, error)
+	ArchivePrice(ctx context.Context, id string) error
 }
 
 // Bus carries invalidations between replicas.
@@ -49,6 +58,7 @@ type Service struct {
 	log      *slog.Logger
 	bus      Bus
 	payments Payments
+	prices   PriceBook
 	cfg      Config
 	// catalogs holds one entry, "": the plans and the overrides.
 	catalogs *ttlcache.Cache[*catalog]
@@ -65,7 +75,7 @@ func NewService(cfg Config, d Deps) *Service {
 		cfg.CacheTTL = 30 * time.Second
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, cfg: cfg,
+	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, prices: d.Prices, cfg: cfg,
 		catalogs: ttlcache.New[*catalog](cfg.CacheTTL, 1), orgPlans: ttlcache.New[string](cfg.CacheTTL, 100000),
 		workspaceOrgs: ttlcache.New[string](time.Hour, 100000)}
 }

@@ -1,8 +1,12 @@
 package billing
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v82"
@@ -97,4 +101,57 @@ func stripeStatus(s stripe.SubscriptionStatus) string {
 		return "past_due"
 	}
 	return "canceled" // incomplete_expired, and anything newer: it entitles nothing
+}
+
+// StripePrices creates and archives a plan's prices through Stripe's API
+// (STRIPE_SECRET_KEY; STRIPE_API_BASE for a local double).
+type StripePrices struct {
+	api *stripe.Client
+}
+
+// NewStripePrices is Stripe's API with a secret key; base "" is Stripe's.
+func NewStripePrices(secretKey, base string) *StripePrices {
+	cfg := &stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(1), LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
+		HTTPClient: &http.Client{Timeout: 20 * time.Second}}
+	if base != "" {
+		cfg.URL = stripe.String(strings.TrimRight(base, "/"))
+	}
+	return &StripePrices{api: stripe.NewClient(secretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))}
+}
+
+// productID is the Stripe product that holds a plan's prices.
+func productID(planID string) string { return "slipway_plan_" + planID }
+
+// CreatePrice makes a price for the plan's amount, currency and interval
+// (a product per plan, made the first time), and returns its id.
+func (p *StripePrices) CreatePrice(ctx context.Context, plan BillingPlan) (string, error) {
+	product := productID(plan.ID)
+	if _, err := p.api.V1Products.Retrieve(ctx, product, nil); err != nil {
+		var se *stripe.Error
+		if !errors.As(err, &se) || se.HTTPStatusCode != http.StatusNotFound {
+			return "", fmt.Errorf("stripe: reading product %s: %w", product, err)
+		}
+		if _, err := p.api.V1Products.Create(ctx, &stripe.ProductCreateParams{ID: stripe.String(product), Name: stripe.String(plan.Name),
+			Metadata: map[string]string{"plan_id": plan.ID}}); err != nil {
+			return "", fmt.Errorf("stripe: creating product %s: %w", product, err)
+		}
+	}
+	params := &stripe.PriceCreateParams{Product: stripe.String(product), Currency: stripe.String(strings.ToLower(plan.Currency)),
+		UnitAmount: stripe.Int64(plan.AmountCents), Nickname: stripe.String(plan.Name), Metadata: map[string]string{"plan_id": plan.ID}}
+	if plan.Interval == "month" || plan.Interval == "year" {
+		params.Recurring = &stripe.PriceCreateRecurringParams{Interval: stripe.String(plan.Interval)}
+	}
+	price, err := p.api.V1Prices.Create(ctx, params)
+	if err != nil {
+		return "", fmt.Errorf("stripe: creating a price for plan %s: %w", plan.ID, err)
+	}
+	return price.ID, nil
+}
+
+// ArchivePrice stops a price from being sold; subscriptions on it renew.
+func (p *StripePrices) ArchivePrice(ctx context.Context, id string) error {
+	if _, err := p.api.V1Prices.Update(ctx, id, &stripe.PriceUpdateParams{Active: stripe.Bool(false)}); err != nil {
+		return fmt.Errorf("stripe: archiving price %s: %w", id, err)
+	}
+	return nil
 }

@@ -75,6 +75,10 @@ type Config struct {
 	// StripeWebhookSecret verifies Stripe's webhook deliveries; without it
 	// no payment provider is configured.
 	StripeWebhookSecret Secret
+	// StripeSecretKey calls Stripe's API (prices); StripeAPIBase points it
+	// elsewhere (a local double).
+	StripeSecretKey Secret
+	StripeAPIBase   string
 	// LLMProviderBaseURL is the one provider LLM_PROVIDER_API_KEY is sent
 	// to: a profile or node pointing elsewhere never gets the key.
 	LLMProviderBaseURL string
@@ -312,6 +316,10 @@ func load(lookup Lookup) (*Config, *reader) {
 	c.ResourceSecretReconcileInterval = r.seconds("SERVICE_RESOURCE_SECRET_RECONCILE_INTERVAL_SECS", 21600)
 	c.SpeechProviderAPIKey = Secret(r.str("SPEECH_PROVIDER_API_KEY", ""))
 	c.StripeWebhookSecret = Secret(r.str("STRIPE_WEBHOOK_SECRET", ""))
+	c.StripeSecretKey = Secret(r.str("STRIPE_SECRET_KEY", ""))
+	if c.StripeAPIBase = r.str("STRIPE_API_BASE", ""); c.StripeAPIBase != "" {
+		r.httpURL("STRIPE_API_BASE", c.StripeAPIBase)
+	}
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
 	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL), "/")
 	r.httpURL("LLM_PROVIDER_BASE_URL", c.LLMProviderBaseURL)

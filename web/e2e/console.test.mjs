@@ -1518,3 +1518,16 @@ test("the owner console's queues tab: Stripe's events received and pending, read
   assert.equal(await tab.getByRole('button').count(), 0, 'nothing to requeue or replay')
   await shot('admin-queues')
 })
+
+test("the plans tab's Stripe sync previews a plan's prices and what a save would do, and moves nothing", async () => {
+  await page.goto(server.url + '/admin/?tab=plans')
+  const row = page.locator('[data-testid=plan-row][data-plan=business]')
+  await row.getByTestId('plan-stripe-sync').click()
+  const modal = page.getByTestId('stripe-sync')
+  await modal.getByTestId('stripe-sync-state').waitFor()
+  assert.match(await modal.getByTestId('stripe-sync-state').innerText(), /out of sync/i)
+  assert.match(await modal.getByTestId('stripe-sync-action').first().innerText(), /create a price of 19900 EUR per month for product slipway_plan_business/)
+  assert.match(await modal.innerText(), /No Stripe API key/)
+  await page.keyboard.press('Escape')
+  await modal.waitFor({ state: 'detached' })
+})

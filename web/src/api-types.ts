@@ -214,6 +214,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/plans/{plan_id}/stripe-sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Preview reconciling a plan with its Stripe prices: whether one sells it as it stands and what a rotation would do; moves no money */
+        post: operations["post_api_admin_plans_plan_id_stripe_sync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/queues": {
         parameters: {
             query?: never;
@@ -5012,6 +5029,17 @@ export interface components {
             media: components["schemas"]["Media"][] | null;
             text: string;
         };
+        PlanPrice: {
+            /** Format: int64 */
+            amount_cents: number;
+            /** Format: date-time */
+            archived_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            interval: string;
+            price_id: string;
+        };
         PlanUpdate: {
             active?: boolean;
             /** Format: int64 */
@@ -5938,6 +5966,19 @@ export interface components {
             prompt_template: string;
             step_key: string;
         };
+        StripeSync: {
+            /** @description What a sync would do; empty when in sync */
+            actions: string[] | null;
+            /** @description Whether a Stripe API key is set (STRIPE_SECRET_KEY): without one nothing can be created */
+            configured: boolean;
+            /** @description An active price matches the plan's amount, currency and interval */
+            in_sync: boolean;
+            plan_id: string;
+            /** @description The active price that sells the plan */
+            price_id: string | null;
+            /** @description The plan's prices, newest first; archived ones still map renewals */
+            prices: components["schemas"]["PlanPrice"][] | null;
+        };
         Subtask: {
             agent_profile: string;
             /** Format: double */
@@ -6739,6 +6780,37 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BillingPlan"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_plans_plan_id_stripe_sync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                plan_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["StripeSync"];
                 };
             };
             /** @description Error */

@@ -12,6 +12,7 @@ import {
   Card,
   Code,
   Group,
+  Modal,
   NativeSelect,
   Pagination,
   SimpleGrid,
@@ -137,6 +138,7 @@ export function PlansTab() {
 }
 
 function PlanRow({ plan, name, onSaved }: { plan: Plan; name: (key: string) => string; onSaved: (p: Plan) => void }) {
+  const [syncing, setSyncing] = useState(false)
   const [draft, setDraft] = useState<Draft>(() => draftOf(plan))
   const [saved, setSaved] = useState(false)
   const [problem, setProblem] = useState('')
@@ -282,6 +284,9 @@ function PlanRow({ plan, name, onSaved }: { plan: Plan; name: (key: string) => s
             <Button size="compact-sm" onClick={save} disabled={!changed} loading={action.busy === 'save'} data-testid="plan-save">
               Save
             </Button>
+            <Button size="compact-sm" variant="subtle" onClick={() => setSyncing(true)} data-testid="plan-stripe-sync">
+              Stripe sync
+            </Button>
             {saved && !changed && (
               <Text size="sm" c="teal" data-testid="plan-saved">
                 Saved
@@ -290,6 +295,7 @@ function PlanRow({ plan, name, onSaved }: { plan: Plan; name: (key: string) => s
           </Group>
         </Table.Td>
       </Table.Tr>
+      {syncing && <StripeSyncModal plan={plan} onClose={() => setSyncing(false)} />}
       {error && (
         <Table.Tr data-testid="plan-error" data-plan={plan.id}>
           <Table.Td colSpan={6} pt={0}>
@@ -677,3 +683,65 @@ function GrantForm({ features, onGranted }: { features: Feature[]; onGranted: ()
   )
 }
 
+
+/**
+ * stripe-sync for one plan: a preview of reconciling it with its Stripe
+ * prices (which price sells it, what a rotation would do). Nothing is
+ * created, archived or charged from here.
+ */
+function StripeSyncModal({ plan, onClose }: { plan: Plan; onClose: () => void }) {
+  const preview = useLoad(() => post('/api/admin/plans/{plan_id}/stripe-sync', { params: { path: { plan_id: plan.id } } }), [plan.id])
+  const p = preview.data
+  const actions = p?.actions ?? []
+  const prices = p?.prices ?? []
+  return (
+    <Modal opened onClose={onClose} title={`Stripe sync: ${plan.name}`} size="lg">
+      <Stack gap="xs" data-testid="stripe-sync">
+        <ErrorNote error={preview.error} />
+        {preview.loading && !p && <Loading />}
+        {p && (
+          <>
+            <Group gap="xs">
+              <Badge color={p.in_sync ? 'teal' : 'orange'} data-testid="stripe-sync-state">
+                {p.in_sync ? 'in sync' : 'out of sync'}
+              </Badge>
+              {p.price_id && <Code>{p.price_id}</Code>}
+            </Group>
+            {!p.configured && (
+              <Text size="sm" c="dimmed">
+                No Stripe API key (STRIPE_SECRET_KEY): a save changes the plan here only.
+              </Text>
+            )}
+            {actions.length > 0 && (
+              <Stack gap={2}>
+                <Text size="sm" fw={500}>
+                  A save of this price would:
+                </Text>
+                {actions.map((a) => (
+                  <Text key={a} size="sm" data-testid="stripe-sync-action">
+                    · {a}
+                  </Text>
+                ))}
+              </Stack>
+            )}
+            {prices.length > 0 && (
+              <Table>
+                <Table.Tbody>
+                  {prices.map((pr) => (
+                    <Table.Tr key={pr.price_id}>
+                      <Table.Td>
+                        <Code>{pr.price_id}</Code>
+                      </Table.Td>
+                      <Table.Td>{price(pr.amount_cents, pr.currency, pr.interval as Plan['interval'])}</Table.Td>
+                      <Table.Td>{pr.archived_at ? `archived ${when(pr.archived_at)}` : 'active'}</Table.Td>
+                    </Table.Tr>
+                  ))}
+                </Table.Tbody>
+              </Table>
+            )}
+          </>
+        )}
+      </Stack>
+    </Modal>
+  )
+}
