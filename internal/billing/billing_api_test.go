@@ -445,6 +445,9 @@ func TestSeats(t *testing.T) {
 			return s
 		}
 		s := summary()
+		if len(s.Assigned) != 1 || s.Assigned[0].UserID != ivy.ID || s.Assigned[0].SeatType != "pro" {
+			t.Fatalf("assigned seats: %+v", s.Assigned)
+		}
 		if s.PlanID != "team" || s.ActiveMembers != 3 || s.OverageSeats != 1 || s.OverageAmountCents != 900 || s.PlanMonthlyCents != 4900 ||
 			len(s.AddOns) != 1 || s.AddOns[0].SeatType != "pro" || s.AddOns[0].Members != 1 || s.AddOns[0].AmountCents != 2000 || s.MRRCents != 4900+900+2000 {
 			t.Fatalf("summary: %+v", s)

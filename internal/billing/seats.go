@@ -45,21 +45,22 @@ type SeatLine struct {
 // the plan's included seats against its active members, the seats beyond
 // them, the add-on lines, and the monthly recurring revenue in all.
 type SeatSummary struct {
-	OrganizationID     string     `json:"organization_id"`
-	PlanID             string     `json:"plan_id"`
-	PlanName           string     `json:"plan_name"`
-	Currency           string     `json:"currency"`
-	Interval           string     `json:"interval"`
-	PlanAmountCents    int64      `json:"plan_amount_cents" doc:"The plan's price per its interval"`
-	PlanMonthlyCents   int64      `json:"plan_monthly_cents" doc:"The plan's price per month (a year's over 12, rounded to the nearest minor unit; one-time: 0)"`
-	IncludedSeats      Value      `json:"included_seats"`
-	ActiveMembers      int64      `json:"active_members"`
-	SuspendedMembers   int64      `json:"suspended_members" doc:"Suspended members hold no seat"`
-	OverageSeats       int64      `json:"overage_seats" doc:"Active members beyond the included seats"`
-	OveragePriceCents  int64      `json:"overage_price_cents" doc:"Per seat beyond the included and month"`
-	OverageAmountCents int64      `json:"overage_amount_cents"`
-	AddOns             []SeatLine `json:"add_ons"`
-	MRRCents           int64      `json:"mrr_cents" doc:"Monthly recurring revenue: the plan, the overage and the add-ons"`
+	OrganizationID     string       `json:"organization_id"`
+	PlanID             string       `json:"plan_id"`
+	PlanName           string       `json:"plan_name"`
+	Currency           string       `json:"currency"`
+	Interval           string       `json:"interval"`
+	PlanAmountCents    int64        `json:"plan_amount_cents" doc:"The plan's price per its interval"`
+	PlanMonthlyCents   int64        `json:"plan_monthly_cents" doc:"The plan's price per month (a year's over 12, rounded to the nearest minor unit; one-time: 0)"`
+	IncludedSeats      Value        `json:"included_seats"`
+	ActiveMembers      int64        `json:"active_members"`
+	SuspendedMembers   int64        `json:"suspended_members" doc:"Suspended members hold no seat"`
+	OverageSeats       int64        `json:"overage_seats" doc:"Active members beyond the included seats"`
+	OveragePriceCents  int64        `json:"overage_price_cents" doc:"Per seat beyond the included and month"`
+	OverageAmountCents int64        `json:"overage_amount_cents"`
+	AddOns             []SeatLine   `json:"add_ons"`
+	Assigned           []MemberSeat `json:"assigned" doc:"The members on a seat type other than the standard seat (suspended ones too)"`
+	MRRCents           int64        `json:"mrr_cents" doc:"Monthly recurring revenue: the plan, the overage and the add-ons"`
 }
 
 // SeatTypes lists the seat types, cheapest first.
@@ -94,6 +95,9 @@ func (s *Service) seatSummary(ctx context.Context, q db.Queryer, orgID string) (
 		return nil, err
 	}
 	out.ActiveMembers, out.SuspendedMembers = counts.active, counts.suspended
+	if out.Assigned, err = assignedSeats(ctx, q, orgID); err != nil {
+		return nil, err
+	}
 	if n, unlimited, ok := d.Value.Limit(); ok && !unlimited && out.ActiveMembers > n {
 		out.OverageSeats = out.ActiveMembers - n
 	}

@@ -195,3 +195,21 @@ func orphanWorkspaces(ctx context.Context, q db.Queryer) ([]CustomerWorkspace, e
 	}
 	return out, rows.Err()
 }
+
+// assignedSeats lists the organization's members on a seat type.
+func assignedSeats(ctx context.Context, q db.Queryer, orgID string) ([]MemberSeat, error) {
+	rows, err := q.QueryContext(ctx, "SELECT user_id, seat_type FROM member_seats WHERE organization_id = $1 ORDER BY user_id", orgID)
+	if err != nil {
+		return nil, fmt.Errorf("billing: seats: %w", err)
+	}
+	defer rows.Close()
+	out := []MemberSeat{}
+	for rows.Next() {
+		var m MemberSeat
+		if err := rows.Scan(&m.UserID, &m.SeatType); err != nil {
+			return nil, fmt.Errorf("billing: seats: %w", err)
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -5790,6 +5790,8 @@ export interface components {
             /** Format: int64 */
             active_members: number;
             add_ons: components["schemas"]["SeatLine"][] | null;
+            /** @description The members on a seat type other than the standard seat (suspended ones too) */
+            assigned: components["schemas"]["MemberSeat"][] | null;
             currency: string;
             /** @description A whole number, "unlimited", a boolean or an object */
             included_seats: unknown;

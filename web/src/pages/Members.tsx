@@ -1,6 +1,7 @@
-import { Alert, Badge, Button, Card, Code, Group, MultiSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Badge, Button, Card, Code, Group, MultiSelect, NativeSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas, type Workspace } from '../api'
+import { price } from '../money'
 import { useSession } from '../session'
 import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -8,6 +9,8 @@ type Member = Schemas['MemberView']
 type Invite = Schemas['Invite']
 type Issued = Schemas['IssuedInvite']
 type Role = Member['role']
+type SeatType = Schemas['SeatType']
+type SeatSummary = Schemas['SeatSummary']
 
 const pageSize = 100
 const roles: { value: Role; label: string }[] = [
@@ -34,6 +37,13 @@ export default function Members() {
   const rows = members.data?.rows ?? []
   const org = useLoad(() => get('/organization'), [workspace?.id])
   const myRole = org.data?.role
+  // Seats: the plan's included seats against the active members, and each member's seat type.
+  const seats = useLoad(() => get('/organization/seat-summary'), [workspace?.id])
+  const seatTypes = useLoad(async () => (await get('/organization/seat-types')) ?? [], [])
+  const seatOf = (userID: string) => seats.data?.assigned?.find((a) => a.user_id === userID)?.seat_type ?? ''
+  const reloadSeats = async () => {
+    await seats.reload()
+  }
 
   const act = async (name: string, fn: () => Promise<unknown>, after: () => Promise<unknown>) => {
     const ok = await action.run(name, async () => {
@@ -98,6 +108,7 @@ export default function Members() {
               <Table.Th>Name</Table.Th>
               <Table.Th>Email</Table.Th>
               <Table.Th>Role</Table.Th>
+              <Table.Th>Seat</Table.Th>
               <Table.Th>Status</Table.Th>
               <Table.Th>Joined</Table.Th>
               <Table.Th>Actions</Table.Th>
@@ -111,6 +122,11 @@ export default function Members() {
                 self={m.user_id === me?.id}
                 busy={action.busy}
                 onRole={(role) => act(`role-${m.user_id}`, () => put('/organization/members/{user_id}/role', { params: { path: { user_id: m.user_id } }, body: { role } }), members.reload)}
+                seat={seatOf(m.user_id)}
+                seatTypes={seatTypes.data ?? []}
+                onSeat={(seat) =>
+                  act(`seat-${m.user_id}`, () => put('/organization/members/{user_id}/seat-type', { params: { path: { user_id: m.user_id } }, body: { seat_type: seat || null } }), reloadSeats)
+                }
                 onSuspend={() =>
                   act(`suspend-${m.user_id}`, () => post(`/organization/members/{user_id}/${m.status === 'suspended' ? 'reactivate' : 'suspend'}`, { params: { path: { user_id: m.user_id } } }), members.reload)
                 }
@@ -121,6 +137,8 @@ export default function Members() {
         </Table>
       )}
       {pages > 1 && <Pagination total={pages} value={page} onChange={setPage} />}
+      <ErrorNote error={seats.error} />
+      {seats.data && <SeatsCard s={seats.data} />}
 
       <Title order={4}>Pending invites</Title>
       <ErrorNote error={invites.error} />
@@ -162,11 +180,14 @@ type RowProps = {
   self: boolean
   busy: string
   onRole: (r: Role) => void
+  seat: string
+  seatTypes: SeatType[]
+  onSeat: (seat: string) => void
   onSuspend: () => void
   onOffboard: () => void
 }
 
-function MemberRow({ m, self, busy, onRole, onSuspend, onOffboard }: RowProps) {
+function MemberRow({ m, self, busy, onRole, seat, seatTypes, onSeat, onSuspend, onOffboard }: RowProps) {
   const suspended = m.status === 'suspended'
   return (
     <Table.Tr data-testid={`member-${m.email}`}>
@@ -190,6 +211,18 @@ function MemberRow({ m, self, busy, onRole, onSuspend, onOffboard }: RowProps) {
           disabled={busy === `role-${m.user_id}`}
           onChange={(v) => v && v !== m.role && onRole(v as Role)}
           data-testid={`role-${m.email}`}
+        />
+      </Table.Td>
+      <Table.Td>
+        <NativeSelect
+          aria-label={`Seat of ${m.email}`}
+          size="xs"
+          w={150}
+          value={seat}
+          disabled={busy === `seat-${m.user_id}`}
+          onChange={(e) => e.currentTarget.value !== seat && onSeat(e.currentTarget.value)}
+          data={[{ value: '', label: 'Standard' }, ...seatTypes.map((t) => ({ value: t.id, label: t.name }))]}
+          data-testid={`seat-${m.email}`}
         />
       </Table.Td>
       <Table.Td>
@@ -338,5 +371,38 @@ function IssuedLink({ invite, onDismiss }: { invite: Issued; onDismiss: () => vo
         </Group>
       </Stack>
     </Alert>
+  )
+}
+
+/** What the organization's seats cost: the plan's included seats against the active members, the seats beyond them, the add-ons, and the monthly total. */
+function SeatsCard({ s }: { s: SeatSummary }) {
+  const included = s.included_seats === 'unlimited' ? 'unlimited' : String(s.included_seats)
+  const money = (cents: number) => price(cents, s.currency as Parameters<typeof price>[1], 'month')
+  return (
+    <Card withBorder data-testid="seat-summary">
+      <Stack gap={4}>
+        <Group justify="space-between">
+          <Text fw={600}>Seats</Text>
+          <Badge variant="light">{s.plan_name}</Badge>
+        </Group>
+        <Text size="sm" data-testid="seat-usage">
+          {s.active_members} active {s.active_members === 1 ? 'member' : 'members'} of {included} included
+          {s.suspended_members > 0 ? ` · ${s.suspended_members} suspended (no seat)` : ''}
+        </Text>
+        {s.overage_seats > 0 && (
+          <Text size="sm" data-testid="seat-overage">
+            {s.overage_seats} beyond the included: {money(s.overage_amount_cents)}
+          </Text>
+        )}
+        {(s.add_ons ?? []).map((l) => (
+          <Text size="sm" key={l.seat_type} data-testid="seat-addon" data-seat={l.seat_type}>
+            {l.members} × {l.name}: {money(l.amount_cents)}
+          </Text>
+        ))}
+        <Text size="sm" fw={500} data-testid="seat-mrr">
+          In all {money(s.mrr_cents)}
+        </Text>
+      </Stack>
+    </Card>
   )
 }
