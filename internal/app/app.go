@@ -190,7 +190,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	llmKey, speechKey := keys[InstanceLLMKey], keys[InstanceSpeechKey]
 	red := opts.Redactor
 	if red == nil {
-		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey)
+		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey, cfg.StripeSecretKey.Reveal(), cfg.StripeWebhookSecret.Reveal())
 	}
 	parts := derive(cfg, binary)
 	parts.Tasks.LLMKey, parts.Tasks.LLMBase = llmKey, cfg.LLMProviderBaseURL

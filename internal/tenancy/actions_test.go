@@ -60,6 +60,10 @@ func TestOrganizationActionTable(t *testing.T) {
 			{name: "reactivate a member", method: "POST", path: "/organization/members/{id}/reactivate", id: suspended, may: managers},
 			{name: "rename", method: "PUT", path: "/organization", body: func() any { return map[string]any{"name": "Renamed " + ids.RandomHex(3)} }, may: managers},
 			{name: "add a runner", method: "POST", path: "/api/organization/runners", body: func() any { return map[string]any{"name": "r-" + ids.RandomHex(3)} }, may: managers},
+			{name: "seat summary", method: "GET", path: "/organization/seat-summary", may: all},
+			{name: "seat types", method: "GET", path: "/organization/seat-types", may: all},
+			{name: "give a seat type", method: "PUT", path: "/organization/members/{id}/seat-type", id: func(*testing.T) string { return tm.owner.ID },
+				body: func() any { return map[string]any{"seat_type": "pro"} }, may: managers},
 			{name: "delete the organization", method: "DELETE", path: "/organization", may: owners, allowed: http.StatusPreconditionFailed}, // it owns workspaces
 			{name: "transfer ownership", method: "POST", path: "/organization/transfer-ownership",
 				body: func() any { return map[string]any{"user_id": actors["admin"].ID} }, may: owners},
@@ -113,14 +117,18 @@ func TestForeignOrganizationLikeUnknown(t *testing.T) {
 			{"GET", "/organization/invites"}, {"POST", "/organization/invites"}, {"POST", "/organization/invites/bulk"},
 			{"DELETE", "/organization/invites/" + in.ID}, {"POST", "/organization/invites/" + in.ID + "/resend"},
 			{"GET", "/api/organization/runners"}, {"POST", "/api/organization/runners"},
+			{"GET", "/organization/seat-summary"}, {"PUT", "/organization/members/" + ada.ID + "/seat-type"},
 		}
 		bodies := map[string]any{"/organization": map[string]any{"name": "Taken"}, "/organization/transfer-ownership": map[string]any{"user_id": ada.ID},
 			"/organization/invites": map[string]any{"email": "x@example.test"}, "/organization/invites/bulk": map[string]any{"emails": []string{"x@example.test"}},
 			"/api/organization/runners": map[string]any{"name": "r1"}}
 		for _, r := range routes {
 			body := bodies[r.path]
-			if r.method == "PUT" && r.path != "/organization" {
+			if r.method == "PUT" && strings.HasSuffix(r.path, "/role") {
 				body = map[string]any{"role": "member"}
+			}
+			if strings.HasSuffix(r.path, "/seat-type") {
+				body = map[string]any{"seat_type": "pro"}
 			}
 			foreign := outsider.Do(r.method, r.path, body, "X-Organization-Id", tm.org)
 			unknown := outsider.Do(r.method, r.path, body, "X-Organization-Id", ids.New())

@@ -1549,3 +1549,25 @@ test('members: a seat type given from the members page shows as an add-on in the
   await card.locator('[data-testid=seat-addon]').waitFor({ state: 'detached' })
   assert.equal((await call('GET', '/organization/seat-summary')).mrr_cents, 0)
 })
+
+test("the plans tab puts an organization on a plan, which the settings page's plan card then shows", async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const org = await call('GET', '/organization')
+  const assign = async (label) => {
+    await page.goto(server.url + '/admin/?tab=plans')
+    const card = page.getByTestId('assign-plan')
+    await card.getByTestId('assign-search').fill(org.name)
+    await card.locator(`[data-testid=assign-org] option[value="${org.id}"]`).waitFor({ state: 'attached' })
+    await card.getByTestId('assign-org').selectOption(org.id)
+    await card.getByTestId('assign-plan-id').selectOption({ label })
+    await card.getByTestId('assign-submit').click()
+    await card.getByTestId('assign-done').waitFor()
+  }
+  await assign('Business')
+  const customers = await call('GET', '/api/admin/customers?q=' + encodeURIComponent(org.name))
+  assert.equal(customers.organizations.find((o) => o.organization_id === org.id).plan_id, 'business')
+  await page.goto(server.url + '/settings')
+  await page.getByTestId('plan-card').getByText('business').first().waitFor()
+  await assign('Community')
+  assert.equal((await call('GET', '/api/admin/customers?q=' + encodeURIComponent(org.name))).organizations.find((o) => o.organization_id === org.id).plan_id, 'community')
+})

@@ -133,7 +133,61 @@ export function PlansTab() {
           </Table.ScrollContainer>
         )
       )}
+      {list.length > 0 && <AssignPlan plans={list} />}
     </Stack>
+  )
+}
+
+/**
+ * Puts an organization on a plan without a payment provider (audited). An
+ * organization Stripe bills follows its subscription: the server refuses
+ * (409) and the message says so.
+ */
+function AssignPlan({ plans }: { plans: Plan[] }) {
+  const [search, setSearch] = useState('')
+  const [debounced] = useDebouncedValue(search.trim(), 250)
+  const found = useLoad(() => get('/api/admin/customers', { params: { query: { q: debounced || undefined, page_size: 50 } } }), [debounced])
+  const orgs = found.data?.organizations ?? []
+  const [org, setOrg] = useState('')
+  const [plan, setPlan] = useState(plans[0]?.id ?? '')
+  const [done, setDone] = useState('')
+  const action = useAction()
+  const chosen = orgs.find((o) => o.organization_id === org)
+  const assign = async () => {
+    setDone('')
+    const r = await action.run('assign', () => put('/api/admin/organizations/{organization_id}/plan', { params: { path: { organization_id: org } }, body: { plan_id: plan } }))
+    if (r) {
+      setDone(`${chosen?.name ?? org} is on ${plans.find((p) => p.id === plan)?.name ?? plan}.`)
+      await found.reload()
+    }
+  }
+  return (
+    <Card withBorder data-testid="assign-plan">
+      <Stack gap="xs">
+        <Title order={5}>Put an organization on a plan</Title>
+        <Group align="end" wrap="wrap">
+          <TextInput label="Find" placeholder="An organization's or a workspace's name" value={search} onChange={(e) => setSearch(e.currentTarget.value)} w={260} data-testid="assign-search" />
+          <NativeSelect
+            label="Organization"
+            value={org}
+            onChange={(e) => setOrg(e.currentTarget.value)}
+            data={[{ value: '', label: 'Choose…' }, ...orgs.map((o) => ({ value: o.organization_id, label: `${o.name} (now ${o.plan_id})` }))]}
+            w={320}
+            data-testid="assign-org"
+          />
+          <NativeSelect label="Plan" value={plan} onChange={(e) => setPlan(e.currentTarget.value)} data={plans.map((p) => ({ value: p.id, label: p.name }))} data-testid="assign-plan-id" />
+          <Button onClick={assign} disabled={!org || !plan} loading={action.busy === 'assign'} data-testid="assign-submit">
+            Assign
+          </Button>
+        </Group>
+        <ErrorNote error={found.error || action.error} />
+        {done && (
+          <Text size="sm" c="teal" data-testid="assign-done">
+            {done}
+          </Text>
+        )}
+      </Stack>
+    </Card>
   )
 }
 
