@@ -220,11 +220,11 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	if secret := cfg.StripeWebhookSecret.Reveal(); secret != "" {
 		payments = billing.Stripe{WebhookSecret: secret}
 	}
-	var prices billing.PriceBook
+	var prices billing.ProviderAPI
 	if key := cfg.StripeSecretKey.Reveal(); key != "" {
-		prices = billing.NewStripePrices(key, cfg.StripeAPIBase)
+		prices = billing.NewStripeAPI(key, cfg.StripeAPIBase)
 	}
-	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Payments: payments, Prices: prices})
+	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Payments: payments, API: prices})
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})

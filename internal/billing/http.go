@@ -49,6 +49,13 @@ type OrgHeaders struct {
 
 func (h OrgHeaders) selector() Selector { return Selector(h) }
 
+type checkoutInput struct {
+	OrgHeaders
+	Body struct {
+		PlanID string `json:"plan_id" minLength:"1" maxLength:"100" doc:"The plan to subscribe to (see GET /organization/billing)"`
+	}
+}
+
 type stripeWebhookInput struct {
 	Signature string `header:"Stripe-Signature" doc:"t=<unix time>,v1=<hex HMAC-SHA256 of \"t.body\"> with the webhook secret"`
 	RawBody   []byte `contentType:"application/json"`
@@ -140,6 +147,45 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				seat = *in.Body.SeatType
 			}
 			return httpx.Reply(s.SetSeatType(ctx, u, orgID, role, in.UserID, seat))
+		})
+	huma.Register(api, orgOps.Op("get_organization_billing", http.MethodGet, "/organization/billing",
+		"The organization's plan and subscription, whether the instance takes payments, and the plans its owner can check out"),
+		func(ctx context.Context, in *OrgHeaders) (*httpx.Out[*Account], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			orgID, role, err := orgs(ctx, u, in.selector())
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Account(ctx, orgID, role))
+		})
+	huma.Register(api, orgOps.Op("post_organization_billing_checkout", http.MethodPost, "/organization/billing/checkout",
+		"Open the payment provider's checkout of a plan (owner only); the subscription's events move the organization onto it"),
+		func(ctx context.Context, in *checkoutInput) (*httpx.Out[*BillingLink], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			orgID, role, err := orgs(ctx, u, in.selector())
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Checkout(ctx, u, orgID, role, in.Body.PlanID))
+		})
+	huma.Register(api, orgOps.Op("post_organization_billing_portal", http.MethodPost, "/organization/billing/portal",
+		"Open the payment provider's billing portal: payment methods, invoices, plan changes, cancellation (owner only)"),
+		func(ctx context.Context, in *OrgHeaders) (*httpx.Out[*BillingLink], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			orgID, role, err := orgs(ctx, u, in.selector())
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Portal(ctx, orgID, role))
 		})
 	hook := httpx.BodyLimit(httpx.Operations{Tags: []string{"Billing"}}.Op("post_api_billing_webhooks_stripe", http.MethodPost, "/api/billing/webhooks/stripe",
 		"Stripe's events: verified by Stripe-Signature, stored once by id, applied in the order Stripe made them"), MaxEventBytes)

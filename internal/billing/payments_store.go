@@ -127,8 +127,10 @@ func organizationOfCustomer(ctx context.Context, q db.Queryer, provider, custome
 		return "", nil
 	}
 	var org string
-	err := q.QueryRowContext(ctx, `SELECT organization_id FROM subscriptions WHERE provider = $1 AND provider_customer_id = $2
-		ORDER BY updated_at DESC LIMIT 1`, provider, customerID).Scan(&org)
+	var rank int
+	err := q.QueryRowContext(ctx, `SELECT organization_id, 0 AS rank FROM billing_customers WHERE provider = $1 AND provider_customer_id = $2
+		UNION ALL SELECT organization_id, 1 AS rank FROM (SELECT organization_id FROM subscriptions WHERE provider = $1 AND provider_customer_id = $2
+		ORDER BY updated_at DESC LIMIT 1) latest ORDER BY rank LIMIT 1`, provider, customerID).Scan(&org, &rank)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

@@ -41,7 +41,7 @@ func (s *Service) UpdatePlan(ctx context.Context, u *actor.User, id string, in P
 			return nil, err
 		}
 		if priced(next) != priced(cur) && next.Interval != "custom" {
-			if newPrice, err = s.prices.CreatePrice(ctx, *next); err != nil {
+			if newPrice, err = s.prices.CreatePrice(ctx, *next, priceKey(next, cur.UpdatedAt)); err != nil {
 				return nil, apperr.Wrap(apperr.CodeInternal, err, "the payment provider did not take the new price")
 			}
 			newPriceFor = priced(next)

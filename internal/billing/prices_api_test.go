@@ -1,12 +1,8 @@
 package billing_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"slipway/internal/billing"
@@ -14,75 +10,6 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 )
-
-// stripeDouble is a stateful stand-in for the few Stripe API endpoints
-// billing uses: products (retrieve, create) and prices (create, update),
-// form-encoded requests and Stripe's JSON and error shapes.
-type stripeDouble struct {
-	*httptest.Server
-	mu       sync.Mutex
-	products map[string]bool
-	prices   map[string]map[string]any
-	calls    []string // "METHOD path form"
-	failNext bool
-}
-
-func newStripeDouble(t *testing.T, key string) *stripeDouble {
-	d := &stripeDouble{products: map[string]bool{}, prices: map[string]map[string]any{}}
-	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		if r.Header.Get("Authorization") != "Bearer "+key {
-			w.WriteHeader(http.StatusUnauthorized)
-			w.Write([]byte(`{"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}`))
-			return
-		}
-		r.ParseForm()
-		d.calls = append(d.calls, r.Method+" "+r.URL.Path+" "+r.PostForm.Encode())
-		if d.failNext {
-			d.failNext = false
-			w.WriteHeader(http.StatusInternalServerError)
-			w.Write([]byte(`{"error": {"type": "api_error", "message": "Something went wrong"}}`))
-			return
-		}
-		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
-		switch {
-		case r.Method == "GET" && len(parts) == 3 && parts[1] == "products":
-			if !d.products[parts[2]] {
-				w.WriteHeader(http.StatusNotFound)
-				w.Write([]byte(`{"error": {"type": "invalid_request_error", "code": "resource_missing", "message": "No such product"}}`))
-				return
-			}
-			json.NewEncoder(w).Encode(map[string]any{"id": parts[2], "object": "product"})
-		case r.Method == "POST" && r.URL.Path == "/v1/products":
-			d.products[r.PostForm.Get("id")] = true
-			json.NewEncoder(w).Encode(map[string]any{"id": r.PostForm.Get("id"), "object": "product", "name": r.PostForm.Get("name")})
-		case r.Method == "POST" && r.URL.Path == "/v1/prices":
-			id := fmt.Sprintf("price_%d", len(d.prices)+1)
-			p := map[string]any{"id": id, "object": "price", "active": true, "product": r.PostForm.Get("product"),
-				"currency": r.PostForm.Get("currency"), "unit_amount": json.Number(r.PostForm.Get("unit_amount"))}
-			d.prices[id] = p
-			json.NewEncoder(w).Encode(p)
-		case r.Method == "POST" && len(parts) == 3 && parts[1] == "prices" && d.prices[parts[2]] != nil:
-			d.prices[parts[2]]["active"] = r.PostForm.Get("active") != "false"
-			json.NewEncoder(w).Encode(d.prices[parts[2]])
-		default:
-			w.WriteHeader(http.StatusNotFound)
-			w.Write([]byte(`{"error": {"type": "invalid_request_error", "message": "Unrecognized request URL"}}`))
-		}
-	}))
-	t.Cleanup(d.Close)
-	return d
-}
-
-func (d *stripeDouble) seen() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := d.calls
-	d.calls = nil
-	return out
-}
 
 // TestPriceRotation: changing a plan's amount makes a new price at Stripe
 // (its product made the first time) and archives the old one there, which

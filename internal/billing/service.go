@@ -30,15 +30,39 @@ type Deps struct {
 	// Payments is the payment provider (nil: none; every organization is
 	// on the plan an admin gives it, Community by default).
 	Payments Payments
-	// Prices makes and archives the plans' prices at the provider (nil:
-	// no API key; a plan's price changes only here).
-	Prices PriceBook
+	// API is the provider's API (nil: no API key): the plans' prices,
+	// customers, and the checkout and billing portal links.
+	API ProviderAPI
 }
 
-// PriceBook is a provider's catalogue of prices (Stripe's API).
-type PriceBook interface {
-	CreatePrice(ctx context.Context, plan BillingPlan) (string, error)
+// ProviderAPI is what billing asks of a payment provider's API (Stripe's).
+type ProviderAPI interface {
+	// CreatePrice makes a price for the plan as it stands; calls with one
+	// idempotency key make one price.
+	CreatePrice(ctx context.Context, plan BillingPlan, idempotencyKey string) (string, error)
 	ArchivePrice(ctx context.Context, id string) error
+	// CreateCustomer makes the organization's customer (one per
+	// organization, however often it is called).
+	CreateCustomer(ctx context.Context, c ProviderCustomer) (string, error)
+	CheckoutURL(ctx context.Context, c CheckoutRequest) (string, error)
+	PortalURL(ctx context.Context, customerID, returnURL string) (string, error)
+}
+
+// ProviderCustomer is an organization as the provider's customer.
+type ProviderCustomer struct {
+	OrganizationID string
+	Name           string
+	Email          string
+}
+
+// CheckoutRequest is a checkout of one plan's price for a customer.
+type CheckoutRequest struct {
+	OrganizationID string
+	PlanID         string
+	CustomerID     string
+	PriceID        string
+	SuccessURL     string
+	CancelURL      string
 }
 
 // Bus carries invalidations between replicas.
@@ -58,7 +82,7 @@ type Service struct {
 	log      *slog.Logger
 	bus      Bus
 	payments Payments
-	prices   PriceBook
+	prices   ProviderAPI
 	cfg      Config
 	// catalogs holds one entry, "": the plans and the overrides.
 	catalogs *ttlcache.Cache[*catalog]
@@ -75,7 +99,7 @@ func NewService(cfg Config, d Deps) *Service {
 		cfg.CacheTTL = 30 * time.Second
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, prices: d.Prices, cfg: cfg,
+	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, prices: d.API, cfg: cfg,
 		catalogs: ttlcache.New[*catalog](cfg.CacheTTL, 1), orgPlans: ttlcache.New[string](cfg.CacheTTL, 100000),
 		workspaceOrgs: ttlcache.New[string](time.Hour, 100000)}
 }

@@ -103,28 +103,30 @@ func stripeStatus(s stripe.SubscriptionStatus) string {
 	return "canceled" // incomplete_expired, and anything newer: it entitles nothing
 }
 
-// StripePrices creates and archives a plan's prices through Stripe's API
-// (STRIPE_SECRET_KEY; STRIPE_API_BASE for a local double).
-type StripePrices struct {
+// StripeAPI is Stripe's API as billing uses it: a plan's prices, an
+// organization's customer, and the Checkout and Billing Portal sessions an
+// owner is sent to (STRIPE_SECRET_KEY; STRIPE_API_BASE for a local double).
+type StripeAPI struct {
 	api *stripe.Client
 }
 
-// NewStripePrices is Stripe's API with a secret key; base "" is Stripe's.
-func NewStripePrices(secretKey, base string) *StripePrices {
+// NewStripeAPI is Stripe's API with a secret key; base "" is Stripe's.
+func NewStripeAPI(secretKey, base string) *StripeAPI {
 	cfg := &stripe.BackendConfig{MaxNetworkRetries: stripe.Int64(1), LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
 		HTTPClient: &http.Client{Timeout: 20 * time.Second}}
 	if base != "" {
 		cfg.URL = stripe.String(strings.TrimRight(base, "/"))
 	}
-	return &StripePrices{api: stripe.NewClient(secretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))}
+	return &StripeAPI{api: stripe.NewClient(secretKey, stripe.WithBackends(stripe.NewBackendsWithConfig(cfg)))}
 }
 
 // productID is the Stripe product that holds a plan's prices.
 func productID(planID string) string { return "slipway_plan_" + planID }
 
 // CreatePrice makes a price for the plan's amount, currency and interval
-// (a product per plan, made the first time), and returns its id.
-func (p *StripePrices) CreatePrice(ctx context.Context, plan BillingPlan) (string, error) {
+// (a product per plan, made the first time), and returns its id. Calls
+// with the same idempotency key ("" for none) make one price.
+func (p *StripeAPI) CreatePrice(ctx context.Context, plan BillingPlan, idempotencyKey string) (string, error) {
 	product := productID(plan.ID)
 	if _, err := p.api.V1Products.Retrieve(ctx, product, nil); err != nil {
 		var se *stripe.Error
@@ -132,7 +134,7 @@ func (p *StripePrices) CreatePrice(ctx context.Context, plan BillingPlan) (strin
 			return "", fmt.Errorf("stripe: reading product %s: %w", product, err)
 		}
 		if _, err := p.api.V1Products.Create(ctx, &stripe.ProductCreateParams{ID: stripe.String(product), Name: stripe.String(plan.Name),
-			Metadata: map[string]string{"plan_id": plan.ID}}); err != nil {
+			Metadata: map[string]string{"plan_id": plan.ID}}); err != nil && !isResourceExists(err) {
 			return "", fmt.Errorf("stripe: creating product %s: %w", product, err)
 		}
 	}
@@ -141,6 +143,9 @@ func (p *StripePrices) CreatePrice(ctx context.Context, plan BillingPlan) (strin
 	if plan.Interval == "month" || plan.Interval == "year" {
 		params.Recurring = &stripe.PriceCreateRecurringParams{Interval: stripe.String(plan.Interval)}
 	}
+	if idempotencyKey != "" {
+		params.SetIdempotencyKey(idempotencyKey)
+	}
 	price, err := p.api.V1Prices.Create(ctx, params)
 	if err != nil {
 		return "", fmt.Errorf("stripe: creating a price for plan %s: %w", plan.ID, err)
@@ -148,10 +153,63 @@ func (p *StripePrices) CreatePrice(ctx context.Context, plan BillingPlan) (strin
 	return price.ID, nil
 }
 
+// isResourceExists: a product made meanwhile by another call.
+func isResourceExists(err error) bool {
+	var se *stripe.Error
+	return errors.As(err, &se) && se.Code == stripe.ErrorCodeResourceAlreadyExists
+}
+
 // ArchivePrice stops a price from being sold; subscriptions on it renew.
-func (p *StripePrices) ArchivePrice(ctx context.Context, id string) error {
+func (p *StripeAPI) ArchivePrice(ctx context.Context, id string) error {
 	if _, err := p.api.V1Prices.Update(ctx, id, &stripe.PriceUpdateParams{Active: stripe.Bool(false)}); err != nil {
 		return fmt.Errorf("stripe: archiving price %s: %w", id, err)
 	}
 	return nil
+}
+
+// CreateCustomer makes the organization's customer; one per organization
+// (the organization's id keys the call).
+func (p *StripeAPI) CreateCustomer(ctx context.Context, c ProviderCustomer) (string, error) {
+	params := &stripe.CustomerCreateParams{Name: stripe.String(c.Name), Metadata: map[string]string{"organization_id": c.OrganizationID}}
+	if c.Email != "" {
+		params.Email = stripe.String(c.Email)
+	}
+	params.SetIdempotencyKey("slipway-customer-" + c.OrganizationID)
+	cus, err := p.api.V1Customers.Create(ctx, params)
+	if err != nil {
+		return "", fmt.Errorf("stripe: creating the customer of organization %s: %w", c.OrganizationID, err)
+	}
+	return cus.ID, nil
+}
+
+// CheckoutURL opens a Checkout session that subscribes the customer to a
+// price; the subscription it makes carries the organization's and the
+// plan's ids, which its events bring back.
+func (p *StripeAPI) CheckoutURL(ctx context.Context, c CheckoutRequest) (string, error) {
+	meta := map[string]string{"organization_id": c.OrganizationID, "plan_id": c.PlanID}
+	sess, err := p.api.V1CheckoutSessions.Create(ctx, &stripe.CheckoutSessionCreateParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModeSubscription)),
+		Customer:          stripe.String(c.CustomerID),
+		ClientReferenceID: stripe.String(c.OrganizationID),
+		LineItems:         []*stripe.CheckoutSessionCreateLineItemParams{{Price: stripe.String(c.PriceID), Quantity: stripe.Int64(1)}},
+		SuccessURL:        stripe.String(c.SuccessURL),
+		CancelURL:         stripe.String(c.CancelURL),
+		Metadata:          meta,
+		SubscriptionData:  &stripe.CheckoutSessionCreateSubscriptionDataParams{Metadata: meta},
+	})
+	if err != nil {
+		return "", fmt.Errorf("stripe: opening a checkout for organization %s: %w", c.OrganizationID, err)
+	}
+	return sess.URL, nil
+}
+
+// PortalURL opens a Billing Portal session for the customer: payment
+// methods, invoices, plan changes and cancellation, at Stripe.
+func (p *StripeAPI) PortalURL(ctx context.Context, customerID, returnURL string) (string, error) {
+	sess, err := p.api.V1BillingPortalSessions.Create(ctx, &stripe.BillingPortalSessionCreateParams{
+		Customer: stripe.String(customerID), ReturnURL: stripe.String(returnURL)})
+	if err != nil {
+		return "", fmt.Errorf("stripe: opening the billing portal of customer %s: %w", customerID, err)
+	}
+	return sess.URL, nil
 }

@@ -82,7 +82,7 @@ var ServerVars = join([]Var{
 	{"SPEECH_PROVIDER_API_KEY", "", "instance-wide speech-to-text key; env first, then the vault (`instance/speech-provider-api-key`, field `value`, under the OpenBao prefix)"},
 	{"LLM_PROVIDER_API_KEY", "", "instance-wide fallback key for one model provider; env first, then the vault (`instance/llm-provider-api-key`, field `value`, under the OpenBao prefix)"},
 	{"STRIPE_WEBHOOK_SECRET", "", "ours: the signing secret (`whsec_…`) of the Stripe webhook endpoint `/api/billing/webhooks/stripe`; without it no payment provider is configured and admins assign plans"},
-	{"STRIPE_SECRET_KEY", "", "ours: Stripe's API key: a plan's changed price is made at Stripe (a new price, the old one archived and still mapped)"},
+	{"STRIPE_SECRET_KEY", "", "ours: Stripe's API key: with `STRIPE_WEBHOOK_SECRET`, owners subscribe through Stripe Checkout and manage billing in Stripe's portal; a plan's changed price is made at Stripe (a new price, the old one archived and still mapped)"},
 	{"STRIPE_API_BASE", "Stripe's", "ours: another address for Stripe's API (a local double in tests)"},
 	{"LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL, "ours: the OpenAI-compatible endpoint of that one provider; the instance key is sent there and nowhere else (an agent profile with another base_url needs its own key or a resource)"},
 	{"SERVICE_AGENT_BACKEND", "auto", "ours: where agents run: `docker`, `process` (dev only, contained by the layers this host has: see below) or `auto` (docker when an engine answers, else process in dev)"},

@@ -64,6 +64,12 @@ func TestOrganizationActionTable(t *testing.T) {
 			{name: "seat types", method: "GET", path: "/organization/seat-types", may: all},
 			{name: "give a seat type", method: "PUT", path: "/organization/members/{id}/seat-type", id: func(*testing.T) string { return tm.owner.ID },
 				body: func() any { return map[string]any{"seat_type": "pro"} }, may: managers},
+			{name: "billing", method: "GET", path: "/organization/billing", may: all},
+			// No payment provider here: the owner passes the role check and
+			// meets the instance's 409.
+			{name: "check out a plan", method: "POST", path: "/organization/billing/checkout", body: func() any { return map[string]any{"plan_id": "team"} },
+				may: owners, allowed: http.StatusConflict},
+			{name: "open the billing portal", method: "POST", path: "/organization/billing/portal", may: owners, allowed: http.StatusConflict},
 			{name: "delete the organization", method: "DELETE", path: "/organization", may: owners, allowed: http.StatusPreconditionFailed}, // it owns workspaces
 			{name: "transfer ownership", method: "POST", path: "/organization/transfer-ownership",
 				body: func() any { return map[string]any{"user_id": actors["admin"].ID} }, may: owners},
@@ -118,10 +124,11 @@ func TestForeignOrganizationLikeUnknown(t *testing.T) {
 			{"DELETE", "/organization/invites/" + in.ID}, {"POST", "/organization/invites/" + in.ID + "/resend"},
 			{"GET", "/api/organization/runners"}, {"POST", "/api/organization/runners"},
 			{"GET", "/organization/seat-summary"}, {"PUT", "/organization/members/" + ada.ID + "/seat-type"},
+			{"GET", "/organization/billing"}, {"POST", "/organization/billing/checkout"}, {"POST", "/organization/billing/portal"},
 		}
 		bodies := map[string]any{"/organization": map[string]any{"name": "Taken"}, "/organization/transfer-ownership": map[string]any{"user_id": ada.ID},
 			"/organization/invites": map[string]any{"email": "x@example.test"}, "/organization/invites/bulk": map[string]any{"emails": []string{"x@example.test"}},
-			"/api/organization/runners": map[string]any{"name": "r1"}}
+			"/api/organization/runners": map[string]any{"name": "r1"}, "/organization/billing/checkout": map[string]any{"plan_id": "team"}}
 		for _, r := range routes {
 			body := bodies[r.path]
 			if r.method == "PUT" && strings.HasSuffix(r.path, "/role") {

@@ -1355,7 +1355,8 @@ test("the owner console's plans and overrides: a plan edited and saved, an overr
     assert.equal(await feature.getByTestId('plan-feature-value').innerText(), '3')
     assert.equal(await feature.getByTestId('plan-feature-usage').innerText(), `${wf.usage} of 3`)
     assert.equal(await feature.getByTestId('plan-feature-source').innerText(), 'override for this workspace')
-    assert.match(await card.getByTestId('plan-upgrade').innerText(), /Ask your instance admin to change the plan/)
+    // This instance takes payments (the harness's Stripe double): the upgrade path is a checkout.
+    assert.match(await card.getByTestId('plan-upgrade').innerText(), /Upgrade: subscribe to a plan, paid at Stripe/)
     await shot('settings-plan')
 
     // Revoked from the board, after asking: the row stays, marked revoked.
@@ -1520,6 +1521,7 @@ test("the owner console's queues tab: Stripe's events received and pending, read
 })
 
 test("the plans tab's Stripe sync previews a plan's prices and what a save would do, and moves nothing", async () => {
+  const pricesBefore = server.stripe.state.prices.size
   await page.goto(server.url + '/admin/?tab=plans')
   const row = page.locator('[data-testid=plan-row][data-plan=business]')
   await row.getByTestId('plan-stripe-sync').click()
@@ -1527,9 +1529,10 @@ test("the plans tab's Stripe sync previews a plan's prices and what a save would
   await modal.getByTestId('stripe-sync-state').waitFor()
   assert.match(await modal.getByTestId('stripe-sync-state').innerText(), /out of sync/i)
   assert.match(await modal.getByTestId('stripe-sync-action').first().innerText(), /create a price of 19900 EUR per month for product slipway_plan_business/)
-  assert.match(await modal.innerText(), /No Stripe API key/)
+  assert.doesNotMatch(await modal.innerText(), /No Stripe API key/)
   await page.keyboard.press('Escape')
   await modal.waitFor({ state: 'detached' })
+  assert.equal(server.stripe.state.prices.size, pricesBefore, 'a preview creates no price')
 })
 
 test('members: a seat type given from the members page shows as an add-on in the seats card, and goes back to standard', async () => {
@@ -1570,4 +1573,40 @@ test("the plans tab puts an organization on a plan, which the settings page's pl
   await page.getByTestId('plan-card').getByText('business').first().waitFor()
   await assign('Community')
   assert.equal((await call('GET', '/api/admin/customers?q=' + encodeURIComponent(org.name))).organizations.find((o) => o.organization_id === org.id).plan_id, 'community')
+})
+
+test("the settings page's plan card: the owner checks out a plan at Stripe, is moved onto it by Stripe's event, and opens the billing portal", async () => {
+  const call = await apiSession(server.url, admin.email, admin.password)
+  const before = await call('GET', '/organization/billing')
+  assert.equal(before.subscribed, false)
+  assert.equal(before.payments, true)
+  await page.goto(server.url + '/settings')
+  const card = page.getByTestId('plan-card')
+  const team = card.locator('[data-testid=billing-plan][data-plan=team]')
+  await team.waitFor()
+  assert.match(await team.innerText(), /Team\s+€49\.00 \/ month\s+10 seats included/)
+  assert.equal(await card.getByTestId('billing-plan').count(), before.plans.length)
+  assert.equal(await card.getByTestId('billing-portal').count(), before.customer ? 1 : 0)
+  await shot('settings-billing')
+
+  // Subscribe: to Stripe's checkout page, pay, and back to the settings page.
+  await team.getByTestId('billing-subscribe').click()
+  await page.waitForURL((u) => u.href.startsWith(server.stripe.url + '/pay/'))
+  await page.getByTestId('stripe-pay').click()
+  await page.waitForURL(/\/settings\?checkout=done$/)
+  await page.locator('[data-testid=billing][data-subscribed=true]').waitFor()
+  assert.equal(await card.getByTestId('plan-id').innerText(), 'team')
+  assert.match(await card.getByTestId('plan-upgrade').innerText(), /Billed by Stripe \(active\)/)
+  assert.equal(await card.getByTestId('billing-subscribe').count(), 0, 'subscribed: plan changes go through the portal')
+  const after = await call('GET', '/organization/billing')
+  assert.deepEqual([after.plan_id, after.status, after.provider, after.customer], ['team', 'active', 'stripe', true])
+  const customer = [...server.stripe.state.customers.values()].at(-1)
+  assert.equal(customer.email, admin.email)
+
+  // The billing portal, and back.
+  await card.getByTestId('billing-portal').click()
+  await page.waitForURL((u) => u.href.startsWith(server.stripe.url + '/portal/'))
+  await page.getByTestId('stripe-return').click()
+  await page.waitForURL(/\/settings$/)
+  await page.locator('[data-testid=billing][data-subscribed=true]').waitFor()
 })

@@ -2,6 +2,8 @@
 // processes) on a free port with a fresh data directory, a git repository
 // to work on, and Debian's Chromium driven by playwright-core.
 import { spawn, execFileSync } from 'node:child_process'
+import { createHmac } from 'node:crypto'
+import http from 'node:http'
 import { mkdtempSync, mkdirSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import { tmpdir } from 'node:os'
@@ -10,6 +12,122 @@ import { chromium } from 'playwright-core'
 
 /** The Stripe webhook secret the test server verifies events with. */
 export const stripeSecret = 'whsec_e2e_0123456789abcdef'
+
+/** The Stripe API key the test server calls the Stripe double with. */
+const stripeKey = 'sk_test_E2e0123456789abcdef'
+
+/** Signs a Stripe event as Stripe does: t=<time>,v1=HMAC-SHA256("t.payload"). */
+export function stripeSignature(payload) {
+  const t = Math.floor(Date.now() / 1000)
+  return `t=${t},v1=${createHmac('sha256', stripeSecret).update(`${t}.${payload}`).digest('hex')}`
+}
+
+const page = (title, body) => `<!doctype html><html><head><title>${title}</title></head><body><h1>${title}</h1>${body}</body></html>`
+
+/**
+ * A stand-in for Stripe: the API calls the server makes (products, prices,
+ * customers, Checkout and Billing Portal sessions), and the two pages
+ * Stripe shows a customer. Paying on its checkout page makes the
+ * subscription and sends its signed event to the server's webhook, then
+ * returns to the success URL, as Stripe does.
+ */
+async function startStripe() {
+  const st = { products: new Set(), prices: new Map(), customers: new Map(), sessions: new Map(), portals: new Map(), replays: new Map(), target: '', n: 0 }
+  const next = (prefix) => `${prefix}_e2e${++st.n}`
+  const srv = http.createServer((req, res) => {
+    let raw = ''
+    req.on('data', (c) => (raw += c))
+    req.on('end', () => {
+      const f = new URLSearchParams(raw)
+      const u = new URL(req.url, 'http://stripe')
+      const json = (status, obj) => {
+        const body = JSON.stringify(obj)
+        if (req.method === 'POST' && status === 200 && req.headers['idempotency-key']) st.replays.set(req.headers['idempotency-key'], body)
+        res.writeHead(status, { 'Content-Type': 'application/json' }).end(body)
+      }
+      const html = (body) => res.writeHead(200, { 'Content-Type': 'text/html' }).end(body)
+      const fail = (status, message) => json(status, { error: { type: 'invalid_request_error', message } })
+      const pay = u.pathname.match(/^\/pay\/([\w]+)$/)
+      if (pay) {
+        const s = st.sessions.get(pay[1])
+        if (!s) return fail(404, 'No such checkout session')
+        if (req.method === 'GET') {
+          return html(page('Test checkout', `<p>${s.price}</p><form method="post"><button data-testid="stripe-pay">Pay</button></form><a href="${s.cancel_url}">Back</a>`))
+        }
+        const meta = {}
+        for (const [k, v] of Object.entries(s.form)) {
+          const m = k.match(/^subscription_data\[metadata\]\[(\w+)\]$/)
+          if (m) meta[m[1]] = v
+        }
+        const payload = JSON.stringify({
+          id: next('evt'), object: 'event', type: 'customer.subscription.created', created: Math.floor(Date.now() / 1000),
+          data: { object: { id: next('sub'), object: 'subscription', customer: s.customer, status: 'active', metadata: meta,
+            items: { object: 'list', data: [{ id: next('si'), object: 'subscription_item', price: { id: s.price, object: 'price' } }] } } },
+        })
+        fetch(st.target + '/api/billing/webhooks/stripe', { method: 'POST', headers: { 'Content-Type': 'application/json', 'Stripe-Signature': stripeSignature(payload) }, body: payload })
+          .then((r) => res.writeHead(r.ok ? 303 : 502, { Location: s.success_url }).end())
+          .catch(() => res.writeHead(502).end())
+        return
+      }
+      const portal = u.pathname.match(/^\/portal\/([\w]+)$/)
+      if (portal) {
+        const p = st.portals.get(portal[1])
+        if (!p) return fail(404, 'No such portal session')
+        return html(page('Test billing portal', `<p>${p.customer}</p><a data-testid="stripe-return" href="${p.return_url}">Return to Slipway</a>`))
+      }
+      if (req.headers.authorization !== `Bearer ${stripeKey}`) return fail(401, 'Invalid API Key provided')
+      const replay = req.method === 'POST' && st.replays.get(req.headers['idempotency-key'])
+      if (replay) return res.writeHead(200, { 'Content-Type': 'application/json' }).end(replay)
+      const base = `http://127.0.0.1:${srv.address().port}`
+      const parts = u.pathname.split('/').filter(Boolean)
+      if (req.method === 'GET' && parts[1] === 'products' && parts[2]) {
+        return st.products.has(parts[2]) ? json(200, { id: parts[2], object: 'product' }) : fail(404, 'No such product')
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/products') {
+        st.products.add(f.get('id'))
+        return json(200, { id: f.get('id'), object: 'product' })
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/prices') {
+        const p = { id: next('price'), object: 'price', active: true, product: f.get('product'), currency: f.get('currency'), unit_amount: Number(f.get('unit_amount')) }
+        st.prices.set(p.id, p)
+        return json(200, p)
+      }
+      if (req.method === 'POST' && parts[1] === 'prices' && st.prices.has(parts[2])) {
+        const p = st.prices.get(parts[2])
+        p.active = f.get('active') !== 'false'
+        return json(200, p)
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/customers') {
+        const c = { id: next('cus'), object: 'customer', name: f.get('name'), email: f.get('email') }
+        st.customers.set(c.id, c)
+        return json(200, c)
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/checkout/sessions') {
+        if (!st.customers.has(f.get('customer'))) return fail(400, 'No such customer')
+        if (!st.prices.get(f.get('line_items[0][price]'))?.active) return fail(400, 'No such price')
+        const id = next('cs')
+        st.sessions.set(id, { customer: f.get('customer'), price: f.get('line_items[0][price]'), success_url: f.get('success_url'), cancel_url: f.get('cancel_url'), form: Object.fromEntries(f) })
+        return json(200, { id, object: 'checkout.session', url: `${base}/pay/${id}` })
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/billing_portal/sessions') {
+        if (!st.customers.has(f.get('customer'))) return fail(400, 'No such customer')
+        const id = next('bps')
+        st.portals.set(id, { customer: f.get('customer'), return_url: f.get('return_url') })
+        return json(200, { id, object: 'billing_portal.session', url: `${base}/portal/${id}` })
+      }
+      fail(404, 'Unrecognized request URL')
+    })
+  })
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    state: st,
+    stop: () => {
+      srv.closeAllConnections()
+      return new Promise((r) => srv.close(r))
+    },
+  }
+}
 
 export const admin = { email: 'admin@example.test', password: 'admin-passphrase-1', name: 'Ada Admin' }
 
@@ -45,6 +163,7 @@ export async function startServer() {
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'))
   mkdirSync(path.join(dir, 'data'))
   const port = await freePort()
+  const stripe = await startStripe()
   const env = {
     ...process.env,
     SERVER_PORT: String(port),
@@ -57,11 +176,15 @@ export async function startServer() {
     SERVICE_LOG_LEVEL: 'warn',
     // Resources and workflow nodes call servers the tests start on loopback.
     SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE: 'true',
-    // Stripe's events, signed by the tests (stripeSecret).
+    // Stripe's events, signed by the tests (stripeSecret), and its API: the
+    // double above.
     STRIPE_WEBHOOK_SECRET: stripeSecret,
+    STRIPE_SECRET_KEY: stripeKey,
+    STRIPE_API_BASE: stripe.url,
   }
   const proc = spawn(bin, ['serve'], { env, stdio: ['ignore', 'inherit', 'inherit'] })
   const url = `http://127.0.0.1:${port}`
+  stripe.state.target = url
   for (let i = 0; i < 200; i++) {
     try {
       if ((await fetch(url + '/readyz')).ok) break
@@ -74,11 +197,12 @@ export async function startServer() {
     url,
     dir,
     repo: repository(dir),
+    stripe,
     stop: () =>
       new Promise((resolve) => {
         proc.on('exit', resolve)
         proc.kill('SIGTERM')
-      }),
+      }).then(stripe.stop),
   }
 }
 

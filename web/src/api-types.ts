@@ -3284,6 +3284,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/organization/billing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's plan and subscription, whether the instance takes payments, and the plans its owner can check out */
+        get: operations["get_organization_billing"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/billing/checkout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open the payment provider's checkout of a plan (owner only); the subscription's events move the organization onto it */
+        post: operations["post_organization_billing_checkout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/organization/billing/portal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Open the payment provider's billing portal: payment methods, invoices, plan changes, cancellation (owner only) */
+        post: operations["post_organization_billing_portal"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organization/invites": {
         parameters: {
             query?: never;
@@ -3629,6 +3680,31 @@ export interface components {
             /** Format: uuid */
             organization_id: string;
         };
+        Account: {
+            /** @description Whether you may check out and open the billing portal (the organization's owner) */
+            can_manage: boolean;
+            /** @description Whether the organization is a customer at the provider (the billing portal needs one) */
+            customer: boolean;
+            organization_id: string;
+            /** @description Whether the instance takes payments: without them an instance admin assigns plans */
+            payments: boolean;
+            /** @description The plan in force (community without a subscription) */
+            plan_id: string;
+            /** @description What can be checked out: active, public, paid monthly or yearly */
+            plans: components["schemas"]["BillingPlan"][] | null;
+            /**
+             * @description Who bills the subscription: stripe, or none for a plan an admin assigned
+             * @enum {string}
+             */
+            provider: "none" | "stripe";
+            /**
+             * @description The subscription's status; none without one
+             * @enum {string}
+             */
+            status: "none" | "active" | "trialing" | "past_due" | "canceled" | "incomplete" | "unpaid";
+            /** @description A provider's subscription that has not ended: change or cancel it in the billing portal */
+            subscribed: boolean;
+        };
         Ack: {
             ok: boolean;
         };
@@ -3799,6 +3875,10 @@ export interface components {
             events: components["schemas"]["Event"][] | null;
             /** Format: int64 */
             seq: number;
+        };
+        BillingLink: {
+            /** @description The provider's page: open it in the browser */
+            url: string;
         };
         BillingPlan: {
             active: boolean;
@@ -3981,6 +4061,10 @@ export interface components {
             files_changed: number;
             /** Format: int64 */
             insertions: number;
+        };
+        CheckoutInputBody: {
+            /** @description The plan to subscribe to (see GET /organization/billing) */
+            plan_id: string;
         };
         Choice: {
             glyph?: string;
@@ -14037,6 +14121,112 @@ export interface operations {
             };
             /** @description Internal Server Error */
             500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_organization_billing: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Account"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_organization_billing_checkout: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CheckoutInputBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingLink"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_organization_billing_portal: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BillingLink"];
+                };
+            };
+            /** @description Error */
+            default: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,11 +1,16 @@
 // The organization's plan as a member sees it on the settings page: for the
 // active workspace, each feature's value, what is used of it, and where the
-// value came from (the plan, the Community default, or an override). There
-// is no payment provider yet: changing the plan is an instance admin's job.
-import { Badge, Card, Code, Group, Stack, Table, Text, Title } from '@mantine/core'
-import { get, type Schemas } from '../api'
+// value came from (the plan, the Community default, or an override); then
+// the upgrade path. On an instance that takes payments, the owner checks
+// out a plan at Stripe and manages the subscription in Stripe's billing
+// portal; without payments an instance admin changes the plan.
+import { Alert, Badge, Button, Card, Code, Group, Stack, Table, Text, Title } from '@mantine/core'
+import { useEffect } from 'react'
+import { useSearchParams } from 'react-router-dom'
+import { get, post, type Schemas } from '../api'
+import { price } from '../money'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useLoad } from '../ui'
+import { ErrorNote, Loading, useAction, useLoad } from '../ui'
 
 type Decision = Schemas['EntitlementDecision']
 type Step = Schemas['DecisionStep']
@@ -116,10 +121,105 @@ export function PlanCard() {
             </Table.ScrollContainer>
           )
         )}
-        <Text size="sm" c="dimmed" data-testid="plan-upgrade">
-          Ask your instance admin to change the plan.
-        </Text>
+        <Billing />
       </Stack>
     </Card>
+  )
+}
+
+type Account = Schemas['Account']
+
+/** The upgrade path: checkout and the billing portal, or the instance admin. */
+function Billing() {
+  const { workspace } = useSession()
+  const [params] = useSearchParams()
+  const checkout = params.get('checkout')
+  const account = useLoad(async () => (await get('/organization/billing')) as Account, [workspace?.id])
+  const action = useAction()
+  const a = account.data
+  // Back from Stripe's checkout: the plan changes when Stripe's event
+  // arrives, usually within seconds; look again until it has.
+  const waiting = checkout === 'done' && !!a && !a.subscribed
+  useEffect(() => {
+    if (!waiting) return
+    const t = setInterval(account.reload, 2000)
+    return () => clearInterval(t)
+  }, [waiting, account.reload])
+  const go = async (name: string, open: () => Promise<{ url: string } | undefined>) => {
+    const link = await action.run(name, open)
+    if (link?.url) window.location.assign(link.url)
+  }
+  if (!a) return <ErrorNote error={account.error} />
+  const plans = a.plans ?? []
+  if (!a.payments) {
+    return (
+      <Text size="sm" c="dimmed" data-testid="plan-upgrade">
+        Ask your instance admin to change the plan.
+      </Text>
+    )
+  }
+  return (
+    <Stack gap="xs" data-testid="billing" data-status={a.status} data-subscribed={String(a.subscribed)}>
+      {waiting && (
+        <Alert color="blue" data-testid="checkout-waiting">
+          Thank you. The plan changes as soon as Stripe confirms the payment.
+        </Alert>
+      )}
+      {checkout === 'canceled' && !a.subscribed && (
+        <Alert color="gray" data-testid="checkout-canceled">
+          The checkout was canceled; nothing was charged.
+        </Alert>
+      )}
+      {a.subscribed ? (
+        <Text size="sm" data-testid="plan-upgrade">
+          Billed by Stripe ({a.status.replace('_', ' ')}). Change the plan, the payment method or cancel in the billing portal.
+        </Text>
+      ) : (
+        <Text size="sm" data-testid="plan-upgrade">
+          {a.can_manage ? 'Upgrade: subscribe to a plan, paid at Stripe.' : "The organization's owner can subscribe it to a plan."}
+        </Text>
+      )}
+      {!a.subscribed && plans.length > 0 && (
+        <Table>
+          <Table.Tbody>
+            {plans.map((p) => (
+              <Table.Tr key={p.id} data-testid="billing-plan" data-plan={p.id}>
+                <Table.Td>{p.name}</Table.Td>
+                <Table.Td>{price(p.amount_cents, p.currency, p.interval)}</Table.Td>
+                <Table.Td>{p.included_seats === 'unlimited' ? 'unlimited seats' : `${p.included_seats} seats included`}</Table.Td>
+                <Table.Td align="right">
+                  {a.can_manage && (
+                    <Button
+                      size="xs"
+                      data-testid="billing-subscribe"
+                      loading={action.busy === `checkout-${p.id}`}
+                      disabled={!!action.busy || p.id === a.plan_id}
+                      onClick={() => go(`checkout-${p.id}`, () => post('/organization/billing/checkout', { body: { plan_id: p.id } }))}
+                    >
+                      {p.id === a.plan_id ? 'Current plan' : 'Subscribe'}
+                    </Button>
+                  )}
+                </Table.Td>
+              </Table.Tr>
+            ))}
+          </Table.Tbody>
+        </Table>
+      )}
+      {a.can_manage && a.customer && (
+        <Group>
+          <Button
+            variant="default"
+            size="xs"
+            data-testid="billing-portal"
+            loading={action.busy === 'portal'}
+            disabled={!!action.busy}
+            onClick={() => go('portal', () => post('/organization/billing/portal'))}
+          >
+            Manage billing
+          </Button>
+        </Group>
+      )}
+      <ErrorNote error={action.error} />
+    </Stack>
   )
 }

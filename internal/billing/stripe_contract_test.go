@@ -1,0 +1,77 @@
+package billing_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/internal/billing"
+)
+
+// TestStripeAPIContract runs every call billing makes to Stripe through
+// the real client (stripe-go) against stripe-mock, which refuses a
+// request Stripe's OpenAPI description does not allow, and against the
+// stateful double the API tests use, so that the double cannot drift
+// from what Stripe takes: the same calls succeed on both, and both refuse
+// a checkout of a price that does not exist... where the double can tell.
+func TestStripeAPIContract(t *testing.T) {
+	const key = "sk_test_Contract0123456789"
+	backends := map[string]string{
+		"stripe-mock": startStripeMock(t),
+		"double":      newStripeDouble(t, key).URL,
+	}
+	for name, base := range backends {
+		t.Run(name, func(t *testing.T) {
+			api := billing.NewStripeAPI(key, base)
+			ctx := context.Background()
+			plan := billing.BillingPlan{ID: "team", Name: "Team", AmountCents: 4900, Currency: "EUR", Interval: "month"}
+			price, err := api.CreatePrice(ctx, plan, "k-"+name+"-1")
+			if err != nil || !strings.HasPrefix(price, "price_") {
+				t.Fatalf("create a monthly price: %q %v", price, err)
+			}
+			if again, err := api.CreatePrice(ctx, plan, "k-"+name+"-1"); err != nil || (name == "double" && again != price) {
+				t.Fatalf("the same idempotency key: %q %v, want %q", again, err, price)
+			}
+			oneTime := plan
+			oneTime.Interval = "one_time"
+			if p, err := api.CreatePrice(ctx, oneTime, ""); err != nil || p == "" {
+				t.Fatalf("create a one-time price: %q %v", p, err)
+			}
+			cus, err := api.CreateCustomer(ctx, billing.ProviderCustomer{OrganizationID: "org1", Name: "Acme", Email: "owner@example.test"})
+			if err != nil || !strings.HasPrefix(cus, "cus_") {
+				t.Fatalf("create a customer: %q %v", cus, err)
+			}
+			url, err := api.CheckoutURL(ctx, billing.CheckoutRequest{OrganizationID: "org1", PlanID: "team", CustomerID: cus, PriceID: price,
+				SuccessURL: "https://slipway.example/settings?checkout=done", CancelURL: "https://slipway.example/settings?checkout=canceled"})
+			if err != nil || !strings.HasPrefix(url, "http") {
+				t.Fatalf("open a checkout: %q %v", url, err)
+			}
+			portal, err := api.PortalURL(ctx, cus, "https://slipway.example/settings")
+			if err != nil || !strings.HasPrefix(portal, "http") {
+				t.Fatalf("open the billing portal: %q %v", portal, err)
+			}
+			if err := api.ArchivePrice(ctx, price); err != nil {
+				t.Fatalf("archive a price: %v", err)
+			}
+			if name == "double" {
+				// An archived price sells nothing.
+				if _, err := api.CheckoutURL(ctx, billing.CheckoutRequest{OrganizationID: "org1", PlanID: "team", CustomerID: cus, PriceID: price,
+					SuccessURL: "https://slipway.example/", CancelURL: "https://slipway.example/"}); err == nil {
+					t.Fatal("a checkout of an archived price opened")
+				}
+			}
+		})
+	}
+	// A wrong key is refused by both, as an error and not a panic.
+	for name, base := range backends {
+		if name == "stripe-mock" {
+			continue // stripe-mock takes any sk_test_ key
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := billing.NewStripeAPI("sk_test_wrong", base).CreateCustomer(ctx, billing.ProviderCustomer{OrganizationID: "o", Name: "x"}); err == nil {
+			t.Fatalf("%s: a wrong key was taken", name)
+		}
+	}
+}

@@ -1,0 +1,212 @@
+package billing_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stripeDouble is a stateful stand-in for the few Stripe API endpoints
+// billing uses: products (retrieve, create), prices (create, update),
+// customers (create), Checkout and Billing Portal sessions (create). It
+// speaks Stripe's form-encoded requests, JSON and error shapes, and
+// honours Idempotency-Key as Stripe does (the same key answers the first
+// call's object). stripe-mock checks the request shapes against Stripe's
+// OpenAPI description; this double keeps the state between calls.
+type stripeDouble struct {
+	*httptest.Server
+	mu        sync.Mutex
+	products  map[string]bool
+	prices    map[string]map[string]any
+	customers map[string]map[string]any
+	sessions  map[string]map[string]any // checkout sessions
+	portals   map[string]map[string]any
+	replays   map[string][]byte // by Idempotency-Key
+	calls     []string          // "METHOD path form"
+	failNext  bool
+	// customerDelay holds each customer creation, so that two racing
+	// checkouts both find no customer recorded.
+	customerDelay time.Duration
+}
+
+func newStripeDouble(t *testing.T, key string) *stripeDouble {
+	d := &stripeDouble{products: map[string]bool{}, prices: map[string]map[string]any{}, customers: map[string]map[string]any{},
+		sessions: map[string]map[string]any{}, portals: map[string]map[string]any{}, replays: map[string][]byte{}}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/customers" {
+			d.mu.Lock()
+			delay := d.customerDelay
+			d.mu.Unlock()
+			time.Sleep(delay)
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error": {"type": "invalid_request_error", "message": "Invalid API Key provided"}}`))
+			return
+		}
+		r.ParseForm()
+		d.calls = append(d.calls, r.Method+" "+r.URL.Path+" "+r.PostForm.Encode())
+		if d.failNext {
+			d.failNext = false
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"error": {"type": "api_error", "message": "Something went wrong"}}`))
+			return
+		}
+		idem := r.Header.Get("Idempotency-Key")
+		if r.Method == "POST" && idem != "" && d.replays[idem] != nil {
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.Write(d.replays[idem])
+			return
+		}
+		status, obj := d.handle(r)
+		body, _ := json.Marshal(obj)
+		if r.Method == "POST" && idem != "" && status == http.StatusOK {
+			d.replays[idem] = body
+		}
+		w.WriteHeader(status)
+		w.Write(body)
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+func stripeError(typ, code, msg string) map[string]any {
+	return map[string]any{"error": map[string]any{"type": typ, "code": code, "message": msg}}
+}
+
+// handle answers one call, under d.mu.
+func (d *stripeDouble) handle(r *http.Request) (int, map[string]any) {
+	f := r.PostForm
+	missing := func(names ...string) string {
+		for _, n := range names {
+			if f.Get(n) == "" {
+				return n
+			}
+		}
+		return ""
+	}
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	switch {
+	case r.Method == "GET" && len(parts) == 3 && parts[1] == "products":
+		if !d.products[parts[2]] {
+			return http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "No such product")
+		}
+		return http.StatusOK, map[string]any{"id": parts[2], "object": "product"}
+	case r.Method == "POST" && r.URL.Path == "/v1/products":
+		if d.products[f.Get("id")] {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "resource_already_exists", "Product already exists")
+		}
+		d.products[f.Get("id")] = true
+		return http.StatusOK, map[string]any{"id": f.Get("id"), "object": "product", "name": f.Get("name")}
+	case r.Method == "POST" && r.URL.Path == "/v1/prices":
+		if m := missing("product", "currency", "unit_amount"); m != "" {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "parameter_missing", "Missing required param: "+m)
+		}
+		id := fmt.Sprintf("price_%d", len(d.prices)+1)
+		p := map[string]any{"id": id, "object": "price", "active": true, "product": f.Get("product"),
+			"currency": f.Get("currency"), "unit_amount": json.Number(f.Get("unit_amount"))}
+		d.prices[id] = p
+		return http.StatusOK, p
+	case r.Method == "POST" && len(parts) == 3 && parts[1] == "prices" && d.prices[parts[2]] != nil:
+		d.prices[parts[2]]["active"] = f.Get("active") != "false"
+		return http.StatusOK, d.prices[parts[2]]
+	case r.Method == "POST" && r.URL.Path == "/v1/customers":
+		id := fmt.Sprintf("cus_%d", len(d.customers)+1)
+		c := map[string]any{"id": id, "object": "customer", "name": f.Get("name"), "email": f.Get("email"),
+			"metadata": map[string]any{"organization_id": f.Get("metadata[organization_id]")}}
+		d.customers[id] = c
+		return http.StatusOK, c
+	case r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions":
+		if m := missing("mode", "customer", "line_items[0][price]", "success_url"); m != "" {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "parameter_missing", "Missing required param: "+m)
+		}
+		if d.customers[f.Get("customer")] == nil {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "resource_missing", "No such customer")
+		}
+		if p := d.prices[f.Get("line_items[0][price]")]; p == nil || p["active"] != true {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "resource_missing", "No such price, or the price is archived")
+		}
+		id := fmt.Sprintf("cs_test_%d", len(d.sessions)+1)
+		s := map[string]any{"id": id, "object": "checkout.session", "mode": f.Get("mode"), "customer": f.Get("customer"),
+			"url": d.URL + "/pay/" + id, "success_url": f.Get("success_url"), "cancel_url": f.Get("cancel_url"),
+			"price": f.Get("line_items[0][price]"), "organization_id": f.Get("subscription_data[metadata][organization_id]")}
+		d.sessions[id] = s
+		return http.StatusOK, s
+	case r.Method == "POST" && r.URL.Path == "/v1/billing_portal/sessions":
+		if d.customers[f.Get("customer")] == nil {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "resource_missing", "No such customer")
+		}
+		id := fmt.Sprintf("bps_%d", len(d.portals)+1)
+		p := map[string]any{"id": id, "object": "billing_portal.session", "customer": f.Get("customer"), "return_url": f.Get("return_url"),
+			"url": d.URL + "/portal/" + id}
+		d.portals[id] = p
+		return http.StatusOK, p
+	}
+	return http.StatusNotFound, stripeError("invalid_request_error", "", "Unrecognized request URL")
+}
+
+func (d *stripeDouble) seen() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.calls
+	d.calls = nil
+	return out
+}
+
+// stripeMockListen is stripe-mock's line naming its HTTP address.
+var stripeMockListen = regexp.MustCompile(`Listening for HTTP at address: (\S+)`)
+
+// startStripeMock runs stripe-mock (a tool of this module: go.mod's tool
+// line pins it) on a loopback port of its choosing and returns its base
+// URL. It answers every call from Stripe's OpenAPI description and its
+// fixtures, and refuses a request whose shape the description does not
+// allow: unknown or missing parameters, wrong types.
+func startStripeMock(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "tool", "-n", "stripe-mock").Output()
+	if err != nil {
+		t.Fatalf("building stripe-mock (go tool -n stripe-mock): %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, strings.TrimSpace(string(out)), "-http-addr", "127.0.0.1:", "-https-addr", "127.0.0.1:")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting stripe-mock: %v", err)
+	}
+	t.Cleanup(func() { cancel(); cmd.Wait() })
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := stripeMockListen.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatal("stripe-mock did not listen within 30 s")
+	}
+	return ""
+}
