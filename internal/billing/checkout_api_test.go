@@ -148,3 +148,56 @@ func TestCheckoutAndPortal(t *testing.T) {
 		}
 	})
 }
+
+// TestTiedEventsReadTheSubscription: Stripe's event times are whole
+// seconds. An event made in the same second as the state held cannot be
+// ordered by its time, so billing reads the subscription from Stripe and
+// applies what Stripe holds now; a later second applies as delivered.
+func TestTiedEventsReadTheSubscription(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		const key = "sk_test_Tie0123456789"
+		stripe := newStripeDouble(t, key)
+		f := fixture.NewAPI(t, e, "STRIPE_SECRET_KEY", key, "STRIPE_API_BASE", stripe.URL, "STRIPE_WEBHOOK_SECRET", whsec)
+		f.App.Remember(key, whsec)
+		owner, anon := f.Owner, f.App.Anonymous()
+		org := orgOf(t, owner)
+		f.Exec(t, `INSERT INTO plan_prices (provider, provider_price_id, plan_id, amount_cents, currency, billing_interval, created_at)
+			VALUES ('stripe', 'price_t', 'team', 4900, 'EUR', 'month', $1)`, time.Now().UTC())
+		status := func() string {
+			t.Helper()
+			var a billing.Account
+			r := owner.Do("GET", "/organization/billing", nil)
+			fixture.Want(t, r, http.StatusOK)
+			r.JSON(t, &a)
+			return a.Status
+		}
+		outcome := func(payload []byte) string {
+			t.Helper()
+			r := deliver(anon, payload, whsec)
+			fixture.Want(t, r, http.StatusOK)
+			return r.Map(t)["outcome"].(string)
+		}
+		if got := outcome(stripeEvent("evt_t1", "customer.subscription.created", 1000, "sub_t", "cus_t", "incomplete", "price_t", org)); got != "applied" || stripe.reads() != 0 {
+			t.Fatalf("the first event: %s", got)
+		}
+		// Same second: the payment went through and Stripe holds active,
+		// though this delivery (made first, arriving last) says past_due.
+		stripe.mu.Lock()
+		stripe.subscriptions["sub_t"] = subscription("sub_t", "cus_t", "active", "price_t", org)
+		stripe.mu.Unlock()
+		if got := outcome(stripeEvent("evt_t2", "customer.subscription.updated", 1000, "sub_t", "cus_t", "past_due", "price_t", org)); got != "applied: the subscription as the provider holds it" || status() != "active" || stripe.reads() != 1 {
+			t.Fatalf("a tied event: %s, status %s", got, status())
+		}
+		// A later second: as delivered, with no read.
+		if got := outcome(stripeEvent("evt_t3", "customer.subscription.updated", 1001, "sub_t", "cus_t", "past_due", "price_t", org)); got != "applied" || status() != "past_due" || stripe.reads() != 0 {
+			t.Fatalf("a later event: %s, status %s", got, status())
+		}
+		// Stripe unreachable on a tie: the later delivery wins.
+		stripe.mu.Lock()
+		stripe.failNext = true
+		stripe.mu.Unlock()
+		if got := outcome(stripeEvent("evt_t4", "customer.subscription.updated", 1001, "sub_t", "cus_t", "unpaid", "price_t", org)); got != "applied" || status() != "unpaid" {
+			t.Fatalf("a tie with Stripe failing: %s, status %s", got, status())
+		}
+	})
+}

@@ -64,7 +64,7 @@ type stripeWebhookInput struct {
 // WebhookAck acknowledges a provider's delivery.
 type WebhookAck struct {
 	Received bool   `json:"received"`
-	Outcome  string `json:"outcome" doc:"applied, duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits"`
+	Outcome  string `json:"outcome" doc:"applied (\"applied: the subscription as the provider holds it\" when an event tied with the state held and the subscription was read from the provider), duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits"`
 }
 
 type customersInput struct {

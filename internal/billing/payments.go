@@ -39,6 +39,7 @@ func (s *Service) Receive(ctx context.Context, payload []byte, signature string)
 	if err != nil {
 		return "", apperr.BadRequest("%v", err)
 	}
+	fetched := s.settleTie(ctx, ev)
 	var outcome string
 	err = s.db.Tx(ctx, func(tx *db.Tx) error {
 		stored, err := insertEvent(ctx, tx, ev, s.clock.Now())
@@ -49,7 +50,36 @@ func (s *Service) Receive(ctx context.Context, payload []byte, signature string)
 		outcome, err = s.apply(ctx, tx, ev)
 		return err
 	})
+	if fetched && err == nil && outcome == "applied" {
+		outcome = "applied: the subscription as the provider holds it"
+	}
 	return outcome, err
+}
+
+// settleTie: the provider's event times are whole seconds, so an event
+// made in the same second as the state held cannot be ordered by its time.
+// Then the subscription is read from the provider (with an API key) and
+// what it holds now applies, in place of either event's view; it reports
+// whether it did. Without an API key, or when the read fails, the later
+// delivery wins.
+func (s *Service) settleTie(ctx context.Context, ev *ProviderEvent) bool {
+	if ev.Subscription == nil || s.prices == nil {
+		return false
+	}
+	held, err := subscriptionByProviderID(ctx, s.db.R, ev.Provider, ev.Subscription.ID)
+	if err != nil || held == nil || held.stateAt == nil || !held.stateAt.Equal(ev.Occurred) || held.status == "canceled" {
+		return false
+	}
+	now, err := s.prices.Subscription(ctx, ev.Subscription.ID)
+	if err != nil {
+		s.log.Warn("reading a subscription whose events tie failed; the later delivery applies", "subscription", ev.Subscription.ID, "err", err)
+		return false
+	}
+	if now.OrganizationID == "" {
+		now.OrganizationID = ev.Subscription.OrganizationID
+	}
+	ev.Subscription = now
+	return true
 }
 
 // apply applies one stored event and marks it processed, unless it must

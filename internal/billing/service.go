@@ -46,6 +46,8 @@ type ProviderAPI interface {
 	CreateCustomer(ctx context.Context, c ProviderCustomer) (string, error)
 	CheckoutURL(ctx context.Context, c CheckoutRequest) (string, error)
 	PortalURL(ctx context.Context, customerID, returnURL string) (string, error)
+	// Subscription reads a subscription as the provider holds it now.
+	Subscription(ctx context.Context, id string) (*ProviderSubscription, error)
 }
 
 // ProviderCustomer is an organization as the provider's customer.

@@ -76,19 +76,25 @@ func (Stripe) Parse(payload []byte) (*ProviderEvent, error) {
 		if err := json.Unmarshal(ev.Data.Raw, &sub); err != nil {
 			return nil, fmt.Errorf("the event's subscription does not read: %w", err)
 		}
-		s := &ProviderSubscription{ID: sub.ID, Status: stripeStatus(sub.Status), OrganizationID: sub.Metadata["organization_id"]}
-		if sub.Customer != nil {
-			s.CustomerID = sub.Customer.ID
-		}
-		if sub.Items != nil && len(sub.Items.Data) > 0 && sub.Items.Data[0].Price != nil {
-			s.PriceID = sub.Items.Data[0].Price.ID
-		}
+		s := providerSubscription(&sub)
 		if ev.Type == "customer.subscription.deleted" {
 			s.Status = "canceled"
 		}
 		out.Subscription = s
 	}
 	return out, nil
+}
+
+// providerSubscription reads a Stripe subscription.
+func providerSubscription(sub *stripe.Subscription) *ProviderSubscription {
+	s := &ProviderSubscription{ID: sub.ID, Status: stripeStatus(sub.Status), OrganizationID: sub.Metadata["organization_id"]}
+	if sub.Customer != nil {
+		s.CustomerID = sub.Customer.ID
+	}
+	if sub.Items != nil && len(sub.Items.Data) > 0 && sub.Items.Data[0].Price != nil {
+		s.PriceID = sub.Items.Data[0].Price.ID
+	}
+	return s
 }
 
 // stripeStatus maps Stripe's subscription statuses onto ours.
@@ -212,4 +218,13 @@ func (p *StripeAPI) PortalURL(ctx context.Context, customerID, returnURL string)
 		return "", fmt.Errorf("stripe: opening the billing portal of customer %s: %w", customerID, err)
 	}
 	return sess.URL, nil
+}
+
+// Subscription reads a subscription as Stripe holds it now.
+func (p *StripeAPI) Subscription(ctx context.Context, id string) (*ProviderSubscription, error) {
+	sub, err := p.api.V1Subscriptions.Retrieve(ctx, id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("stripe: reading subscription %s: %w", id, err)
+	}
+	return providerSubscription(sub), nil
 }

@@ -17,9 +17,11 @@ import (
 // a checkout of a price that does not exist... where the double can tell.
 func TestStripeAPIContract(t *testing.T) {
 	const key = "sk_test_Contract0123456789"
+	double := newStripeDouble(t, key)
+	double.subscriptions["sub_contract"] = subscription("sub_contract", "cus_1", "past_due", "price_1", "org1")
 	backends := map[string]string{
 		"stripe-mock": startStripeMock(t),
-		"double":      newStripeDouble(t, key).URL,
+		"double":      double.URL,
 	}
 	for name, base := range backends {
 		t.Run(name, func(t *testing.T) {
@@ -50,6 +52,13 @@ func TestStripeAPIContract(t *testing.T) {
 			portal, err := api.PortalURL(ctx, cus, "https://slipway.example/settings")
 			if err != nil || !strings.HasPrefix(portal, "http") {
 				t.Fatalf("open the billing portal: %q %v", portal, err)
+			}
+			sub, err := api.Subscription(ctx, "sub_contract")
+			if err != nil || sub.ID == "" || sub.Status == "" || sub.PriceID == "" || sub.CustomerID == "" {
+				t.Fatalf("read a subscription: %+v %v", sub, err)
+			}
+			if name == "double" && (sub.Status != "past_due" || sub.OrganizationID != "org1" || sub.PriceID != "price_1") {
+				t.Fatalf("the subscription read: %+v", sub)
 			}
 			if err := api.ArchivePrice(ctx, price); err != nil {
 				t.Fatalf("archive a price: %v", err)

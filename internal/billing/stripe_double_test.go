@@ -30,9 +30,12 @@ type stripeDouble struct {
 	customers map[string]map[string]any
 	sessions  map[string]map[string]any // checkout sessions
 	portals   map[string]map[string]any
-	replays   map[string][]byte // by Idempotency-Key
-	calls     []string          // "METHOD path form"
-	failNext  bool
+	// subscriptions are what GET /v1/subscriptions/{id} answers (tests
+	// set them: the double makes none).
+	subscriptions map[string]map[string]any
+	replays       map[string][]byte // by Idempotency-Key
+	calls         []string          // "METHOD path form"
+	failNext      bool
 	// customerDelay holds each customer creation, so that two racing
 	// checkouts both find no customer recorded.
 	customerDelay time.Duration
@@ -40,7 +43,8 @@ type stripeDouble struct {
 
 func newStripeDouble(t *testing.T, key string) *stripeDouble {
 	d := &stripeDouble{products: map[string]bool{}, prices: map[string]map[string]any{}, customers: map[string]map[string]any{},
-		sessions: map[string]map[string]any{}, portals: map[string]map[string]any{}, replays: map[string][]byte{}}
+		sessions: map[string]map[string]any{}, portals: map[string]map[string]any{}, subscriptions: map[string]map[string]any{},
+		replays: map[string][]byte{}}
 	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/customers" {
 			d.mu.Lock()
@@ -122,6 +126,11 @@ func (d *stripeDouble) handle(r *http.Request) (int, map[string]any) {
 	case r.Method == "POST" && len(parts) == 3 && parts[1] == "prices" && d.prices[parts[2]] != nil:
 		d.prices[parts[2]]["active"] = f.Get("active") != "false"
 		return http.StatusOK, d.prices[parts[2]]
+	case r.Method == "GET" && len(parts) == 3 && parts[1] == "subscriptions":
+		if d.subscriptions[parts[2]] == nil {
+			return http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "No such subscription")
+		}
+		return http.StatusOK, d.subscriptions[parts[2]]
 	case r.Method == "POST" && r.URL.Path == "/v1/customers":
 		id := fmt.Sprintf("cus_%d", len(d.customers)+1)
 		c := map[string]any{"id": id, "object": "customer", "name": f.Get("name"), "email": f.Get("email"),
@@ -155,6 +164,17 @@ func (d *stripeDouble) handle(r *http.Request) (int, map[string]any) {
 		return http.StatusOK, p
 	}
 	return http.StatusNotFound, stripeError("invalid_request_error", "", "Unrecognized request URL")
+}
+
+// reads counts the subscription reads since the calls were last taken.
+func (d *stripeDouble) reads() int {
+	n := 0
+	for _, c := range d.seen() {
+		if strings.HasPrefix(c, "GET /v1/subscriptions/") {
+			n++
+		}
+	}
+	return n
 }
 
 func (d *stripeDouble) seen() []string {
@@ -209,4 +229,15 @@ func startStripeMock(t *testing.T) string {
 		t.Fatal("stripe-mock did not listen within 30 s")
 	}
 	return ""
+}
+
+// subscription is a Stripe subscription object as the API returns it.
+func subscription(id, customer, status, price, org string) map[string]any {
+	meta := map[string]any{}
+	if org != "" {
+		meta["organization_id"] = org
+	}
+	return map[string]any{"id": id, "object": "subscription", "customer": customer, "status": status, "metadata": meta,
+		"items": map[string]any{"object": "list", "data": []any{map[string]any{"id": "si_1", "object": "subscription_item",
+			"price": map[string]any{"id": price, "object": "price"}}}}}
 }

@@ -6406,7 +6406,7 @@ export interface components {
             version: string;
         };
         WebhookAck: {
-            /** @description applied, duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits */
+            /** @description applied ("applied: the subscription as the provider holds it" when an event tied with the state held and the subscription was read from the provider), duplicate (a replay), stale (older than the state held), ignored (a type billing does not act on), or pending: why it waits */
             outcome: string;
             received: boolean;
         };
