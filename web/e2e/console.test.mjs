@@ -1355,6 +1355,10 @@ test("the owner console's plans and overrides: a plan edited and saved, an overr
     assert.equal(await feature.getByTestId('plan-feature-value').innerText(), '3')
     assert.equal(await feature.getByTestId('plan-feature-usage').innerText(), `${wf.usage} of 3`)
     assert.equal(await feature.getByTestId('plan-feature-source').innerText(), 'override for this workspace')
+    // The seats beside the plan, as the seat summary computes them.
+    const seats = await call('GET', '/organization/seat-summary')
+    assert.match(await card.getByTestId('seat-usage').innerText(), new RegExp(`^${seats.active_members} active members? of ${seats.included_seats} included`))
+    assert.match(await card.getByTestId('seat-mrr').innerText(), /^In all /)
     // This instance takes payments (the harness's Stripe double): the upgrade path is a checkout.
     assert.match(await card.getByTestId('plan-upgrade').innerText(), /Upgrade: subscribe to a plan, paid at Stripe/)
     await shot('settings-plan')

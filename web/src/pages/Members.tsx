@@ -1,7 +1,7 @@
 import { Alert, Badge, Button, Card, Code, Group, MultiSelect, NativeSelect, Pagination, Select, Stack, Table, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { del, get, post, put, type Schemas, type Workspace } from '../api'
-import { price } from '../money'
+import { SeatsCard } from './SeatsCard'
 import { useSession } from '../session'
 import { Confirm, Copy, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
@@ -10,7 +10,6 @@ type Invite = Schemas['Invite']
 type Issued = Schemas['IssuedInvite']
 type Role = Member['role']
 type SeatType = Schemas['SeatType']
-type SeatSummary = Schemas['SeatSummary']
 
 const pageSize = 100
 const roles: { value: Role; label: string }[] = [
@@ -374,35 +373,3 @@ function IssuedLink({ invite, onDismiss }: { invite: Issued; onDismiss: () => vo
   )
 }
 
-/** What the organization's seats cost: the plan's included seats against the active members, the seats beyond them, the add-ons, and the monthly total. */
-function SeatsCard({ s }: { s: SeatSummary }) {
-  const included = s.included_seats === 'unlimited' ? 'unlimited' : String(s.included_seats)
-  const money = (cents: number) => price(cents, s.currency as Parameters<typeof price>[1], 'month')
-  return (
-    <Card withBorder data-testid="seat-summary">
-      <Stack gap={4}>
-        <Group justify="space-between">
-          <Text fw={600}>Seats</Text>
-          <Badge variant="light">{s.plan_name}</Badge>
-        </Group>
-        <Text size="sm" data-testid="seat-usage">
-          {s.active_members} active {s.active_members === 1 ? 'member' : 'members'} of {included} included
-          {s.suspended_members > 0 ? ` · ${s.suspended_members} suspended (no seat)` : ''}
-        </Text>
-        {s.overage_seats > 0 && (
-          <Text size="sm" data-testid="seat-overage">
-            {s.overage_seats} beyond the included: {money(s.overage_amount_cents)}
-          </Text>
-        )}
-        {(s.add_ons ?? []).map((l) => (
-          <Text size="sm" key={l.seat_type} data-testid="seat-addon" data-seat={l.seat_type}>
-            {l.members} × {l.name}: {money(l.amount_cents)}
-          </Text>
-        ))}
-        <Text size="sm" fw={500} data-testid="seat-mrr">
-          In all {money(s.mrr_cents)}
-        </Text>
-      </Stack>
-    </Card>
-  )
-}

@@ -1,14 +1,16 @@
 // The organization's plan as a member sees it on the settings page: for the
 // active workspace, each feature's value, what is used of it, and where the
-// value came from (the plan, the Community default, or an override); then
-// the upgrade path. On an instance that takes payments, the owner checks
-// out a plan at Stripe and manages the subscription in Stripe's billing
-// portal; without payments an instance admin changes the plan.
+// value came from (the plan, the Community default, or an override); the
+// organization's seats; then the upgrade path. On an instance that takes
+// payments, the owner checks out a plan at Stripe and manages the
+// subscription in Stripe's billing portal; without payments an instance
+// admin changes the plan.
 import { Alert, Badge, Button, Card, Code, Group, Stack, Table, Text, Title } from '@mantine/core'
 import { useEffect } from 'react'
 import { useSearchParams } from 'react-router-dom'
 import { get, post, type Schemas } from '../api'
 import { price } from '../money'
+import { SeatsCard } from './SeatsCard'
 import { useSession } from '../session'
 import { ErrorNote, Loading, useAction, useLoad } from '../ui'
 
@@ -55,6 +57,7 @@ function usageText(d: Decision): string | null {
 export function PlanCard() {
   const { workspace } = useSession()
   const list = useLoad(async () => (await get('/api/entitlements')) ?? [], [workspace?.id])
+  const seats = useLoad(() => get('/organization/seat-summary'), [workspace?.id])
   const decisions = list.data ?? []
   const planID = decisions[0]?.plan_id
   return (
@@ -121,6 +124,7 @@ export function PlanCard() {
             </Table.ScrollContainer>
           )
         )}
+        {seats.data && <SeatsCard s={seats.data} />}
         <Billing />
       </Stack>
     </Card>
