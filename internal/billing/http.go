@@ -40,14 +40,10 @@ type assignInput struct {
 	}
 }
 
-// OrgHeaders read the headers that choose the organization (exported:
-// Huma reads the fields of exported embedded structs only).
-type OrgHeaders struct {
-	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
-	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
-}
+// OrgHeaders read the headers that choose the organization.
+type OrgHeaders struct{ httpx.OrgSelector }
 
-func (h OrgHeaders) selector() Selector { return Selector(h) }
+func (h OrgHeaders) selector() Selector { return Selector(h.OrgSelector) }
 
 type checkoutInput struct {
 	OrgHeaders

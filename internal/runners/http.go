@@ -10,14 +10,10 @@ import (
 	"slipway/internal/platform/httpx"
 )
 
-// SelectorHeaders read the headers that choose the organization (exported:
-// Huma reads only exported embedded structs).
-type SelectorHeaders struct {
-	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
-	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
-}
+// SelectorHeaders read the headers that choose the organization.
+type SelectorHeaders struct{ httpx.OrgSelector }
 
-func (in SelectorHeaders) selector() Selector { return Selector(in) }
+func (in SelectorHeaders) selector() Selector { return Selector(in.OrgSelector) }
 
 type runnerIDInput struct {
 	SelectorHeaders

@@ -38,16 +38,10 @@ func (s *Service) WorkspaceScoped(api huma.API) func(huma.Context, func(huma.Con
 	}
 }
 
-// SelectorHeaders reads the headers that choose the organization. It is
-// exported because Huma only reads fields of exported embedded structs.
-type SelectorHeaders struct {
-	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
-	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
-}
+// SelectorHeaders reads the headers that choose the organization.
+type SelectorHeaders struct{ httpx.OrgSelector }
 
-func (in SelectorHeaders) selector() Selector {
-	return Selector(in)
-}
+func (in SelectorHeaders) selector() Selector { return Selector(in.OrgSelector) }
 
 type renameInput struct {
 	SelectorHeaders

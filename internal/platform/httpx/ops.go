@@ -153,3 +153,11 @@ func gate(api huma.API, require func(context.Context) (*actor.User, error)) func
 		next(hctx)
 	}
 }
+
+// OrgSelector reads the headers that choose the organization a request
+// acts on: one definition for every organization route. Huma reads the
+// fields of exported embedded structs only, so domains embed it.
+type OrgSelector struct {
+	OrganizationID string `header:"X-Organization-Id" doc:"Organization to act on; default: the active workspace's organization"`
+	WorkspaceID    string `header:"X-Workspace-Id" doc:"Active workspace; default: your default joined workspace"`
+}
