@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"path"
-	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -53,36 +51,7 @@ type Set struct {
 // MaxPathBytes long and MaxSegments deep. Names starting with a dot
 // (.env, .config/x) are ordinary files.
 func CleanPath(raw string) (string, error) {
-	p := strings.TrimSpace(raw)
-	switch {
-	case p == "":
-		return "", apperr.BadRequest("path must not be empty")
-	case len(p) > MaxPathBytes:
-		return "", apperr.BadRequest("path is too long: at most %d bytes", MaxPathBytes)
-	case !utf8.ValidString(p):
-		return "", apperr.BadRequest("path must be UTF-8 text")
-	case strings.IndexByte(p, 0) >= 0:
-		return "", apperr.BadRequest("path must not contain NUL characters")
-	}
-	if err := text.CheckName("path", p); err != nil {
-		return "", err
-	}
-	switch {
-	case strings.Contains(p, `\`):
-		return "", apperr.BadRequest(`path must separate its segments with /, not \`)
-	case strings.HasPrefix(p, "/"):
-		return "", apperr.BadRequest("path must be relative: no leading /")
-	case slices.Contains(strings.Split(p, "/"), ".."):
-		return "", apperr.BadRequest("path must not contain a .. segment")
-	}
-	c := path.Clean(p)
-	if c == "." {
-		return "", apperr.BadRequest("path must name a file")
-	}
-	if n := strings.Count(c, "/") + 1; n > MaxSegments {
-		return "", apperr.BadRequest("path is too deep: at most %d segments", MaxSegments)
-	}
-	return c, nil
+	return text.RelPath("path", raw, MaxPathBytes, MaxSegments)
 }
 
 // checkContent: a file is UTF-8 text without NUL (PostgreSQL cannot store

@@ -7,6 +7,7 @@ package text
 
 import (
 	"net/mail"
+	"path"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -119,4 +120,42 @@ func Email(raw string) (string, error) {
 		return "", apperr.BadRequest("email is not a valid address")
 	}
 	return e, nil
+}
+
+// RelPath cleans a file's path a tenant gives: trimmed and cleaned
+// (path.Clean), and it must be relative, slash-separated UTF-8 text without
+// a .. segment (before or after cleaning), backslash, NUL or other control
+// or bidirectional-override character, at most maxBytes long and
+// maxSegments deep. Names starting with a dot (.env) are ordinary files.
+func RelPath(field, raw string, maxBytes, maxSegments int) (string, error) {
+	p := strings.TrimSpace(raw)
+	switch {
+	case p == "":
+		return "", apperr.BadRequest("%s must not be empty", field)
+	case len(p) > maxBytes:
+		return "", apperr.BadRequest("%s is too long: at most %d bytes", field, maxBytes)
+	case !utf8.ValidString(p):
+		return "", apperr.BadRequest("%s must be UTF-8 text", field)
+	case strings.IndexByte(p, 0) >= 0:
+		return "", apperr.BadRequest("%s must not contain NUL characters", field)
+	}
+	if err := CheckName(field, p); err != nil {
+		return "", err
+	}
+	switch {
+	case strings.Contains(p, `\`):
+		return "", apperr.BadRequest(`%s must separate its segments with /, not \`, field)
+	case strings.HasPrefix(p, "/"):
+		return "", apperr.BadRequest("%s must be relative: no leading /", field)
+	case slices.Contains(strings.Split(p, "/"), ".."):
+		return "", apperr.BadRequest("%s must not contain a .. segment", field)
+	}
+	c := path.Clean(p)
+	if c == "." {
+		return "", apperr.BadRequest("%s must name a file", field)
+	}
+	if n := strings.Count(c, "/") + 1; n > maxSegments {
+		return "", apperr.BadRequest("%s is too deep: at most %d segments", field, maxSegments)
+	}
+	return c, nil
 }
