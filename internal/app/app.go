@@ -7,6 +7,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"slipway/internal/approvals"
+	"slipway/internal/apps"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
 	"slipway/internal/billing"
@@ -29,6 +31,7 @@ import (
 	"slipway/internal/conversations"
 	"slipway/internal/dispatch"
 	"slipway/internal/envvars"
+	"slipway/internal/errorpages"
 	"slipway/internal/executor"
 	"slipway/internal/executor/process"
 	"slipway/internal/inbox"
@@ -85,6 +88,8 @@ type Services struct {
 	Activity      *activity.Service
 	Resources     *resources.Service
 	EnvVars       *envvars.Service
+	ErrorPages    *errorpages.Service
+	Apps          *apps.Service
 	Billing       *billing.Service
 	Mail          *mail.Outbox
 	Features      *admin.Features
@@ -308,6 +313,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Runners:   runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)
+	a.Services.ErrorPages = errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})
+	a.Services.Apps = apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Bus: bus,
+		ErrorPages: appErrorPages{pages: a.Services.ErrorPages, db: d}, Secret: secret, Resources: resSvc})
 	streams(hub, rs, ts)
 	return a, nil
 }
@@ -446,3 +454,30 @@ func (a *App) RewrapVault(ctx context.Context) {
 
 // Close releases what Build holds open (the notification bus).
 func (a *App) Close() { a.Bus.Close() }
+
+// appErrorPages renders an app's error page through the cascade: the
+// app's own, its workspace's, the instance's, the built-in one.
+type appErrorPages struct {
+	pages *errorpages.Service
+	db    *db.DB
+}
+
+func (a appErrorPages) Render(ctx context.Context, workspaceID string, appPage json.RawMessage, status int) ([]byte, error) {
+	r, err := a.pages.Resolve(ctx, a.db.R, workspaceID, appPage)
+	if err != nil {
+		return nil, err
+	}
+	return errorpages.Render(r.Page, status), nil
+}
+
+func (a appErrorPages) Resolve(ctx context.Context, workspaceID string, appPage json.RawMessage) (json.RawMessage, string, error) {
+	r, err := a.pages.Resolve(ctx, a.db.R, workspaceID, appPage)
+	if err != nil {
+		return nil, "", err
+	}
+	return r.Page, r.Source, nil
+}
+
+func (appErrorPages) Check(raw json.RawMessage) (json.RawMessage, error) {
+	return errorpages.Check(raw)
+}

@@ -18,12 +18,20 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		if h := r.Header.Get("Authorization"); h != "" {
-			kind, _, ok, err := ParseBearer(h)
+			kind, token, ok, err := ParseBearer(h)
 			runner := ok && (kind == BearerRunner || kind == BearerRunnerJWT) && strings.HasPrefix(r.URL.Path, RunnerAPIPrefix)
-			if (err != nil || ok) && !runner {
+			app := ok && kind == BearerAppToken && AppTokenRoute(r.URL.Path)
+			switch {
+			case app:
+				// The apps service checks it against the app the path names.
+				ctx = actor.WithAppToken(ctx, token)
+				r = r.WithContext(ctx)
+			case (err != nil || ok) && !runner:
 				// Runner tokens are the runner API's own business (it
-				// authenticates them); app and management tokens come with
-				// their features, so any other bearer token is unknown.
+				// authenticates them), an App token is good only for its
+				// app's backend calls and run submissions, and management
+				// tokens come with their feature: any other bearer token is
+				// unknown.
 				httpx.WriteError(w, r, apperr.New(apperr.CodeUnauthorized, "unknown or expired bearer token"))
 				return
 			}
@@ -63,6 +71,20 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 // ExemptPages names the console's pages (HTML and assets, no data): an
 // account waiting for approval loads them like anyone (at wiring time).
 func (s *Service) ExemptPages(isPage func(*http.Request) bool) { s.pages = isPage }
+
+// AppTokenRoute reports whether an App token may authenticate a request to
+// path: an app's backend calls and run submissions, nothing else.
+func AppTokenRoute(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/api/apps/")
+	if !ok {
+		return false
+	}
+	id, sub, ok := strings.Cut(rest, "/")
+	if !ok || id == "" {
+		return false
+	}
+	return sub == "backend" || strings.HasPrefix(sub, "backend/") && !strings.Contains(sub[len("backend/"):], "/") || sub == "runs"
+}
 
 // RunnerAPIPrefix is where runner bearer tokens are accepted.
 const RunnerAPIPrefix = "/api/runner/"

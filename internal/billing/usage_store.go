@@ -8,7 +8,7 @@ import (
 )
 
 // usage counts a feature's use within its scope's id; counted is false for a
-// feature nothing counts yet (apps.max until apps exist).
+// feature that is not a count.
 func usage(ctx context.Context, q db.Queryer, feature, scopeID string) (n int64, counted bool, err error) {
 	var row interface{ Scan(...any) error }
 	switch feature {
@@ -20,6 +20,8 @@ func usage(ctx context.Context, q db.Queryer, feature, scopeID string) (n int64,
 		row = q.QueryRowContext(ctx, "SELECT COUNT(*) FROM runners WHERE organization_id = $1", scopeID)
 	case "workflows.max":
 		row = q.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflows WHERE workspace_id = $1", scopeID)
+	case "apps.max":
+		row = q.QueryRowContext(ctx, "SELECT COUNT(*) FROM apps WHERE workspace_id = $1", scopeID)
 	case "runs.concurrent":
 		row = q.QueryRowContext(ctx, "SELECT COUNT(*) FROM workflow_runs WHERE workspace_id = $1 AND status IN ('queued', 'running')", scopeID)
 	default:

@@ -101,8 +101,8 @@ func pgFailure(err error) string {
 	return err.Error()
 }
 
-// collect reads up to max rows as objects of JSON values.
-func collect(rows pgx.Rows, max int) (map[string]any, error) {
+// Collect reads up to max rows as objects of JSON values.
+func Collect(rows pgx.Rows, max int) (map[string]any, error) {
 	fields := rows.FieldDescriptions()
 	cols := make([]string, len(fields))
 	for i, f := range fields {

@@ -468,3 +468,9 @@ func (s *Service) Open(ctx context.Context, ws *actor.Workspace, id string) (*Co
 	}
 	return c, nil
 }
+
+// IDByName finds a resource of the workspace by its name ("" for none):
+// an app's manifest names the resources its functions use.
+func (s *Service) IDByName(ctx context.Context, workspaceID, name string) (string, error) {
+	return idByName(ctx, s.DB.R, workspaceID, name)
+}

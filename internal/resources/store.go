@@ -280,3 +280,13 @@ func count(ctx context.Context, q db.Queryer, workspaceID string) (int, error) {
 	err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM resources WHERE workspace_id = $1", workspaceID).Scan(&n)
 	return n, err
 }
+
+// idByName finds a resource of the workspace by its name ("" for none).
+func idByName(ctx context.Context, q db.Queryer, workspaceID, name string) (string, error) {
+	var id string
+	err := q.QueryRowContext(ctx, "SELECT id FROM resources WHERE workspace_id = $1 AND name = $2", workspaceID, name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return id, err
+}

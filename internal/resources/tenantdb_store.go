@@ -56,7 +56,7 @@ func runStatement(ctx context.Context, pool *pgxpool.Pool, st Statement) (out an
 		if err != nil {
 			return nil, err
 		}
-		out, err = collect(rows, st.MaxRows)
+		out, err = Collect(rows, st.MaxRows)
 		rows.Close()
 		if err != nil {
 			return nil, err

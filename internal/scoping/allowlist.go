@@ -24,6 +24,11 @@ const (
 
 // Unscoped is the allowlist, by package then function.
 var Unscoped = []Exception{
+	{"apps.routesByPath", []string{"app_deployments", "app_releases"}, "serving a deployed app: a request names only its route path (routes are the instance's); the caller then checks the viewer's membership of the app's workspace"},
+	{"apps.appToken", []string{"app_deployments"}, "a lookup by an App token: a backend call names only the app; the token's hash is then compared with the deployment's"},
+	{"apps.appWorkspace", []string{"apps"}, "a backend call names only the app: its workspace is read, then the caller's membership of it is checked (a stranger gets the unknown app's 404)"},
+	{"apps.routeTaken", []string{"app_deployments"}, "a route path is the instance's: a deploy is refused when an app of any workspace holds it (the answer names no workspace)"},
+
 	{"approvals.lookup", []string{"tool_approvals"}, "a decision names only the approval: the caller then checks the user's membership of the approval's workspace"},
 	{"approvals.expiring", []string{"tool_approvals"}, sweep + ": pending approvals whose time is up"},
 
@@ -92,6 +97,7 @@ type OpaqueQuery struct {
 
 // Opaque lists those functions.
 var Opaque = []OpaqueQuery{
+	{"apps.appDatabases.run", "an app's backend function: the manifest's statement, run on the app's own database (its SQLite file, or its schema as its own role), never Slipway's"},
 	{"platform/db.tracedStmt.ExecContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
 	{"platform/db.tracedStmt.QueryContext", "the driver wrapper that traces statements runs whatever database/sql hands it"},
 	{"platform/db.Tx.pipeline", "runs the statements queued by Tx.Later and Tx.Pipe, whose texts are judged where they are written"},

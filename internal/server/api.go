@@ -17,6 +17,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"slipway/internal/admin"
+	"slipway/internal/apps"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
 	"slipway/internal/billing"
@@ -25,6 +26,7 @@ import (
 	"slipway/internal/changes"
 	"slipway/internal/codefiles"
 	"slipway/internal/envvars"
+	"slipway/internal/errorpages"
 	"slipway/internal/n8nimport"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/httpx"
@@ -102,6 +104,11 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 		Description: "Runner token: a static scrn_ token, or a scrnj_ JWT from redeeming an enrollment token. With mutual TLS on, a client certificate as well.",
 	}
 
+	pub.OpenAPI().Components.SecuritySchemes["appToken"] = &huma.SecurityScheme{
+		Type: "http", Scheme: "bearer",
+		Description: "App token (scwa_): one per deployment, for the app's backend calls and run submissions only.",
+	}
+
 	mgmt := humago.New(mux, humaConfig("Slipway Management API", ManagementAPIVersion, ManagementPrefix+"/openapi"))
 	mgmt.OpenAPI().Info.Description = "Machine-to-machine administration with desired-state (idempotent) semantics."
 	mgmt.OpenAPI().Components.SecuritySchemes["bearer"] = &huma.SecurityScheme{
@@ -149,6 +156,8 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	codefiles.Register(pub, svc.CodeFiles, svc.Tenancy.WorkspaceScoped(pub))
 	resources.Register(pub, svc.Resources, svc.Tenancy.WorkspaceScoped(pub))
 	envvars.Register(pub, svc.EnvVars, svc.Tenancy.WorkspaceScoped(pub))
+	errorpages.Register(pub, svc.ErrorPages, svc.Tenancy.WorkspaceScoped(pub))
+	apps.Register(pub, svc.Apps, svc.Tenancy.WorkspaceScoped(pub))
 	runners.Register(pub, svc.Runners)
 	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
 	return APIs{Public: pub, Management: mgmt}

@@ -11,10 +11,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"slipway/internal/app"
+	"slipway/internal/apps"
 	"slipway/internal/auth"
 	"slipway/internal/config"
 	"slipway/internal/console"
@@ -69,13 +71,15 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 	s.mux.HandleFunc("GET /install-runner.sh", s.installer("install-runner.sh"))
 	s.mux.HandleFunc("GET /install-runner.ps1", s.installer("install-runner.ps1"))
 	mountE2E(s.mux)
+	// Deployed apps, under /a/ (their own pages: not the console's).
+	s.mux.HandleFunc("GET /a/{rest...}", a.Services.Apps.Serve)
 	ui := console.New(web.Dist(), cfg.PublicURL)
 	ui.Mount(s.mux)
 	authSvc.ExemptPages(func(r *http.Request) bool {
 		if console.Shares(r.URL.Path) { // a page for a browser, an API answer for anyone else
 			return console.WantsPage(r)
 		}
-		return console.IsPage(r.URL.Path) || console.Unknown(r, s.mux.Routes)
+		return console.IsPage(r.URL.Path) || console.Unknown(r, s.mux.Routes) || strings.HasPrefix(r.URL.Path, apps.ServePrefix+"/")
 	})
 	var router http.Handler = httpx.Router(s.mux)
 	if a.Gate != nil {
@@ -215,6 +219,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Billing.Run(coreCtx)
+	go s.Services.Apps.Run(coreCtx)
 	go sweep.Every(coreCtx, time.Minute, s.log, "pending payment events applied", s.Services.Billing.RetryPending)
 	go s.Services.Runners.Run(coreCtx)
 	go s.Services.Approvals.Run(coreCtx, time.Minute)

@@ -78,6 +78,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/error-page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The instance-default App error page, the last fallback after an App's and its workspace's ({} when none is set)
+         * @description A JSON object: title, message and contact are shown, other keys are kept as they were sent; {} when none is set.
+         */
+        get: operations["get_api_admin_error_page"];
+        /**
+         * Replace the instance-default App error page, no merge; {} clears it (instance admins; audited)
+         * @description Answers the page as stored. A JSON object: title, message and contact are shown, other keys are kept as they were sent; {} when none is set.
+         */
+        put: operations["put_api_admin_error_page"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/feature-availability": {
         parameters: {
             query?: never;
@@ -476,6 +500,321 @@ export interface paths {
         put?: never;
         /** Withdraw a message the agent has not been handed yet */
         post: operations["post_api_agent_messages_id_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's apps by name, without their manifests */
+        get: operations["get_api_apps"];
+        put?: never;
+        /** Create an app: a name unique in the workspace and a manifest valid against the published schema (within the plan's apps.max) */
+        post: operations["post_api_apps"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Apps as a board: search, sort, pages, a status facet */
+        get: operations["get_api_apps_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/manifest-schema": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The JSON Schema (draft 2020-12) an app's manifest_yaml is validated against */
+        get: operations["get_api_apps_manifest_schema"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An app with its manifest */
+        get: operations["get_api_apps_id"];
+        /** Change an app: absent fields stay; description absent leaves it, null clears it, a value sets it */
+        put: operations["put_api_apps_id"];
+        post?: never;
+        /** Delete an app with its files, builds, deployment and install rows */
+        delete: operations["delete_api_apps_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/backend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's backend functions: name, operation and typed arguments, never their SQL (a session of the app's workspace, or its App token) */
+        get: operations["get_api_apps_id_backend"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/backend/{function_name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Call a backend function of the deployed release with positional arguments, synchronously, within its time and row limits (a session of the app's workspace, or its App token) */
+        post: operations["post_api_apps_id_backend_function_name"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/builds": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's latest build, or null for an app never built */
+        get: operations["get_api_apps_id_builds"];
+        put?: never;
+        /** Build the app's source into an immutable release: 201 for a new build, 200 with the existing one when the source is unchanged */
+        post: operations["post_api_apps_id_builds"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/deploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Serve a release (the given build, else the latest succeeded one) at a route path: /a<route_path>/ */
+        post: operations["post_api_apps_id_deploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/deployment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's deployment, or null when it never was */
+        get: operations["get_api_apps_id_deployment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Point the deployment at another release (a rollback: nothing is rebuilt; 409 when its migrations are not a prefix of those applied) or move its route */
+        patch: operations["patch_api_apps_id_deployment"];
+        trace?: never;
+    };
+    "/api/apps/{id}/deployment/error-page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The page the app shows when undeployed or failing, resolved through the cascade: its own, its workspace's, the instance's, the built-in one */
+        get: operations["get_api_apps_id_deployment_error_page"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/deployment/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mint the deployment's App token (a workspace owner or admin): scwa_…, shown this once, for server-side use; it replaces the one before */
+        post: operations["post_api_apps_id_deployment_token"];
+        /** Revoke the deployment's App token (a workspace owner or admin); {deleted: false} when there was none */
+        delete: operations["delete_api_apps_id_deployment_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's files by path, without their contents */
+        get: operations["get_api_apps_id_files"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/files/{path...}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file with its content (utf-8 text, or base64) and its etag, also in the ETag header */
+        get: operations["get_api_apps_id_files_path"];
+        /** Create (201) or replace (200) a file: at most 1 MiB, 1000 files and 20 MiB per app; If-Match holds it to an etag, If-None-Match: * makes it create-only (412 otherwise) */
+        put: operations["put_api_apps_id_files_path"];
+        post?: never;
+        /** Delete a file; {deleted: false} when there was none; If-Match holds it to an etag */
+        delete: operations["delete_api_apps_id_files_path"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Install the app for you, or for another member of its workspace (a workspace admin); installing twice changes nothing */
+        post: operations["post_api_apps_id_install"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/migrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's database migrations, oldest first: name, SQL, checksum, applied_at (null until a deploy applies it) */
+        get: operations["get_api_apps_id_migrations"];
+        put?: never;
+        /** Record a migration (201); the same name and SQL again changes nothing (200); the same name with other SQL is refused (400). It applies at the next deploy of a release built after it */
+        post: operations["post_api_apps_id_migrations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/releases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The app's builds, newest first (at most 200): the releases a deployment can point at */
+        get: operations["get_api_apps_id_releases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/undeploy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Stop serving the app: its route shows the error page until it is deployed again */
+        post: operations["post_api_apps_id_undeploy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/uninstall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Uninstall the app for you, or for another member (a workspace admin); uninstalling twice changes nothing */
+        post: operations["post_api_apps_id_uninstall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3120,6 +3459,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workspace/error-page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The active workspace's App error page ({} when none is set: its apps fall through to the instance default)
+         * @description A JSON object: title, message and contact are shown, other keys are kept as they were sent; {} when none is set.
+         */
+        get: operations["get_api_workspace_error_page"];
+        /**
+         * Replace the active workspace's App error page, no merge; {} clears it (the workspace's owner or admin; audited)
+         * @description Answers the page as stored. A JSON object: title, message and contact are shown, other keys are kept as they were sent; {} when none is set.
+         */
+        put: operations["put_api_workspace_error_page"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workspaces": {
         parameters: {
             query?: never;
@@ -3813,6 +4176,170 @@ export interface components {
             /** Format: int64 */
             timeout_ns: number;
         };
+        App: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description Where the app is deployed; null when it never was */
+            deployment: components["schemas"]["AppDeployment"];
+            description: string | null;
+            id: string;
+            /** @description Whether you have the app installed */
+            installed: boolean;
+            /** @description The manifest as read, with its defaults */
+            manifest: components["schemas"]["Manifest"];
+            manifest_yaml: string;
+            name: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        AppBuild: {
+            app_id: string;
+            /** Format: date-time */
+            created_at: string;
+            error: string | null;
+            /**
+             * Format: int64
+             * @description How many files the release serves
+             */
+            files: number;
+            /** Format: date-time */
+            finished_at: string | null;
+            id: string;
+            /** @description The migrations the release expects, oldest first */
+            migrations: string[] | null;
+            /**
+             * Format: int64
+             * @description 1 for the app's first build, then 2, …
+             */
+            number: number;
+            /** @description SHA-256 over the manifest, the files and the migrations: the same source is one build */
+            source_hash: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "succeeded" | "failed";
+        };
+        AppCreate: {
+            description?: string;
+            /** @description The manifest (YAML), validated against the published JSON Schema at /api/apps/manifest-schema */
+            manifest_yaml: string;
+            name: string;
+        };
+        AppDeployInput: {
+            /** @description The release to serve (absent: the latest succeeded build) */
+            build_id?: string;
+            /** @description / and 1 to 3 segments of a-z, 0-9 and -: served at /a<route_path>/ */
+            route_path: string;
+        };
+        AppDeployment: {
+            app_id: string;
+            /** Format: date-time */
+            deployed_at: string;
+            /** @description Whether an App token exists (it is never shown again) */
+            has_token: boolean;
+            /**
+             * Format: int64
+             * @description The release's number
+             */
+            release: number;
+            /** @description The build (release) served */
+            release_id: string;
+            /** @description The route path, e.g. /orders */
+            route_path: string;
+            /** @enum {string} */
+            status: "deployed" | "undeployed";
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Where the app is served: /a + the route path + / */
+            url: string;
+        };
+        AppDeploymentPatch: {
+            /** @description Serve this release: no rebuild; refused (409) when its migrations are not a prefix of those applied */
+            build_id?: string;
+            /** @description The app's own error page: title, message, contact ({} clears it: the workspace's or the instance's shows) */
+            error_page?: unknown;
+            route_path?: string;
+        };
+        AppFile: {
+            content: string;
+            /**
+             * @description utf-8: content is the text; base64: content is the bytes, base64-encoded
+             * @enum {string}
+             */
+            encoding: "utf-8" | "base64";
+            /** @description Hex SHA-256 of the content, also in the ETag header */
+            etag: string;
+            path: string;
+            /** Format: int64 */
+            size: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        AppFileInfo: {
+            /** @description Hex SHA-256 of the content, also in the ETag header */
+            etag: string;
+            path: string;
+            /** Format: int64 */
+            size: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        AppFileWrite: {
+            content: string;
+            /**
+             * @description Default utf-8
+             * @enum {string}
+             */
+            encoding?: "utf-8" | "base64";
+        };
+        AppInstallInput: {
+            /** @description A member of the app's workspace (absent: you); installing for another member takes a workspace admin */
+            user_id?: string;
+        };
+        AppInstallation: {
+            app_id: string;
+            installed: boolean;
+            user_id: string;
+        };
+        AppMigration: {
+            /**
+             * Format: date-time
+             * @description When a deploy applied it; null until then
+             */
+            applied_at: string | null;
+            /** @description Hex SHA-256 of the SQL */
+            checksum: string;
+            /** Format: date-time */
+            created_at: string;
+            name: string;
+            sql: string;
+        };
+        AppMigrationCreate: {
+            /** @description Unique in the app; migrations apply in the order they were recorded */
+            name: string;
+            sql: string;
+        };
+        AppSummary: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description Where the app is deployed; null when it never was */
+            deployment: components["schemas"]["AppDeployment"];
+            description: string | null;
+            id: string;
+            /** @description Whether you have the app installed */
+            installed: boolean;
+            name: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        AppToken: {
+            /** @description scwa_…: shown this once; only its hash is stored */
+            token: string;
+        };
+        AppUpdate: {
+            /** @description Absent: unchanged; null: cleared; a string: set */
+            description?: string | null;
+            manifest_yaml?: string;
+            name?: string;
+        };
         Approval: {
             message: string;
             node_key: string;
@@ -3827,6 +4354,12 @@ export interface components {
             workflow_name: string;
             /** Format: uuid */
             workspace_id: string;
+        };
+        Arg: {
+            name: string;
+            required: boolean;
+            /** @enum {string} */
+            type: "string" | "integer" | "number" | "boolean" | "json";
         };
         AssignInputBody: {
             plan_id: string;
@@ -3871,6 +4404,15 @@ export interface components {
              */
             level: number;
         };
+        BackendCall: {
+            /** @description Positional arguments, checked against the function's declared types */
+            args: unknown[] | null;
+        };
+        BackendResult: {
+            function: string;
+            /** @description query: {rows, row_count, columns, truncated}; execute: {rows_affected} */
+            result: unknown;
+        };
         Batch: {
             events: components["schemas"]["Event"][] | null;
             /** Format: int64 */
@@ -3904,6 +4446,18 @@ export interface components {
             public: boolean;
             /** Format: date-time */
             updated_at: string;
+        };
+        BoardAppSummary: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["AppSummary"][] | null;
+            /** Format: int64 */
+            total: number;
         };
         BoardAuditEntry: {
             facets: {
@@ -4012,6 +4566,11 @@ export interface components {
             rows: components["schemas"]["Workflow"][] | null;
             /** Format: int64 */
             total: number;
+        };
+        Build: {
+            command: string;
+            image: string;
+            output: string;
         };
         BulkInviteInput: {
             emails: string[] | null;
@@ -4547,6 +5106,24 @@ export interface components {
             lease: components["schemas"]["Lease"];
             result: components["schemas"]["Result"];
         };
+        Function: {
+            args: components["schemas"]["Arg"][] | null;
+            /** Format: int64 */
+            max_rows?: number;
+            name: string;
+            /** @enum {string} */
+            operation: "query" | "execute" | "script";
+            resource?: string;
+            script?: string;
+            sql?: string;
+            /** Format: int64 */
+            timeout_ms: number;
+        };
+        FunctionInfo: {
+            args: components["schemas"]["Arg"][] | null;
+            name: string;
+            operation: string;
+        };
         Group: {
             /** @description Tasks by status */
             counts: {
@@ -4770,6 +5347,23 @@ export interface components {
             /** @description Why, for the audit log */
             reason?: string;
             subject: string;
+        };
+        Manifest: {
+            build?: components["schemas"]["Build"];
+            /** @description Extra Content-Security-Policy for the served pages */
+            csp?: string;
+            description?: string;
+            /** @description The page served at the app's root */
+            entry: string;
+            /** @description Non-secret environment given to the app */
+            env: {
+                [key: string]: string;
+            };
+            functions: components["schemas"]["Function"][] | null;
+            name: string;
+            /** @description Workspace resources the functions may use, by name */
+            resources: string[] | null;
+            routes: components["schemas"]["Route"][] | null;
         };
         Media: {
             /** @description Inline data (base64) */
@@ -5343,6 +5937,11 @@ export interface components {
             captcha?: components["schemas"]["Envelope"];
             email: string;
         };
+        ResolvedErrorPage: {
+            page: unknown;
+            /** @enum {string} */
+            source: "app" | "workspace" | "instance" | "default";
+        };
         Resource: {
             /** @description The kind's config (GET /api/resource-kinds has its JSON Schema); never a secret */
             config: unknown;
@@ -5481,6 +6080,10 @@ export interface components {
             /** @enum {string} */
             kind: "static" | "enrollment";
             token: string;
+        };
+        Route: {
+            file: string;
+            path: string;
         };
         Run: {
             /** Format: int64 */
@@ -6617,6 +7220,68 @@ export interface operations {
             };
         };
     };
+    get_api_admin_error_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_admin_error_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_admin_feature_availability: {
         parameters: {
             query?: never;
@@ -7501,6 +8166,923 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AgentMessage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppSummary"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                /** @description Only apps deployed, undeployed, or never deployed */
+                status?: "deployed" | "undeployed" | "never" | "";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardAppSummary"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_manifest_schema: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_apps_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["App"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_apps_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_backend: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FunctionInfo"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_backend_function_name: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+                /** @description A function the manifest declares */
+                function_name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BackendCall"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BackendResult"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_builds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppBuild"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_builds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppBuild"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_deploy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppDeployInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeployment"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_deployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeployment"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_apps_id_deployment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppDeploymentPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeployment"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_deployment_error_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ResolvedErrorPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_deployment_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppToken"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_apps_id_deployment_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_files: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppFileInfo"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_files_path: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+                /** @description The file's path in the app, e.g. assets/app.js */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppFile"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_apps_id_files_path: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Replace only if the file's etag is this (* : if it exists); else 412 */
+                "If-Match"?: string;
+                /** @description *: create only; 412 if the file exists */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /** @description App id */
+                id: string;
+                /** @description The file's path in the app, e.g. assets/app.js */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppFileWrite"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppFileInfo"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_apps_id_files_path: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Delete only if the file's etag is this; else 412 */
+                "If-Match"?: string;
+            };
+            path: {
+                /** @description App id */
+                id: string;
+                /** @description The file's path in the app */
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_install: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AppInstallInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppInstallation"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_migrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppMigration"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_migrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AppMigrationCreate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppMigration"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_apps_id_releases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppBuild"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_undeploy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppDeployment"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_uninstall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AppInstallInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppInstallation"];
                 };
             };
             /** @description Error */
@@ -13637,6 +15219,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_workspace_error_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_workspace_error_page: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": unknown;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description Error */

@@ -50,7 +50,20 @@ type ctxKey int
 const (
 	userKey ctxKey = iota
 	workspaceKey
+	appTokenKey
 )
+
+// WithAppToken returns ctx carrying an App token (scwa_) the request
+// presented: the apps service checks it against the app the request names.
+func WithAppToken(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, appTokenKey, token)
+}
+
+// AppTokenFrom returns the App token the request presented, if any.
+func AppTokenFrom(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(appTokenKey).(string)
+	return t, ok && t != ""
+}
 
 // WithUser returns ctx carrying u.
 func WithUser(ctx context.Context, u *User) context.Context {

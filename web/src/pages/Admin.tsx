@@ -4,6 +4,7 @@ import { Navigate, useSearchParams } from 'react-router-dom'
 import { del, get, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { AuditTab } from './AdminAudit'
+import { ErrorPageTab } from './AdminErrorPage'
 import { OverridesTab, PlansTab } from './AdminBilling'
 import { CustomersTab, QueuesTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
@@ -22,6 +23,7 @@ const tabs = [
   { key: 'templates', label: 'Mail templates' },
   { key: 'customers', label: 'Customers' },
   { key: 'queues', label: 'Queues' },
+  { key: 'error-page', label: 'Error page' },
   { key: 'audit', label: 'Audit' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
@@ -71,6 +73,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="queues" pt="md">
           <QueuesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="error-page" pt="md">
+          <ErrorPageTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />

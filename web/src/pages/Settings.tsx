@@ -6,6 +6,7 @@ import { useSession } from '../session'
 import { Confirm, Copy, ErrorNote, Loading, count, useAction, useLoad, when } from '../ui'
 import { AutonomyCard, EnvVarsCard, ProfilesCard } from './WorkspaceSettings'
 import { PlanCard } from './PlanCard'
+import { WorkspaceErrorPageCard } from './WorkspaceErrorPageCard'
 
 type Verbosity = NonNullable<Profile['verbosity']>
 
@@ -27,6 +28,7 @@ export default function Settings() {
           <AutonomyCard />
           <ProfilesCard />
           <EnvVarsCard />
+          <WorkspaceErrorPageCard />
         </>
       )}
     </Stack>

@@ -1,0 +1,628 @@
+package apps_test
+
+import (
+	"encoding/base64"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/internal/apitest"
+	"slipway/internal/apps"
+	"slipway/internal/fixture"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+)
+
+type obj = map[string]any
+
+const manifestYAML = `name: Orders
+entry: index.html
+routes:
+  - path: /orders/*
+    file: index.html
+`
+
+// member makes a plain member of the owner's default workspace.
+func member(t *testing.T, f *fixture.API, name string) *apitest.Client {
+	t.Helper()
+	c := f.App.Approved(f.Admin, name)
+	r := f.Owner.Do("POST", "/organization/invites", obj{"email": c.Email})
+	fixture.Want(t, r, http.StatusCreated)
+	tok := r.Map(t)["token"].(string)
+	f.App.Remember(tok)
+	fixture.Want(t, c.Do("POST", "/organization/invites/accept", obj{"token": tok}), http.StatusOK)
+	ws := f.Owner.DefaultWorkspace()
+	fixture.Want(t, f.Owner.Do("PUT", "/api/workspaces/"+ws+"/members/"+c.ID, obj{"role": "member"}), http.StatusOK)
+	c.Workspace = ws
+	return c
+}
+
+func create(t *testing.T, c *apitest.Client, name string) apps.App {
+	t.Helper()
+	r := c.Do("POST", "/api/apps", obj{"name": name, "manifest_yaml": manifestYAML})
+	fixture.Want(t, r, http.StatusCreated)
+	var a apps.App
+	r.JSON(t, &a)
+	return a
+}
+
+func put(t *testing.T, c *apitest.Client, id, path, content string, header ...string) *apitest.Response {
+	t.Helper()
+	return c.Do("PUT", "/api/apps/"+id+"/files/"+path, obj{"content": content}, header...)
+}
+
+// TestApps: an app's life through the API on both databases: create
+// (the manifest validated, a name collision 400), read (the list without
+// the manifest), change (description three-state), the board, install
+// and uninstall (idempotent; a stranger's id 403), delete, and another
+// workspace's app answering as an unknown one.
+func TestApps(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		anon := f.App.Anonymous()
+		fixture.WantError(t, anon.Do("POST", "/api/apps", obj{"name": 7}), http.StatusUnauthorized, "unauthorized")
+
+		a := create(t, owner, "Orders")
+		if a.Manifest == nil || a.Manifest.Entry != "index.html" || a.ManifestYAML != manifestYAML || a.Deployment != nil || a.Installed {
+			t.Fatalf("created: %+v", a)
+		}
+		fixture.WantError(t, owner.Do("POST", "/api/apps", obj{"name": "Orders", "manifest_yaml": manifestYAML}), http.StatusBadRequest, "bad_request", "already has an app named")
+		fixture.WantError(t, owner.Do("POST", "/api/apps", obj{"name": "Bad", "manifest_yaml": "name: X\nfunctions:\n  - name: f\n    operation: query\n"}),
+			http.StatusBadRequest, "bad_request", "manifest_yaml", "sql")
+		fixture.WantError(t, owner.Do("POST", "/api/apps", obj{"name": "Bad", "manifest_yaml": "nmae: X\n"}), http.StatusBadRequest, "bad_request", "nmae")
+		fixture.WantError(t, owner.Do("POST", "/api/apps", obj{"name": "Bad\u202e", "manifest_yaml": manifestYAML}), http.StatusBadRequest, "bad_request", "name")
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM apps"); n != 1 {
+			t.Fatalf("refused creates left %d apps", n)
+		}
+
+		r := owner.Do("GET", "/api/apps", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if strings.Contains(string(r.Body), "manifest") || !strings.Contains(string(r.Body), `"name":"Orders"`) {
+			t.Fatalf("the list: %s", r.Body)
+		}
+
+		// Description: a value sets it, absent leaves it, null clears it.
+		r = owner.Do("PUT", "/api/apps/"+a.ID, obj{"description": "Track orders"})
+		fixture.Want(t, r, http.StatusOK)
+		r = owner.Do("PUT", "/api/apps/"+a.ID, obj{"name": "Orders 2"})
+		var got apps.App
+		r.JSON(t, &got)
+		if got.Description == nil || *got.Description != "Track orders" || got.Name != "Orders 2" {
+			t.Fatalf("after a rename: %+v", got)
+		}
+		r = owner.Do("PUT", "/api/apps/"+a.ID, obj{"description": nil})
+		got = apps.App{}
+		r.JSON(t, &got)
+		if got.Description != nil {
+			t.Fatalf("null did not clear: %+v", got)
+		}
+		fixture.WantError(t, owner.Do("PUT", "/api/apps/"+a.ID, obj{"manifest_yaml": "name: [x"}), http.StatusBadRequest, "bad_request", "manifest_yaml")
+
+		// The board: search and the status facet.
+		create(t, owner, "Invoices")
+		r = owner.Do("GET", "/api/apps/board?q=invo", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if !strings.Contains(string(r.Body), `"total":1`) || !strings.Contains(string(r.Body), `"value":"never","label":"never","count":1`) {
+			t.Fatalf("the board: %s", r.Body)
+		}
+
+		// Install: for you, twice; for a member by the owner; a stranger 403.
+		mo := member(t, f, "Mo Member")
+		for range 2 {
+			r = owner.Do("POST", "/api/apps/"+a.ID+"/install", nil)
+			fixture.Want(t, r, http.StatusOK)
+		}
+		if got := owner.Do("GET", "/api/apps/"+a.ID, nil).Map(t)["installed"]; got != true {
+			t.Fatalf("installed: %v", got)
+		}
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/install", obj{"user_id": mo.ID}), http.StatusOK)
+		stranger := f.App.Approved(f.Admin, "Sam Stranger")
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/install", obj{"user_id": stranger.ID}), http.StatusForbidden, "forbidden", "not a member")
+		fixture.WantError(t, mo.Do("POST", "/api/apps/"+a.ID+"/install", obj{"user_id": owner.ID}), http.StatusForbidden, "forbidden")
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_members WHERE app_id = $1", a.ID); n != 2 {
+			t.Fatalf("install rows: %d", n)
+		}
+		for range 2 {
+			fixture.Want(t, mo.Do("POST", "/api/apps/"+a.ID+"/uninstall", nil), http.StatusOK)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_members WHERE app_id = $1", a.ID); n != 1 {
+			t.Fatalf("install rows after uninstall: %d", n)
+		}
+
+		// Another workspace's app is an unknown one, on every route.
+		for _, p := range []string{"", "/files", "/files/index.html", "/builds", "/releases", "/deployment"} {
+			foreign := stranger.Do("GET", "/api/apps/"+a.ID+p, nil)
+			unknown := stranger.Do("GET", "/api/apps/01a00000-0000-7000-8000-000000000000"+p, nil)
+			if foreign.Status != http.StatusNotFound || string(foreign.Body) != strings.ReplaceAll(string(unknown.Body), "01a00000-0000-7000-8000-000000000000", a.ID) &&
+				string(foreign.Body) != string(unknown.Body) {
+				t.Fatalf("GET %s: foreign %d %s, unknown %d %s", p, foreign.Status, foreign.Body, unknown.Status, unknown.Body)
+			}
+		}
+		fixture.WantError(t, stranger.Do("DELETE", "/api/apps/"+a.ID, nil), http.StatusNotFound, "not_found")
+
+		// Delete: the app and its install rows.
+		r = owner.Do("DELETE", "/api/apps/"+a.ID, nil)
+		fixture.Want(t, r, http.StatusOK)
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_members WHERE app_id = $1", a.ID); n != 0 {
+			t.Fatalf("install rows after delete: %d", n)
+		}
+		fixture.WantError(t, owner.Do("GET", "/api/apps/"+a.ID, nil), http.StatusNotFound, "not_found")
+		if entries := f.App.AuditEntries(t, "app.delete", a.ID); len(entries) != 1 {
+			t.Fatalf("audited delete: %v", entries)
+		}
+	})
+}
+
+// TestAppFiles: files with etags (also in the ETag header); If-Match
+// holds a write to the etag it names (412 when stale), If-None-Match: *
+// makes it create-only; paths are cleaned and traversal refused; sizes are
+// capped; bytes that are not text go as base64.
+func TestAppFiles(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		a := create(t, owner, "Files")
+		r := put(t, owner, a.ID, "index.html", "<h1>v1</h1>")
+		fixture.Want(t, r, http.StatusCreated)
+		etag1 := r.Map(t)["etag"].(string)
+		if r.Header.Get("ETag") != `"`+etag1+`"` || len(etag1) != 64 {
+			t.Fatalf("etag %q, header %q", etag1, r.Header.Get("ETag"))
+		}
+		r = owner.Do("GET", "/api/apps/"+a.ID+"/files/index.html", nil)
+		fixture.Want(t, r, http.StatusOK)
+		if m := r.Map(t); m["content"] != "<h1>v1</h1>" || m["encoding"] != "utf-8" || r.Header.Get("ETag") != `"`+etag1+`"` {
+			t.Fatalf("read: %s %v", r.Body, r.Header)
+		}
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "<h1>v2</h1>", "If-Match", `"`+etag1+`"`), http.StatusOK)
+		fixture.WantError(t, put(t, owner, a.ID, "index.html", "<h1>v3</h1>", "If-Match", `"`+etag1+`"`), http.StatusPreconditionFailed, "precondition_failed")
+		fixture.WantError(t, put(t, owner, a.ID, "index.html", "<h1>v3</h1>", "If-None-Match", "*"), http.StatusPreconditionFailed, "precondition_failed")
+		fixture.WantError(t, put(t, owner, a.ID, "new.html", "x", "If-Match", "*"), http.StatusPreconditionFailed, "precondition_failed")
+		fixture.Want(t, put(t, owner, a.ID, "new.html", "x", "If-None-Match", "*"), http.StatusCreated)
+		if got := owner.Do("GET", "/api/apps/"+a.ID+"/files/index.html", nil).Map(t)["content"]; got != "<h1>v2</h1>" {
+			t.Fatalf("a stale write changed the file: %v", got)
+		}
+		// Paths: a directory over a file, backslashes and controls refused;
+		// a path with . or .. segments never reaches the app (the router
+		// redirects it to its clean form), so nothing is written.
+		fixture.Want(t, put(t, owner, a.ID, "assets/app.js", "console.log(1)"), http.StatusCreated)
+		before := f.App.Count(t, "SELECT COUNT(*) FROM app_files")
+		for _, p := range []string{"assets/app.js/x", "a%5Cb", "x%01y", "x%E2%80%AEy"} {
+			if r := put(t, owner, a.ID, p, "x"); r.Status != http.StatusBadRequest {
+				t.Fatalf("PUT %s: %d %s", p, r.Status, r.Body)
+			}
+		}
+		for _, p := range []string{"a/%2E%2E/%2E%2E/%2E%2E/etc/passwd", "../../x", "./x"} {
+			if r := put(t, owner, a.ID, p, "x"); r.Status/100 == 2 {
+				t.Fatalf("PUT %s: %d %s", p, r.Status, r.Body)
+			}
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_files"); n != before {
+			t.Fatalf("refused paths wrote files: %d, was %d", n, before)
+		}
+		// Bytes: base64 both ways; over 1 MiB refused.
+		bin := []byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}
+		fixture.Want(t, owner.Do("PUT", "/api/apps/"+a.ID+"/files/logo.png", obj{"content": base64.StdEncoding.EncodeToString(bin), "encoding": "base64"}), http.StatusCreated)
+		if m := owner.Do("GET", "/api/apps/"+a.ID+"/files/logo.png", nil).Map(t); m["encoding"] != "base64" || m["content"] != base64.StdEncoding.EncodeToString(bin) {
+			t.Fatalf("binary: %v", m)
+		}
+		big := strings.Repeat("x", apps.MaxFileBytes+1)
+		fixture.WantError(t, put(t, owner, a.ID, "big.txt", big), http.StatusBadRequest, "bad_request", "too large")
+		r = owner.Do("GET", "/api/apps/"+a.ID+"/files", nil)
+		if !strings.Contains(string(r.Body), `"path":"assets/app.js"`) || strings.Contains(string(r.Body), "console.log") {
+			t.Fatalf("the list: %s", r.Body)
+		}
+		// Delete: If-Match stale 412, then deleted, then {deleted: false}.
+		fixture.WantError(t, owner.Do("DELETE", "/api/apps/"+a.ID+"/files/new.html", nil, "If-Match", `"`+etag1+`"`), http.StatusPreconditionFailed, "precondition_failed")
+		if r := owner.Do("DELETE", "/api/apps/"+a.ID+"/files/new.html", nil); r.Map(t)["deleted"] != true {
+			t.Fatalf("delete: %s", r.Body)
+		}
+		if r := owner.Do("DELETE", "/api/apps/"+a.ID+"/files/new.html", nil); r.Status != http.StatusOK || r.Map(t)["deleted"] != false {
+			t.Fatalf("delete again: %s", r.Body)
+		}
+		fixture.WantError(t, owner.Do("GET", "/api/apps/"+a.ID+"/files/new.html", nil), http.StatusNotFound, "not_found")
+	})
+}
+
+// page fetches a served page as c.
+func page(t *testing.T, c *apitest.Client, path string, header ...string) *apitest.Response {
+	t.Helper()
+	return c.Do("GET", path, nil, append([]string{"X-Workspace-Id", ""}, header...)...)
+}
+
+// TestBuildDeployServe: a build is an immutable release, the same source
+// one build; a deployment serves a release at /a<route>/ to the
+// workspace's members (sandboxed, with ETags), a rollback points it at an
+// earlier release without rebuilding, a release whose migrations part
+// from those applied is refused, undeploying shows the error page, and a
+// route is the instance's.
+func TestBuildDeployServe(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		a := create(t, owner, "Orders")
+		if r := owner.Do("GET", "/api/apps/"+a.ID+"/builds", nil); r.Status != http.StatusOK || strings.TrimSpace(string(r.Body)) != "null" {
+			t.Fatalf("a never-built app: %d %s", r.Status, r.Body)
+		}
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusConflict, "conflict", "build it first")
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil), http.StatusBadRequest, "bad_request", "entry page index.html")
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "<h1>release one</h1>"), http.StatusCreated)
+		build := func(want int) apps.AppBuild {
+			t.Helper()
+			r := owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil)
+			fixture.Want(t, r, want)
+			var b apps.AppBuild
+			r.JSON(t, &b)
+			return b
+		}
+		b1 := build(http.StatusCreated)
+		if b1.Status != "succeeded" || b1.Number != 1 || b1.Files != 1 {
+			t.Fatalf("build 1: %+v", b1)
+		}
+		if again := build(http.StatusOK); again.ID != b1.ID {
+			t.Fatalf("the same source built twice: %s, %s", b1.ID, again.ID)
+		}
+
+		r := owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "orders"})
+		fixture.Want(t, r, http.StatusOK)
+		var d apps.AppDeployment
+		r.JSON(t, &d)
+		if d.RoutePath != "/orders" || d.URL != "/a/orders/" || d.ReleaseID != b1.ID || d.Status != "deployed" {
+			t.Fatalf("deployed: %+v", d)
+		}
+		for _, bad := range []string{"/", "/a/b/c/d", "/Orders", "/-x", "/x y"} {
+			fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": bad}), http.StatusBadRequest, "bad_request", "route_path")
+		}
+
+		// Served to the workspace's members, sandboxed, with an ETag.
+		r = page(t, owner, "/a/orders/")
+		if r.Status != http.StatusOK || string(r.Body) != "<h1>release one</h1>" || !strings.HasPrefix(r.Header.Get("Content-Security-Policy"), "sandbox allow-scripts") ||
+			r.Header.Get("Content-Type") != "text/html; charset=utf-8" || r.Header.Get("ETag") == "" {
+			t.Fatalf("served: %d %q %v", r.Status, r.Body, r.Header)
+		}
+		if r2 := page(t, owner, "/a/orders/", "If-None-Match", r.Header.Get("ETag")); r2.Status != http.StatusNotModified {
+			t.Fatalf("revalidated: %d", r2.Status)
+		}
+		if r2 := page(t, owner, "/a/orders/orders/42"); r2.Status != http.StatusOK || string(r2.Body) != "<h1>release one</h1>" {
+			t.Fatalf("a manifest route: %d %s", r2.Status, r2.Body)
+		}
+		if r2 := page(t, owner, "/a/orders/missing.js"); r2.Status != http.StatusNotFound {
+			t.Fatalf("a missing file: %d", r2.Status)
+		}
+		stranger := f.App.Approved(f.Admin, "Sam Stranger")
+		if r2 := page(t, stranger, "/a/orders/"); r2.Status != http.StatusNotFound || strings.Contains(string(r2.Body), "release one") {
+			t.Fatalf("a stranger: %d %s", r2.Status, r2.Body)
+		}
+		if r2 := page(t, stranger, "/a/nothing-here/"); r2.Status != http.StatusNotFound {
+			t.Fatalf("an unknown route: %d", r2.Status)
+		}
+		anon := f.App.Anonymous()
+		if r2 := page(t, anon, "/a/orders/"); r2.Status != http.StatusFound || !strings.HasPrefix(r2.Header.Get("Location"), "/login?next=") {
+			t.Fatalf("signed out: %d %v", r2.Status, r2.Header)
+		}
+
+		// Release two, then a rollback to one: a pointer swap.
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "<h1>release two</h1>"), http.StatusOK)
+		b2 := build(http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusOK)
+		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release two</h1>" {
+			t.Fatalf("release two: %s", r.Body)
+		}
+		builds := f.App.Count(t, "SELECT COUNT(*) FROM app_releases WHERE app_id = $1", a.ID)
+		fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b1.ID}), http.StatusOK)
+		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release one</h1>" {
+			t.Fatalf("after the rollback: %s", r.Body)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_releases WHERE app_id = $1", a.ID); n != builds {
+			t.Fatalf("a rollback built: %d releases, was %d", n, builds)
+		}
+
+		// Migrations: a release expecting m1 deploys over m1 applied; when
+		// the database's history parts from the release's, 409 names it.
+		now := time.Now().UTC()
+		f.Exec(t, `INSERT INTO app_migrations (app_id, workspace_id, name, seq, sql_text, checksum, applied_at, created_at)
+			VALUES ($1, $2, 'm1', 1, 'CREATE TABLE t (id INT)', 'c1', $3, $3)`, a.ID, owner.DefaultWorkspace(), now)
+		b3 := build(http.StatusCreated)
+		if len(b3.Migrations) != 1 || b3.Migrations[0] != "m1" {
+			t.Fatalf("build 3's migrations: %v", b3.Migrations)
+		}
+		fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b3.ID}), http.StatusOK)
+		fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b2.ID}), http.StatusOK) // [] is a prefix of [m1]
+		f.Exec(t, "UPDATE app_migrations SET checksum = 'other' WHERE app_id = $1", a.ID)
+		fixture.WantError(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b3.ID}), http.StatusConflict, "conflict", "m1", "not a prefix")
+		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release two</h1>" {
+			t.Fatalf("a refused rollback moved the deployment: %s", r.Body)
+		}
+
+		// A route is the instance's: another workspace cannot take it.
+		other := create(t, stranger, "Other")
+		fixture.Want(t, put(t, stranger, other.ID, "index.html", "theirs"), http.StatusCreated)
+		r = stranger.Do("POST", "/api/apps/"+other.ID+"/builds", nil)
+		fixture.Want(t, r, http.StatusCreated)
+		fixture.WantError(t, stranger.Do("POST", "/api/apps/"+other.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusConflict, "conflict", "taken")
+		fixture.Want(t, stranger.Do("POST", "/api/apps/"+other.ID+"/deploy", obj{"route_path": "/orders/sub"}), http.StatusOK)
+		if r := page(t, stranger, "/a/orders/sub/"); string(r.Body) != "theirs" {
+			t.Fatalf("the longer route: %s", r.Body)
+		}
+
+		// Undeployed: the error page, 404, at the route.
+		r = owner.Do("POST", "/api/apps/"+a.ID+"/undeploy", nil)
+		fixture.Want(t, r, http.StatusOK)
+		r = page(t, owner, "/a/orders/")
+		if r.Status != http.StatusNotFound || !strings.Contains(r.Header.Get("Content-Type"), "text/html") || strings.Contains(string(r.Body), "release") {
+			t.Fatalf("undeployed: %d %v %s", r.Status, r.Header, r.Body)
+		}
+		if d := owner.Do("GET", "/api/apps/"+a.ID+"/deployment", nil).Map(t); d["status"] != "undeployed" {
+			t.Fatalf("the deployment: %v", d)
+		}
+	})
+}
+
+// TestAppToken: the App token is minted by a workspace admin, shown once
+// with its prefix, stored only as a hash, and revoked idempotently.
+func TestAppToken(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		a := create(t, owner, "Tokens")
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/deployment/token", nil), http.StatusConflict, "conflict", "not deployed")
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "x"), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/tokens"}), http.StatusOK)
+		mo := member(t, f, "Mo Member")
+		fixture.WantError(t, mo.Do("POST", "/api/apps/"+a.ID+"/deployment/token", nil), http.StatusForbidden, "forbidden")
+		r := owner.Do("POST", "/api/apps/"+a.ID+"/deployment/token", nil)
+		fixture.Want(t, r, http.StatusCreated)
+		tok := r.Map(t)["token"].(string)
+		f.App.Remember(tok)
+		if !strings.HasPrefix(tok, apps.TokenPrefix) || len(tok) < 40 {
+			t.Fatalf("token %q", tok)
+		}
+		if held := f.App.Holding(t, tok); len(held) != 0 {
+			t.Fatalf("the token is stored in the clear: %v", held)
+		}
+		for _, p := range []string{"", "/deployment"} {
+			r := owner.Do("GET", "/api/apps/"+a.ID+p, nil)
+			if strings.Contains(string(r.Body), tok) || !strings.Contains(string(r.Body), `"has_token":true`) {
+				t.Fatalf("GET %s: %s", p, r.Body)
+			}
+		}
+		r = owner.Do("POST", "/api/apps/"+a.ID+"/deployment/token", nil)
+		tok2 := r.Map(t)["token"].(string)
+		f.App.Remember(tok2)
+		if tok2 == tok {
+			t.Fatal("a new token is the old one")
+		}
+		fixture.WantError(t, mo.Do("DELETE", "/api/apps/"+a.ID+"/deployment/token", nil), http.StatusForbidden, "forbidden")
+		if r := owner.Do("DELETE", "/api/apps/"+a.ID+"/deployment/token", nil); r.Map(t)["deleted"] != true {
+			t.Fatalf("revoke: %s", r.Body)
+		}
+		if r := owner.Do("DELETE", "/api/apps/"+a.ID+"/deployment/token", nil); r.Status != http.StatusOK || r.Map(t)["deleted"] != false {
+			t.Fatalf("revoke again: %s", r.Body)
+		}
+	})
+}
+
+// TestAppsQuota: the plan's apps.max holds; going past it answers
+// quota_exceeded with its details.
+func TestAppsQuota(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		ws := f.Owner.DefaultWorkspace()
+		fixture.Want(t, f.Admin.Do("POST", "/api/admin/overrides", obj{"feature": "apps.max", "value": 1, "reason": "a test", "workspace_id": ws}), http.StatusCreated)
+		create(t, f.Owner, "One")
+		r := f.Owner.Do("POST", "/api/apps", obj{"name": "Two", "manifest_yaml": manifestYAML})
+		fixture.WantError(t, r, http.StatusForbidden, "quota_exceeded")
+		d, _ := r.Map(t)["details"].(map[string]any)
+		if d["feature"] != "apps.max" || d["limit"] != float64(1) || d["usage"] != float64(1) {
+			t.Fatalf("details: %s", r.Body)
+		}
+	})
+}
+
+const backendManifest = `name: Orders
+functions:
+  - name: list_orders
+    operation: query
+    sql: SELECT id, customer, total FROM orders WHERE customer = $1 ORDER BY id
+    args:
+      - name: customer
+        type: string
+  - name: add_order
+    operation: execute
+    sql: INSERT INTO orders (customer, total) VALUES ($1, $2)
+    args:
+      - name: customer
+        type: string
+      - name: total
+        type: integer
+  - name: peek
+    operation: query
+    sql: SELECT COUNT(*) AS n FROM users
+  - name: peek_public
+    operation: query
+    sql: SELECT email FROM public.users
+  - name: escape
+    operation: execute
+    sql: RESET ROLE; DELETE FROM public.users
+  - name: slow
+    operation: query
+    timeout_ms: 200
+    sql: WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c
+`
+
+// TestBackendEndToEnd: an app with a page and backend functions over a
+// migrated table, deployed; the page fetched through the hub, the
+// functions called with the App token and with a session; migrations
+// immutable; the App token refused on every other route and for another
+// app; the app's SQL kept to the app's own database.
+func TestBackendEndToEnd(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		anon := f.App.Anonymous()
+		r := owner.Do("POST", "/api/apps", obj{"name": "Orders", "manifest_yaml": backendManifest})
+		fixture.Want(t, r, http.StatusCreated)
+		id := r.Map(t)["id"].(string)
+		fixture.Want(t, put(t, owner, id, "index.html", "<h1>orders</h1>"), http.StatusCreated)
+
+		// Migrations: recorded, the same again a no-op, new content refused.
+		m1 := obj{"name": "001_orders", "sql": "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total INTEGER NOT NULL)"}
+		if e == db.Postgres {
+			m1["sql"] = "CREATE TABLE orders (id SERIAL PRIMARY KEY, customer TEXT NOT NULL, total INTEGER NOT NULL)"
+		}
+		r = owner.Do("POST", "/api/apps/"+id+"/migrations", m1)
+		fixture.Want(t, r, http.StatusCreated)
+		if m := r.Map(t); len(m["checksum"].(string)) != 64 || m["applied_at"] != nil {
+			t.Fatalf("recorded: %v", m)
+		}
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/migrations", m1), http.StatusOK)
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+id+"/migrations", obj{"name": "001_orders", "sql": "CREATE TABLE other (x INT)"}),
+			http.StatusBadRequest, "bad_request", "001_orders")
+		if e == db.SQLite {
+			for _, bad := range []string{"ATTACH DATABASE 'x.db' AS x", "PRAGMA query_only = 0", "VACUUM INTO '/tmp/x.db'", "-- ok\n  pragma writable_schema=1"} {
+				fixture.WantError(t, owner.Do("POST", "/api/apps/"+id+"/migrations", obj{"name": "bad", "sql": bad}), http.StatusBadRequest, "bad_request", "not allowed")
+			}
+		}
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"ada"}}), http.StatusConflict, "conflict", "not deployed")
+
+		// Build, deploy: the migration applies.
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/builds", nil), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/deploy", obj{"route_path": "/shop"}), http.StatusOK)
+		r = owner.Do("GET", "/api/apps/"+id+"/migrations", nil)
+		if ms := r.Body; !strings.Contains(string(ms), `"name":"001_orders"`) || strings.Contains(string(ms), `"applied_at":null`) {
+			t.Fatalf("after the deploy: %s", ms)
+		}
+		if p := page(t, owner, "/a/shop/"); p.Status != http.StatusOK || string(p.Body) != "<h1>orders</h1>" {
+			t.Fatalf("the page: %d %s", p.Status, p.Body)
+		}
+
+		// The App token calls the functions; the listing shows no SQL.
+		r = owner.Do("POST", "/api/apps/"+id+"/deployment/token", nil)
+		fixture.Want(t, r, http.StatusCreated)
+		tok := r.Map(t)["token"].(string)
+		f.App.Remember(tok)
+		bearer := []string{"Authorization", "Bearer " + tok, "X-CSRF-Token", ""}
+		r = anon.Do("GET", "/api/apps/"+id+"/backend", nil, bearer...)
+		fixture.Want(t, r, http.StatusOK)
+		if strings.Contains(string(r.Body), "SELECT") || !strings.Contains(string(r.Body), `"name":"add_order"`) {
+			t.Fatalf("the listing: %s", r.Body)
+		}
+		for _, args := range [][]any{{"ada", 12}, {"ada", 30}, {"bob", 5}} {
+			r = anon.Do("POST", "/api/apps/"+id+"/backend/add_order", obj{"args": args}, bearer...)
+			fixture.Want(t, r, http.StatusOK)
+		}
+		r = anon.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"ada"}}, bearer...)
+		fixture.Want(t, r, http.StatusOK)
+		var res struct {
+			Result struct {
+				Rows     []map[string]any `json:"rows"`
+				RowCount int              `json:"row_count"`
+			} `json:"result"`
+		}
+		r.JSON(t, &res)
+		if res.Result.RowCount != 2 || res.Result.Rows[1]["total"] != float64(30) {
+			t.Fatalf("list_orders: %s", r.Body)
+		}
+		// A session of the workspace calls them too; a stranger's is 404.
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"bob"}}), http.StatusOK)
+		stranger := f.App.Approved(f.Admin, "Sam Stranger")
+		fixture.WantError(t, stranger.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"bob"}}), http.StatusNotFound, "not_found")
+		// Arguments are checked against their types; unknown functions 404.
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"ada", "many"}}, bearer...), http.StatusBadRequest, "bad_request", "total")
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"ada"}}, bearer...), http.StatusBadRequest, "bad_request")
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+id+"/backend/drop_all", obj{"args": []any{}}, bearer...), http.StatusNotFound, "not_found")
+		// Unauthenticated: 401 before the body is read.
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+id+"/backend/add_order", `{"args": 7}`), http.StatusUnauthorized, "unauthorized")
+
+		// The app's SQL reaches only its own database.
+		users := f.App.Count(t, "SELECT COUNT(*) FROM users")
+		for _, fn := range []string{"peek", "peek_public", "escape"} {
+			r = anon.Do("POST", "/api/apps/"+id+"/backend/"+fn, obj{"args": []any{}}, bearer...)
+			if r.Status != http.StatusUnprocessableEntity || strings.Contains(string(r.Body), owner.Email) {
+				t.Fatalf("%s: %d %s", fn, r.Status, r.Body)
+			}
+			if e == db.Postgres && fn == "peek_public" && !strings.Contains(string(r.Body), "permission denied") {
+				t.Fatalf("%s: %s", fn, r.Body)
+			}
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM users"); n != users {
+			t.Fatalf("an app deleted Slipway's users: %d, were %d", n, users)
+		}
+		// A function past its time limit is stopped.
+		start := time.Now()
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+id+"/backend/slow", obj{"args": []any{}}, bearer...), http.StatusUnprocessableEntity, "unprocessable")
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("the slow function took %s", d)
+		}
+		// After the slow one, the app's database still answers.
+		fixture.Want(t, anon.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"bob"}}, bearer...), http.StatusOK)
+
+		// The App token is refused everywhere else, and for another app.
+		for _, p := range []string{"/api/apps", "/api/apps/" + id, "/api/apps/" + id + "/files", "/api/me", "/api/tasks", "/api/apps/" + id + "/migrations"} {
+			fixture.WantError(t, anon.Do("GET", p, nil, bearer...), http.StatusUnauthorized, "unauthorized")
+		}
+		other := create(t, owner, "Other")
+		fixture.WantError(t, anon.Do("GET", "/api/apps/"+other.ID+"/backend", nil, bearer...), http.StatusUnauthorized, "unauthorized")
+		// Revoked: refused.
+		fixture.Want(t, owner.Do("DELETE", "/api/apps/"+id+"/deployment/token", nil), http.StatusOK)
+		fixture.WantError(t, anon.Do("GET", "/api/apps/"+id+"/backend", nil, bearer...), http.StatusUnauthorized, "unauthorized")
+
+		// Deleting the app drops its database.
+		fixture.Want(t, owner.Do("DELETE", "/api/apps/"+id, nil), http.StatusOK)
+		if e == db.Postgres {
+			if n := f.App.Count(t, "SELECT COUNT(*) FROM pg_namespace WHERE nspname = $1", "app_"+strings.ReplaceAll(id, "-", "")); n != 0 {
+				t.Fatal("the app's schema outlived it")
+			}
+		}
+	})
+}
+
+// TestErrorPageCascade: an undeployed app shows its own page, else its
+// workspace's, else the instance's, else the built-in one: every
+// combination, through the API's resolution and on the app's route.
+func TestErrorPageCascade(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		a := create(t, owner, "Cascade")
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "x"), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/cascade"}), http.StatusOK)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/undeploy", nil), http.StatusOK)
+		fixture.WantError(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"error_page": []any{1}}), http.StatusBadRequest, "bad_request")
+		for i := range 8 {
+			app, ws, inst := i&4 != 0, i&2 != 0, i&1 != 0
+			set := func(on bool, title string) obj {
+				if on {
+					return obj{"title": title}
+				}
+				return obj{}
+			}
+			fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"error_page": set(app, "App down")}), http.StatusOK)
+			fixture.Want(t, owner.Do("PUT", "/api/workspace/error-page", set(ws, "Workspace down")), http.StatusOK)
+			fixture.Want(t, f.Admin.Do("PUT", "/api/admin/error-page", set(inst, "Instance down")), http.StatusOK)
+			want, title := "default", ""
+			switch {
+			case app:
+				want, title = "app", "App down"
+			case ws:
+				want, title = "workspace", "Workspace down"
+			case inst:
+				want, title = "instance", "Instance down"
+			}
+			r := owner.Do("GET", "/api/apps/"+a.ID+"/deployment/error-page", nil)
+			fixture.Want(t, r, http.StatusOK)
+			var got apps.ResolvedErrorPage
+			r.JSON(t, &got)
+			if got.Source != want || title != "" && !strings.Contains(string(got.Page), title) {
+				t.Fatalf("app %v, workspace %v, instance %v: %s", app, ws, inst, r.Body)
+			}
+			p := page(t, owner, "/a/cascade/")
+			if p.Status != http.StatusNotFound || title != "" && !strings.Contains(string(p.Body), title) {
+				t.Fatalf("app %v, workspace %v, instance %v: the route showed %d %s", app, ws, inst, p.Status, p.Body)
+			}
+		}
+	})
+}

@@ -1,0 +1,169 @@
+package apps
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/ids"
+)
+
+// sourceHash is the SHA-256 over what a build reads: the manifest, each
+// file's path and content hash (by path), and each migration's name and
+// checksum (in order). Lengths prefix every part, so no two sources
+// concatenate alike.
+func sourceHash(manifestYAML string, files []AppFileInfo, migrations []migrationRef) string {
+	h := sha256.New()
+	part := func(s string) { fmt.Fprintf(h, "%d:%s;", len(s), s) }
+	part("manifest")
+	part(manifestYAML)
+	sorted := append([]AppFileInfo(nil), files...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Path < sorted[j].Path })
+	part("files")
+	for _, f := range sorted {
+		part(f.Path)
+		part(f.ETag)
+	}
+	part("migrations")
+	for _, m := range migrations {
+		part(m.Name)
+		part(m.Checksum)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// migrationRef is a migration as a release expects it.
+type migrationRef struct {
+	Name     string `json:"name"`
+	Checksum string `json:"checksum"`
+}
+
+// LatestBuild is the app's newest build, or nil for an app never built.
+func (s *Service) LatestBuild(ctx context.Context, ws *actor.Workspace, id string) (*AppBuild, error) {
+	if !ids.Valid(id) {
+		return nil, notFound
+	}
+	var out *AppBuild
+	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
+		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
+			if err == nil {
+				err = notFound
+			}
+			return err
+		}
+		var err error
+		out, err = latestBuild(ctx, q, ws.ID, id)
+		return err
+	})
+	return out, err
+}
+
+// Builds lists the app's builds, newest first (at most 200).
+func (s *Service) Builds(ctx context.Context, ws *actor.Workspace, id string) ([]AppBuild, error) {
+	if !ids.Valid(id) {
+		return nil, notFound
+	}
+	var out []AppBuild
+	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
+		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
+			if err == nil {
+				err = notFound
+			}
+			return err
+		}
+		var err error
+		out, err = listBuilds(ctx, q, ws.ID, id, 200)
+		return err
+	})
+	return out, err
+}
+
+// MaxBuilds bounds an app's builds (releases are kept for rollback).
+const MaxBuilds = 500
+
+// StartBuild builds the app's source as it stands into a release. The
+// same source (manifest, files and migrations by hash) is one build: it
+// answers the existing one and created is false. Without a build step the
+// release is the files as they are, made in the same transaction.
+func (s *Service) StartBuild(ctx context.Context, ws *actor.Workspace, u *actor.User, id string) (*AppBuild, bool, error) {
+	if !ids.Valid(id) {
+		return nil, false, notFound
+	}
+	var out *AppBuild
+	created := false
+	err := s.DB.Tx(ctx, func(tx *db.Tx) error {
+		if err := lockApp(ctx, tx, s.DB.Dialect, ws.ID, id); err != nil {
+			return err
+		}
+		a, err := getApp(ctx, tx, ws.ID, u.ID, id)
+		if err != nil {
+			return err
+		}
+		files, err := listFiles(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		migs, err := listMigrationRefs(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		hash := sourceHash(a.ManifestYAML, files, migs)
+		if out, err = buildByHash(ctx, tx, ws.ID, id, hash); err != nil || out != nil {
+			return err
+		}
+		m, err := parseManifest(a.ManifestYAML)
+		if err != nil {
+			return err
+		}
+		if m.Build != nil {
+			return apperr.New(apperr.CodeUnprocessable, "the manifest asks for a build step (build:), which this server does not run yet: remove it and commit the built files")
+		}
+		if !hasFile(files, m.Entry) {
+			return apperr.BadRequest("the manifest's entry page %s is not among the app's files", m.Entry)
+		}
+		n, err := countBuilds(ctx, tx, ws.ID, id)
+		if err != nil {
+			return err
+		}
+		if n >= MaxBuilds {
+			return apperr.BadRequest("an app keeps at most %d builds", MaxBuilds)
+		}
+		now := s.Clock.Now()
+		b := &AppBuild{ID: ids.New(), AppID: id, Number: int64(n) + 1, SourceHash: hash, Status: "succeeded", Files: len(files),
+			Migrations: refNames(migs), CreatedAt: now, FinishedAt: &now}
+		if err := insertRelease(ctx, tx, ws.ID, u.ID, b, a.ManifestYAML, migs); err != nil {
+			return err
+		}
+		if err := copyFilesToRelease(ctx, tx, ws.ID, id, b.ID, now); err != nil {
+			return err
+		}
+		out, created = b, true
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, created, nil
+}
+
+func hasFile(files []AppFileInfo, p string) bool {
+	for _, f := range files {
+		if f.Path == p {
+			return true
+		}
+	}
+	return false
+}
+
+func refNames(ms []migrationRef) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Name
+	}
+	return out
+}
