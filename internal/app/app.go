@@ -269,8 +269,12 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)
 	conv := conversations.NewService(d, clk, ts, in)
 	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
+	// Hosted apps: app nodes call their backends.
+	pages := errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})
+	appSvc := apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Bus: bus,
+		ErrorPages: appErrorPages{pages: pages, db: d}, Secret: secret, Resources: resSvc})
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
-		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Env: envSvc, Quota: bill}, parts.Engine)
+		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in}
 
@@ -313,9 +317,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Runners:   runnerSvc, RunnerPort: disp, RunnerClientCert: cfg.TLS.ClientCAPath != "",
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)
-	a.Services.ErrorPages = errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})
-	a.Services.Apps = apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Bus: bus,
-		ErrorPages: appErrorPages{pages: a.Services.ErrorPages, db: d}, Secret: secret, Resources: resSvc})
+	a.Services.ErrorPages = pages
+	a.Services.Apps = appSvc
 	streams(hub, rs, ts)
 	return a, nil
 }

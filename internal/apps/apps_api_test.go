@@ -525,6 +525,25 @@ func TestBackendEndToEnd(t *testing.T) {
 		if res.Result.RowCount != 2 || res.Result.Rows[1]["total"] != float64(30) {
 			t.Fatalf("list_orders: %s", r.Body)
 		}
+		// A workflow's app node calls a function, its params templates.
+		wr := owner.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, owner, "P"), "name": "Orders flow",
+			"nodes": []obj{{"key": "add", "kind": "app", "config": obj{"app_id": id, "action": "add_order", "params": obj{"customer": "{{ input.who }}", "total": 7}}},
+				{"key": "list", "kind": "app", "config": obj{"app_id": id, "action": "list_orders", "params": obj{"customer": "{{ input.who }}"}}},
+				{"key": "e", "kind": "end", "config": obj{"output": "nodes.list.output.rows"}}},
+			"edges": []obj{{"source": "add", "target": "list"}, {"source": "list", "target": "e"}}})
+		fixture.Want(t, wr, http.StatusCreated)
+		v := f.RunWorkflow(t, owner, wr.Map(t)["id"].(string), obj{"who": "cy"})
+		if v.Status != "succeeded" || !strings.Contains(string(v.Output), `"customer":"cy"`) || !strings.Contains(string(v.Output), `"total":7`) {
+			t.Fatalf("the app nodes: %s %s %s", v.Status, v.Error, v.Output)
+		}
+		// Another workspace's app is not reachable from a workflow.
+		sw := f.App.Approved(f.Admin, "Wanda Workflow")
+		wr = sw.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, sw, "P"), "name": "Smuggle",
+			"nodes": []obj{{"key": "add", "kind": "app", "config": obj{"app_id": id, "action": "add_order", "params": obj{"customer": "x", "total": 1}}}}})
+		fixture.Want(t, wr, http.StatusCreated)
+		if v := f.RunWorkflow(t, sw, wr.Map(t)["id"].(string), obj{}); v.Status != "failed" || !strings.Contains(v.Error, "not found") {
+			t.Fatalf("another workspace's app: %s %s", v.Status, v.Error)
+		}
 		// A session of the workspace calls them too; a stranger's is 404.
 		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/backend/list_orders", obj{"args": []any{"bob"}}), http.StatusOK)
 		stranger := f.App.Approved(f.Admin, "Sam Stranger")

@@ -115,7 +115,64 @@ func (s *Service) Call(ctx context.Context, appID, name string, in BackendCall) 
 	if !ok {
 		return nil, apperr.NotFound("function")
 	}
-	args, err := f.Bind(in.Args)
+	out, err := s.run(ctx, ws, appID, f, in.Args)
+	if err != nil {
+		return nil, err
+	}
+	return &BackendResult{Function: name, Result: out}, nil
+}
+
+// CallFunction runs a function of a deployed app of the workspace for a
+// workflow's app node: arguments by name, bound in the declared order.
+func (s *Service) CallFunction(ctx context.Context, workspaceID, appID, function string, params map[string]any) (any, error) {
+	if !ids.Valid(appID) {
+		return nil, notFound
+	}
+	m, deployed, err := s.served(ctx, workspaceID, appID)
+	if err != nil {
+		return nil, err
+	}
+	if !deployed {
+		return nil, apperr.New(apperr.CodeConflict, "the app is not deployed: its backend runs from a deployment")
+	}
+	f, ok := m.Function(function)
+	if !ok {
+		return nil, apperr.New(apperr.CodeNotFound, "the app has no backend function %q", function)
+	}
+	args := make([]json.RawMessage, 0, len(f.Args))
+	known := map[string]bool{}
+	for _, a := range f.Args {
+		known[a.Name] = true
+	}
+	for k := range params {
+		if !known[k] {
+			return nil, apperr.BadRequest("params.%s: function %s takes no argument %s", k, function, k)
+		}
+	}
+	for _, a := range f.Args {
+		v, ok := params[a.Name]
+		if !ok {
+			args = append(args, json.RawMessage("null"))
+			continue
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, apperr.BadRequest("params.%s: %v", a.Name, err)
+		}
+		args = append(args, raw)
+	}
+	res, err := s.run(ctx, workspaceID, appID, f, args)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// run binds a function's arguments and runs its statement against the
+// app's database or a resource the manifest declares.
+func (s *Service) run(ctx context.Context, ws, appID string, f *manifest.Function, raw []json.RawMessage) (any, error) {
+	name := f.Name
+	args, err := f.Bind(raw)
 	if err != nil {
 		return nil, apperr.BadRequest("%v", err)
 	}
@@ -151,5 +208,5 @@ func (s *Service) Call(ctx context.Context, appID, name string, in BackendCall) 
 			return nil, apperr.New(apperr.CodeUnprocessable, "function %s failed: %v", name, err)
 		}
 	}
-	return &BackendResult{Function: name, Result: out}, nil
+	return out, nil
 }

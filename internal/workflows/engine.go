@@ -84,6 +84,7 @@ type Engine struct {
 
 	codeFiles CodeFiles // files mounted into code runs; nil: none
 	resources Resources // nodes that use resources; nil: they fail
+	apps      Apps      // app nodes; nil: they fail
 	env       EnvSource // the env vars runs see; nil: none
 	envs      *ttlcache.Cache[resolvedEnv]
 
@@ -105,7 +106,9 @@ type EngineDeps struct {
 	Scripts   Scripts
 	CodeFiles CodeFiles
 	Resources Resources
-	Env       EnvSource
+	// Apps calls apps' backend functions (app nodes; nil: they fail).
+	Apps Apps
+	Env  EnvSource
 	// Quota holds new runs to the plan's runs.concurrent (nil: no limit).
 	Quota Quota
 }
@@ -139,7 +142,7 @@ func NewEngine(d EngineDeps, cfg EngineConfig) *Engine {
 		cfg.HTTP.AllowPrivate = allow
 	}
 	return &Engine{db: d.DB, runs: d.Runs, queue: d.Queue, bus: d.Bus, clock: d.Clock, log: d.Log, cfg: cfg,
-		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, env: d.Env, envs: newEnvCache(), quota: d.Quota}
+		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, apps: d.Apps, env: d.Env, envs: newEnvCache(), quota: d.Quota}
 }
 
 // holder marks a transition made by the run job's holder (its job runs, so

@@ -171,6 +171,8 @@ func (e *Engine) executeNode(ctx context.Context, s step) outcome {
 		return e.notifyEmail(ctx, s)
 	case "connector":
 		return e.connector(ctx, s)
+	case "app":
+		return e.appCall(ctx, s)
 	case "llm_classify":
 		return e.llmClassify(ctx, s)
 	case "db_query":

@@ -159,11 +159,11 @@ type ImapAckConfig struct {
 	ResourceID string `json:"resource_id" format:"uuid"`
 }
 
-// AppConfig calls an app's action.
+// AppConfig calls a backend function of a hosted app of the workspace.
 type AppConfig struct {
-	AppID  string         `json:"app_id" format:"uuid"`
-	Action string         `json:"action" minLength:"1" maxLength:"200"`
-	Params map[string]any `json:"params,omitempty"`
+	AppID  string         `json:"app_id" format:"uuid" doc:"An app of the workspace, deployed"`
+	Action string         `json:"action" minLength:"1" maxLength:"200" doc:"The backend function's name"`
+	Params map[string]any `json:"params,omitempty" doc:"The function's arguments by name; string values are templates"`
 }
 
 // ConnectorConfig calls an HTTP resource (http, api_key,
@@ -212,7 +212,7 @@ var kindList = []*Kind{
 	{Slug: "wait_event", Name: "Wait for event", Category: "flow", Description: "Waits for a named event, or a timeout.", Handles: []string{HandleEvent, HandleTimeout}, Runs: true, config: reflect.TypeFor[WaitEventConfig]()},
 	{Slug: "llm_classify", Name: "Classify", Category: "agents", Description: "Asks a model to pick one of the categories; each category is a handle.", Runs: true, config: reflect.TypeFor[LLMClassifyConfig]()},
 	{Slug: "imap_ack", Name: "Acknowledge email", Category: "notify", Description: "Acknowledges the email that triggered the run.", Handles: outError, config: reflect.TypeFor[ImapAckConfig]()},
-	{Slug: "app", Name: "App action", Category: "apps", Description: "Calls an action of a hosted app.", Handles: outError, config: reflect.TypeFor[AppConfig]()},
+	{Slug: "app", Name: "App action", Category: "apps", Description: "Calls a backend function of a hosted app.", Handles: outError, Runs: true, config: reflect.TypeFor[AppConfig]()},
 	{Slug: "connector", Name: "Connector", Category: "apps", Description: "Calls an HTTP resource with its auth.", Handles: outError, Runs: true, config: reflect.TypeFor[ConnectorConfig]()},
 }
 
