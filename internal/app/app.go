@@ -90,6 +90,7 @@ type Services struct {
 	EnvVars       *envvars.Service
 	ErrorPages    *errorpages.Service
 	Apps          *apps.Service
+	AppRuns       *apps.Submissions
 	Billing       *billing.Service
 	Mail          *mail.Outbox
 	Features      *admin.Features
@@ -319,6 +320,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.N8nImport = n8nimport.NewService(trig)
 	a.Services.ErrorPages = pages
 	a.Services.Apps = appSvc
+	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
 	streams(hub, rs, ts)
 	return a, nil
 }
@@ -483,4 +485,15 @@ func (a appErrorPages) Resolve(ctx context.Context, workspaceID string, appPage 
 
 func (appErrorPages) Check(raw json.RawMessage) (json.RawMessage, error) {
 	return errorpages.Check(raw)
+}
+
+// appRuns starts the workflow runs apps submit.
+type appRuns struct{ wf *workflows.Service }
+
+func (r appRuns) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, workflowID string, input, trigger json.RawMessage) (string, error) {
+	started, err := r.wf.StartRunTx(ctx, tx, workspaceID, createdBy, workflowID, input, trigger)
+	if err != nil {
+		return "", err
+	}
+	return started.ID, nil
 }

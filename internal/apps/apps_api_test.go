@@ -1,7 +1,11 @@
 package apps_test
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
@@ -642,6 +646,105 @@ func TestErrorPageCascade(t *testing.T) {
 			if p.Status != http.StatusNotFound || title != "" && !strings.Contains(string(p.Body), title) {
 				t.Fatalf("app %v, workspace %v, instance %v: the route showed %d %s", app, ws, inst, p.Status, p.Body)
 			}
+		}
+	})
+}
+
+// multipartBody is a submission: fields, then files (name → content).
+func multipartBody(t *testing.T, fields map[string]string, files ...[2]string) (string, string) {
+	t.Helper()
+	var b strings.Builder
+	w := multipart.NewWriter(&b)
+	for k, v := range fields {
+		w.WriteField(k, v)
+	}
+	for _, f := range files {
+		fw, err := w.CreateFormFile("files", f[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write([]byte(f[1]))
+	}
+	w.Close()
+	return b.String(), w.FormDataContentType()
+}
+
+// TestAppRuns: an app submits a workflow run with files, by its App token
+// or a session; the run's input lists the files, which members download
+// until they expire; the bounds hold; another workspace's workflow is an
+// unknown one.
+func TestAppRuns(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		anon := f.App.Anonymous()
+		a := create(t, owner, "Intake")
+		fixture.Want(t, put(t, owner, a.ID, "index.html", "x"), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/intake"}), http.StatusOK)
+		r := owner.Do("POST", "/api/apps/"+a.ID+"/deployment/token", nil)
+		tok := r.Map(t)["token"].(string)
+		f.App.Remember(tok)
+		wr := owner.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, owner, "P"), "name": "Intake",
+			"nodes": []obj{{"key": "e", "kind": "end", "config": obj{"output": "input"}}}})
+		fixture.Want(t, wr, http.StatusCreated)
+		wf := wr.Map(t)["id"].(string)
+
+		body, ct := multipartBody(t, map[string]string{"workflow_id": wf, "input": `{"ticket": 42}`}, [2]string{"notes.txt", "hello"}, [2]string{"../../x.csv", "a,b"})
+		r = anon.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct, "Authorization", "Bearer "+tok, "X-CSRF-Token", "")
+		fixture.Want(t, r, http.StatusCreated)
+		var run apps.AppRun
+		r.JSON(t, &run)
+		if len(run.Files) != 2 || run.Files[1].Name != "x.csv" || run.Files[0].Size != 5 {
+			t.Fatalf("submitted: %s", r.Body)
+		}
+		var v struct {
+			Status string          `json:"status"`
+			Output json.RawMessage `json:"output"`
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for v.Status != "succeeded" && time.Now().Before(deadline) {
+			owner.Do("GET", "/api/workflows/runs/"+run.RunID, nil).JSON(t, &v)
+			time.Sleep(20 * time.Millisecond)
+		}
+		if v.Status != "succeeded" || !strings.Contains(string(v.Output), `"ticket":42`) || !strings.Contains(string(v.Output), run.Files[0].URL) {
+			t.Fatalf("the run: %s %s", v.Status, v.Output)
+		}
+		// Members download; others get 404; App tokens do not download.
+		d := owner.Do("GET", run.Files[0].URL, nil)
+		if d.Status != http.StatusOK || string(d.Body) != "hello" || !strings.HasPrefix(d.Header.Get("Content-Disposition"), "attachment") {
+			t.Fatalf("download: %d %q %v", d.Status, d.Body, d.Header)
+		}
+		stranger := f.App.Approved(f.Admin, "Sam Stranger")
+		fixture.WantError(t, stranger.Do("GET", run.Files[0].URL, nil), http.StatusNotFound, "not_found")
+		fixture.WantError(t, anon.Do("GET", run.Files[0].URL, nil, "Authorization", "Bearer "+tok), http.StatusUnauthorized, "unauthorized")
+		f.Exec(t, "UPDATE app_uploads SET expires_at = $1 WHERE id = $2", time.Now().Add(-time.Minute).UTC(), run.Files[0].ID)
+		fixture.WantError(t, owner.Do("GET", run.Files[0].URL, nil), http.StatusNotFound, "not_found")
+		if n, err := f.App.Server.Services.AppRuns.PruneUploads(context.Background()); err != nil || n != 1 {
+			t.Fatalf("prune: %d %v", n, err)
+		}
+
+		// A session of the workspace submits too; bounds and tenancy hold.
+		body, ct = multipartBody(t, map[string]string{"workflow_id": wf})
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusCreated)
+		body, ct = multipartBody(t, map[string]string{"workflow_id": wf}, [2]string{"big.bin", strings.Repeat("x", apps.MaxUploadBytes+1)})
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusBadRequest, "bad_request", "10 MiB")
+		var many [][2]string
+		for i := range apps.MaxUploadFiles + 1 {
+			many = append(many, [2]string{fmt.Sprintf("f%d.txt", i), "x"})
+		}
+		body, ct = multipartBody(t, map[string]string{"workflow_id": wf}, many...)
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusBadRequest, "bad_request", "at most 10")
+		body, ct = multipartBody(t, map[string]string{"workflow_id": wf, "input": "[1]"})
+		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusBadRequest, "bad_request", "JSON object")
+		other := stranger.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, stranger, "P"), "name": "Theirs",
+			"nodes": []obj{{"key": "e", "kind": "end", "config": obj{"output": "input"}}}})
+		body, ct = multipartBody(t, map[string]string{"workflow_id": other.Map(t)["id"].(string)})
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct, "Authorization", "Bearer "+tok, "X-CSRF-Token", ""), http.StatusNotFound, "not_found")
+		fixture.WantError(t, stranger.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusNotFound, "not_found")
+		fixture.WantError(t, anon.Do("POST", "/api/apps/"+a.ID+"/runs", body, "Content-Type", ct), http.StatusUnauthorized, "unauthorized")
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_uploads"); n != 1 {
+			t.Fatalf("refused submissions stored files: %d uploads", n)
 		}
 	})
 }

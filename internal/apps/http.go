@@ -3,6 +3,8 @@ package apps
 import (
 	"context"
 	"encoding/json"
+	"mime"
+	"mime/multipart"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -339,6 +341,49 @@ func registerBackend(api huma.API, s *Service, ops httpx.Operations) {
 		"Call a backend function of the deployed release with positional arguments, synchronously, within its time and row limits (a session of the app's workspace, or its App token)"),
 		func(ctx context.Context, in *callInput) (*httpx.Out[*BackendResult], error) {
 			return httpx.Reply(s.Call(ctx, in.ID, in.Function, in.Body))
+		})
+}
+
+type submitInput struct {
+	ID      string         `path:"id" doc:"App id"`
+	RawBody multipart.Form `contentType:"multipart/form-data"`
+}
+
+type downloadInput struct {
+	ID string `path:"id" doc:"Upload id"`
+}
+
+// DownloadOutput is a submitted file, as an attachment.
+type DownloadOutput struct {
+	ContentType        string `header:"Content-Type"`
+	ContentDisposition string `header:"Content-Disposition"`
+	CSP                string `header:"Content-Security-Policy"`
+	NoSniff            string `header:"X-Content-Type-Options"`
+	ETag               string `header:"ETag"`
+	Body               []byte
+}
+
+// RegisterSubmissions mounts the run submissions and the downloads of
+// their files.
+func RegisterSubmissions(api huma.API, s *Submissions) {
+	callOps := httpx.Operations{Tags: []string{"Apps"}, Security: backendSecurity, Middlewares: huma.Middlewares{callerGate(api)}}
+	huma.Register(api, httpx.BodyLimit(httpx.Created(callOps.Op("post_api_apps_id_runs", http.MethodPost, "/api/apps/{id}/runs",
+		"Start a run of a workflow of the app's workspace from a multipart submission: workflow_id, input (a JSON object), files (at most 10, 10 MiB each, kept a day); a session of the workspace or the app's App token")),
+		MaxSubmissionBytes),
+		func(ctx context.Context, in *submitInput) (*httpx.Out[*AppRun], error) {
+			return httpx.Reply(s.Submit(ctx, in.ID, &in.RawBody))
+		})
+	ops := httpx.Operations{Tags: []string{"Apps"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
+	huma.Register(api, ops.Op("get_api_app_uploads_id_download", http.MethodGet, "/api/app_uploads/{id}/download",
+		"A file submitted with an app's run, as an attachment, to a member of its workspace (404 when missing or expired)"),
+		func(ctx context.Context, in *downloadInput) (*DownloadOutput, error) {
+			u, _ := actor.UserFrom(ctx)
+			info, content, err := s.Download(ctx, u, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &DownloadOutput{ContentType: info.ContentType, ContentDisposition: mime.FormatMediaType("attachment", map[string]string{"filename": info.Name}),
+				CSP: "sandbox; default-src 'none'", NoSniff: "nosniff", ETag: `"` + info.SHA256 + `"`, Body: content}, nil
 		})
 }
 

@@ -666,3 +666,48 @@ func setDeploymentErrorPage(ctx context.Context, q db.Queryer, workspaceID, appI
 	_, err := q.ExecContext(ctx, "UPDATE app_deployments SET error_page = $3 WHERE workspace_id = $1 AND app_id = $2", workspaceID, appID, v)
 	return err
 }
+
+// Uploads.
+
+func insertUpload(ctx context.Context, q db.Queryer, workspaceID, appID, runID string, u *upload) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO app_uploads (id, workspace_id, app_id, run_id, name, content_type, size, sha256, content, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, u.ID, workspaceID, appID, runID, u.Name, u.ContentType, u.Size, u.SHA256, u.content,
+		u.ExpiresAt.Add(-UploadTTL), u.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("apps: upload: %w", err)
+	}
+	return nil
+}
+
+// uploadByID reads an upload by its id alone (nil for none): a download
+// names only the upload; the caller's membership of its workspace is
+// checked next.
+func uploadByID(ctx context.Context, q db.Queryer, id string) (string, *UploadInfo, []byte, error) {
+	var ws string
+	var u UploadInfo
+	var content []byte
+	err := q.QueryRowContext(ctx, "SELECT workspace_id, id, name, content_type, size, sha256, expires_at, content FROM app_uploads WHERE id = $1", id).
+		Scan(&ws, &u.ID, &u.Name, &u.ContentType, &u.Size, &u.SHA256, db.UTC(&u.ExpiresAt), &content)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil, nil, nil
+	}
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("apps: upload: %w", err)
+	}
+	u.URL = "/api/app_uploads/" + u.ID + "/download"
+	return ws, &u, content, nil
+}
+
+// pruneUploads deletes the expired uploads of every workspace.
+func pruneUploads(ctx context.Context, d *db.DB, now time.Time) (int, error) {
+	var n int64
+	err := d.Tx(ctx, func(tx *db.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM app_uploads WHERE expires_at <= $1", now)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

@@ -27,6 +27,8 @@ var Unscoped = []Exception{
 	{"apps.routesByPath", []string{"app_deployments", "app_releases"}, "serving a deployed app: a request names only its route path (routes are the instance's); the caller then checks the viewer's membership of the app's workspace"},
 	{"apps.appToken", []string{"app_deployments"}, "a lookup by an App token: a backend call names only the app; the token's hash is then compared with the deployment's"},
 	{"apps.appWorkspace", []string{"apps"}, "a backend call names only the app: its workspace is read, then the caller's membership of it is checked (a stranger gets the unknown app's 404)"},
+	{"apps.uploadByID", []string{"app_uploads"}, "a download names only the upload: its workspace is read, then the caller's membership of it is checked (a stranger gets the unknown upload's 404)"},
+	{"apps.pruneUploads", []string{"app_uploads"}, sweep + ": uploads past their day"},
 	{"apps.routeTaken", []string{"app_deployments"}, "a route path is the instance's: a deploy is refused when an app of any workspace holds it (the answer names no workspace)"},
 
 	{"approvals.lookup", []string{"tool_approvals"}, "a decision names only the approval: the caller then checks the user's membership of the approval's workspace"},

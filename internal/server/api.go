@@ -158,6 +158,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	envvars.Register(pub, svc.EnvVars, svc.Tenancy.WorkspaceScoped(pub))
 	errorpages.Register(pub, svc.ErrorPages, svc.Tenancy.WorkspaceScoped(pub))
 	apps.Register(pub, svc.Apps, svc.Tenancy.WorkspaceScoped(pub))
+	apps.RegisterSubmissions(pub, svc.AppRuns)
 	runners.Register(pub, svc.Runners)
 	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
 	return APIs{Public: pub, Management: mgmt}
