@@ -272,7 +272,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
 	// Hosted apps: app nodes call their backends.
 	pages := errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})
-	appSvc := apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Bus: bus,
+	appSvc := apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Viewers: ten, Bus: bus,
 		ErrorPages: appErrorPages{pages: pages, db: d}, Secret: secret, Resources: resSvc})
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
 		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill}, parts.Engine)

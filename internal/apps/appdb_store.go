@@ -43,8 +43,9 @@ const (
 	sqliteMaxPages = 65536
 	// sqliteMaxValue bounds one value (a string or a blob) in SQLite.
 	sqliteMaxValue = 16 << 20
-	// pgConnsPerApp bounds one app's connections from one server.
-	pgConnsPerApp = 3
+	// pgConnsPerApp bounds one app's connections from one server (its role
+	// allows 16 in all, for several replicas).
+	pgConnsPerApp = 4
 )
 
 // SQLite's sqlite3_limit categories.
@@ -135,7 +136,7 @@ func (a *appDatabases) provision(ctx context.Context, appID string) error {
 		// name is app_ and hex digits, the password hex digits: both may be
 		// written into DDL, which takes no parameters.
 		for _, s := range []string{
-			verb + " ROLE " + name + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 8 PASSWORD '" + a.password(appID) + "'",
+			verb + " ROLE " + name + " LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 16 PASSWORD '" + a.password(appID) + "'",
 			"CREATE SCHEMA IF NOT EXISTS " + name + " AUTHORIZATION " + name,
 			"ALTER ROLE " + name + " SET search_path = " + name,
 			"ALTER ROLE " + name + " SET statement_timeout = '60s'",
@@ -295,27 +296,28 @@ func (a *appDatabases) run(ctx context.Context, appID string, st Statement) (any
 			return nil, err
 		}
 		var out any
-		err = s.tx(ctx, func(c *sql.Conn) error {
-			if st.Write {
-				res, err := c.ExecContext(ctx, st.SQL, st.Args...)
+		if !st.Write {
+			// Reads: one statement on the read-only connection (WAL lets
+			// it read beside a write).
+			err = s.read(ctx, func(c *sql.Conn) error {
+				rows, err := c.QueryContext(ctx, st.SQL, st.Args...)
 				if err != nil {
 					return err
 				}
-				n, _ := res.RowsAffected()
-				out = map[string]any{"rows_affected": n}
-				return nil
-			}
-			if _, err := c.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
+				defer rows.Close()
+				out, err = collectSQL(rows, st.MaxRows)
 				return err
-			}
-			defer c.ExecContext(context.Background(), "PRAGMA query_only = 0")
-			rows, err := c.QueryContext(ctx, st.SQL, st.Args...)
+			})
+			return out, err
+		}
+		err = s.tx(ctx, func(c *sql.Conn) error {
+			res, err := c.ExecContext(ctx, st.SQL, st.Args...)
 			if err != nil {
 				return err
 			}
-			defer rows.Close()
-			out, err = collectSQL(rows, st.MaxRows)
-			return err
+			n, _ := res.RowsAffected()
+			out = map[string]any{"rows_affected": n}
+			return nil
 		})
 		return out, err
 	}
@@ -323,37 +325,9 @@ func (a *appDatabases) run(ctx context.Context, appID string, st Statement) (any
 	if err != nil {
 		return nil, err
 	}
-	conn, err := p.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Release()
-	opts := pgx.TxOptions{AccessMode: pgx.ReadOnly}
-	if st.Write {
-		opts.AccessMode = pgx.ReadWrite
-	}
-	var out any
-	err = pgx.BeginTxFunc(ctx, conn, opts, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT set_config('statement_timeout', $1, true)", fmt.Sprint(st.Timeout.Milliseconds())); err != nil {
-			return err
-		}
-		if st.Write {
-			tag, err := tx.Exec(ctx, st.SQL, st.Args...)
-			if err != nil {
-				return err
-			}
-			out = map[string]any{"rows_affected": tag.RowsAffected()}
-			return nil
-		}
-		rows, err := tx.Query(ctx, st.SQL, st.Args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		out, err = collectPG(rows, st.MaxRows)
-		return err
-	})
-	return out, err
+	// One round trip: BEGIN (read-only for a query), the time limit, the
+	// statement and COMMIT, pipelined (the db_query node's path).
+	return resources.RunStatement(ctx, p, resources.Statement{SQL: st.SQL, Params: st.Args, Write: st.Write, MaxRows: st.MaxRows, Timeout: st.Timeout})
 }
 
 // The SQLite side.
@@ -369,6 +343,11 @@ type sqliteApp struct {
 	mu   sync.Mutex
 	db   *sql.DB
 	conn *sql.Conn
+	// The read-only connection (query_only set when it opens; no tenant
+	// statement can unset it: PRAGMA is refused).
+	rmu   sync.Mutex
+	rdb   *sql.DB
+	rconn *sql.Conn
 }
 
 func (a *appDatabases) sqlite(appID string) (*sqliteApp, error) {
@@ -387,9 +366,16 @@ func (a *appDatabases) sqlite(appID string) (*sqliteApp, error) {
 		return nil, err
 	}
 	d.SetMaxOpenConns(1)
-	s := &sqliteApp{db: d}
+	rd, err := sql.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	rd.SetMaxOpenConns(1)
+	s := &sqliteApp{db: d, rdb: rd}
 	if err := s.open(context.Background()); err != nil {
 		d.Close()
+		rd.Close()
 		return nil, err
 	}
 	a.sqlites[appID] = s
@@ -397,18 +383,47 @@ func (a *appDatabases) sqlite(appID string) (*sqliteApp, error) {
 }
 
 func (s *sqliteApp) open(ctx context.Context) error {
-	c, err := s.db.Conn(ctx)
+	c, err := limited(ctx, s.db)
 	if err != nil {
 		return err
+	}
+	s.conn = c
+	return nil
+}
+
+// limited is a connection with an app's limits set.
+func limited(ctx context.Context, d *sql.DB) (*sql.Conn, error) {
+	c, err := d.Conn(ctx)
+	if err != nil {
+		return nil, err
 	}
 	for id, v := range map[int]int{sqliteLimitAttached: 0, sqliteLimitLength: sqliteMaxValue, sqliteLimitSQLLength: MaxSQLBytes} {
 		if _, err := sqlite.Limit(c, id, v); err != nil {
 			c.Close()
-			return err
+			return nil, err
 		}
 	}
-	s.conn = c
-	return nil
+	return c, nil
+}
+
+// read runs fn on the read-only connection.
+func (s *sqliteApp) read(ctx context.Context, fn func(*sql.Conn) error) error {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.rconn == nil {
+		c, err := limited(ctx, s.rdb)
+		if err != nil {
+			return err
+		}
+		s.rconn = c
+	}
+	err := fn(s.rconn)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: start the next read on a fresh connection.
+		s.rconn.Close()
+		s.rconn = nil
+	}
+	return err
 }
 
 // tx runs fn in a transaction on the app's connection.
@@ -451,6 +466,12 @@ func (s *sqliteApp) close() {
 	defer s.mu.Unlock()
 	s.reset()
 	s.db.Close()
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.rconn != nil {
+		s.rconn.Close()
+	}
+	s.rdb.Close()
 }
 
 // sqliteForbidden names the first statement keyword an app may not use on

@@ -29,44 +29,98 @@ type BackendResult struct {
 // errBadToken answers an App token that is not the app's (or no app's).
 var errBadToken = apperr.New(apperr.CodeUnauthorized, "unknown or expired App token, or not this app's")
 
+// backendEntry is what a backend call needs of an app with a
+// deployment, read once and kept until the app's deployment or token
+// changes (or backendTTL).
+type backendEntry struct {
+	found       bool // the app has a deployment
+	workspaceID string
+	tokenHash   string
+	status      string
+	manifest    *manifest.Manifest // the deployment's release's; nil when it does not read
+}
+
+// backendTTL bounds what a lost invalidation leaves: a revoked App token
+// is refused at once on this server and, through the bus, on the others.
+const backendTTL = 10 * time.Second
+
+func (s *Service) backendOf(ctx context.Context, appID string) (*backendEntry, error) {
+	now := time.Now()
+	if e, ok := s.routes.backends.Get(appID, now); ok {
+		return e, nil
+	}
+	epoch := s.routes.backends.Epoch()
+	e, y, err := backendByApp(ctx, s.DB.R, appID)
+	if err != nil {
+		return nil, err
+	}
+	if e.found {
+		if e.manifest, err = manifest.Parse(y); err != nil {
+			e.manifest = nil
+		}
+	}
+	s.routes.backends.Put(appID, e, now, time.Time{}, epoch)
+	return e, nil
+}
+
 // caller is who calls an app's backend: the app's App token, or a member
 // of the app's workspace with a session. Anyone else gets the answer an
 // unknown app gets.
-func (s *Service) caller(ctx context.Context, appID string) (workspaceID string, err error) {
+func (s *Service) caller(ctx context.Context, appID string) (workspaceID string, entry *backendEntry, err error) {
+	if !ids.Valid(appID) {
+		if _, ok := actor.AppTokenFrom(ctx); ok {
+			return "", nil, errBadToken
+		}
+		return "", nil, notFound
+	}
+	e, err := s.backendOf(ctx, appID)
+	if err != nil {
+		return "", nil, err
+	}
 	if tok, ok := actor.AppTokenFrom(ctx); ok {
-		ws, hash, err := appToken(ctx, s.DB.R, appID)
-		if err != nil {
-			return "", err
+		if !e.found || e.tokenHash == "" || subtle.ConstantTimeCompare([]byte(e.tokenHash), []byte(hashToken(tok))) != 1 {
+			return "", nil, errBadToken
 		}
-		if hash == "" || subtle.ConstantTimeCompare([]byte(hash), []byte(hashToken(tok))) != 1 {
-			return "", errBadToken
-		}
-		return ws, nil
+		return e.workspaceID, e, nil
 	}
 	u, err := actor.RequireApproved(ctx)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	if !ids.Valid(appID) {
-		return "", notFound
+	ws := e.workspaceID
+	if !e.found {
+		if ws, err = appWorkspace(ctx, s.DB.R, appID); err != nil {
+			return "", nil, err
+		}
 	}
-	ws, err := appWorkspace(ctx, s.DB.R, appID)
-	if err != nil {
-		return "", err
+	if ok, err := s.member(ctx, u, ws); err != nil || !ok {
+		if err == nil {
+			err = notFound
+		}
+		return "", nil, err
 	}
-	ok, err := s.Members.CanAccess(ctx, u.ID, ws)
-	if err != nil {
-		return "", err
+	return ws, e, nil
+}
+
+// member reports whether u is a member of the workspace (the cached
+// resolution the API's X-Workspace-Id goes through).
+func (s *Service) member(ctx context.Context, u *actor.User, workspaceID string) (bool, error) {
+	_, err := s.Viewers.ResolveWorkspace(ctx, u, workspaceID)
+	if errors.Is(err, apperr.ErrForbidden) || errors.Is(err, apperr.ErrNotFound) {
+		return false, nil
 	}
-	if !ok {
-		return "", notFound
-	}
-	return ws, nil
+	return err == nil, err
 }
 
 // served is the manifest backend calls follow: the deployed release's
 // (what runs), or the app's own before its first deploy (for listing).
-func (s *Service) served(ctx context.Context, workspaceID, appID string) (*manifest.Manifest, bool, error) {
+func (s *Service) served(ctx context.Context, workspaceID, appID string, e *backendEntry) (*manifest.Manifest, bool, error) {
+	if e != nil && e.found {
+		if e.manifest == nil {
+			return nil, false, apperr.New(apperr.CodeInternal, "the deployed release's manifest does not read")
+		}
+		return e.manifest, e.status == "deployed", nil
+	}
 	y, deployed, err := servedManifest(ctx, s.DB.R, workspaceID, appID)
 	if err != nil {
 		return nil, false, err
@@ -81,11 +135,11 @@ func (s *Service) served(ctx context.Context, workspaceID, appID string) (*manif
 // Backend lists the app's backend functions: name, operation and
 // arguments, never their SQL.
 func (s *Service) Backend(ctx context.Context, appID string) ([]manifest.FunctionInfo, error) {
-	ws, err := s.caller(ctx, appID)
+	ws, e, err := s.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
-	m, _, err := s.served(ctx, ws, appID)
+	m, _, err := s.served(ctx, ws, appID, e)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +154,11 @@ func (s *Service) Backend(ctx context.Context, appID string) ([]manifest.Functio
 // arguments: its statement against the app's database or a resource the
 // manifest declares, within the function's time and row limits.
 func (s *Service) Call(ctx context.Context, appID, name string, in BackendCall) (*BackendResult, error) {
-	ws, err := s.caller(ctx, appID)
+	ws, e, err := s.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
-	m, deployed, err := s.served(ctx, ws, appID)
+	m, deployed, err := s.served(ctx, ws, appID, e)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +182,14 @@ func (s *Service) CallFunction(ctx context.Context, workspaceID, appID, function
 	if !ids.Valid(appID) {
 		return nil, notFound
 	}
-	m, deployed, err := s.served(ctx, workspaceID, appID)
+	e, err := s.backendOf(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	if e.found && e.workspaceID != workspaceID {
+		return nil, notFound
+	}
+	m, deployed, err := s.served(ctx, workspaceID, appID, e)
 	if err != nil {
 		return nil, err
 	}

@@ -335,6 +335,7 @@ func (s *Service) CreateToken(ctx context.Context, ws *actor.Workspace, u *actor
 	if err != nil {
 		return nil, err
 	}
+	s.routeChanged(ctx, "")
 	return &AppToken{Token: tok}, nil
 }
 
@@ -363,6 +364,9 @@ func (s *Service) DeleteToken(ctx context.Context, ws *actor.Workspace, u *actor
 		}
 		return audit.Record(ctx, tx, now, u.ID, "app.token.delete", "app", id, map[string]bool{"has_token": true}, map[string]bool{"has_token": false})
 	})
+	if err == nil && had {
+		s.routeChanged(ctx, "")
+	}
 	return had, err
 }
 

@@ -73,7 +73,7 @@ type upload struct {
 // the app. The caller is a session of the app's workspace or its App
 // token.
 func (s *Submissions) Submit(ctx context.Context, appID string, form *multipart.Form) (*AppRun, error) {
-	ws, err := s.apps.caller(ctx, appID)
+	ws, _, err := s.apps.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (s *Submissions) Download(ctx context.Context, u *actor.User, id string) (*
 		}
 		return nil, nil, err
 	}
-	ok, err := s.apps.Members.CanAccess(ctx, u.ID, ws)
+	ok, err := s.apps.member(ctx, u, ws)
 	if err != nil {
 		return nil, nil, err
 	}

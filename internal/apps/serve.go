@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"bytes"
 	"container/list"
 	"context"
 	"encoding/json"
@@ -54,6 +55,8 @@ const routeTTL = 10 * time.Second
 
 type routeCache struct {
 	routes *ttlcache.Cache[*route]
+	// backends are apps' deployments as backend calls need them.
+	backends *ttlcache.Cache[*backendEntry]
 	// indexes maps a release to its files (path → hash); a release never
 	// changes, so an index is kept as long as there is room.
 	indexes *ttlcache.Cache[map[string]releaseFile]
@@ -66,14 +69,14 @@ type releaseFile struct {
 }
 
 func newRouteCache() *routeCache {
-	return &routeCache{routes: ttlcache.New[*route](routeTTL, 10000), indexes: ttlcache.New[map[string]releaseFile](time.Hour, 1000),
+	return &routeCache{routes: ttlcache.New[*route](routeTTL, 10000), backends: ttlcache.New[*backendEntry](backendTTL, 10000), indexes: ttlcache.New[map[string]releaseFile](time.Hour, 1000),
 		blobs: newBlobCache(64 << 20)}
 }
 
 // routeChanged forgets the routes here and on every replica (routes
 // change rarely: a deploy, a rollback, an undeploy, a delete).
 func (s *Service) routeChanged(ctx context.Context, routePath string) {
-	s.routes.routes.Clear()
+	s.forget()
 	if s.Bus != nil {
 		if err := s.Bus.Publish(ctx, topicRoutes, routePath); err != nil {
 			s.Log.Warn("apps: publishing a route change failed; other replicas follow within their cache's lifetime", "route", routePath, "err", err)
@@ -86,7 +89,14 @@ func (s *Service) Run(ctx context.Context) {
 	if s.Bus == nil {
 		return
 	}
-	pubsub.Follow(ctx, s.Bus.Subscribe(topicRoutes), s.routes.routes.Clear)
+	pubsub.Follow(ctx, s.Bus.Subscribe(topicRoutes), s.forget)
+}
+
+// forget drops the routes and the backends (a deployment or a token
+// changed).
+func (s *Service) forget() {
+	s.routes.routes.Clear()
+	s.routes.backends.Clear()
 }
 
 // lookup finds the deployment whose route path is the longest prefix of
@@ -167,7 +177,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request) {
 		toLogin(w, r)
 		return
 	}
-	if ok, err := s.Members.CanAccess(ctx, u.ID, rt.workspaceID); err != nil || !ok || !u.Approved {
+	if ok, err := s.member(ctx, u, rt.workspaceID); err != nil || !ok || !u.Approved {
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return
@@ -225,7 +235,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, rt, http.StatusBadGateway)
 		return
 	}
-	http.ServeContent(w, r, "", time.Time{}, strings.NewReader(string(body)))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 // sandboxCSP runs an app's pages in a unique origin: scripts, forms,

@@ -32,6 +32,12 @@ type Members interface {
 	CanAccess(ctx context.Context, userID, workspaceID string) (bool, error)
 }
 
+// Viewers resolves whether a user is a member of a workspace, as the API's
+// X-Workspace-Id does (tenancy, cached across requests).
+type Viewers interface {
+	ResolveWorkspace(ctx context.Context, u *actor.User, header string) (*actor.Workspace, error)
+}
+
 // Bus carries route changes between replicas (nil: one replica).
 type Bus interface {
 	Publish(ctx context.Context, topic, payload string) error
@@ -45,6 +51,8 @@ type Deps struct {
 	Log     *slog.Logger
 	Quota   Quota // nil: no plan limit
 	Members Members
+	// Viewers resolves a user's membership of a workspace (tenancy, cached).
+	Viewers Viewers
 	Bus     Bus
 	// ErrorPages renders what an undeployed or failing app shows.
 	ErrorPages ErrorPages

@@ -601,16 +601,24 @@ func markApplied(ctx context.Context, q db.Queryer, workspaceID, appID, name str
 
 // Backend callers.
 
-// appToken reads an app's workspace and its deployment's App token hash
-// by the app's id alone ("" for none): a backend call with an App token
-// names only the app.
-func appToken(ctx context.Context, q db.Queryer, appID string) (workspaceID, hash string, err error) {
+// backendByApp reads what a backend call needs of an app with a
+// deployment, by the app's id alone (found false for none): a call names
+// only the app; the App token's hash or the caller's membership of the
+// app's workspace is checked next.
+func backendByApp(ctx context.Context, q db.Queryer, appID string) (*backendEntry, string, error) {
+	var e backendEntry
 	var h sql.NullString
-	err = q.QueryRowContext(ctx, "SELECT workspace_id, token_hash FROM app_deployments WHERE app_id = $1", appID).Scan(&workspaceID, &h)
+	var y string
+	err := q.QueryRowContext(ctx, `SELECT d.workspace_id, d.token_hash, d.status, r.manifest_yaml FROM app_deployments d
+		JOIN app_releases r ON r.workspace_id = d.workspace_id AND r.id = d.release_id WHERE d.app_id = $1`, appID).Scan(&e.workspaceID, &h, &e.status, &y)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", "", nil
+		return &e, "", nil
 	}
-	return workspaceID, h.String, err
+	if err != nil {
+		return nil, "", fmt.Errorf("apps: backend: %w", err)
+	}
+	e.found, e.tokenHash = true, h.String
+	return &e, y, nil
 }
 
 // appWorkspace is an app's workspace by the app's id alone: a backend

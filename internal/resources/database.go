@@ -78,7 +78,7 @@ func (s *Service) Statement(ctx context.Context, workspaceID, resourceID string,
 	st.MaxRows = min(st.MaxRows, MaxRows)
 	ctx, cancel := context.WithTimeout(ctx, st.Timeout+5*time.Second)
 	defer cancel()
-	out, err := runStatement(ctx, pool, st)
+	out, err := RunStatement(ctx, pool, st)
 	if err != nil {
 		return nil, failure(red, "postgresql %q: %s", c.Resource.Name, pgFailure(err))
 	}

@@ -12,12 +12,12 @@ import (
 // database (a postgresql resource), never on Slipway's: the statement is
 // theirs, its parameters are bound, never pasted into it.
 
-// runStatement runs one statement in a transaction of its own, read-only
+// RunStatement runs one statement in a transaction of its own, read-only
 // for a query, with the statement's time limit set for the transaction.
 // The four statements go in one round trip (a pipeline): on a warm
 // connection whose statement cache knows the text, a node costs the
 // database one exchange.
-func runStatement(ctx context.Context, pool *pgxpool.Pool, st Statement) (out any, err error) {
+func RunStatement(ctx context.Context, pool *pgxpool.Pool, st Statement) (out any, err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, err

@@ -25,7 +25,7 @@ const (
 // Unscoped is the allowlist, by package then function.
 var Unscoped = []Exception{
 	{"apps.routesByPath", []string{"app_deployments", "app_releases"}, "serving a deployed app: a request names only its route path (routes are the instance's); the caller then checks the viewer's membership of the app's workspace"},
-	{"apps.appToken", []string{"app_deployments"}, "a lookup by an App token: a backend call names only the app; the token's hash is then compared with the deployment's"},
+	{"apps.backendByApp", []string{"app_deployments", "app_releases"}, "a backend call names only the app: its deployment is read, then the App token's hash or the caller's membership of the app's workspace is checked (a stranger gets the unknown app's 404)"},
 	{"apps.appWorkspace", []string{"apps"}, "a backend call names only the app: its workspace is read, then the caller's membership of it is checked (a stranger gets the unknown app's 404)"},
 	{"apps.uploadByID", []string{"app_uploads"}, "a download names only the upload: its workspace is read, then the caller's membership of it is checked (a stranger gets the unknown upload's 404)"},
 	{"apps.pruneUploads", []string{"app_uploads"}, sweep + ": uploads past their day"},
