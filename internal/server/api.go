@@ -12,6 +12,7 @@ import (
 	"slipway/internal/mail"
 	"slipway/internal/runnerapi"
 	"slipway/internal/undo"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -161,6 +162,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	apps.RegisterSubmissions(pub, svc.AppRuns)
 	runners.Register(pub, svc.Runners)
 	runners.RegisterAPI(pub, svc.Runners, svc.RunnerPort, svc.RunnerClientCert)
+	publishWildcards(pub.OpenAPI())
 	return APIs{Public: pub, Management: mgmt}
 }
 
@@ -222,5 +224,17 @@ func documentPlainRoutes(api huma.API) {
 				"503": jsonErr("SERVICE_RUNNER_VERSION or SERVICE_RUNNER_DOWNLOAD_BASE is unset"),
 			},
 		})
+	}
+}
+
+// publishWildcards writes a route's trailing wildcard ({path...}, Go's
+// mux pattern) as the plain OpenAPI template {path}: a client fills it
+// with the value escaped (a/b as a%2Fb), which the mux decodes back.
+func publishWildcards(o *huma.OpenAPI) {
+	for p, item := range o.Paths {
+		if strings.Contains(p, "...}") {
+			delete(o.Paths, p)
+			o.Paths[strings.ReplaceAll(p, "...}", "}")] = item
+		}
 	}
 }

@@ -20,6 +20,8 @@ const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
 const Runs = lazy(() => import('./pages/Runs'))
 const Resources = lazy(() => import('./pages/Resources'))
 const ResourcePage = lazy(() => import('./pages/Resources').then((m) => ({ default: m.ResourcePage })))
+const Apps = lazy(() => import('./pages/Apps'))
+const AppPage = lazy(() => import('./pages/AppPage'))
 const Activity = lazy(() => import('./pages/Activity'))
 const RunPage = lazy(() => import('./pages/Run'))
 const Runners = lazy(() => import('./pages/Runners'))
@@ -67,6 +69,7 @@ const nav = [
   { to: '/projects', label: 'Projects' },
   { to: '/workflows', label: 'Workflows' },
   { to: '/resources', label: 'Resources' },
+  { to: '/apps', label: 'Apps' },
   { to: '/runs', label: 'Runs' },
   { to: '/activity', label: 'Activity' },
   { to: '/runners', label: 'Runners' },
@@ -146,6 +149,8 @@ function Shell() {
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
               <Route path="/resources" element={<Resources />} />
               <Route path="/resources/:id" element={<ResourcePage />} />
+              <Route path="/apps" element={<Apps />} />
+              <Route path="/apps/:id" element={<AppPage />} />
               <Route path="/runs" element={<Runs />} />
               <Route path="/activity" element={<Activity />} />
               <Route path="/runs/:id" element={<RunPage />} />

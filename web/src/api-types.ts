@@ -506,6 +506,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/app_uploads/{id}/download": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file submitted with an app's run, as an attachment, to a member of its workspace (404 when missing or expired) */
+        get: operations["get_api_app_uploads_id_download"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/apps": {
         parameters: {
             query?: never;
@@ -716,7 +733,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/apps/{id}/files/{path...}": {
+    "/api/apps/{id}/files/{path}": {
         parameters: {
             query?: never;
             header?: never;
@@ -781,6 +798,23 @@ export interface paths {
         get: operations["get_api_apps_id_releases"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/apps/{id}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start a run of a workflow of the app's workspace from a multipart submission: workflow_id, input (a JSON object), files (at most 10, 10 MiB each, kept a day); a session of the workspace or the app's App token */
+        post: operations["post_api_apps_id_runs"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4317,6 +4351,12 @@ export interface components {
             name: string;
             sql: string;
         };
+        AppRun: {
+            /** @description The files stored with it, downloadable for a day */
+            files: components["schemas"]["UploadInfo"][] | null;
+            /** @description The workflow run started */
+            run_id: string;
+        };
         AppSummary: {
             /** Format: date-time */
             created_at: string;
@@ -6966,6 +7006,18 @@ export interface components {
         UpdateMeInputBody: {
             display_name: string;
         };
+        UploadInfo: {
+            content_type: string;
+            /** Format: date-time */
+            expires_at: string;
+            id: string;
+            name: string;
+            sha256: string;
+            /** Format: int64 */
+            size: number;
+            /** @description GET it with a session of the workspace until expires_at */
+            url: string;
+        };
         UsersBody: {
             /** Format: int64 */
             total: number;
@@ -8179,6 +8231,43 @@ export interface operations {
             };
         };
     };
+    get_api_app_uploads_id_download: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Upload id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Content-Disposition"?: string;
+                    "Content-Security-Policy"?: string;
+                    "Content-Type"?: string;
+                    ETag?: string;
+                    "X-Content-Type-Options"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_apps: {
         parameters: {
             query?: never;
@@ -9015,6 +9104,50 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AppBuild"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_apps_id_runs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description App id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description filename of the file being uploaded
+                     */
+                    filename?: string;
+                    /** @description general purpose name for multipart form value */
+                    name?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AppRun"];
                 };
             };
             /** @description Error */
