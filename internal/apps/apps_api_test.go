@@ -2,6 +2,7 @@ package apps_test
 
 import (
 	"context"
+	"regexp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -229,6 +230,12 @@ func TestAppFiles(t *testing.T) {
 	})
 }
 
+// viewMeta matches the tags a served page carries first.
+var viewMeta = regexp.MustCompile(`^<meta name="slipway-app-id" content="[^"]+"><meta name="slipway-view-token" content="(scwv_[^"]+)">`)
+
+// body is a served page without the tags Slipway put first.
+func body(r *apitest.Response) string { return viewMeta.ReplaceAllString(string(r.Body), "") }
+
 // page fetches a served page as c.
 func page(t *testing.T, c *apitest.Client, path string, header ...string) *apitest.Response {
 	t.Helper()
@@ -252,6 +259,7 @@ func TestBuildDeployServe(t *testing.T) {
 		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusConflict, "conflict", "build it first")
 		fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil), http.StatusBadRequest, "bad_request", "entry page index.html")
 		fixture.Want(t, put(t, owner, a.ID, "index.html", "<h1>release one</h1>"), http.StatusCreated)
+		fixture.Want(t, put(t, owner, a.ID, "app.js", "let v = 1"), http.StatusCreated)
 		build := func(want int) apps.AppBuild {
 			t.Helper()
 			r := owner.Do("POST", "/api/apps/"+a.ID+"/builds", nil)
@@ -261,7 +269,7 @@ func TestBuildDeployServe(t *testing.T) {
 			return b
 		}
 		b1 := build(http.StatusCreated)
-		if b1.Status != "succeeded" || b1.Number != 1 || b1.Files != 1 {
+		if b1.Status != "succeeded" || b1.Number != 1 || b1.Files != 2 {
 			t.Fatalf("build 1: %+v", b1)
 		}
 		if again := build(http.StatusOK); again.ID != b1.ID {
@@ -279,16 +287,21 @@ func TestBuildDeployServe(t *testing.T) {
 			fixture.WantError(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": bad}), http.StatusBadRequest, "bad_request", "route_path")
 		}
 
-		// Served to the workspace's members, sandboxed, with an ETag.
+		// Served to the workspace's members, sandboxed: a page with its
+		// viewer's token and not cached, other files with an ETag.
 		r = page(t, owner, "/a/orders/")
-		if r.Status != http.StatusOK || string(r.Body) != "<h1>release one</h1>" || !strings.HasPrefix(r.Header.Get("Content-Security-Policy"), "sandbox allow-scripts") ||
-			r.Header.Get("Content-Type") != "text/html; charset=utf-8" || r.Header.Get("ETag") == "" {
+		if r.Status != http.StatusOK || body(r) != "<h1>release one</h1>" || !viewMeta.MatchString(string(r.Body)) ||
+			!strings.HasPrefix(r.Header.Get("Content-Security-Policy"), "sandbox allow-scripts") ||
+			r.Header.Get("Content-Type") != "text/html; charset=utf-8" || r.Header.Get("ETag") != "" || r.Header.Get("Cache-Control") != "private, no-store" {
 			t.Fatalf("served: %d %q %v", r.Status, r.Body, r.Header)
 		}
-		if r2 := page(t, owner, "/a/orders/", "If-None-Match", r.Header.Get("ETag")); r2.Status != http.StatusNotModified {
-			t.Fatalf("revalidated: %d", r2.Status)
+		if r2 := page(t, owner, "/a/orders/app.js"); r2.Status != http.StatusOK || string(r2.Body) != "let v = 1" || r2.Header.Get("ETag") == "" ||
+			!strings.HasPrefix(r2.Header.Get("Content-Type"), "text/javascript") {
+			t.Fatalf("a script: %d %q %v", r2.Status, r2.Body, r2.Header)
+		} else if r3 := page(t, owner, "/a/orders/app.js", "If-None-Match", r2.Header.Get("ETag")); r3.Status != http.StatusNotModified {
+			t.Fatalf("revalidated: %d", r3.Status)
 		}
-		if r2 := page(t, owner, "/a/orders/orders/42"); r2.Status != http.StatusOK || string(r2.Body) != "<h1>release one</h1>" {
+		if r2 := page(t, owner, "/a/orders/orders/42"); r2.Status != http.StatusOK || body(r2) != "<h1>release one</h1>" {
 			t.Fatalf("a manifest route: %d %s", r2.Status, r2.Body)
 		}
 		if r2 := page(t, owner, "/a/orders/missing.js"); r2.Status != http.StatusNotFound {
@@ -310,12 +323,12 @@ func TestBuildDeployServe(t *testing.T) {
 		fixture.Want(t, put(t, owner, a.ID, "index.html", "<h1>release two</h1>"), http.StatusOK)
 		b2 := build(http.StatusCreated)
 		fixture.Want(t, owner.Do("POST", "/api/apps/"+a.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusOK)
-		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release two</h1>" {
+		if r := page(t, owner, "/a/orders/"); body(r) != "<h1>release two</h1>" {
 			t.Fatalf("release two: %s", r.Body)
 		}
 		builds := f.App.Count(t, "SELECT COUNT(*) FROM app_releases WHERE app_id = $1", a.ID)
 		fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b1.ID}), http.StatusOK)
-		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release one</h1>" {
+		if r := page(t, owner, "/a/orders/"); body(r) != "<h1>release one</h1>" {
 			t.Fatalf("after the rollback: %s", r.Body)
 		}
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_releases WHERE app_id = $1", a.ID); n != builds {
@@ -335,7 +348,7 @@ func TestBuildDeployServe(t *testing.T) {
 		fixture.Want(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b2.ID}), http.StatusOK) // [] is a prefix of [m1]
 		f.Exec(t, "UPDATE app_migrations SET checksum = 'other' WHERE app_id = $1", a.ID)
 		fixture.WantError(t, owner.Do("PATCH", "/api/apps/"+a.ID+"/deployment", obj{"build_id": b3.ID}), http.StatusConflict, "conflict", "m1", "not a prefix")
-		if r := page(t, owner, "/a/orders/"); string(r.Body) != "<h1>release two</h1>" {
+		if r := page(t, owner, "/a/orders/"); body(r) != "<h1>release two</h1>" {
 			t.Fatalf("a refused rollback moved the deployment: %s", r.Body)
 		}
 
@@ -346,7 +359,7 @@ func TestBuildDeployServe(t *testing.T) {
 		fixture.Want(t, r, http.StatusCreated)
 		fixture.WantError(t, stranger.Do("POST", "/api/apps/"+other.ID+"/deploy", obj{"route_path": "/orders"}), http.StatusConflict, "conflict", "taken")
 		fixture.Want(t, stranger.Do("POST", "/api/apps/"+other.ID+"/deploy", obj{"route_path": "/orders/sub"}), http.StatusOK)
-		if r := page(t, stranger, "/a/orders/sub/"); string(r.Body) != "theirs" {
+		if r := page(t, stranger, "/a/orders/sub/"); body(r) != "theirs" {
 			t.Fatalf("the longer route: %s", r.Body)
 		}
 
@@ -498,7 +511,7 @@ func TestBackendEndToEnd(t *testing.T) {
 		if ms := r.Body; !strings.Contains(string(ms), `"name":"001_orders"`) || strings.Contains(string(ms), `"applied_at":null`) {
 			t.Fatalf("after the deploy: %s", ms)
 		}
-		if p := page(t, owner, "/a/shop/"); p.Status != http.StatusOK || string(p.Body) != "<h1>orders</h1>" {
+		if p := page(t, owner, "/a/shop/"); p.Status != http.StatusOK || body(p) != "<h1>orders</h1>" {
 			t.Fatalf("the page: %d %s", p.Status, p.Body)
 		}
 
@@ -746,5 +759,73 @@ func TestAppRuns(t *testing.T) {
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM app_uploads"); n != 1 {
 			t.Fatalf("refused submissions stored files: %d uploads", n)
 		}
+	})
+}
+
+// TestViewToken: a page served to a member carries a view token that lets
+// the sandboxed page (origin "null", no cookies) call its own app's
+// backend as that member, and nothing else: not another app's, not with a
+// byte changed, not once the member has left the workspace.
+func TestViewToken(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		anon := f.App.Anonymous()
+		r := owner.Do("POST", "/api/apps", obj{"name": "Orders", "manifest_yaml": backendManifest})
+		fixture.Want(t, r, http.StatusCreated)
+		id := r.Map(t)["id"].(string)
+		fixture.Want(t, put(t, owner, id, "index.html", "<!doctype html><html><HEAD><title>x</title></HEAD><body>hi</body></html>"), http.StatusCreated)
+		ddl := "CREATE TABLE orders (id INTEGER PRIMARY KEY, customer TEXT NOT NULL, total INTEGER NOT NULL)"
+		if e == db.Postgres {
+			ddl = "CREATE TABLE orders (id SERIAL PRIMARY KEY, customer TEXT NOT NULL, total INTEGER NOT NULL)"
+		}
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/migrations", obj{"name": "001", "sql": ddl}), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/builds", nil), http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/deploy", obj{"route_path": "/view"}), http.StatusOK)
+		mo := member(t, f, "Mo Member")
+		p := page(t, mo, "/a/view/")
+		m := regexp.MustCompile(`<HEAD><meta name="slipway-app-id" content="([^"]+)"><meta name="slipway-view-token" content="(scwv_[^"]+)"><title>`).FindStringSubmatch(string(p.Body))
+		if p.Status != http.StatusOK || m == nil || m[1] != id {
+			t.Fatalf("the page: %d %s", p.Status, p.Body)
+		}
+		tok := m[2]
+		f.App.Remember(tok)
+		as := func(token string, path string, body any) *apitest.Response {
+			return anon.Do("POST", path, body, "Authorization", "Bearer "+token, "Origin", "null", "X-CSRF-Token", "")
+		}
+		// The preflight a sandboxed page's fetch makes, then the call.
+		pre := anon.Do("OPTIONS", "/api/apps/"+id+"/backend/add_order", nil, "Origin", "null", "Access-Control-Request-Method", "POST",
+			"Access-Control-Request-Headers", "authorization, content-type")
+		if pre.Status != http.StatusNoContent || pre.Header.Get("Access-Control-Allow-Origin") != "*" || !strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "Authorization") {
+			t.Fatalf("preflight: %d %v", pre.Status, pre.Header)
+		}
+		r = as(tok, "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"mo", 3}})
+		if r.Status != http.StatusOK || r.Header.Get("Access-Control-Allow-Origin") != "*" || r.Header.Get("Access-Control-Allow-Credentials") != "" {
+			t.Fatalf("a call with the view token: %d %s %v", r.Status, r.Body, r.Header)
+		}
+		// A run submitted with it is the viewer's.
+		wr := owner.Do("POST", "/api/workflows", obj{"project_id": f.Project(t, owner, "P"), "name": "W", "nodes": []obj{{"key": "e", "kind": "end", "config": obj{"output": "input"}}}})
+		fixture.Want(t, wr, http.StatusCreated)
+		b, ct := multipartBody(t, map[string]string{"workflow_id": wr.Map(t)["id"].(string)})
+		r = anon.Do("POST", "/api/apps/"+id+"/runs", b, "Content-Type", ct, "Authorization", "Bearer "+tok, "Origin", "null", "X-CSRF-Token", "")
+		fixture.Want(t, r, http.StatusCreated)
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM workflow_runs WHERE id = $1 AND created_by = $2", r.Map(t)["run_id"], mo.ID); n != 1 {
+			t.Fatal("the run is not the viewer's")
+		}
+		// Nowhere else, for no other app, not tampered with.
+		for _, path := range []string{"/api/me", "/api/apps/" + id, "/api/apps/" + id + "/files"} {
+			fixture.WantError(t, anon.Do("GET", path, nil, "Authorization", "Bearer "+tok), http.StatusUnauthorized, "unauthorized")
+		}
+		other := create(t, owner, "Other")
+		fixture.WantError(t, as(tok, "/api/apps/"+other.ID+"/backend/add_order", obj{"args": []any{"x", 1}}), http.StatusUnauthorized, "unauthorized")
+		bad := []byte(tok)
+		bad[len(bad)-3] ^= 1
+		fixture.WantError(t, as(string(bad), "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"x", 1}}), http.StatusUnauthorized, "unauthorized")
+		// The session cookie does not ride along with a null origin.
+		r = owner.Do("POST", "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"x", 1}}, "Origin", "null")
+		fixture.WantError(t, r, http.StatusUnauthorized, "unauthorized")
+		// Once the member leaves the workspace, the token is a stranger's.
+		fixture.Want(t, owner.Do("DELETE", "/api/workspaces/"+owner.DefaultWorkspace()+"/members/"+mo.ID, nil), http.StatusOK)
+		fixture.WantError(t, as(tok, "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"mo", 4}}), http.StatusNotFound, "not_found")
 	})
 }

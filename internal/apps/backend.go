@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"slipway/internal/apps/manifest"
@@ -66,40 +67,47 @@ func (s *Service) backendOf(ctx context.Context, appID string) (*backendEntry, e
 // caller is who calls an app's backend: the app's App token, or a member
 // of the app's workspace with a session. Anyone else gets the answer an
 // unknown app gets.
-func (s *Service) caller(ctx context.Context, appID string) (workspaceID string, entry *backendEntry, err error) {
+func (s *Service) caller(ctx context.Context, appID string) (workspaceID string, entry *backendEntry, userID string, err error) {
 	if !ids.Valid(appID) {
 		if _, ok := actor.AppTokenFrom(ctx); ok {
-			return "", nil, errBadToken
+			return "", nil, "", errBadToken
 		}
-		return "", nil, notFound
+		return "", nil, "", notFound
 	}
 	e, err := s.backendOf(ctx, appID)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
+	var u *actor.User
 	if tok, ok := actor.AppTokenFrom(ctx); ok {
-		if !e.found || e.tokenHash == "" || subtle.ConstantTimeCompare([]byte(e.tokenHash), []byte(hashToken(tok))) != 1 {
-			return "", nil, errBadToken
+		if !strings.HasPrefix(tok, ViewTokenPrefix) {
+			if !e.found || e.tokenHash == "" || subtle.ConstantTimeCompare([]byte(e.tokenHash), []byte(hashToken(tok))) != 1 {
+				return "", nil, "", errBadToken
+			}
+			return e.workspaceID, e, "", nil
 		}
-		return e.workspaceID, e, nil
-	}
-	u, err := actor.RequireApproved(ctx)
-	if err != nil {
-		return "", nil, err
+		// A page's view token: its viewer, who must still be a member.
+		id := s.viewer(tok, appID, s.Clock.Now())
+		if id == "" || !e.found {
+			return "", nil, "", errBadToken
+		}
+		u = &actor.User{ID: id, Approved: true}
+	} else if u, err = actor.RequireApproved(ctx); err != nil {
+		return "", nil, "", err
 	}
 	ws := e.workspaceID
 	if !e.found {
 		if ws, err = appWorkspace(ctx, s.DB.R, appID); err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 	}
 	if ok, err := s.member(ctx, u, ws); err != nil || !ok {
 		if err == nil {
 			err = notFound
 		}
-		return "", nil, err
+		return "", nil, "", err
 	}
-	return ws, e, nil
+	return ws, e, u.ID, nil
 }
 
 // member reports whether u is a member of the workspace (the cached
@@ -135,7 +143,7 @@ func (s *Service) served(ctx context.Context, workspaceID, appID string, e *back
 // Backend lists the app's backend functions: name, operation and
 // arguments, never their SQL.
 func (s *Service) Backend(ctx context.Context, appID string) ([]manifest.FunctionInfo, error) {
-	ws, e, err := s.caller(ctx, appID)
+	ws, e, _, err := s.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +162,7 @@ func (s *Service) Backend(ctx context.Context, appID string) ([]manifest.Functio
 // arguments: its statement against the app's database or a resource the
 // manifest declares, within the function's time and row limits.
 func (s *Service) Call(ctx context.Context, appID, name string, in BackendCall) (*BackendResult, error) {
-	ws, e, err := s.caller(ctx, appID)
+	ws, e, _, err := s.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}

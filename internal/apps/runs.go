@@ -73,7 +73,7 @@ type upload struct {
 // the app. The caller is a session of the app's workspace or its App
 // token.
 func (s *Submissions) Submit(ctx context.Context, appID string, form *multipart.Form) (*AppRun, error) {
-	ws, _, err := s.apps.caller(ctx, appID)
+	ws, _, userID, err := s.apps.caller(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +118,8 @@ func (s *Submissions) Submit(ctx context.Context, appID string, form *multipart.
 	}
 	trigger, _ := json.Marshal(map[string]string{"kind": "app", "app_id": appID})
 	var createdBy *string
-	if u, ok := actor.UserFrom(ctx); ok {
-		createdBy = &u.ID
+	if userID != "" {
+		createdBy = &userID
 	}
 	var runID string
 	err = s.apps.DB.Tx(ctx, func(tx *db.Tx) error {

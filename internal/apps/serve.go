@@ -210,6 +210,13 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f := index[file]
 	etag := `"` + f.hash + `"`
+	ct := mime.TypeByExtension(path.Ext(file))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	// A page carries its viewer's view token: it is the viewer's, so it
+	// is neither cached nor revalidated.
+	page := strings.HasPrefix(ct, "text/html")
 	h := w.Header()
 	h.Set("Content-Security-Policy", sandboxCSP)
 	if rt.manifest.CSP != "" {
@@ -217,16 +224,16 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	h.Set("Cache-Control", "private, no-cache")
-	h.Set("ETag", etag)
-	ct := mime.TypeByExtension(path.Ext(file))
-	if ct == "" {
-		ct = "application/octet-stream"
-	}
 	h.Set("Content-Type", ct)
-	if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
-		w.WriteHeader(http.StatusNotModified)
-		return
+	if page {
+		h.Set("Cache-Control", "private, no-store")
+	} else {
+		h.Set("Cache-Control", "private, no-cache")
+		h.Set("ETag", etag)
+		if match := r.Header.Get("If-None-Match"); match != "" && strings.Contains(match, etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
 	}
 	body, err := s.blob(ctx, rt.workspaceID, f.hash)
 	if err != nil {
@@ -234,6 +241,9 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request) {
 		h.Del("ETag")
 		s.errorPage(w, r, rt, http.StatusBadGateway)
 		return
+	}
+	if page {
+		body = withViewToken(body, rt.appID, s.viewToken(rt.appID, u.ID, s.Clock.Now()))
 	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }

@@ -20,7 +20,7 @@ func (s *Service) Middleware(next http.Handler) http.Handler {
 		if h := r.Header.Get("Authorization"); h != "" {
 			kind, token, ok, err := ParseBearer(h)
 			runner := ok && (kind == BearerRunner || kind == BearerRunnerJWT) && strings.HasPrefix(r.URL.Path, RunnerAPIPrefix)
-			app := ok && kind == BearerAppToken && AppTokenRoute(r.URL.Path)
+			app := ok && (kind == BearerAppToken || kind == BearerAppView) && AppTokenRoute(r.URL.Path)
 			switch {
 			case app:
 				// The apps service checks it against the app the path names.

@@ -58,6 +58,7 @@ const (
 	BearerRunner       BearerKind = "runner"     // scrn_
 	BearerRunnerJWT    BearerKind = "runner_jwt" // scrnj_
 	BearerAppToken     BearerKind = "app"        // scwa_
+	BearerAppView      BearerKind = "app_view"   // scwv_: an app's page calling its own backend as its viewer
 	BearerUnrecognised BearerKind = "unrecognised"
 )
 
@@ -69,6 +70,7 @@ var bearerPrefixes = []struct {
 	{"scrnj_", BearerRunnerJWT},
 	{"scrn_", BearerRunner},
 	{"scwa_", BearerAppToken},
+	{"scwv_", BearerAppView},
 }
 
 // maxBearerLen bounds what is accepted as a bearer token (a JWT with claims

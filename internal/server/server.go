@@ -86,7 +86,7 @@ func New(cfg *config.Config, log *slog.Logger, d *db.DB) (*Server, error) {
 		router = a.Gate.Middleware(router)
 	}
 	s.handler = httpx.Observe(log, httpx.Proxies(cfg.TrustedProxies, httpx.Recover(httpx.CORS(cfg.CORSAllowedOrigins,
-		authSvc.Middleware(auth.AdminLayer(pages(ui, s.mux, router)))))))
+		apps.SandboxCORS(auth.AppTokenRoute, authSvc.Middleware(auth.AdminLayer(pages(ui, s.mux, router))))))))
 	s.handler = s.observe(s.handler) // metrics and trace spans of every request (observe.go)
 	return s, nil
 }

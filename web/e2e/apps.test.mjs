@@ -348,3 +348,30 @@ test('an app from /apps to a deployed backend, a second release, a rollback and 
     assert.equal((await call('GET', '/api/apps')).length, 0)
   })
 })
+
+test("a deployed page's script calls its own backend as its viewer, though sandboxed (no cookies, origin null)", async () => {
+  const app = await call('POST', '/api/apps', { name: 'Counter', manifest_yaml: manifest })
+  await call('POST', `/api/apps/${app.id}/migrations`, { name: '001_orders', sql: migration })
+  // The page reads its id and view token from the meta tags Slipway puts in its head, then calls its backend.
+  const script = `<script>
+    const meta = (n) => document.querySelector('meta[name="' + n + '"]').content
+    const api = (fn, args) => fetch('/api/apps/' + meta('slipway-app-id') + '/backend/' + fn, {
+      method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: 'Bearer ' + meta('slipway-view-token') },
+      body: JSON.stringify({ args }) }).then((r) => r.json())
+    let cookies = 'readable'
+    try { cookies = document.cookie } catch { cookies = 'blocked' }
+    api('add_order', ['from the page', 5]).then(() => api('list_orders', [])).then((r) => {
+      document.getElementById('out').textContent = r.result.rows.map((o) => o.customer + ':' + o.total).join(',') + ' cookies ' + cookies
+    }).catch((e) => { document.getElementById('out').textContent = 'failed ' + e })
+  </script>`
+  await call('PUT', `/api/apps/${app.id}/files/index.html`, { content: `<!doctype html><html><head><title>Counter</title></head><body><p id="out">…</p>${script}</body></html>` })
+  await call('POST', `/api/apps/${app.id}/builds`)
+  const d = await call('POST', `/api/apps/${app.id}/deploy`, { route_path: '/counter' })
+  await page.goto(server.url + d.url)
+  await page.locator('#out').getByText('from the page:5').waitFor()
+  const out = await page.locator('#out').innerText()
+  assert.match(out, /cookies blocked$/, 'the sandboxed page cannot read the session cookie')
+  const listed = await call('POST', `/api/apps/${app.id}/backend/list_orders`, { args: [] })
+  assert.deepEqual(listed.result.rows, [{ customer: 'from the page', total: 5 }])
+  await call('DELETE', `/api/apps/${app.id}`)
+})

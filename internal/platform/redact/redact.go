@@ -24,6 +24,7 @@ var Formats = regexp.MustCompile(strings.Join([]string{
 	`\bscrnj_[0-9A-Za-z_.-]{16,}`,
 	`\bscrn_[0-9A-Za-z_-]{16,}`,
 	`\bscwa_[0-9A-Za-z_-]{16,}`,
+	`\bscwv_[0-9A-Za-z_.-]{16,}`,
 	`-----BEGIN ([A-Z0-9]+ )*PRIVATE KEY-----[^"]*?-----END ([A-Z0-9]+ )*PRIVATE KEY-----`,
 }, "|"))
 
