@@ -2,12 +2,12 @@ package apps_test
 
 import (
 	"context"
-	"regexp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"mime/multipart"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"

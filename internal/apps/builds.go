@@ -45,18 +45,8 @@ type migrationRef struct {
 
 // LatestBuild is the app's newest build, or nil for an app never built.
 func (s *Service) LatestBuild(ctx context.Context, ws *actor.Workspace, id string) (*AppBuild, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var out *AppBuild
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		out, err = latestBuild(ctx, q, ws.ID, id)
 		return err
 	})
@@ -65,18 +55,8 @@ func (s *Service) LatestBuild(ctx context.Context, ws *actor.Workspace, id strin
 
 // Builds lists the app's builds, newest first (at most 200).
 func (s *Service) Builds(ctx context.Context, ws *actor.Workspace, id string) ([]AppBuild, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var out []AppBuild
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		out, err = listBuilds(ctx, q, ws.ID, id, 200)
 		return err
 	})

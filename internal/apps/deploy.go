@@ -58,18 +58,8 @@ func checkMigrations(expected []migrationRef, applied []migrationRef) (pending [
 
 // AppDeployment reads the app's deployment, or nil when it never was.
 func (s *Service) Deployment(ctx context.Context, ws *actor.Workspace, id string) (*AppDeployment, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var out *AppDeployment
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		out, err = getDeployment(ctx, q, ws.ID, id)
 		return err
 	})
@@ -161,15 +151,7 @@ func (s *Service) PatchDeployment(ctx context.Context, ws *actor.Workspace, u *a
 func (s *Service) point(ctx context.Context, ws *actor.Workspace, u *actor.User, id, buildID string, route *string, action string) (*AppDeployment, error) {
 	// Migrations first, outside the transaction: they run on the app's
 	// database, and may take a while.
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		return nil
-	})
+	err := s.readApp(ctx, ws, id, func(db.Queryer) error { return nil })
 	if err != nil {
 		return nil, err
 	}
@@ -373,18 +355,8 @@ func (s *Service) DeleteToken(ctx context.Context, ws *actor.Workspace, u *actor
 // ErrorPage is the page the app shows when undeployed or failing, through
 // the cascade: its own, its workspace's, the instance's, the built-in one.
 func (s *Service) ErrorPage(ctx context.Context, ws *actor.Workspace, id string) (*ResolvedErrorPage, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var own json.RawMessage
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		own, err = deploymentErrorPage(ctx, q, ws.ID, id)
 		return err
 	})

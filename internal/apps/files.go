@@ -28,18 +28,8 @@ func etagOf(b []byte) string {
 
 // Files lists an app's files by path, without their contents.
 func (s *Service) Files(ctx context.Context, ws *actor.Workspace, id string) ([]AppFileInfo, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var out []AppFileInfo
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		out, err = listFiles(ctx, q, ws.ID, id)
 		return err
 	})

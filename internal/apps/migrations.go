@@ -40,18 +40,8 @@ func checksum(sqlText string) string {
 
 // Migrations lists the app's migrations, oldest first.
 func (s *Service) Migrations(ctx context.Context, ws *actor.Workspace, id string) ([]AppMigration, error) {
-	if !ids.Valid(id) {
-		return nil, notFound
-	}
 	var out []AppMigration
-	err := s.DB.ReadTx(ctx, func(q db.Queryer) error {
-		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
-			if err == nil {
-				err = notFound
-			}
-			return err
-		}
-		var err error
+	err := s.readApp(ctx, ws, id, func(q db.Queryer) (err error) {
 		out, err = listMigrations(ctx, q, ws.ID, id)
 		return err
 	})

@@ -116,6 +116,23 @@ func parseManifest(y string) (*manifest.Manifest, error) {
 	return m, nil
 }
 
+// readApp runs fn in a read transaction once the app is known to be the
+// workspace's (the unknown app's 404 otherwise).
+func (s *Service) readApp(ctx context.Context, ws *actor.Workspace, id string, fn func(q db.Queryer) error) error {
+	if !ids.Valid(id) {
+		return notFound
+	}
+	return s.DB.ReadTx(ctx, func(q db.Queryer) error {
+		if ok, err := appExists(ctx, q, ws.ID, id); err != nil || !ok {
+			if err == nil {
+				err = notFound
+			}
+			return err
+		}
+		return fn(q)
+	})
+}
+
 // isAdmin: the workspace's owner or admin.
 func isAdmin(ws *actor.Workspace) bool { return ws.Role == "owner" || ws.Role == "admin" }
 
