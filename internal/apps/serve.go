@@ -106,16 +106,21 @@ func (s *Service) lookup(ctx context.Context, segs []string) (string, *route, st
 	for i := min(len(segs), MaxRouteSegments); i >= 1; i-- {
 		cands = append(cands, "/"+strings.Join(segs[:i], "/"))
 	}
+	// Longest first: a cached route wins only once every longer one is
+	// known (cached entries expire one by one).
 	now := time.Now()
+	known := map[string]*route{}
 	var missing []string
 	for _, c := range cands {
-		if r, ok := s.routes.routes.Get(c, now); ok {
-			if r.found {
-				return c, r, strings.Join(segs[strings.Count(c, "/"):], "/"), nil
-			}
+		r, ok := s.routes.routes.Get(c, now)
+		if !ok {
+			missing = append(missing, c)
 			continue
 		}
-		missing = append(missing, c)
+		known[c] = r
+		if r.found {
+			break // the shorter ones cannot win
+		}
 	}
 	if len(missing) > 0 {
 		epoch := s.routes.routes.Epoch()
@@ -131,15 +136,12 @@ func (s *Service) lookup(ctx context.Context, segs []string) (string, *route, st
 				r.manifest = nil // served as failing
 			}
 			s.routes.routes.Put(c, r, now, time.Time{}, epoch)
-			found[c] = r
+			known[c] = r
 		}
-		for _, c := range cands {
-			if r, ok := found[c]; ok && r.found {
-				return c, r, strings.Join(segs[strings.Count(c, "/"):], "/"), nil
-			}
-			if r, ok := s.routes.routes.Get(c, now); ok && r.found {
-				return c, r, strings.Join(segs[strings.Count(c, "/"):], "/"), nil
-			}
+	}
+	for _, c := range cands {
+		if r := known[c]; r != nil && r.found {
+			return c, r, strings.Join(segs[strings.Count(c, "/"):], "/"), nil
 		}
 	}
 	return "", nil, "", nil
