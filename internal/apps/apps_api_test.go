@@ -829,3 +829,42 @@ func TestViewToken(t *testing.T) {
 		fixture.WantError(t, as(tok, "/api/apps/"+id+"/backend/add_order", obj{"args": []any{"mo", 4}}), http.StatusNotFound, "not_found")
 	})
 }
+
+// TestAppsTenancy: on every app route, another workspace's app answers
+// exactly as an unknown id, and the outsider's request changes nothing.
+func TestAppsTenancy(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		outsider := f.App.Approved(f.Admin, "Otto Outsider")
+		n := 0
+		deployed := func(t *testing.T, owner *apitest.Client) string {
+			n++
+			r := owner.Do("POST", "/api/apps", obj{"name": fmt.Sprintf("App %d", n), "manifest_yaml": backendManifest})
+			fixture.Want(t, r, http.StatusCreated)
+			id := r.Map(t)["id"].(string)
+			fixture.Want(t, put(t, owner, id, "index.html", "x"), http.StatusCreated)
+			fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/builds", nil), http.StatusCreated)
+			fixture.Want(t, owner.Do("POST", "/api/apps/"+id+"/deploy", obj{"route_path": fmt.Sprintf("/t%d", n)}), http.StatusOK)
+			return id
+		}
+		var cases []apitest.TenancyCase
+		for _, c := range []struct {
+			method, path string
+			body         any
+		}{
+			{"GET", "/api/apps/{id}", nil}, {"PUT", "/api/apps/{id}", obj{"name": "Stolen"}}, {"POST", "/api/apps/{id}/install", nil},
+			{"POST", "/api/apps/{id}/uninstall", nil}, {"GET", "/api/apps/{id}/files", nil}, {"GET", "/api/apps/{id}/files/index.html", nil},
+			{"PUT", "/api/apps/{id}/files/index.html", obj{"content": "stolen"}}, {"DELETE", "/api/apps/{id}/files/index.html", nil},
+			{"GET", "/api/apps/{id}/builds", nil}, {"POST", "/api/apps/{id}/builds", nil}, {"GET", "/api/apps/{id}/releases", nil},
+			{"POST", "/api/apps/{id}/deploy", obj{"route_path": "/stolen"}}, {"POST", "/api/apps/{id}/undeploy", nil},
+			{"GET", "/api/apps/{id}/deployment", nil}, {"PATCH", "/api/apps/{id}/deployment", obj{"route_path": "/stolen"}},
+			{"GET", "/api/apps/{id}/deployment/error-page", nil}, {"GET", "/api/apps/{id}/migrations", nil},
+			{"POST", "/api/apps/{id}/migrations", obj{"name": "x", "sql": "SELECT 1"}}, {"GET", "/api/apps/{id}/backend", nil},
+			{"POST", "/api/apps/{id}/backend/list_orders", obj{"args": []any{"x"}}}, {"POST", "/api/apps/{id}/deployment/token", nil},
+			{"DELETE", "/api/apps/{id}/deployment/token", nil}, {"DELETE", "/api/apps/{id}", nil},
+		} {
+			cases = append(cases, apitest.TenancyCase{Name: c.method + " " + c.path, Method: c.method, Path: c.path, Body: c.body, Create: deployed})
+		}
+		apitest.CheckTenancy(t, f.Owner, outsider, cases)
+	})
+}
