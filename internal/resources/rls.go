@@ -110,7 +110,11 @@ func (s *Service) RLSRefresh(ctx context.Context, ws *actor.Workspace, id string
 		return nil, err
 	}
 	s.dropSecret(ctx, ws, old)
-	s.forget(id)
+	// The role's new password reaches nodes through a fresh Connection (its
+	// pool is keyed by the secret, so the next use opens one with it). The
+	// resource's own pool stays: closing it would break a refresh running
+	// beside this one on it.
+	s.conns.Drop(func(c *Connection) bool { return c.Resource.ID == id })
 	return st, nil
 }
 
