@@ -199,9 +199,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		})
 
 	huma.Register(api, ops.Op("get_api_apps_id_builds", http.MethodGet, "/api/apps/{id}/builds", "The app's latest build, or null for an app never built"),
-		func(ctx context.Context, in *idInput) (*httpx.Out[*AppBuild], error) {
+		func(ctx context.Context, in *idInput) (*httpx.Out[httpx.Maybe[AppBuild]], error) {
 			w, _ := ctxOf(ctx)
-			return httpx.Reply(s.LatestBuild(ctx, w, in.ID))
+			return httpx.Reply(httpx.MaybeOf(s.LatestBuild(ctx, w, in.ID)))
 		})
 	huma.Register(api, ops.Op("post_api_apps_id_builds", http.MethodPost, "/api/apps/{id}/builds",
 		"Build the app's source into an immutable release: 201 for a new build, 200 with the existing one when the source is unchanged"),
@@ -236,9 +236,9 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.Undeploy(ctx, w, u, in.ID))
 		})
 	huma.Register(api, ops.Op("get_api_apps_id_deployment", http.MethodGet, "/api/apps/{id}/deployment", "The app's deployment, or null when it never was"),
-		func(ctx context.Context, in *idInput) (*httpx.Out[*AppDeployment], error) {
+		func(ctx context.Context, in *idInput) (*httpx.Out[httpx.Maybe[AppDeployment]], error) {
 			w, _ := ctxOf(ctx)
-			return httpx.Reply(s.Deployment(ctx, w, in.ID))
+			return httpx.Reply(httpx.MaybeOf(s.Deployment(ctx, w, in.ID)))
 		})
 	huma.Register(api, ops.Op("patch_api_apps_id_deployment", http.MethodPatch, "/api/apps/{id}/deployment",
 		"Point the deployment at another release (a rollback: nothing is rebuilt; 409 when its migrations are not a prefix of those applied) or move its route"),

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
+
 	"slipway/internal/apps/manifest"
 	"slipway/internal/platform/httpx"
 )
@@ -41,11 +43,30 @@ type AppSummary struct {
 	UpdatedAt   time.Time      `json:"updated_at"`
 }
 
+// TransformSchema documents deployment as nullable (null: never deployed).
+func (AppSummary) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	return nullableDeployment(s)
+}
+
+func nullableDeployment(s *huma.Schema) *huma.Schema {
+	if p := s.Properties["deployment"]; p != nil && p.Ref != "" {
+		n := httpx.NullableRef(&huma.Schema{Ref: p.Ref})
+		n.Description = p.Description
+		s.Properties["deployment"] = n
+	}
+	return s
+}
+
 // App is an app with its manifest.
 type App struct {
 	AppSummary
 	ManifestYAML string             `json:"manifest_yaml"`
 	Manifest     *manifest.Manifest `json:"manifest" doc:"The manifest as read, with its defaults"`
+}
+
+// TransformSchema documents deployment as nullable (null: never deployed).
+func (App) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	return nullableDeployment(s)
 }
 
 // AppCreate makes an app.

@@ -4214,7 +4214,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @description Where the app is deployed; null when it never was */
-            deployment: components["schemas"]["AppDeployment"];
+            deployment: components["schemas"]["AppDeployment"] | null;
             description: string | null;
             id: string;
             /** @description Whether you have the app installed */
@@ -4361,7 +4361,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             /** @description Where the app is deployed; null when it never was */
-            deployment: components["schemas"]["AppDeployment"];
+            deployment: components["schemas"]["AppDeployment"] | null;
             description: string | null;
             id: string;
             /** @description Whether you have the app installed */
@@ -8587,7 +8587,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AppBuild"];
+                    "application/json": components["schemas"]["AppBuild"] | null;
                 };
             };
             /** @description Error */
@@ -8687,7 +8687,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AppDeployment"];
+                    "application/json": components["schemas"]["AppDeployment"] | null;
                 };
             };
             /** @description Error */

@@ -17,7 +17,7 @@ function useReleases(id: string) {
 
 /** The app's deployment, null when it never was. */
 function useDeployment(id: string) {
-  return useLoad(async () => ((await get('/api/apps/{id}/deployment', { params: { path: { id } } })) ?? null) as Deployment | null, [id])
+  return useLoad(async () => (await get('/api/apps/{id}/deployment', { params: { path: { id } } })) ?? null, [id])
 }
 
 /** The releases a deployment can serve, for a select. */

@@ -53,7 +53,7 @@ export default function AppPage() {
             {a.name}
           </Title>
           {/* The document has deployment as an object; the server answers null for an app never deployed. */}
-          <DeploymentBadge d={a.deployment as Deployment | null} testid="app-header-deployment" />
+          <DeploymentBadge d={a.deployment} testid="app-header-deployment" />
         </Group>
       </Group>
       <Tabs value={tab} onChange={(v) => setParams(v && v !== 'overview' ? { tab: v } : {}, { replace: true })} keepMounted={false}>
@@ -258,7 +258,7 @@ function DeleteCard({ a }: { a: App }) {
         item={deleting}
         title={(x) => `Delete ${x.name}?`}
         message={(x) =>
-          `${(x.deployment as Deployment | null)?.status === 'deployed' ? `It stops being served at ${x.deployment.url}. ` : ''}Its files, releases, deployment and App token go with it. This cannot be undone.`
+          `${x.deployment?.status === 'deployed' ? `It stops being served at ${x.deployment.url}. ` : ''}Its files, releases, deployment and App token go with it. This cannot be undone.`
         }
         action={() => 'Delete app'}
         testid="confirm-delete-app"

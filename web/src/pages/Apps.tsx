@@ -146,7 +146,7 @@ export default function Apps() {
                   </Table.Td>
                   <Table.Td>
                     {/* The document has deployment as an object, but the server answers null for an app never deployed. */}
-                    <DeploymentBadge d={a.deployment as Deployment | null} testid="app-deployment" />
+                    <DeploymentBadge d={a.deployment} testid="app-deployment" />
                   </Table.Td>
                   <Table.Td>{a.installed ? 'yes' : '—'}</Table.Td>
                   <Table.Td>{when(a.updated_at)}</Table.Td>
