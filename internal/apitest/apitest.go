@@ -94,12 +94,14 @@ func baseEnv(t testing.TB) map[string]string {
 	}
 }
 
-// New boots a server on a fresh database of the engine. env adds or
-// overrides configuration (pairs of name, value).
+// New boots a server on a fresh database of the engine, migrated already
+// (on PostgreSQL a copy of the migrated template: the server's boot only
+// checks the migrations, which saves each test's server applying them).
+// env adds or overrides configuration (pairs of name, value).
 func New(t testing.TB, engine db.Engine, env ...string) *App {
 	t.Helper()
 	m := baseEnv(t)
-	target := dbtest.EmptyTarget(t, engine)
+	target := dbtest.MigratedTarget(t, engine)
 	if target.Engine == db.SQLite {
 		m["DATABASE_URL"] = "sqlite:" + target.Path
 	} else {
