@@ -46,6 +46,11 @@ const (
 	// pgConnsPerApp bounds one app's connections from one server (its role
 	// allows 16 in all, for several replicas).
 	pgConnsPerApp = 4
+	// maxOpenApps bounds the apps whose databases one server keeps open
+	// (PostgreSQL pools, SQLite files): the least recently used closes, so
+	// many apps cannot exhaust the database's connections or the process's
+	// files.
+	maxOpenApps = 32
 )
 
 // SQLite's sqlite3_limit categories.
@@ -64,13 +69,15 @@ type appDatabases struct {
 	mu      sync.Mutex
 	sqlites map[string]*sqliteApp
 	pools   map[string]*pgxpool.Pool
+	used    map[string]time.Time // when each open app was last used
 	// locks serialise the migrations of one app on this server (the
 	// database's own record makes them idempotent across servers).
 	locks map[string]*sync.Mutex
 }
 
 func newAppDatabases(d *db.DB, secret []byte) *appDatabases {
-	a := &appDatabases{engine: d.Engine(), secret: secret, sqlites: map[string]*sqliteApp{}, pools: map[string]*pgxpool.Pool{}, locks: map[string]*sync.Mutex{}}
+	a := &appDatabases{engine: d.Engine(), secret: secret, sqlites: map[string]*sqliteApp{}, pools: map[string]*pgxpool.Pool{}, used: map[string]time.Time{},
+		locks: map[string]*sync.Mutex{}}
 	if a.engine == db.SQLite {
 		a.dir = filepath.Join(filepath.Dir(d.Target.Path), "apps")
 	} else {
@@ -161,6 +168,7 @@ func (a *appDatabases) drop(ctx context.Context, appID string) error {
 		p.Close()
 		delete(a.pools, appID)
 	}
+	delete(a.used, appID)
 	a.mu.Unlock()
 	if a.engine == db.SQLite {
 		for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -198,8 +206,10 @@ func (a *appDatabases) pool(ctx context.Context, appID string) (*pgxpool.Pool, e
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if p := a.pools[appID]; p != nil {
+		a.used[appID] = time.Now()
 		return p, nil
 	}
+	a.evict()
 	cfg, err := pgxpool.ParseConfig(a.url)
 	if err != nil {
 		return nil, err
@@ -214,7 +224,32 @@ func (a *appDatabases) pool(ctx context.Context, appID string) (*pgxpool.Pool, e
 		return nil, err
 	}
 	a.pools[appID] = p
+	a.used[appID] = time.Now()
 	return p, nil
+}
+
+// evict closes the least recently used app's database when maxOpenApps
+// are open (under a.mu; the closing happens beside, so a call still using
+// it finishes first on SQLite).
+func (a *appDatabases) evict() {
+	if len(a.used) < maxOpenApps {
+		return
+	}
+	var oldest string
+	for id, t := range a.used {
+		if oldest == "" || t.Before(a.used[oldest]) {
+			oldest = id
+		}
+	}
+	delete(a.used, oldest)
+	if s := a.sqlites[oldest]; s != nil {
+		delete(a.sqlites, oldest)
+		go s.close()
+	}
+	if p := a.pools[oldest]; p != nil {
+		delete(a.pools, oldest)
+		go p.Close()
+	}
 }
 
 // appliedTable records, inside the app's own database, the migrations
@@ -354,8 +389,10 @@ func (a *appDatabases) sqlite(appID string) (*sqliteApp, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s := a.sqlites[appID]; s != nil {
+		a.used[appID] = time.Now()
 		return s, nil
 	}
+	a.evict()
 	if err := os.MkdirAll(a.dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -379,6 +416,7 @@ func (a *appDatabases) sqlite(appID string) (*sqliteApp, error) {
 		return nil, err
 	}
 	a.sqlites[appID] = s
+	a.used[appID] = time.Now()
 	return s, nil
 }
 

@@ -84,12 +84,6 @@ type AppUpdate struct {
 	ManifestYAML *string                `json:"manifest_yaml,omitempty" minLength:"1" maxLength:"200000"`
 }
 
-// AppMember is a member who has the app installed.
-type AppMember struct {
-	UserID      string    `json:"user_id"`
-	InstalledAt time.Time `json:"installed_at"`
-}
-
 // AppInstallInput names who installs the app: a member of its workspace
 // (absent: you).
 type AppInstallInput struct {
