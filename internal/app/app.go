@@ -273,7 +273,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	// Hosted apps: app nodes call their backends.
 	pages := errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})
 	appSvc := apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Viewers: ten, Bus: bus,
-		ErrorPages: appErrorPages{pages: pages, db: d}, Secret: secret, Resources: resSvc})
+		ErrorPages: appErrorPages{pages: pages, db: d}, Secret: secret, Resources: resSvc, Queue: q, Runs: rs, Scripts: scriptSvc})
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
 		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
@@ -286,6 +286,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp.Handle(workflows.CodeJob, workport.WorkScript, eng.Code())
 	disp.Handle(workflows.NodeTestJob, workport.WorkScript, eng.NodeTests())
 	disp.Handle(scripts.RunJob, workport.WorkScript, scriptSvc.Runner(codefiles.Contents{}))
+	disp.Handle(apps.BuildJob, workport.WorkScript, appSvc.Builder())
 
 	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
 		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log), Vault: store}

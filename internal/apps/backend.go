@@ -13,6 +13,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/ids"
 	"slipway/internal/resources"
+	"slipway/internal/scripts"
 )
 
 // BackendCall is a call of a backend function: its positional arguments
@@ -24,7 +25,7 @@ type BackendCall struct {
 // BackendResult is what a function answered.
 type BackendResult struct {
 	Function string `json:"function"`
-	Result   any    `json:"result" doc:"query: {rows, row_count, columns, truncated}; execute: {rows_affected}"`
+	Result   any    `json:"result" doc:"query: {rows, row_count, columns, truncated}; execute: {rows_affected}; script: the last line the script printed, as JSON (a string when it was not JSON)"`
 }
 
 // errBadToken answers an App token that is not the app's (or no app's).
@@ -249,7 +250,7 @@ func (s *Service) run(ctx context.Context, ws, appID string, f *manifest.Functio
 	var out any
 	switch {
 	case f.Operation == manifest.OpScript:
-		return nil, apperr.New(apperr.CodeUnprocessable, "function %s is a script: scripts do not run from app backends yet", name)
+		return s.callScript(ctx, ws, appID, f, raw, timeout)
 	case f.Resource != "":
 		rid, err := s.Resources.IDByName(ctx, ws, f.Resource)
 		if err != nil {
@@ -276,6 +277,41 @@ func (s *Service) run(ctx context.Context, ws, appID string, f *manifest.Functio
 			// The tenant's SQL failed: the database's words, as theirs.
 			return nil, apperr.New(apperr.CodeUnprocessable, "function %s failed: %v", name, err)
 		}
+	}
+	return out, nil
+}
+
+// callScript runs a script function: the workspace's saved script with
+// the function's slug, through the worker port, waited for up to the
+// function's time. The script reads {input: {app_id, function, args},
+// script} from $SLIPWAY_INPUT (args positional, as sent); its last line
+// printed is the answer.
+func (s *Service) callScript(ctx context.Context, ws, appID string, f *manifest.Function, raw []json.RawMessage, timeout time.Duration) (any, error) {
+	if s.Scripts == nil {
+		return nil, apperr.New(apperr.CodeUnprocessable, "function %s is a script: this server runs no scripts for apps", f.Name)
+	}
+	args := raw
+	if args == nil {
+		args = []json.RawMessage{}
+	}
+	input, err := json.Marshal(map[string]any{"app_id": appID, "function": f.Name, "args": args})
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.Scripts.Call(ctx, ws, f.Script, input, timeout)
+	var failed *scripts.CallFailed
+	switch {
+	case errors.Is(err, apperr.ErrNotFound):
+		return nil, apperr.New(apperr.CodeConflict, "function %s runs script %s, which the workspace does not have", f.Name, f.Script)
+	case errors.Is(err, scripts.ErrCallTimeout):
+		return nil, apperr.New(apperr.CodeUnprocessable, "function %s ran past its %d ms", f.Name, f.TimeoutMS)
+	case errors.As(err, &failed):
+		return nil, apperr.New(apperr.CodeUnprocessable, "function %s failed: %s", f.Name, failed.Reason)
+	case err != nil:
+		return nil, err
+	}
+	if out == nil {
+		return nil, nil
 	}
 	return out, nil
 }

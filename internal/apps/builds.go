@@ -11,6 +11,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
 )
 
 // sourceHash is the SHA-256 over what a build reads: the manifest, each
@@ -93,17 +94,28 @@ func (s *Service) StartBuild(ctx context.Context, ws *actor.Workspace, u *actor.
 			return err
 		}
 		hash := sourceHash(a.ManifestYAML, files, migs)
-		if out, err = buildByHash(ctx, tx, ws.ID, id, hash); err != nil || out != nil {
+		if out, err = buildByHash(ctx, tx, ws.ID, id, hash); err != nil {
 			return err
+		} else if out != nil {
+			if out.Status != "failed" {
+				return nil
+			}
+			// The same source failed: build it again (a build step may
+			// fail for reasons outside it).
+			if err := requeueRelease(ctx, tx, ws.ID, out.ID); err != nil {
+				return err
+			}
+			if err := s.enqueueBuild(ctx, tx, ws.ID, id, out.ID); err != nil {
+				return err
+			}
+			out.Status, out.Error, out.FinishedAt, created = "queued", nil, nil, true
+			return nil
 		}
 		m, err := parseManifest(a.ManifestYAML)
 		if err != nil {
 			return err
 		}
-		if m.Build != nil {
-			return apperr.New(apperr.CodeUnprocessable, "the manifest asks for a build step (build:), which this server does not run yet: remove it and commit the built files")
-		}
-		if !hasFile(files, m.Entry) {
+		if m.Build == nil && !hasFile(files, m.Entry) {
 			return apperr.BadRequest("the manifest's entry page %s is not among the app's files", m.Entry)
 		}
 		n, err := countBuilds(ctx, tx, ws.ID, id)
@@ -116,11 +128,19 @@ func (s *Service) StartBuild(ctx context.Context, ws *actor.Workspace, u *actor.
 		now := s.Clock.Now()
 		b := &AppBuild{ID: ids.New(), AppID: id, Number: int64(n) + 1, SourceHash: hash, Status: "succeeded", Files: len(files),
 			Migrations: refNames(migs), CreatedAt: now, FinishedAt: &now}
+		if m.Build != nil { // the files are its source until the step ran
+			b.Status, b.FinishedAt = "queued", nil
+		}
 		if err := insertRelease(ctx, tx, ws.ID, u.ID, b, a.ManifestYAML, migs); err != nil {
 			return err
 		}
 		if err := copyFilesToRelease(ctx, tx, ws.ID, id, b.ID, now); err != nil {
 			return err
+		}
+		if m.Build != nil {
+			if err := s.enqueueBuild(ctx, tx, ws.ID, id, b.ID); err != nil {
+				return err
+			}
 		}
 		out, created = b, true
 		return nil
@@ -129,6 +149,19 @@ func (s *Service) StartBuild(ctx context.Context, ws *actor.Workspace, u *actor.
 		return nil, false, err
 	}
 	return out, created, nil
+}
+
+// enqueueBuild queues a release's build step, its runs on the app's log.
+func (s *Service) enqueueBuild(ctx context.Context, tx *db.Tx, workspaceID, appID, releaseID string) error {
+	if s.Queue == nil || s.Runs == nil {
+		return apperr.New(apperr.CodeUnprocessable, "this server runs no build steps: remove build: from the manifest and commit the built files")
+	}
+	if err := s.Runs.EnsureLog(ctx, tx, workspaceID, appID); err != nil {
+		return err
+	}
+	_, err := s.Queue.Enqueue(ctx, tx, jobs.NewJob{Kind: BuildJob, WorkspaceID: workspaceID, Ref: releaseID, MaxAttempts: buildMaxAttempts,
+		Payload: buildPayload{ReleaseID: releaseID, AppID: appID}})
+	return err
 }
 
 func hasFile(files []AppFileInfo, p string) bool {

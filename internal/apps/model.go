@@ -140,7 +140,8 @@ type AppBuild struct {
 	SourceHash string     `json:"source_hash" doc:"SHA-256 over the manifest, the files and the migrations: the same source is one build"`
 	Status     string     `json:"status" enum:"queued,running,succeeded,failed"`
 	Error      *string    `json:"error" nullable:"true"`
-	Files      int        `json:"files" doc:"How many files the release serves"`
+	Files      int        `json:"files" doc:"How many files the release serves (until a build step succeeds: its source's)"`
+	RunID      *string    `json:"run_id" nullable:"true" doc:"The run of the build step, whose events are its log (null: no build step ran)"`
 	Migrations []string   `json:"migrations" doc:"The migrations the release expects, oldest first"`
 	CreatedAt  time.Time  `json:"created_at"`
 	FinishedAt *time.Time `json:"finished_at" nullable:"true"`

@@ -2,9 +2,11 @@ package apps
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"slipway/internal/apps/manifest"
@@ -16,9 +18,11 @@ import (
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/platform/jobs"
 	"slipway/internal/platform/pubsub"
 	"slipway/internal/platform/text"
 	"slipway/internal/resources"
+	"slipway/internal/runs"
 )
 
 // Quota decides the plan's apps.max inside the transaction that adds an
@@ -62,6 +66,18 @@ type Deps struct {
 	// Resources runs a backend function's statement against a resource
 	// the manifest declares.
 	Resources Resources
+	// Queue and Runs run build steps through the worker port (nil: builds
+	// with a build step are refused).
+	Queue *jobs.Queue
+	Runs  *runs.Service
+	// Scripts runs script functions (nil: they are refused).
+	Scripts Scripts
+}
+
+// Scripts runs a workspace's saved script by slug and waits for its
+// output (scripts.Service.Call).
+type Scripts interface {
+	Call(ctx context.Context, workspaceID, slug string, input json.RawMessage, timeout time.Duration) (json.RawMessage, error)
 }
 
 // Resources are the workspace's resources as backend functions use them.

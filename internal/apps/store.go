@@ -12,6 +12,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/board"
 	"slipway/internal/platform/db"
+	"slipway/internal/workport"
 )
 
 // summaryColumns read an app with whether the user has it installed and
@@ -298,18 +299,21 @@ func deleteFile(ctx context.Context, q db.Queryer, workspaceID, appID, path stri
 
 // Builds and releases.
 
-const buildColumns = `id, app_id, number, source_hash, status, error, migrations, created_at, finished_at,
+const buildColumns = `id, app_id, number, source_hash, status, error, migrations, run_id, created_at, finished_at,
 	(SELECT COUNT(*) FROM app_release_files f WHERE f.workspace_id = app_releases.workspace_id AND f.release_id = app_releases.id)`
 
 func scanBuild(row scanner) (*AppBuild, []migrationRef, error) {
 	var b AppBuild
-	var errText sql.NullString
+	var errText, runID sql.NullString
 	var migs string
-	if err := row.Scan(&b.ID, &b.AppID, &b.Number, &b.SourceHash, &b.Status, &errText, &migs, db.UTC(&b.CreatedAt), db.NullUTC(&b.FinishedAt), &b.Files); err != nil {
+	if err := row.Scan(&b.ID, &b.AppID, &b.Number, &b.SourceHash, &b.Status, &errText, &migs, &runID, db.UTC(&b.CreatedAt), db.NullUTC(&b.FinishedAt), &b.Files); err != nil {
 		return nil, nil, err
 	}
 	if errText.Valid {
 		b.Error = &errText.String
+	}
+	if runID.Valid {
+		b.RunID = &runID.String
 	}
 	var refs []migrationRef
 	if err := json.Unmarshal([]byte(migs), &refs); err != nil {
@@ -718,4 +722,94 @@ func pruneUploads(ctx context.Context, d *db.DB, now time.Time) (int, error) {
 		return err
 	})
 	return int(n), err
+}
+
+// Build steps (BuildJob).
+
+// sourceRelease is what a build job reads of its release.
+type sourceRelease struct {
+	status       string
+	manifestYAML string
+}
+
+// buildSource reads a release's status and manifest (nil: gone).
+func buildSource(ctx context.Context, q db.Queryer, workspaceID, releaseID string) (*sourceRelease, error) {
+	var r sourceRelease
+	err := q.QueryRowContext(ctx, "SELECT status, manifest_yaml FROM app_releases WHERE workspace_id = $1 AND id = $2", workspaceID, releaseID).
+		Scan(&r.status, &r.manifestYAML)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("apps: release %s: %w", releaseID, err)
+	}
+	return &r, nil
+}
+
+// releaseContents reads a release's files with their contents, by path.
+func releaseContents(ctx context.Context, q db.Queryer, workspaceID, releaseID string) ([]workport.ScriptFile, error) {
+	rows, err := q.QueryContext(ctx, `SELECT f.path, b.content FROM app_release_files f
+		JOIN app_blobs b ON b.workspace_id = f.workspace_id AND b.hash = f.hash
+		WHERE f.workspace_id = $1 AND f.release_id = $2 ORDER BY f.path`, workspaceID, releaseID)
+	if err != nil {
+		return nil, fmt.Errorf("apps: release contents: %w", err)
+	}
+	defer rows.Close()
+	var out []workport.ScriptFile
+	for rows.Next() {
+		var f workport.ScriptFile
+		if err := rows.Scan(&f.Path, &f.Content); err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+func setReleaseRunning(ctx context.Context, q db.Queryer, workspaceID, releaseID, runID string) error {
+	_, err := q.ExecContext(ctx, "UPDATE app_releases SET status = 'running', run_id = $3 WHERE workspace_id = $1 AND id = $2", workspaceID, releaseID, runID)
+	return err
+}
+
+// requeueRelease puts a running (or failed) build back in the queue.
+func requeueRelease(ctx context.Context, q db.Queryer, workspaceID, releaseID string) error {
+	_, err := q.ExecContext(ctx, `UPDATE app_releases SET status = 'queued', error = NULL, finished_at = NULL
+		WHERE workspace_id = $1 AND id = $2 AND status <> 'succeeded'`, workspaceID, releaseID)
+	return err
+}
+
+func failRelease(ctx context.Context, q db.Queryer, workspaceID, releaseID, reason string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE app_releases SET status = 'failed', error = $3, finished_at = $4
+		WHERE workspace_id = $1 AND id = $2 AND status <> 'succeeded'`, workspaceID, releaseID, cut(reason, maxBuildError), now)
+	return err
+}
+
+func succeedRelease(ctx context.Context, q db.Queryer, workspaceID, releaseID string, now time.Time) error {
+	_, err := q.ExecContext(ctx, "UPDATE app_releases SET status = 'succeeded', error = NULL, finished_at = $3 WHERE workspace_id = $1 AND id = $2",
+		workspaceID, releaseID, now)
+	return err
+}
+
+// releaseContent is one file a build left.
+type releaseContent struct {
+	path, hash string
+	content    []byte
+}
+
+// replaceReleaseFiles makes files the release's (its source goes).
+func replaceReleaseFiles(ctx context.Context, q db.Queryer, workspaceID, releaseID string, files []releaseContent, now time.Time) error {
+	if _, err := q.ExecContext(ctx, "DELETE FROM app_release_files WHERE workspace_id = $1 AND release_id = $2", workspaceID, releaseID); err != nil {
+		return fmt.Errorf("apps: release files: %w", err)
+	}
+	for _, f := range files {
+		if _, err := q.ExecContext(ctx, `INSERT INTO app_blobs (workspace_id, hash, content, size, created_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (workspace_id, hash) DO NOTHING`, workspaceID, f.hash, f.content, len(f.content), now); err != nil {
+			return fmt.Errorf("apps: release blobs: %w", err)
+		}
+		if _, err := q.ExecContext(ctx, "INSERT INTO app_release_files (release_id, workspace_id, path, hash, size) VALUES ($1, $2, $3, $4, $5)",
+			releaseID, workspaceID, f.path, f.hash, len(f.content)); err != nil {
+			return fmt.Errorf("apps: release files: %w", err)
+		}
+	}
+	return nil
 }

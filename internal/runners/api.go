@@ -236,7 +236,10 @@ func RegisterAPI(api huma.API, s *Service, port Port, requireCert bool) {
 		return httpx.Reply(runnerapi.Ack{OK: true}, nil)
 	})
 
-	huma.Register(api, ops.Op("post_api_runner_v1_jobs_job_id_finish", http.MethodPost, runnerapi.APIPrefix+"/jobs/{job_id}/finish", "Report how work ended"),
+	// A finish carries a build's collected files (at most 20 MiB, base64
+	// in JSON).
+	finish := httpx.BodyLimit(ops.Op("post_api_runner_v1_jobs_job_id_finish", http.MethodPost, runnerapi.APIPrefix+"/jobs/{job_id}/finish", "Report how work ended"), 32<<20)
+	huma.Register(api, finish,
 		func(ctx context.Context, in *finishInput) (*httpx.Out[runnerapi.Ack], error) {
 			if err := own(ctx, in.JobID, in.Body.Lease); err != nil {
 				return nil, err

@@ -59,6 +59,8 @@ type runPayload struct {
 	ScriptID string          `json:"script_id"`
 	Version  int64           `json:"version"`
 	Input    json.RawMessage `json:"input"`
+	// Timeout bounds a call's run (Call); zero: runTimeout.
+	Timeout time.Duration `json:"timeout_ns,omitempty"`
 }
 
 // result is what a script run's row keeps as its result.
@@ -178,6 +180,10 @@ func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.Wo
 		return nil, err
 	}
 	input, _ := json.Marshal(map[string]any{"input": p.Input, "script": map[string]any{"id": p.ScriptID, "version": p.Version}})
+	timeout := runTimeout
+	if p.Timeout > 0 && p.Timeout < timeout {
+		timeout = p.Timeout
+	}
 	var lib []workport.ScriptFile
 	if h.lib != nil {
 		if lib, err = h.lib.Library(ctx, tx, j.WorkspaceID); err != nil {
@@ -187,7 +193,7 @@ func (h runner) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispatch.Wo
 	return &workport.Assignment{
 		Lease: workport.Lease{JobID: j.ID, Worker: j.LockedBy, Attempt: j.Attempt, WorkspaceID: j.WorkspaceID, RunID: run.ID},
 		Work:  workport.WorkScript,
-		Script: &workport.ScriptWork{Language: rev.Language, Source: rev.Source, Library: lib, Input: input, Image: h.s.image, Timeout: runTimeout,
+		Script: &workport.ScriptWork{Language: rev.Language, Source: rev.Source, Library: lib, Input: input, Image: h.s.image, Timeout: timeout,
 			Env: map[string]string{"SLIPWAY_RUN_ID": run.ID, "SLIPWAY_IDEMPOTENCY_KEY": j.Ref}},
 	}, nil
 }

@@ -49,6 +49,18 @@ func getScript(ctx context.Context, q db.Queryer, workspaceID, id string) (*Scri
 	return s, nil
 }
 
+// scriptBySlug reads a script by its slug.
+func scriptBySlug(ctx context.Context, q db.Queryer, workspaceID, slug string) (*Script, error) {
+	s, err := scanScript(q.QueryRowContext(ctx, "SELECT "+scriptColumns+" FROM scripts WHERE workspace_id = $1 AND slug = $2", workspaceID, slug))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("script")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("scripts: get: %w", err)
+	}
+	return s, nil
+}
+
 // lockScript reads a script in tx holding its row lock until the
 // transaction ends (a no-op UPDATE: PostgreSQL locks the row and returns
 // its latest committed state; SQLite's write transaction already excludes

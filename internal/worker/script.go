@@ -121,6 +121,13 @@ func (e *execution) script(ctx context.Context, ev *eventWriter, red *redact.Red
 		}
 		return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(msg), Output: output}
 	}
+	if a.Collect != nil {
+		files, err := collect(work, a.Collect)
+		if err != nil {
+			return workport.Result{Outcome: workport.Failed, ExitCode: code, Error: red.Text(err.Error()), Output: output}
+		}
+		return workport.Result{Outcome: workport.Succeeded, ExitCode: code, Output: output, Files: files}
+	}
 	return workport.Result{Outcome: workport.Succeeded, ExitCode: code, Output: output}
 }
 

@@ -171,6 +171,18 @@ type ScriptWork struct {
 	Timeout   time.Duration `json:"timeout_ns"`
 	// Secrets must never reach events or errors.
 	Secrets []string `json:"secrets,omitempty"`
+	// Collect, when set, brings the files of a directory under the working
+	// directory back with a succeeded result (an app's build output).
+	Collect *Collect `json:"collect,omitempty"`
+}
+
+// Collect names the directory whose files come back with a script's
+// result, and bounds them: a build that leaves more fails.
+type Collect struct {
+	Dir           string `json:"dir"` // relative to the working directory, slash-separated
+	MaxFiles      int    `json:"max_files"`
+	MaxFileBytes  int64  `json:"max_file_bytes"`
+	MaxTotalBytes int64  `json:"max_total_bytes"`
 }
 
 // ScriptFile is one file of a script's files.
@@ -257,6 +269,10 @@ type Result struct {
 	// it is JSON and as a JSON string otherwise (absent when it printed
 	// nothing).
 	Output json.RawMessage `json:"output,omitempty"`
+	// Files are the collected files of a succeeded script whose work asked
+	// for them (ScriptWork.Collect); regular files only, paths relative to
+	// the collected directory.
+	Files []ScriptFile `json:"files,omitempty"`
 }
 
 // Change is a published change.

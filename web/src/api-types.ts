@@ -4233,7 +4233,7 @@ export interface components {
             error: string | null;
             /**
              * Format: int64
-             * @description How many files the release serves
+             * @description How many files the release serves (until a build step succeeds: its source's)
              */
             files: number;
             /** Format: date-time */
@@ -4246,6 +4246,8 @@ export interface components {
              * @description 1 for the app's first build, then 2, …
              */
             number: number;
+            /** @description The run of the build step, whose events are its log (null: no build step ran) */
+            run_id: string | null;
             /** @description SHA-256 over the manifest, the files and the migrations: the same source is one build */
             source_hash: string;
             /** @enum {string} */
@@ -4687,6 +4689,15 @@ export interface components {
         };
         CodeInputBody: {
             code: string;
+        };
+        Collect: {
+            dir: string;
+            /** Format: int64 */
+            max_file_bytes: number;
+            /** Format: int64 */
+            max_files: number;
+            /** Format: int64 */
+            max_total_bytes: number;
         };
         ConcurrencyInputBody: {
             /**
@@ -6094,6 +6105,7 @@ export interface components {
             error?: string;
             /** Format: int64 */
             exit_code?: number;
+            files?: components["schemas"]["ScriptFile"][] | null;
             outcome: string;
             output?: unknown;
             /** Format: int64 */
@@ -6486,6 +6498,7 @@ export interface components {
             version: number;
         };
         ScriptWork: {
+            collect?: components["schemas"]["Collect"];
             env?: {
                 [key: string]: string;
             };
