@@ -415,3 +415,63 @@ func notTokenChar(r rune) bool {
 }
 
 func isControl(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }
+
+// HTTPClient is a net/http client under the same checks, for API clients
+// that want one (a forge's SDK): every dial checked, no redirect followed
+// (a token in a header must not travel on), the policy's timeout per
+// request, and each response body cut off with ErrTooLarge past the
+// policy's MaxResponseBytes (maxBody, when positive, instead).
+func (c *Client) HTTPClient(maxBody int64) *http.Client {
+	if maxBody <= 0 {
+		maxBody = c.policy.MaxResponseBytes
+	}
+	return &http.Client{
+		Transport:     &bounded{next: c.http.Transport, limit: maxBody},
+		Timeout:       c.policy.Timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// bounded bounds the bodies of the responses it passes on.
+type bounded struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (b *bounded) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err != nil {
+		var f *failure
+		if errors.As(err, &f) {
+			return nil, f
+		}
+		return nil, err
+	}
+	if resp.ContentLength > b.limit {
+		resp.Body.Close()
+		return nil, fail(ErrTooLarge, "response body is larger than %d bytes", b.limit)
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: b.limit}
+	return resp, nil
+}
+
+// limitedBody reads at most left bytes, then fails with ErrTooLarge.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return 0, fail(ErrTooLarge, "response body is too large")
+	}
+	if int64(len(p)) > l.left+1 {
+		p = p[:l.left+1]
+	}
+	n, err := l.ReadCloser.Read(p)
+	l.left -= int64(n)
+	if l.left < 0 {
+		return 0, fail(ErrTooLarge, "response body is too large")
+	}
+	return n, err
+}

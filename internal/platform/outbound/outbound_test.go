@@ -448,3 +448,47 @@ func TestNoRedirectsAndPROPFIND(t *testing.T) {
 		t.Fatalf("PROPFIND: %v %v", resp, err)
 	}
 }
+
+// HTTPClient, for SDKs: the same dial check, no redirect followed, bodies
+// bounded.
+func TestHTTPClient(t *testing.T) {
+	srv, hits := counted(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/redirect":
+			http.Redirect(w, r, "/elsewhere", http.StatusFound)
+		case "/exact":
+			w.Write(make([]byte, 1000))
+		case "/endless":
+			chunk := make([]byte, 4096)
+			for r.Context().Err() == nil {
+				if _, err := w.Write(chunk); err != nil {
+					return
+				}
+			}
+		default:
+			io.WriteString(w, "ok")
+		}
+	})
+	p := DefaultPolicy()
+	p.Timeout = 5 * time.Second
+	if _, err := New(p).HTTPClient(0).Get(srv.URL); !errors.Is(err, ErrRefused) || hits.Load() != 0 {
+		t.Fatalf("a private address: %v (%d hits)", err, hits.Load())
+	}
+	c := New(private()).HTTPClient(1000)
+	resp, err := c.Get(srv.URL + "/redirect")
+	if err != nil || resp.StatusCode != http.StatusFound {
+		t.Fatalf("a redirect is answered, not followed: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	for path, want := range map[string]error{"/exact": nil, "/endless": ErrTooLarge} {
+		resp, err := c.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !errors.Is(err, want) || want == nil && len(b) != 1000 {
+			t.Fatalf("%s: %d bytes, %v, want %v", path, len(b), err, want)
+		}
+	}
+}
