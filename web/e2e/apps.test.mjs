@@ -375,3 +375,173 @@ test("a deployed page's script calls its own backend as its viewer, though sandb
   assert.deepEqual(listed.result.rows, [{ customer: 'from the page', total: 5 }])
   await call('DELETE', `/api/apps/${app.id}`)
 })
+
+test('a build step, a run submitted with files, and an install for another member', async (t) => {
+  // The build step's command goes as a YAML string; the harness runs it with the process backend (the image is not pulled).
+  const site = (command) => `name: Site\nbuild:\n  image: busybox\n  command: ${JSON.stringify(command)}\n  output: dist\n`
+  const app = await call('POST', '/api/apps', { name: 'Site', manifest_yaml: site('mkdir -p dist && cp src/index.html dist/index.html && echo copied index.html') })
+  const api = (method, p, body) => call(method, `/api/apps/${app.id}${p}`, body)
+  await api('PUT', '/files/src/index.html', { content: html('built') })
+  // Every text the build note shows, in order, however briefly (a build step of a few milliseconds is queued only that long).
+  const watchNote = () =>
+    page.evaluate(() => {
+      window.__buildNotes = []
+      if (window.__buildNoteObserver) return
+      window.__buildNoteObserver = new MutationObserver(() => {
+        const text = document.querySelector('[data-testid="app-build-note"]')?.textContent ?? ''
+        if (text && window.__buildNotes.at(-1) !== text) window.__buildNotes.push(text)
+      })
+      window.__buildNoteObserver.observe(document.body, { subtree: true, childList: true, characterData: true })
+    })
+  const notes = () => page.evaluate(() => window.__buildNotes)
+
+  await t.test('a build step: the build is queued, followed until built, and its log is a run', async () => {
+    await page.goto(`${server.url}/apps/${app.id}?tab=builds`)
+    await page.getByTestId('app-builds-empty').waitFor()
+    await watchNote()
+    await page.getByTestId('app-build').click()
+    await note('app-build-note', 'Built release #1')
+    assert.deepEqual(await notes(), ['Build #1 queued', 'Built release #1'], 'queued first, then built')
+    const [b] = await api('GET', '/releases')
+    assert.equal(b.status, 'succeeded')
+    assert.ok(b.run_id, 'the build step ran as a run')
+    const row = page.getByTestId('app-release-1')
+    await row.getByText('succeeded').waitFor()
+    const log = page.getByTestId('app-release-log-1')
+    assert.equal(await log.getAttribute('href'), `/runs/${b.run_id}`)
+    await log.click()
+    await page.waitForURL(new RegExp(`/runs/${b.run_id}$`))
+    await page.getByTestId(`tree-${b.run_id}`).getByText('succeeded').waitFor()
+    await page.getByTestId('event-log').getByText('copied index.html').waitFor()
+    // The release is the build's output: dist/index.html served as the entry page.
+    const d = await api('POST', '/deploy', { route_path: '/site' })
+    await page.goto(server.url + d.url)
+    await page.getByText('Orders built').waitFor()
+  })
+
+  await t.test('a failing build step: the note says it failed and why', async () => {
+    await api('PUT', '', { manifest_yaml: site('exit 3') })
+    await page.goto(`${server.url}/apps/${app.id}?tab=builds`)
+    await page.getByTestId('app-release-1').waitFor()
+    await watchNote()
+    await page.getByTestId('app-build').click()
+    await note('app-build-note', /^Build #2 failed: /)
+    const [b] = await api('GET', '/releases')
+    assert.equal(b.status, 'failed')
+    assert.match(b.error, /3/, 'the error names the exit code')
+    assert.deepEqual(await notes(), ['Build #2 queued', `Build #2 failed: ${b.error}`])
+    const row = page.getByTestId('app-release-2')
+    await row.getByText('failed', { exact: true }).waitFor()
+    await row.getByText(b.error).waitFor()
+    assert.equal(await page.getByTestId('app-release-log-2').getAttribute('href'), `/runs/${b.run_id}`)
+    assert.equal((await api('GET', '/deployment')).release, 1, 'the deployment still serves release 1')
+  })
+
+  await t.test('submit a run: invalid JSON is not sent; the run and its files are linked, a file downloads as sent', async () => {
+    const project = await call('POST', '/api/projects', { name: 'intake', repo_url: server.repo })
+    const wf = await call('POST', '/api/workflows', { name: 'Intake', project_id: project.id, nodes: [{ key: 'e', kind: 'end', config: { output: 'input' } }] })
+    await page.goto(`${server.url}/apps/${app.id}?tab=backend`)
+    const card = page.getByTestId('app-submit-run')
+    assert.equal(await card.getByTestId('app-run-input').inputValue(), '{}')
+    assert.ok(await card.getByTestId('app-run-submit').isDisabled(), 'no workflow picked yet')
+    await card.getByTestId('app-run-workflow').click()
+    await page.getByRole('option', { name: 'Intake' }).click()
+    await card.getByTestId('app-run-input').fill('{"ticket": ')
+    await card.getByTestId('app-run-submit').click()
+    await card.getByRole('alert').getByText(/invalid JSON/).waitFor()
+    assert.equal(((await call('GET', `/api/workflows/${wf.id}/runs`)) ?? []).length, 0, 'nothing was sent')
+
+    await card.getByTestId('app-run-input').fill('{"ticket": 42}')
+    const notes = 'first line\nsecond line\n'
+    await card.locator('input[type=file]').setInputFiles([
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from(notes) },
+      { name: 'data.csv', mimeType: 'text/csv', buffer: Buffer.from('a,b\n1,2\n') },
+    ])
+    await card.getByTestId('app-run-submit').click()
+    const link = card.getByTestId('app-run-link')
+    await link.waitFor()
+    assert.equal(await card.getByRole('alert').count(), 0)
+    const runs = await call('GET', `/api/workflows/${wf.id}/runs`)
+    assert.equal(runs.length, 1, 'one run started')
+    const runID = runs[0].id
+    assert.equal(await link.getAttribute('href'), `/workflows/runs/${runID}`)
+    const file = card.getByTestId('app-run-file-0')
+    await file.getByText('notes.txt').waitFor()
+    assert.match(await card.getByTestId('app-run-result').innerText(), /notes\.txt\s+23 bytes[\s\S]*data\.csv\s+8 bytes/)
+    const url = await file.getAttribute('href')
+    assert.match(url, /^\/api\/app_uploads\/[^/]+\/download$/)
+    assert.match(await card.getByTestId('app-run-file-1').getAttribute('href'), /^\/api\/app_uploads\/[^/]+\/download$/)
+    // The link downloads with the session's cookie: the file as it was sent, as an attachment.
+    const got = await page.evaluate(async (u) => {
+      const r = await fetch(u, { credentials: 'include' })
+      return { status: r.status, body: await r.text(), disposition: r.headers.get('content-disposition') ?? '' }
+    }, url)
+    assert.equal(got.status, 200)
+    assert.equal(got.body, notes)
+    assert.match(got.disposition, /^attachment/)
+
+    // The run's page: the input it got lists the files by their links.
+    await link.click()
+    await page.waitForURL(new RegExp(`/workflows/runs/${runID}$`))
+    await page.locator('[data-testid="run-status"][data-status="succeeded"]').waitFor()
+    const run = await call('GET', `/api/workflows/runs/${runID}`)
+    const output = JSON.stringify(run.output)
+    assert.ok(output.includes('"ticket":42') && output.includes(url), output)
+    await call('DELETE', `/api/workflows/${wf.id}`)
+  })
+
+  await t.test('install for a member, then uninstall; a member who is not an admin is refused', async () => {
+    const mia = { email: 'mia@example.test', password: 'mia-passphrase-123', name: 'Mia Member' }
+    const invite = await call('POST', '/organization/invites', { email: mia.email, role: 'member' })
+    const r = await fetch(server.url + '/api/auth/register', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: mia.email, password: mia.password, display_name: mia.name }),
+    })
+    assert.ok(r.ok, `register: ${r.status}`)
+    await (await apiSession(server.url, mia.email, mia.password))('POST', '/organization/invites/accept', { token: invite.token })
+    const pending = await call('GET', '/api/admin/users/pending')
+    await call('POST', `/api/admin/users/${pending.users.find((u) => u.email === mia.email).id}/approve`)
+
+    // Mia in a browser of her own, in the workspace she was invited to (she has one of her own too).
+    const miaCtx = await chrome.newContext({ viewport: { width: 1360, height: 860 } })
+    const other = await miaCtx.newPage()
+    other.setDefaultTimeout(20_000)
+    await other.goto(server.url + '/login')
+    await other.getByLabel('Email').fill(mia.email)
+    await other.locator('input[type=password]').fill(mia.password)
+    await other.getByRole('button', { name: 'Sign in' }).click()
+    await other.waitForURL(/\/tasks\/board/)
+    await other.getByTestId('workspace-switcher').click()
+    await other.getByRole('option', { name: "Default · Ada Admin's organization" }).click()
+    const miaSees = async (state) => {
+      await other.goto(`${server.url}/apps/${app.id}`)
+      await other.getByTestId('app-installed').getByText(state, { exact: true }).waitFor()
+    }
+    await miaSees('not installed')
+
+    await page.goto(`${server.url}/apps/${app.id}`)
+    await page.getByTestId('app-member-select').click()
+    await page.getByRole('option', { name: /Mia Member/ }).click()
+    await page.getByTestId('app-member-install').click()
+    const answer = page.getByTestId('app-member-note')
+    await answer.getByText('Mia Member: installed').waitFor()
+    assert.equal(await answer.getAttribute('data-installed'), 'true')
+    await miaSees('installed')
+
+    await page.getByTestId('app-member-uninstall').click()
+    await answer.getByText('Mia Member: not installed').waitFor()
+    assert.equal(await answer.getAttribute('data-installed'), 'false')
+    await miaSees('not installed')
+
+    // Mia is a member, not an admin: installing for Ada is refused (403), and nothing changes.
+    await other.getByTestId('app-member-select').click()
+    await other.getByRole('option', { name: /Ada Admin/ }).click()
+    await other.getByTestId('app-member-install').click()
+    await other.getByTestId('app-member-install-card').getByRole('alert').getByText(/only a workspace admin/).waitFor()
+    assert.equal(await other.getByTestId('app-member-note').count(), 0)
+    assert.equal((await api('GET', '')).installed, false, "Ada's install is unchanged")
+    await miaCtx.close()
+    await api('DELETE', '')
+  })
+})

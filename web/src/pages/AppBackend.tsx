@@ -1,14 +1,22 @@
 // An app's database and backend: its migrations (recorded, then applied by
-// the next deploy of a release built after them) and its backend functions
-// with a form that calls each one.
-import { Badge, Button, Card, Checkbox, Code, Group, NumberInput, Stack, Table, Text, TextInput, Textarea, Tooltip } from '@mantine/core'
+// the next deploy of a release built after them), its backend functions
+// with a form that calls each one, and a run of a workflow submitted as the
+// app's front end would (an input and files).
+import { Anchor, Badge, Button, Card, Checkbox, Code, FileInput, Group, NumberInput, Select, Stack, Table, Text, TextInput, Textarea, Tooltip } from '@mantine/core'
 import { useState } from 'react'
+import { Link } from 'react-router-dom'
 import { get, post, type Schemas } from '../api'
-import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { useSession } from '../session'
+import { count, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 import { mono } from './Apps'
 
 type Fn = Schemas['FunctionInfo']
 type Arg = Schemas['Arg']
+type AppRun = Schemas['AppRun']
+
+// A submission's bounds, as the server holds them: at most 10 files of 10 MiB each.
+const maxRunFiles = 10
+const maxRunFileBytes = 10 << 20
 
 export function MigrationsSection({ id }: { id: string }) {
   const migrations = useLoad(async () => (await get('/api/apps/{id}/migrations', { params: { path: { id } } })) ?? [], [id])
@@ -156,7 +164,131 @@ export function BackendSection({ id }: { id: string }) {
       ) : (
         list.map((f) => <FunctionCard key={f.name} id={id} fn={f} />)
       )}
+      <SubmitRunCard id={id} />
     </Stack>
+  )
+}
+
+/** The submission's input: a JSON object, else an error saying why. */
+function runInput(text: string): string {
+  let v: unknown
+  try {
+    v = JSON.parse(text)
+  } catch (e) {
+    throw new Error(`Input: invalid JSON (${e instanceof Error ? e.message : String(e)})`)
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('Input: a JSON object, e.g. {"name": "value"}')
+  return text
+}
+
+/**
+ * Starts a run of a workflow of the workspace as the app does: a multipart
+ * submission of the workflow, an input object and files, which the run's
+ * input lists (kept a day, downloadable from the links shown).
+ */
+function SubmitRunCard({ id }: { id: string }) {
+  const { workspace } = useSession()
+  const workflows = useLoad(async () => (await get('/api/workflows')) ?? [], [workspace?.id])
+  const [workflow, setWorkflow] = useState<string | null>(null)
+  const [input, setInput] = useState('{}')
+  const [files, setFiles] = useState<File[]>([])
+  const [run, setRun] = useState<AppRun | null>(null)
+  const action = useAction()
+  const submit = async (e: React.FormEvent) => {
+    e.preventDefault()
+    setRun(null)
+    const r = await action.run('submit', async () => {
+      const sent = runInput(input)
+      if (files.length > maxRunFiles) throw new Error(`At most ${maxRunFiles} files per submission.`)
+      const big = files.find((f) => f.size > maxRunFileBytes)
+      if (big) throw new Error(`${big.name}: larger than 10 MiB.`)
+      const form = new FormData()
+      form.append('workflow_id', workflow ?? '')
+      form.append('input', sent)
+      for (const f of files) form.append('files', f, f.name)
+      // The API's own client sends it (the session's CSRF and workspace
+      // headers); openapi-fetch passes FormData as it is and the browser sets
+      // the multipart Content-Type with its boundary. The document types the
+      // body as the form's parts, so it goes in as never.
+      return post('/api/apps/{id}/runs', { params: { path: { id } }, body: form as never })
+    })
+    if (r) setRun(r)
+  }
+  const options = (workflows.data ?? []).map((w) => ({ value: w.id, label: w.name }))
+  return (
+    <Card withBorder data-testid="app-submit-run">
+      <form onSubmit={submit} aria-label="Submit a run">
+        <Stack gap="xs">
+          <Text fw={600}>Submit a run</Text>
+          <Text size="sm" c="dimmed">
+            Starts a workflow of the workspace as the app's page or server would (<Code>POST /api/apps/…/runs</Code>): the input object, with the files listed
+            in it as <Code>files</Code>. Files are kept a day.
+          </Text>
+          <ErrorNote error={workflows.error} />
+          <Group align="end">
+            <Select
+              label="Workflow"
+              placeholder={workflows.loading && !workflows.data ? 'Loading…' : options.length ? 'Pick a workflow' : 'The workspace has no workflows'}
+              data={options}
+              value={workflow}
+              onChange={setWorkflow}
+              searchable
+              required
+              w={280}
+              data-testid="app-run-workflow"
+            />
+            <FileInput
+              label="Files"
+              description={`At most ${maxRunFiles}, 10 MiB each`}
+              placeholder="None"
+              multiple
+              clearable
+              value={files}
+              onChange={setFiles}
+              w={320}
+              data-testid="app-run-files"
+            />
+          </Group>
+          <Textarea
+            label="Input (a JSON object)"
+            value={input}
+            onChange={(e) => setInput(e.currentTarget.value)}
+            autosize
+            minRows={2}
+            maxRows={12}
+            spellCheck={false}
+            styles={mono}
+            data-testid="app-run-input"
+          />
+          <Group>
+            <Button type="submit" size="xs" disabled={!workflow} loading={action.busy === 'submit'} data-testid="app-run-submit">
+              Submit
+            </Button>
+          </Group>
+          <ErrorNote error={action.error} />
+          {run && (
+            <Stack gap={4} data-testid="app-run-result">
+              <Group gap="xs">
+                <Text size="sm">Started</Text>
+                <Anchor component={Link} to={`/workflows/runs/${run.run_id}`} size="sm" data-testid="app-run-link">
+                  run {run.run_id.slice(-12)}
+                </Anchor>
+              </Group>
+              {(run.files ?? []).map((f, i) => (
+                <Group key={f.id} gap="xs">
+                  <Anchor href={f.url} download={f.name} size="sm" data-testid={`app-run-file-${i}`}>
+                    {f.name}
+                  </Anchor>
+                  <Text size="xs" c="dimmed">
+                    {count(f.size, 'byte')} · {f.content_type} · until {when(f.expires_at)}
+                  </Text>
+                </Group>
+              ))}
+            </Stack>
+          )}
+        </Stack>
+      </form>
+    </Card>
   )
 }
 

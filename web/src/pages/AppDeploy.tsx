@@ -1,8 +1,10 @@
-// An app's builds (immutable releases), its deployment (where it is served,
-// which release: deploy, undeploy, roll back, its own error page) and its
-// App token.
+// An app's builds (immutable releases; one with a build step runs as a job,
+// followed until it ends, its log a run), its deployment (where it is
+// served, which release: deploy, undeploy, roll back, its own error page)
+// and its App token.
 import { Alert, Anchor, Badge, Button, Card, Code, Group, NativeSelect, Stack, Table, Text, TextInput } from '@mantine/core'
-import { useCallback, useState } from 'react'
+import { useCallback, useEffect, useState } from 'react'
+import { Link } from 'react-router-dom'
 import { del, get, patch, post, type Schemas } from '../api'
 import { useSession } from '../session'
 import { Copy, ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
@@ -25,6 +27,14 @@ function releaseOptions(list: Build[]) {
   return list.filter((b) => b.status === 'succeeded').map((b) => ({ value: b.id, label: `#${b.number} · ${when(b.created_at)}` }))
 }
 
+/** A build not ended yet: its build step is queued or running. */
+const inProgress = (b: Build) => b.status === 'queued' || b.status === 'running'
+
+/** What the note says of a build that ended. */
+function ended(b: Build): string {
+  return b.status === 'failed' ? `Build #${b.number} failed${b.error ? `: ${b.error}` : ''}` : `Built release #${b.number}`
+}
+
 /** A route path suggested from the app's name: /my-app. */
 function routeFor(name: string): string {
   const slug = name
@@ -39,21 +49,42 @@ export function BuildsSection({ id }: { id: string }) {
   const releases = useReleases(id)
   const deployment = useDeployment(id)
   const [note, setNote] = useState('')
+  // The new build the note follows until it ends (a build step runs as a job).
+  const [followed, setFollowed] = useState('')
   const action = useAction()
+  const list = releases.data ?? []
+  const pending = list.some(inProgress)
+  // While a listed build is queued or running, the list is read again every second.
+  const { reload } = releases
+  useEffect(() => {
+    if (!pending) return
+    const t = setInterval(reload, 1000)
+    return () => clearInterval(t)
+  }, [pending, reload])
+  // The followed build, once listed as ended, says so in the note.
+  useEffect(() => {
+    const b = followed ? releases.data?.find((r) => r.id === followed) : undefined
+    if (b && !inProgress(b)) {
+      setNote(ended(b))
+      setFollowed('')
+    }
+  }, [followed, releases.data])
   const build = async () => {
     setNote('')
+    setFollowed('')
     await action.run('build', async () => {
       // 201 is a new build, 200 the existing build of the same source: the
       // client sees the body only, so the list before tells them apart.
       const before = releases.data ?? (await get('/api/apps/{id}/releases', { params: { path: { id } } })) ?? []
       const b = await post('/api/apps/{id}/builds', { params: { path: { id } } })
       if (before.some((r) => r.id === b.id)) setNote(`Unchanged source: build #${b.number}`)
-      else if (b.status === 'failed') setNote(`Build #${b.number} failed${b.error ? `: ${b.error}` : ''}`)
-      else setNote(`Built release #${b.number}`)
-      releases.reload()
+      else if (inProgress(b)) {
+        setNote(`Build #${b.number} ${b.status}`)
+        setFollowed(b.id)
+      } else setNote(ended(b))
+      reload()
     })
   }
-  const list = releases.data ?? []
   const serving = deployment.data?.status === 'deployed' ? deployment.data.release_id : ''
   return (
     <Stack data-testid="app-builds">
@@ -62,7 +93,7 @@ export function BuildsSection({ id }: { id: string }) {
           Build
         </Button>
         <Text size="sm" c="dimmed">
-          Builds the manifest, the files and the migrations as they stand into a release that never changes.
+          Builds the manifest, the files and the migrations as they stand into a release that never changes; a build step runs first when the manifest has one.
         </Text>
       </Group>
       {note && (
@@ -104,7 +135,14 @@ export function BuildsSection({ id }: { id: string }) {
                   </Group>
                 </Table.Td>
                 <Table.Td>
-                  <Status status={b.status} />
+                  <Group gap="xs">
+                    <Status status={b.status} />
+                    {b.run_id && (
+                      <Anchor component={Link} to={`/runs/${b.run_id}`} size="xs" data-testid={`app-release-log-${b.number}`}>
+                        Log
+                      </Anchor>
+                    )}
+                  </Group>
                   {b.error && (
                     <Text size="xs" c="red">
                       {b.error}

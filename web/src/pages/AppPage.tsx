@@ -1,11 +1,12 @@
 // One hosted app: its overview (name, description, manifest, installed for
-// you, delete), its files, builds, deployment, migrations, backend
+// you or for a member of the workspace, delete), its files, builds, deployment, migrations, backend
 // functions and App token, one tab each (the tab is in the address bar).
 // A tab loads what it shows when opened, so it is current after the others.
-import { Anchor, Badge, Button, Card, Code, Group, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core'
+import { Anchor, Badge, Button, Card, Code, Group, Select, Stack, Tabs, Text, TextInput, Textarea, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom'
 import { del, get, post, put, type Schemas } from '../api'
+import { useSession } from '../session'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 import { DeploymentBadge, mono } from './Apps'
 import { BackendSection, MigrationsSection } from './AppBackend'
@@ -14,6 +15,7 @@ import { FilesSection } from './AppFiles'
 
 export type App = Schemas['App']
 export type Deployment = Schemas['AppDeployment']
+type Installation = Schemas['AppInstallation']
 
 const tabs = [
   { value: 'overview', label: 'Overview' },
@@ -90,13 +92,14 @@ export default function AppPage() {
   )
 }
 
-/** Name, description and manifest; installed for you; delete. */
+/** Name, description and manifest; installed for you or for a member; delete. */
 function Overview({ a, onChanged }: { a: App; onChanged: (a: App) => void }) {
   return (
     <Stack data-testid="app-overview">
       <DetailsCard a={a} onSaved={onChanged} />
       <ManifestCard a={a} onSaved={onChanged} />
       <InstallCard a={a} onChanged={onChanged} />
+      <MemberInstallCard a={a} onChanged={onChanged} />
       <DeleteCard a={a} />
       <Text size="xs" c="dimmed">
         Created {when(a.created_at)} · updated {when(a.updated_at)}
@@ -237,6 +240,72 @@ function InstallCard({ a, onChanged }: { a: App; onChanged: (a: App) => void }) 
         </Button>
       </Group>
       <ErrorNote error={action.error} />
+    </Card>
+  )
+}
+
+/**
+ * Installs or uninstalls the app for a member of its workspace (the
+ * workspace's owner or admins; the server refuses anyone else, 403).
+ */
+function MemberInstallCard({ a, onChanged }: { a: App; onChanged: (a: App) => void }) {
+  const { me, workspace } = useSession()
+  const members = useLoad(async () => (workspace ? ((await get('/api/workspaces/{id}/members', { params: { path: { id: workspace.id } } })) ?? []) : []), [workspace?.id])
+  const [user, setUser] = useState<string | null>(null)
+  const [answer, setAnswer] = useState<Installation | null>(null)
+  const action = useAction()
+  const nameOf = (id: string) => {
+    const m = members.data?.find((x) => x.user_id === id)
+    return m ? m.display_name || m.email : id
+  }
+  const act = async (install: boolean) => {
+    if (!user) return
+    setAnswer(null)
+    const r = await action.run(install ? 'install' : 'uninstall', () =>
+      post(install ? '/api/apps/{id}/install' : '/api/apps/{id}/uninstall', { params: { path: { id: a.id } }, body: { user_id: user } }),
+    )
+    if (r) {
+      setAnswer(r)
+      if (r.user_id === me?.id) onChanged({ ...a, installed: r.installed })
+    }
+  }
+  const options = (members.data ?? []).map((m) => ({ value: m.user_id, label: `${m.display_name || m.email} (${m.email})${m.user_id === me?.id ? ' · you' : ''}` }))
+  return (
+    <Card withBorder data-testid="app-member-install-card">
+      <Stack gap="xs">
+        <Text fw={600}>Install for a member</Text>
+        <Text size="sm" c="dimmed">
+          The workspace's owner or admins install the app for a member of the workspace, or uninstall it.
+        </Text>
+        <ErrorNote error={members.error} />
+        <Group align="end">
+          <Select
+            label="Member"
+            placeholder={members.loading && !members.data ? 'Loading…' : 'Pick a member'}
+            data={options}
+            value={user}
+            onChange={(v) => {
+              setUser(v)
+              setAnswer(null)
+            }}
+            searchable
+            w={360}
+            data-testid="app-member-select"
+          />
+          <Button size="xs" variant="light" onClick={() => act(true)} disabled={!user} loading={action.busy === 'install'} data-testid="app-member-install">
+            Install
+          </Button>
+          <Button size="xs" variant="default" onClick={() => act(false)} disabled={!user} loading={action.busy === 'uninstall'} data-testid="app-member-uninstall">
+            Uninstall
+          </Button>
+        </Group>
+        {answer && (
+          <Text size="sm" data-testid="app-member-note" data-installed={answer.installed}>
+            {nameOf(answer.user_id)}: {answer.installed ? 'installed' : 'not installed'}
+          </Text>
+        )}
+        <ErrorNote error={action.error} />
+      </Stack>
     </Card>
   )
 }
