@@ -22,6 +22,7 @@ import (
 	"slipway/internal/apps"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
+	"slipway/internal/backlog"
 	"slipway/internal/billing"
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
@@ -66,6 +67,7 @@ import (
 
 // Services are what the API's operations call.
 type Services struct {
+	Backlog   *backlog.Service
 	Auth      *auth.Service
 	Tenancy   *tenancy.Service
 	Projects  *projects.Service
@@ -234,7 +236,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
-	proj := projects.NewService(d, clk, sealer, git, re, resSvc)
+	proj := projects.NewService(projects.Deps{DB: d, Clock: clk, Sealer: sealer, Remotes: git, React: re, Models: resSvc, Forges: resSvc, PublicURL: cfg.PublicURL})
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
 		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re, Plans: bill})
 	authSvc, err := auth.NewService(auth.Config{
@@ -277,7 +279,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
 		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
-	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in}
+	bl := backlog.NewService(backlog.Deps{DB: d, Clock: clk, Log: log, Projects: proj, Tasks: ts, Hub: hub})
+	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in, backlog: bl}
 
 	// The work each kind of job carries, and who runs it.
 	disp.Handle(tasks.JobKind, workport.WorkAgent, ts)
@@ -320,6 +323,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	}
 	a.Services.N8nImport = n8nimport.NewService(trig)
 	a.Services.ErrorPages = pages
+	a.Services.Backlog = bl
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
 	streams(hub, rs, ts)

@@ -9,6 +9,7 @@ import (
 
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
+	"slipway/internal/backlog"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/realtime"
@@ -31,6 +32,7 @@ func streams(h *realtime.Hub, rs *runs.Service, ts *tasks.Service) {
 	h.Topic(tasks.TopicTasks)
 	h.Topic(runs.TopicRuns)
 	h.Topic(approvals.TopicApprovals)
+	h.Topic(backlog.TopicBacklog)
 }
 
 func clampSeq(n int64) int32 { return int32(min(n, math.MaxInt32)) }

@@ -6,6 +6,7 @@ import (
 
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
+	"slipway/internal/backlog"
 	"slipway/internal/conversations"
 	"slipway/internal/inbox"
 	"slipway/internal/platform/actor"
@@ -39,6 +40,7 @@ type reactions struct {
 	runs          *runs.Service
 	conversations *conversations.Service
 	inbox         *inbox.Inbox
+	backlog       *backlog.Service
 }
 
 var (
@@ -86,7 +88,24 @@ func (r *reactions) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) err
 		return err
 	}
 	end.Result = res
-	return r.engine.TaskEnded(ctx, tx, end)
+	if err := r.engine.TaskEnded(ctx, tx, end); err != nil {
+		return err
+	}
+	// The card the task worked on moves on, and its project may take the
+	// next one once this commits.
+	moved, err := r.backlog.TaskEnded(ctx, tx, t)
+	if err != nil || !moved {
+		return err
+	}
+	workspaceID, projectID := t.WorkspaceID, t.ProjectID
+	tx.AfterCommit(func() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = r.backlog.DispatchProject(ctx, workspaceID, projectID)
+		}()
+	})
+	return nil
 }
 
 // ApprovalDecided: the task the approval held goes on.

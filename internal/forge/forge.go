@@ -27,12 +27,12 @@ var Kinds = []string{GitHub, GitLab, Gitea, Forgejo}
 // Bounds on what a provider reads from a forge (a forge is outside
 // Slipway's control: its lists are capped, not trusted to end).
 const (
-	MaxRepos   = 1000
-	MaxIssues  = 5000
-	MaxChecks  = 200
-	MaxBody    = 65536 // bytes of a PR, issue or comment body sent or kept
-	PageSize   = 100
-	MaxTitle   = 256
+	MaxRepos    = 1000
+	MaxIssues   = 5000
+	MaxChecks   = 200
+	MaxBody     = 65536 // bytes of a PR, issue or comment body sent or kept
+	PageSize    = 100
+	MaxTitle    = 256 // bytes
 	CallTimeout = 30 * time.Second
 )
 
@@ -49,7 +49,8 @@ var (
 // Config says where a forge is and how to sign in to it.
 type Config struct {
 	Kind string
-	// BaseURL is the forge's API root: https://api.github.com,
+	// BaseURL is the forge's API root: https://api.github.com (GitHub
+	// Enterprise Server: https://host/api/v3, used as given),
 	// https://gitlab.example.com (the provider adds /api/v4),
 	// https://gitea.example.com (the provider adds /api/v1).
 	BaseURL string
@@ -173,21 +174,25 @@ type Hook struct {
 	URL string `json:"url"`
 }
 
-// Provider is one forge, signed in with one credential.
+// Provider is one forge, signed in with one credential. A provider never
+// retries or waits: a caller that gets ErrRateLimited backs off itself.
 type Provider interface {
 	Kind() string
 	// ListRepos lists the repositories the credential can see (at most
 	// MaxRepos), by full name.
 	ListRepos(ctx context.Context) ([]Repo, error)
 	GetRepo(ctx context.Context, repo string) (*Repo, error)
+	// OpenPR opens a pull request; when it opened but its labels failed,
+	// it is answered with the error (so a retry opens no second one).
 	OpenPR(ctx context.Context, repo string, in PRInput) (*PR, error)
 	UpdatePR(ctx context.Context, repo string, number int, in PRUpdate) (*PR, error)
 	ClosePR(ctx context.Context, repo string, number int) (*PR, error)
 	GetPR(ctx context.Context, repo string, number int) (*PR, error)
 	// Checks reads the statuses and check runs of a commit.
 	Checks(ctx context.Context, repo, sha string) (*Checks, error)
-	// ListIssues lists the repository's open issues (at most MaxIssues),
-	// oldest first.
+	// ListIssues lists the repository's open issues (at most MaxIssues;
+	// past that, a forge that lists newest first keeps the newest), oldest
+	// first.
 	ListIssues(ctx context.Context, repo string) ([]Issue, error)
 	Comment(ctx context.Context, repo string, number int, body string) error
 	// InstallHook installs a webhook sending pull request, issue and
@@ -230,3 +235,15 @@ var (
 // (GitLab: the token) is missing or wrong, ErrPayload when the body is
 // not an event. Each forge package implements one.
 type ReadWebhook func(h http.Header, body []byte, secret string) (*Event, error)
+
+// Access is a forge resource opened: its provider, and what git sends
+// over https to reach its repositories. The token stays on the host side:
+// git runs there, never in an agent's container.
+type Access struct {
+	ResourceID string
+	Kind       string
+	BaseURL    string
+	Provider   Provider
+	GitUser    string
+	Token      string
+}

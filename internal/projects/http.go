@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"slipway/internal/forge"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
@@ -27,6 +28,31 @@ type concurrencyInput struct {
 	Body struct {
 		MaxConcurrentRuns *int `json:"max_concurrent_runs" required:"true" nullable:"true" minimum:"1" doc:"null means unlimited"`
 	}
+}
+
+type syncListInput struct{ Body SyncListInput }
+
+type syncImportInput struct{ Body SyncImportInput }
+
+// AutomationOutput is 201 for a webhook installed now, 200 for the one
+// the project has.
+type AutomationOutput struct {
+	Status int
+	Body   *Automation
+}
+
+type hookInput struct {
+	Token   string `path:"token" maxLength:"200" doc:"The receiver token in the URL Slipway installed on the forge"`
+	RawBody []byte `contentType:"application/json"`
+	header  http.Header
+}
+
+// Resolve keeps the delivery's headers (the forge's signature, event and
+// delivery id).
+func (in *hookInput) Resolve(ctx huma.Context) []error {
+	in.header = http.Header{}
+	ctx.EachHeader(func(name, value string) { in.header.Add(name, value) })
+	return nil
 }
 
 type profileIDInput struct {
@@ -93,6 +119,48 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				return httpx.Reply(s.SetArchived(ctx, ws(ctx), in.ID, a.archived))
 			})
 	}
+
+	huma.Register(api, ops.Op("post_api_projects_sync_list", http.MethodPost, "/api/projects/sync_list",
+		"The repositories a forge resource can see, with the projects already made from them"),
+		func(ctx context.Context, in *syncListInput) (*httpx.Out[*SyncList], error) {
+			return httpx.Reply(s.SyncList(ctx, ws(ctx), in.Body))
+		})
+	huma.Register(api, ops.Op("post_api_projects_sync_import", http.MethodPost, "/api/projects/sync_import",
+		"Make a project of each named repository of a forge (one transaction each; a repository imported before answers its project)"),
+		func(ctx context.Context, in *syncImportInput) (*httpx.Out[*SyncImport], error) {
+			return httpx.Reply(s.SyncImport(ctx, ws(ctx), in.Body))
+		})
+	huma.Register(api, ops.Op("post_api_projects_id_automation_setup", http.MethodPost, "/api/projects/{id}/automation_setup",
+		"Install the project's webhook on its forge (pull requests, issues, checks): 201 when installed now, 200 with the one it has"),
+		func(ctx context.Context, in *idInput) (*AutomationOutput, error) {
+			u, _ := actor.UserFrom(ctx)
+			a, created, err := s.AutomationSetup(ctx, ws(ctx), u, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			status := http.StatusOK
+			if created {
+				status = http.StatusCreated
+			}
+			return &AutomationOutput{Status: status, Body: a}, nil
+		})
+	huma.Register(api, ops.Op("get_api_projects_id_automations", http.MethodGet, "/api/projects/{id}/automations", "What is installed on the project's forge"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]Automation], error) {
+			return httpx.Reply(s.Automations(ctx, ws(ctx), in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_projects_id_issues", http.MethodGet, "/api/projects/{id}/issues",
+		"The open issues of the project's repository on its forge, oldest first (409 for a local project)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]forge.Issue], error) {
+			return httpx.Reply(s.Issues(ctx, ws(ctx), in.ID))
+		})
+
+	receive := httpx.BodyLimit(httpx.Operations{Tags: []string{"Projects"}}.Op("post_api_forge_hooks_token", http.MethodPost, "/api/forge/hooks/{token}",
+		"A forge's webhook delivery to a project's automation: signed as the forge signs (401 otherwise); a delivery id seen before is acknowledged and does nothing"),
+		MaxDeliveryBytes)
+	receive.SkipValidateBody = true
+	huma.Register(api, receive, func(ctx context.Context, in *hookInput) (*httpx.Out[*DeliveryAck], error) {
+		return httpx.Reply(s.Deliver(ctx, in.Token, in.header, in.RawBody))
+	})
 
 	huma.Register(api, ops.Op("patch_api_projects_id_concurrency", http.MethodPatch, "/api/projects/{id}/concurrency", "Set max_concurrent_runs"),
 		func(ctx context.Context, in *concurrencyInput) (*httpx.Out[*Project], error) {

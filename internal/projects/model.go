@@ -14,7 +14,9 @@ import (
 	"slipway/internal/platform/text"
 )
 
-// Providers a project may use; forges come later.
+// ProviderLocal is a project whose pull requests exist only in Slipway
+// (a branch pushed to its repository); the other providers are the forge
+// kinds (forge.Kinds).
 const ProviderLocal = "local"
 
 // Project as the API shows it. Credentials are never returned: only whether
@@ -25,7 +27,9 @@ type Project struct {
 	Name              string     `json:"name"`
 	RepoURL           string     `json:"repo_url"`
 	DefaultBranch     string     `json:"default_branch"`
-	Provider          string     `json:"provider" enum:"local"`
+	Provider          string     `json:"provider" enum:"local,github,gitlab,gitea,forgejo"`
+	ForgeResourceID   *string    `json:"forge_resource_id" nullable:"true" doc:"The forge resource the project reaches its forge with (null: local, or the resource was deleted)"`
+	ForgeRepo         *string    `json:"forge_repo" nullable:"true" doc:"The repository on the forge (owner/name; GitLab: its path with groups)"`
 	HasCredentials    bool       `json:"has_credentials"`
 	AgentImage        string     `json:"agent_image" doc:"Container image for this project's agents; empty: the profile's or the instance default"`
 	Autodev           bool       `json:"autodev" doc:"Open the pull request automatically when a task succeeds"`

@@ -90,7 +90,7 @@ func projectCount(t *testing.T, app *apitest.App) int {
 	return app.Count(t, "SELECT COUNT(*) FROM projects")
 }
 
-var projectFields = []string{"id", "workspace_id", "name", "repo_url", "default_branch", "provider", "has_credentials",
+var projectFields = []string{"id", "workspace_id", "name", "repo_url", "default_branch", "provider", "forge_resource_id", "forge_repo", "has_credentials",
 	"agent_image", "autodev", "max_concurrent_runs", "archived_at", "created_at", "updated_at"}
 
 func TestProjectCreate(t *testing.T) {
@@ -115,7 +115,8 @@ func TestProjectCreate(t *testing.T) {
 					if got := apitest.ObjectKeys(t, r.Body); !slices.Equal(got, projectFields) {
 						t.Fatalf("fields = %v, want %v", got, projectFields)
 					}
-					if !strings.Contains(string(r.Body), `"archived_at":null`) || !strings.Contains(string(r.Body), `"max_concurrent_runs":null`) {
+					if !strings.Contains(string(r.Body), `"archived_at":null`) || !strings.Contains(string(r.Body), `"max_concurrent_runs":null`) ||
+						!strings.Contains(string(r.Body), `"forge_repo":null`) || !strings.Contains(string(r.Body), `"forge_resource_id":null`) {
 						t.Fatalf("nullable fields are not null: %s", r.Body)
 					}
 					m := r.Map(t)
@@ -188,7 +189,7 @@ func TestProjectCreate(t *testing.T) {
 				`default_branch \"master\" does not exist`, `its default branch is \"main\"`),
 			bad("unreachable remote and no branch", map[string]any{"name": "X", "repo_url": "https://git.example.test/team/x.git"},
 				"default branch could not be read", "Could not resolve host", "give default_branch"),
-			bad("unknown provider", map[string]any{"name": "X", "repo_url": f.repo, "provider": "github"}, "provider"),
+			bad("a forge provider (forge projects are imported)", map[string]any{"name": "X", "repo_url": f.repo, "provider": "github"}, "provider"),
 			bad("unknown field", `{"name":"X","repo_url":"`+f.repo+`","owner":"someone"}`, "owner"),
 			bad("unknown credentials field", map[string]any{"name": "X", "repo_url": f.repo, "credentials": map[string]string{"password": "p"}}, "password"),
 			bad("not JSON", `{"name":`),
@@ -599,7 +600,7 @@ func TestProjectBoard(t *testing.T) {
 				if s := facet(b, "summary"); len(s) != 2 || s["active"] != 4 || s["archived"] != 1 {
 					t.Fatalf("summary facet = %v", b.Facets["summary"])
 				}
-				if p := facet(b, "provider"); len(p) != 1 || p["local"] != 4 {
+				if p := facet(b, "provider"); len(p) != 5 || p["local"] != 4 || p["github"] != 0 || p["forgejo"] != 0 {
 					t.Fatalf("provider facet = %v", b.Facets["provider"])
 				}
 				if a := facet(b, "autodev"); len(a) != 2 || a["true"] != 2 || a["false"] != 2 {
@@ -661,7 +662,7 @@ func TestProjectBoard(t *testing.T) {
 			badQuery("unknown sort key", "?sort=repo_url"),
 			badQuery("unknown order", "?order=sideways"),
 			badQuery("unknown tab", "?tab=deleted"),
-			badQuery("unknown provider", "?provider=github"),
+			badQuery("unknown provider", "?provider=sourcehut"),
 			badQuery("autodev not a boolean", "?autodev=maybe"),
 		})
 	})

@@ -21,12 +21,32 @@ import (
 
 // Service implements projects and agent profiles.
 type Service struct {
-	db      *db.DB
-	clock   clock.Clock
-	sealer  *vault.Sealer
-	remotes Remotes
-	react   Reactions // nil: no other domain reacts
-	models  Models
+	db        *db.DB
+	clock     clock.Clock
+	sealer    *vault.Sealer
+	remotes   Remotes
+	react     Reactions // nil: no other domain reacts
+	models    Models
+	forges    Forges
+	publicURL string
+	events    ForgeEvents
+}
+
+// Deps are what the projects service is built with.
+type Deps struct {
+	DB      *db.DB
+	Clock   clock.Clock
+	Sealer  *vault.Sealer
+	Remotes Remotes
+	React   Reactions // nil: no other domain reacts
+	Models  Models
+	// Forges opens the workspace's forge resources (nil: no forge).
+	Forges Forges
+	// PublicURL is where a forge sends its webhooks ("": nowhere).
+	PublicURL string
+	// Events hears what a forge's webhooks say, after each delivery
+	// committed (nil: nobody).
+	Events ForgeEvents
 }
 
 // Models checks the openai_compatible resource an llm profile names: it
@@ -52,8 +72,9 @@ type Reactions interface {
 }
 
 // NewService builds the projects service.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, remotes Remotes, react Reactions, models Models) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer, remotes: remotes, react: react, models: models}
+func NewService(d Deps) *Service {
+	return &Service{db: d.DB, clock: d.Clock, sealer: d.Sealer, remotes: d.Remotes, react: d.React, models: d.Models, forges: d.Forges,
+		publicURL: strings.TrimRight(d.PublicURL, "/"), events: d.Events}
 }
 
 // settleBranch decides a project's default branch by asking its remote:
@@ -163,7 +184,7 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, in ProjectCre
 		}
 	}
 	if in.Provider != "" && in.Provider != ProviderLocal {
-		return nil, apperr.BadRequest("provider must be local (forges come later)")
+		return nil, apperr.BadRequest("provider must be local: a forge's repositories are imported with POST /api/projects/sync_import")
 	}
 	var creds Credentials
 	if in.Credentials != nil {
@@ -355,7 +376,7 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, id string) er
 type BoardInput struct {
 	board.Query
 	Tab      string `query:"tab" enum:"active,archived" default:"active"`
-	Provider string `query:"provider" enum:"local"`
+	Provider string `query:"provider" enum:"local,github,gitlab,gitea,forgejo"`
 	Autodev  string `query:"autodev" enum:"true,false"`
 }
 
@@ -384,7 +405,7 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 	if in.Tab == "archived" {
 		f = base.And("archived_at IS NOT NULL")
 	}
-	providers, err := db.CountBy(ctx, s.db.R, "projects", "provider", f)
+	providers, err := db.CountBy(ctx, s.db.R, "projects", providerColumn, f)
 	if err != nil {
 		return nil, err
 	}
@@ -393,7 +414,7 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 		return nil, err
 	}
 	if in.Provider != "" {
-		f = f.And("provider = ?", in.Provider)
+		f = f.And(providerColumn+" = ?", in.Provider)
 	}
 	if in.Autodev != "" {
 		f = f.And("autodev = ?", in.Autodev == "true")
@@ -403,9 +424,11 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, in BoardInput)
 		return nil, err
 	}
 	return board.New(in.Query, rows, total, map[string][]board.Facet{
-		"summary":  {{Value: "active", Label: "Active", Count: summary["active"]}, {Value: "archived", Label: "Archived", Count: summary["archived"]}},
-		"provider": {{Value: ProviderLocal, Label: "Local", Count: providers[ProviderLocal]}},
-		"autodev":  {{Value: "true", Label: "Autodev on", Count: autodev["true"]}, {Value: "false", Label: "Autodev off", Count: autodev["false"]}},
+		"summary": {{Value: "active", Label: "Active", Count: summary["active"]}, {Value: "archived", Label: "Archived", Count: summary["archived"]}},
+		"provider": {{Value: ProviderLocal, Label: "Local", Count: providers[ProviderLocal]}, {Value: "github", Label: "GitHub", Count: providers["github"]},
+			{Value: "gitlab", Label: "GitLab", Count: providers["gitlab"]}, {Value: "gitea", Label: "Gitea", Count: providers["gitea"]},
+			{Value: "forgejo", Label: "Forgejo", Count: providers["forgejo"]}},
+		"autodev": {{Value: "true", Label: "Autodev on", Count: autodev["true"]}, {Value: "false", Label: "Autodev off", Count: autodev["false"]}},
 	}), nil
 }
 
@@ -422,6 +445,15 @@ func (s *Service) Repository(ctx context.Context, workspaceID, id string) (*Repo
 		return nil, err
 	}
 	r := &Repository{Project: p.Project}
+	if p.ForgeResourceID != nil && s.forges != nil {
+		// A forge's project reaches git with the resource's token.
+		a, err := s.forges.Forge(ctx, workspaceID, *p.ForgeResourceID)
+		if err != nil {
+			return nil, err
+		}
+		r.Credentials = Credentials{Username: a.GitUser, Token: a.Token}
+		return r, nil
+	}
 	if p.sealedCredentials != nil {
 		plain, err := s.sealer.Open(*p.sealedCredentials, credentialsContext(p.ID))
 		if err != nil {

@@ -18,13 +18,18 @@ type projectRow struct {
 	sealedCredentials *string
 }
 
-const projectColumns = `id, workspace_id, name, repo_url, default_branch, provider, credentials, agent_image, autodev,
-	max_concurrent_runs, archived_at, created_at, updated_at`
+// The API's provider is the forge's kind, else the stored provider
+// (local): see migration 00036.
+const projectColumns = `id, workspace_id, name, repo_url, default_branch, COALESCE(forge, provider), forge_resource_id, forge_repo, credentials,
+	agent_image, autodev, max_concurrent_runs, archived_at, created_at, updated_at`
+
+// providerColumn is the provider as the API shows it, for filters and facets.
+const providerColumn = "COALESCE(forge, provider)"
 
 func scanProject(row interface{ Scan(...any) error }) (*projectRow, error) {
 	var p projectRow
 	var maxRuns sql.NullInt64
-	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.RepoURL, &p.DefaultBranch, &p.Provider, &p.sealedCredentials,
+	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.RepoURL, &p.DefaultBranch, &p.Provider, &p.ForgeResourceID, &p.ForgeRepo, &p.sealedCredentials,
 		&p.AgentImage, &p.Autodev, &maxRuns, db.NullUTC(&p.ArchivedAt), db.UTC(&p.CreatedAt), db.UTC(&p.UpdatedAt))
 	if err != nil {
 		return nil, err
@@ -66,9 +71,14 @@ func listProjects(ctx context.Context, q db.Queryer, workspaceID string) ([]Proj
 }
 
 func insertProject(ctx context.Context, q db.Queryer, p *projectRow) error {
-	_, err := q.ExecContext(ctx, `INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, credentials,
-		agent_image, autodev, max_concurrent_runs, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		p.ID, p.WorkspaceID, p.Name, p.RepoURL, p.DefaultBranch, p.Provider, p.sealedCredentials, p.AgentImage, p.Autodev,
+	var forge *string
+	if p.Provider != ProviderLocal {
+		forge = &p.Provider
+	}
+	_, err := q.ExecContext(ctx, `INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, forge, forge_resource_id, forge_repo,
+		credentials, agent_image, autodev, max_concurrent_runs, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'local', $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		p.ID, p.WorkspaceID, p.Name, p.RepoURL, p.DefaultBranch, forge, p.ForgeResourceID, p.ForgeRepo, p.sealedCredentials, p.AgentImage, p.Autodev,
 		p.MaxConcurrentRuns, p.CreatedAt, p.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("projects: insert: %w", err)

@@ -97,6 +97,20 @@ type S3Config struct {
 	PathStyle   bool   `json:"path_style,omitempty" doc:"Address the bucket in the path (MinIO and most self-hosted stores)"`
 }
 
+// ForgeConfig reaches GitHub or GitLab; the secret is an access token
+// (repositories, pull requests, issues and webhooks: read and write).
+type ForgeConfig struct {
+	BaseURL  string `json:"base_url,omitempty" maxLength:"2048" format:"uri" doc:"Default https://api.github.com (GitHub) or https://gitlab.com (GitLab); set it for GitHub Enterprise or a self-managed GitLab"`
+	Username string `json:"username,omitempty" maxLength:"200" doc:"The user name git sends with the token over https (default x-access-token on GitHub, oauth2 on GitLab)"`
+}
+
+// SelfHostedForgeConfig reaches Gitea or Forgejo; the secret is an access
+// token.
+type SelfHostedForgeConfig struct {
+	BaseURL  string `json:"base_url" minLength:"1" maxLength:"2048" format:"uri" doc:"The instance's address, e.g. https://codeberg.org"`
+	Username string `json:"username,omitempty" maxLength:"200" doc:"The user name git sends with the token over https (default oauth2)"`
+}
+
 // Kind describes a resource kind.
 type Kind struct {
 	Slug        string
@@ -120,6 +134,10 @@ var kindList = []*Kind{
 	{Slug: "telegram", Name: "Telegram bot", Description: "A Telegram bot: notify_telegram nodes.", Secret: "bot token", Address: []string{"api_base"}, config: reflect.TypeFor[TelegramConfig]()},
 	{Slug: "seafile_webdav", Name: "Seafile / WebDAV", Description: "A WebDAV share (Seafile's SeafDAV): browse folders, read and write files.", Secret: "password", Address: []string{"url"}, config: reflect.TypeFor[SeafileWebDAVConfig]()},
 	{Slug: "openai_compatible", Name: "OpenAI-compatible model", Description: "A chat-completions API: llm_classify and connector nodes.", Secret: "API key", Address: []string{"base_url"}, config: reflect.TypeFor[OpenAICompatibleConfig]()},
+	{Slug: "github", Name: "GitHub", Description: "GitHub or GitHub Enterprise: projects imported from it, pull requests, checks, issues for the backlog.", Secret: "access token", Address: []string{"base_url"}, config: reflect.TypeFor[ForgeConfig]()},
+	{Slug: "gitlab", Name: "GitLab", Description: "GitLab.com or a self-managed GitLab: projects, merge requests, pipelines, issues.", Secret: "access token", Address: []string{"base_url"}, config: reflect.TypeFor[ForgeConfig]()},
+	{Slug: "gitea", Name: "Gitea", Description: "A Gitea instance: projects, pull requests, statuses, issues.", Secret: "access token", Address: []string{"base_url"}, config: reflect.TypeFor[SelfHostedForgeConfig]()},
+	{Slug: "forgejo", Name: "Forgejo", Description: "A Forgejo instance (Codeberg): projects, pull requests, statuses, issues.", Secret: "access token", Address: []string{"base_url"}, config: reflect.TypeFor[SelfHostedForgeConfig]()},
 	{Slug: "s3", Name: "S3 bucket", Description: "An S3-compatible bucket.", Secret: "secret access key", Address: []string{"endpoint", "region", "bucket"}, config: reflect.TypeFor[S3Config]()},
 }
 

@@ -99,7 +99,7 @@ func TestResourcesCRUD(t *testing.T) {
 				t.Fatalf("kind %s: schema %s, secret %q", k.Slug, k.ConfigSchema, k.Secret)
 			}
 		}
-		if want := []string{"postgresql", "http", "api_key", "smtp", "imap", "discord", "telegram", "seafile_webdav", "openai_compatible", "s3"}; !slices.Equal(slugs, want) {
+		if want := []string{"postgresql", "http", "api_key", "smtp", "imap", "discord", "telegram", "seafile_webdav", "openai_compatible", "github", "gitlab", "gitea", "forgejo", "s3"}; !slices.Equal(slugs, want) {
 			t.Fatalf("kinds %v, want %v", slugs, want)
 		}
 

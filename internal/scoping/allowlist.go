@@ -77,6 +77,8 @@ var Unscoped = []Exception{
 
 	{"tenancy.joinedWorkspaces", []string{"workspace_members"}, "a user's memberships across workspaces (the workspace list and the default workspace)"},
 
+	{"projects.automationByToken", []string{"project_automations", "projects"}, "a forge's webhook delivery finds its automation by its token's hash (the token is the credential; the delivery's signature is then checked with the automation's secret)"},
+	{"projects.pruneDeliveries", []string{"forge_deliveries"}, sweep + ": forge delivery ids past their memory"},
 	{"triggers.byTokenHash", []string{"workflow_triggers"}, "a webhook delivery finds its trigger by its token's hash"},
 	{"triggers.due", []string{"workflow_triggers"}, sweep + ": schedules whose tick has come"},
 	{"triggers.pruneDeliveries", []string{"webhook_deliveries"}, sweep + ": delivery ids older than a day"},

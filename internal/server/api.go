@@ -21,6 +21,7 @@ import (
 	"slipway/internal/apps"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
+	"slipway/internal/backlog"
 	"slipway/internal/billing"
 	"slipway/internal/buildinfo"
 	"slipway/internal/captcha"
@@ -137,6 +138,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	billing.RegisterPublic(pub, svc.Billing)
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
+	backlog.Register(pub, svc.Backlog, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))

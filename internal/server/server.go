@@ -211,6 +211,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Auth.Run(coreCtx)
 	go sweep.Every(coreCtx, time.Hour, s.log, "spent captcha nonces deleted", s.Services.Captcha.Prune)
 	go sweep.Every(coreCtx, time.Hour, s.log, "webhook delivery ids forgotten", s.Services.Triggers.Prune)
+	go sweep.Every(coreCtx, time.Hour, s.log, "forge delivery ids forgotten", s.Services.Projects.PruneDeliveries)
 	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", s.retention.Prune)
 	go s.Services.Realtime.Run(coreCtx)
 	go s.app.RewrapVault(coreCtx)

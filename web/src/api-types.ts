@@ -1340,6 +1340,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/forge/hooks/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A forge's webhook delivery to a project's automation: signed as the forge signs (401 otherwise); a delivery id seen before is acknowledged and does nothing */
+        post: operations["post_api_forge_hooks_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -1700,6 +1717,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/sync_import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Make a project of each named repository of a forge (one transaction each; a repository imported before answers its project) */
+        post: operations["post_api_projects_sync_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/sync_list": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The repositories a forge resource can see, with the projects already made from them */
+        post: operations["post_api_projects_sync_list"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}": {
         parameters: {
             query?: never;
@@ -1739,6 +1790,126 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/projects/{id}/automation_setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Install the project's webhook on its forge (pull requests, issues, checks): 201 when installed now, 200 with the one it has */
+        post: operations["post_api_projects_id_automation_setup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/automations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What is installed on the project's forge */
+        get: operations["get_api_projects_id_automations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/backlog": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The project's backlog at a glance: cards by column */
+        get: operations["get_api_projects_id_backlog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/backlog/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The backlog board: each column's first cards by priority, its total, and the moves a member may make */
+        get: operations["get_api_projects_id_backlog_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/projects/{id}/backlog/items/{item_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A card: its issue's body (cut near 4000 characters), the tasks dispatched for it (newest first), its latest routing decision and its gates */
+        get: operations["get_api_projects_id_backlog_items_item_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Steer a card: a move within the allowlist (422 otherwise; to done only with its gates green) and/or a priority; audited and published */
+        patch: operations["patch_api_projects_id_backlog_items_item_id"];
+        trace?: never;
+    };
+    "/api/projects/{id}/backlog/order": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Reorder cards: a plan of {item_id, priority} applied in one transaction (a card not the project's 404, a done card 422, nothing changed) */
+        patch: operations["patch_api_projects_id_backlog_order"];
+        trace?: never;
+    };
+    "/api/projects/{id}/backlog/scan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read the repository's open issues into the backlog: new ones to the inbox, closed ones off the board (dry_run, the default, writes nothing) */
+        post: operations["post_api_projects_id_backlog_scan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/projects/{id}/concurrency": {
         parameters: {
             query?: never;
@@ -1754,6 +1925,23 @@ export interface paths {
         head?: never;
         /** Set max_concurrent_runs */
         patch: operations["patch_api_projects_id_concurrency"];
+        trace?: never;
+    };
+    "/api/projects/{id}/issues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The open issues of the project's repository on its forge, oldest first (409 for a local project) */
+        get: operations["get_api_projects_id_issues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/projects/{id}/restore": {
@@ -4439,6 +4627,19 @@ export interface components {
             target_id: string;
             target_kind: string;
         };
+        Automation: {
+            /** Format: date-time */
+            created_at: string;
+            /** @description The hook's id on the forge */
+            forge_hook_id: string;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "webhook";
+            /** Format: date-time */
+            last_delivery_at: string | null;
+            provider: string;
+        };
         Autonomy: {
             /**
              * Format: int64
@@ -4452,7 +4653,7 @@ export interface components {
         };
         BackendResult: {
             function: string;
-            /** @description query: {rows, row_count, columns, truncated}; execute: {rows_affected} */
+            /** @description query: {rows, row_count, columns, truncated}; execute: {rows_affected}; script: the last line the script printed, as JSON (a string when it was not JSON) */
             result: unknown;
         };
         Batch: {
@@ -4488,6 +4689,15 @@ export interface components {
             public: boolean;
             /** Format: date-time */
             updated_at: string;
+        };
+        Board: {
+            columns: components["schemas"]["Column"][] | null;
+            /** @description The moves a member may make, by column */
+            moves: {
+                [key: string]: string[] | null;
+            };
+            /** Format: uuid */
+            project_id: string;
         };
         BoardAppSummary: {
             facets: {
@@ -4699,6 +4909,14 @@ export interface components {
             /** Format: int64 */
             max_total_bytes: number;
         };
+        Column: {
+            items: components["schemas"]["Item"][] | null;
+            label: string;
+            /** @enum {string} */
+            state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
+            /** Format: int64 */
+            total: number;
+        };
         ConcurrencyInputBody: {
             /**
              * Format: int64
@@ -4837,6 +5055,14 @@ export interface components {
             /** @description False only when the row was already gone */
             deleted: boolean;
         };
+        DeliveryAck: {
+            event: string;
+            /**
+             * @description duplicate: this delivery id was taken before; ignored: not about the project's repository
+             * @enum {string}
+             */
+            status: "accepted" | "duplicate" | "ignored";
+        };
         Descriptor: {
             /** @description Alternate words */
             aliases: string[] | null;
@@ -4858,6 +5084,16 @@ export interface components {
         Discovery: {
             /** @description The organization's identity provider sign-in when the address's verified domain has one; null otherwise (always null until per-organization OIDC exists) */
             start_url: string | null;
+        };
+        Dispatch: {
+            /** Format: date-time */
+            created_at: string;
+            /** @enum {string} */
+            decision: "dispatched" | "held";
+            detail: string;
+            task_id: string | null;
+            /** @description The task's status now (null: deleted) */
+            task_status: string | null;
         };
         Edge: {
             /** Format: uuid */
@@ -5175,6 +5411,18 @@ export interface components {
             name: string;
             operation: string;
         };
+        Gates: {
+            /**
+             * @description The pull request's checks on the forge (unknown: no pull request, or the forge did not answer)
+             * @enum {string}
+             */
+            checks: "none" | "pending" | "success" | "failure" | "unknown";
+            green: boolean;
+            /** @description Why they are not green */
+            reason: string;
+            /** @description The task's status (none: no task) */
+            task: string;
+        };
         Group: {
             /** @description Tasks by status */
             counts: {
@@ -5305,6 +5553,18 @@ export interface components {
             };
             word: string;
         };
+        Issue: {
+            body: string;
+            labels: string[] | null;
+            /** Format: int64 */
+            number: number;
+            /** @enum {string} */
+            state: "open" | "closed";
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+            url: string;
+        };
         IssuedInvite: {
             /** @description Where the invitee accepts (relative when PUBLIC_URL is unset) */
             accept_url: string;
@@ -5326,6 +5586,84 @@ export interface components {
             token: string;
             /** @description Workspaces joined on acceptance */
             workspace_ids: string[] | null;
+        };
+        Item: {
+            blocked_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            done_at: string | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: int64 */
+            issue_number: number;
+            labels: string[] | null;
+            /** Format: int64 */
+            pr_number: number | null;
+            pr_url: string | null;
+            /**
+             * Format: int64
+             * @description Lower first within a column
+             */
+            priority: number;
+            /** Format: uuid */
+            project_id: string;
+            /** @enum {string} */
+            state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
+            /** @description The task working on it (the latest dispatched) */
+            task_id: string | null;
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The issue on the forge */
+            url: string;
+        };
+        ItemDetail: {
+            blocked_reason: string | null;
+            /** @description The issue's body, cut at a paragraph or line near 4000 characters */
+            body: string;
+            body_truncated: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The latest routing decision (null: none yet) */
+            decision: components["schemas"]["Dispatch"] | null;
+            /** Format: date-time */
+            done_at: string | null;
+            gates: components["schemas"]["Gates"];
+            /** Format: uuid */
+            id: string;
+            /** Format: int64 */
+            issue_number: number;
+            labels: string[] | null;
+            /** Format: int64 */
+            pr_number: number | null;
+            pr_url: string | null;
+            /**
+             * Format: int64
+             * @description Lower first within a column
+             */
+            priority: number;
+            /** Format: uuid */
+            project_id: string;
+            /** @description The tasks dispatched for it, newest first */
+            runs: components["schemas"]["Dispatch"][] | null;
+            /** @enum {string} */
+            state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
+            /** @description The task working on it (the latest dispatched) */
+            task_id: string | null;
+            title: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The issue on the forge */
+            url: string;
+        };
+        ItemPatch: {
+            /** @description Why, for a move to blocked */
+            blocked_reason?: string;
+            /** Format: int64 */
+            priority?: number;
+            /** @enum {string} */
+            state?: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
         };
         Lease: {
             /** Format: int64 */
@@ -5620,6 +5958,13 @@ export interface components {
             /** @description static: the closed list */
             values?: components["schemas"]["Choice"][] | null;
         };
+        OrderInput: {
+            plan: components["schemas"]["PlanEntry"][] | null;
+        };
+        OrderResult: {
+            /** Format: int64 */
+            updated: number;
+        };
         Organization: {
             /** Format: date-time */
             created_at: string;
@@ -5758,6 +6103,12 @@ export interface components {
             media: components["schemas"]["Media"][] | null;
             text: string;
         };
+        PlanEntry: {
+            /** Format: uuid */
+            item_id: string;
+            /** Format: int64 */
+            priority: number;
+        };
         PlanPrice: {
             /** Format: int64 */
             amount_cents: number;
@@ -5838,6 +6189,10 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             default_branch: string;
+            /** @description The repository on the forge (owner/name; GitLab: its path with groups) */
+            forge_repo: string | null;
+            /** @description The forge resource the project reaches its forge with (null: local, or the resource was deleted) */
+            forge_resource_id: string | null;
             has_credentials: boolean;
             /** Format: uuid */
             id: string;
@@ -5848,7 +6203,7 @@ export interface components {
             max_concurrent_runs: number | null;
             name: string;
             /** @enum {string} */
-            provider: "local";
+            provider: "local" | "github" | "gitlab" | "gitea" | "forgejo";
             repo_url: string;
             /** Format: date-time */
             updated_at: string;
@@ -6353,6 +6708,12 @@ export interface components {
             /** @description Absent when the page names no og:image */
             social_image?: components["schemas"]["SocialImage"];
         };
+        ScanChange: {
+            /** Format: int64 */
+            issue_number: number;
+            item_id?: string;
+            title: string;
+        };
         ScanFile: {
             error?: string;
             name?: string;
@@ -6376,6 +6737,13 @@ export interface components {
             branch: string;
             commit: string;
             files: components["schemas"]["ScanFile"][] | null;
+        };
+        ScanResult: {
+            added: components["schemas"]["ScanChange"][] | null;
+            dry_run: boolean;
+            /** @description Cards whose issue is no longer open, before their work began */
+            removed: components["schemas"]["ScanChange"][] | null;
+            updated: components["schemas"]["ScanChange"][] | null;
         };
         Script: {
             /** Format: date-time */
@@ -6674,6 +7042,19 @@ export interface components {
             /** Format: int64 */
             workflows: number;
         };
+        Status: {
+            /** @description Cards by column */
+            counts: {
+                [key: string]: number;
+            };
+            /** Format: uuid */
+            project_id: string;
+            provider: string;
+            /** @description Whether the project has a forge to scan issues from */
+            scannable: boolean;
+            /** Format: int64 */
+            total: number;
+        };
         StatusInputBody: {
             /** @enum {string} */
             status: "disabled" | "enabled";
@@ -6772,6 +7153,44 @@ export interface components {
             role: "owner" | "admin" | "member";
             /** Format: int64 */
             workspace_count: number;
+        };
+        SyncImport: {
+            /**
+             * Format: int64
+             * @description How many of them this import made
+             */
+            created: number;
+            projects: components["schemas"]["Project"][] | null;
+        };
+        SyncImportInput: {
+            /** @description Open pull requests automatically in the new projects */
+            autodev?: boolean;
+            /** @description Full names (owner/name; GitLab: the path with its groups) */
+            repositories: string[] | null;
+            /** Format: uuid */
+            resource_id: string;
+        };
+        SyncList: {
+            /** @enum {string} */
+            provider: "github" | "gitlab" | "gitea" | "forgejo";
+            repositories: components["schemas"]["SyncRepo"][] | null;
+        };
+        SyncListInput: {
+            /**
+             * Format: uuid
+             * @description A forge resource of the workspace (github, gitlab, gitea, forgejo)
+             */
+            resource_id: string;
+        };
+        SyncRepo: {
+            clone_url: string;
+            default_branch: string;
+            description: string;
+            full_name: string;
+            private: boolean;
+            /** @description The project already made from it (null: none) */
+            project_id: string | null;
+            web_url: string;
         };
         TOTPEnrollment: {
             /** @description Base32 secret for an authenticator app */
@@ -10189,6 +10608,42 @@ export interface operations {
             };
         };
     };
+    post_api_forge_hooks_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The receiver token in the URL Slipway installed on the forge */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryAck"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_me: {
         parameters: {
             query?: never;
@@ -10958,7 +11413,7 @@ export interface operations {
                 page?: number;
                 page_size?: number;
                 tab?: "active" | "archived";
-                provider?: "local";
+                provider?: "local" | "github" | "gitlab" | "gitea" | "forgejo";
                 autodev?: "true" | "false";
             };
             header?: never;
@@ -10974,6 +11429,72 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BoardProject"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_projects_sync_import: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SyncImportInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncImport"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_projects_sync_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SyncListInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SyncList"];
                 };
             };
             /** @description Error */
@@ -11118,6 +11639,276 @@ export interface operations {
             };
         };
     };
+    post_api_projects_id_automation_setup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_projects_id_automations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Automation"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_projects_id_backlog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_projects_id_backlog_board: {
+        parameters: {
+            query?: {
+                /** @description Cards shown per column */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Board"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_projects_id_backlog_items_item_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+                /** @description Backlog item id */
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemDetail"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_projects_id_backlog_items_item_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                item_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ItemPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Item"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_projects_id_backlog_order: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OrderInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OrderResult"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_projects_id_backlog_scan: {
+        parameters: {
+            query?: {
+                /** @description true (the default): answer what would change and write nothing */
+                dry_run?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScanResult"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     patch_api_projects_id_concurrency: {
         parameters: {
             query?: never;
@@ -11140,6 +11931,38 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Project"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_projects_id_issues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Project id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Issue"][] | null;
                 };
             };
             /** @description Error */

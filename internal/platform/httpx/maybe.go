@@ -32,3 +32,17 @@ func (Maybe[T]) Schema(r huma.Registry) *huma.Schema {
 func NullableRef(s *huma.Schema) *huma.Schema {
 	return &huma.Schema{OneOf: []*huma.Schema{s, {Type: "null"}}}
 }
+
+// UnmarshalJSON reads the value, or null.
+func (m *Maybe[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		m.V = nil
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	m.V = &v
+	return nil
+}
