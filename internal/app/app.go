@@ -236,7 +236,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
-	proj := projects.NewService(projects.Deps{DB: d, Clock: clk, Sealer: sealer, Remotes: git, React: re, Models: resSvc, Forges: resSvc, PublicURL: cfg.PublicURL})
+	proj := projects.NewService(projects.Deps{DB: d, Clock: clk, Sealer: sealer, Remotes: git, React: re, Models: resSvc, Forges: resSvc, PublicURL: cfg.PublicURL, Events: re})
 	ten := tenancy.NewService(tenancy.Config{CacheTTL: cfg.SessionCacheTTL, PublicURL: cfg.PublicURL, InviteTTL: cfg.InviteTTL},
 		tenancy.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Mailer: outbox, Reactions: re, Plans: bill})
 	authSvc, err := auth.NewService(auth.Config{
@@ -266,7 +266,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	ap := approvals.NewService(approvals.Deps{DB: d, Clock: clk, Inbox: in, Members: access, Hub: hub, Reactions: re, Log: log},
 		parts.Tasks.ApprovalTimeout)
 	ts := tasks.NewService(tasks.Deps{DB: d, Clock: clk, Projects: proj, Runs: rs, Queue: q, Router: runnerSvc,
-		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re, Models: resSvc}, parts.Tasks)
+		Approvals: ap, Inbox: in, Autonomy: access, Hub: hub, Reactions: re, Models: resSvc, Log: log}, parts.Tasks)
 	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
 	parts.Dispatch.Env = envSvc
 	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)

@@ -8,6 +8,7 @@ import (
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
 	"slipway/internal/conversations"
+	"slipway/internal/forge"
 	"slipway/internal/inbox"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/db"
@@ -44,12 +45,13 @@ type reactions struct {
 }
 
 var (
-	_ tenancy.Reactions   = (*reactions)(nil)
-	_ projects.Reactions  = (*reactions)(nil)
-	_ tasks.Reactions     = (*reactions)(nil)
-	_ approvals.Reactions = (*reactions)(nil)
-	_ inbox.Reactions     = (*reactions)(nil)
-	_ runs.Reactions      = (*reactions)(nil)
+	_ tenancy.Reactions    = (*reactions)(nil)
+	_ projects.Reactions   = (*reactions)(nil)
+	_ projects.ForgeEvents = (*reactions)(nil)
+	_ tasks.Reactions      = (*reactions)(nil)
+	_ approvals.Reactions  = (*reactions)(nil)
+	_ inbox.Reactions      = (*reactions)(nil)
+	_ runs.Reactions       = (*reactions)(nil)
 )
 
 // WorkspaceCreated: a new workspace gets the default agent profiles.
@@ -106,6 +108,18 @@ func (r *reactions) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) err
 		}()
 	})
 	return nil
+}
+
+// PRChanged: the card of a task whose pull request the forge reported on
+// moves (review, done when merged, blocked when closed).
+func (r *reactions) PRChanged(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
+	return r.backlog.PRChanged(ctx, tx, t)
+}
+
+// ForgeEvent: what a project's forge said through its webhook reaches the
+// backlog (a pull request merged, checks changed).
+func (r *reactions) ForgeEvent(ctx context.Context, workspaceID, projectID string, ev *forge.Event) {
+	r.backlog.ForgeEvent(ctx, workspaceID, projectID, ev)
 }
 
 // ApprovalDecided: the task the approval held goes on.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -285,4 +286,11 @@ func TestBacklog(t *testing.T) {
 		fixture.WantError(t, owner.Do("GET", "/api/projects/"+other+"/backlog/items/"+card(1).ID, nil), http.StatusNotFound, "not_found")
 		fixture.WantError(t, owner.Do("POST", "/api/projects/"+other+"/backlog/scan", nil), http.StatusConflict, "conflict", "local")
 	})
+}
+
+func gitOut(dir string, args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	return string(out), err
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"slipway/internal/audit"
+	"slipway/internal/forge"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
@@ -156,3 +157,71 @@ func (s *Service) DispatchProject(ctx context.Context, workspaceID, projectID st
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// PRChanged moves the card whose task's pull request the forge reported
+// on, in the transaction that records it: opened, its card is in review
+// with the pull request's number and head; merged, done; closed without
+// merging, blocked.
+func (s *Service) PRChanged(ctx context.Context, tx *db.Tx, t *tasks.Task) error {
+	if t.PR == nil || t.PR.Number == nil {
+		return nil
+	}
+	it, err := itemByTask(ctx, tx, t.WorkspaceID, t.ID)
+	if err != nil || it == nil || it.State == Done {
+		return err
+	}
+	before := it.Item
+	now := s.Clock.Now()
+	n := int64(*t.PR.Number)
+	it.PRNumber, it.PRURL = &n, t.PR.URL
+	if t.PR.Commit != "" {
+		sha := t.PR.Commit
+		it.prSHA = &sha
+	}
+	switch t.PR.State {
+	case tasks.PRMerged:
+		it.State, it.BlockedReason, it.DoneAt = Done, nil, &now
+	case tasks.PRClosed:
+		it.State, it.BlockedReason = Blocked, ptr("its pull request was closed without merging")
+	case tasks.PROpen:
+		if it.State == InProgress || it.State == Blocked {
+			it.State, it.BlockedReason = Review, nil
+		}
+	}
+	it.UpdatedAt = now
+	if err := saveItem(ctx, tx, t.WorkspaceID, it); err != nil {
+		return err
+	}
+	if err := audit.Record(ctx, tx, now, "", "backlog.item.pull_request", "backlog_item", it.ID, before, it.Item); err != nil {
+		return err
+	}
+	return s.Hub.NotifyTx(ctx, tx, t.WorkspaceID, TopicBacklog, it.ID)
+}
+
+// ForgeEvent hears a project's forge: a pull request event has the card's
+// task read its pull request from the forge (the event's body is not
+// trusted); a check event tells the watching browsers the card's gates may
+// have changed.
+func (s *Service) ForgeEvent(ctx context.Context, workspaceID, projectID string, ev *forge.Event) {
+	var err error
+	switch {
+	case ev.Type == forge.EventPullRequest && ev.PR != nil:
+		var it *itemRow
+		if it, err = itemByPR(ctx, s.DB.R, workspaceID, projectID, int64(ev.PR.Number)); err == nil && it != nil && it.TaskID != nil {
+			err = s.Tasks.RefreshPR(ctx, workspaceID, *it.TaskID)
+		}
+	case ev.Type == forge.EventCheck && ev.SHA != "":
+		err = s.DB.Tx(ctx, func(tx *db.Tx) error {
+			ids, err := itemsBySHA(ctx, tx, workspaceID, projectID, ev.SHA)
+			for _, id := range ids {
+				if err == nil {
+					err = s.Hub.NotifyTx(ctx, tx, workspaceID, TopicBacklog, id)
+				}
+			}
+			return err
+		})
+	}
+	if err != nil && s.Log != nil {
+		s.Log.Warn("backlog: a forge event was not taken", "project", projectID, "event", ev.Type, "err", err)
+	}
+}

@@ -47,6 +47,8 @@ type Projects interface {
 type Tasks interface {
 	CreateTx(ctx context.Context, tx *db.Tx, workspaceID string, createdBy *string, in tasks.TaskCreate) (*tasks.Task, error)
 	Get(ctx context.Context, ws *actor.Workspace, id string) (*tasks.Task, error)
+	// RefreshPR reads a task's pull request from its forge and records it.
+	RefreshPR(ctx context.Context, workspaceID, id string) error
 }
 
 // Hub carries change hints to the watching browsers.

@@ -324,3 +324,21 @@ func itemByPR(ctx context.Context, q db.Queryer, workspaceID, projectID string, 
 	it.body, it.prSHA = body, sha
 	return it, nil
 }
+
+// itemsBySHA lists a project's cards whose pull request's head is sha.
+func itemsBySHA(ctx context.Context, q db.Queryer, workspaceID, projectID, sha string) ([]string, error) {
+	rows, err := q.QueryContext(ctx, "SELECT id FROM backlog_items WHERE workspace_id = $1 AND project_id = $2 AND pr_sha = $3", workspaceID, projectID, sha)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -188,6 +188,10 @@ type Provider interface {
 	UpdatePR(ctx context.Context, repo string, number int, in PRUpdate) (*PR, error)
 	ClosePR(ctx context.Context, repo string, number int) (*PR, error)
 	GetPR(ctx context.Context, repo string, number int) (*PR, error)
+	// FindPR finds the open pull request whose head is branch (nil, nil
+	// when none is open): a caller that may have opened one before a
+	// crash looks before opening another.
+	FindPR(ctx context.Context, repo, branch string) (*PR, error)
 	// Checks reads the statuses and check runs of a commit.
 	Checks(ctx context.Context, repo, sha string) (*Checks, error)
 	// ListIssues lists the repository's open issues (at most MaxIssues;

@@ -79,6 +79,7 @@ var Unscoped = []Exception{
 
 	{"projects.automationByToken", []string{"project_automations", "projects"}, "a forge's webhook delivery finds its automation by its token's hash (the token is the credential; the delivery's signature is then checked with the automation's secret)"},
 	{"projects.pruneDeliveries", []string{"forge_deliveries"}, sweep + ": forge delivery ids past their memory"},
+	{"tasks.claimPRActions", []string{"pr_actions"}, "the pull requests to open on forges: taken when due for every workspace (each carries its workspace for the task it opens)"},
 	{"triggers.byTokenHash", []string{"workflow_triggers"}, "a webhook delivery finds its trigger by its token's hash"},
 	{"triggers.due", []string{"workflow_triggers"}, sweep + ": schedules whose tick has come"},
 	{"triggers.pruneDeliveries", []string{"webhook_deliveries"}, sweep + ": delivery ids older than a day"},

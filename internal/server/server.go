@@ -221,6 +221,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Billing.Run(coreCtx)
 	go s.Services.Apps.Run(coreCtx)
+	go s.Services.Tasks.RunPRs(workCtx)
 	go sweep.Every(coreCtx, 10*time.Minute, s.log, "expired app uploads deleted", s.Services.AppRuns.PruneUploads)
 	go sweep.Every(coreCtx, time.Minute, s.log, "pending payment events applied", s.Services.Billing.RetryPending)
 	go s.Services.Runners.Run(coreCtx)

@@ -8,6 +8,7 @@ import (
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/projects"
 	"slipway/internal/runs"
 )
 
@@ -136,13 +137,18 @@ func (s *Service) Rerun(ctx context.Context, ws *actor.Workspace, u *actor.User,
 // OpenPR opens the pull request of a task that finished with changes but
 // without an automatic pull request (the project's autodev is off).
 func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
+	if t, err := s.Get(ctx, ws, id); err != nil {
+		return nil, err
+	} else if t.PR != nil && t.PR.Provider != projects.ProviderLocal {
+		return s.openForgePR(ctx, ws, t)
+	}
 	return s.transition(ctx, ws, id, StatusDonePR, "open a pull request for", "pull request opened", func(tx *db.Tx, t *Task) error {
 		if t.PR == nil || t.PR.Commit == "" {
 			return ErrNothingToPropose
 		}
 		now := s.clock.Now()
 		pr := *t.PR
-		pr.OpenedAt = &now
+		pr.OpenedAt, pr.State = &now, PROpen
 		if _, err := setPR(ctx, tx, ws.ID, t.ID, &pr, now); err != nil {
 			return err
 		}
@@ -153,13 +159,21 @@ func (s *Service) OpenPR(ctx context.Context, ws *actor.Workspace, id string) (*
 // ClosePR closes the task's open pull request (an undo; the local provider
 // has nothing else to close).
 func (s *Service) ClosePR(ctx context.Context, ws *actor.Workspace, id string) (*Task, error) {
+	if t, err := s.Get(ctx, ws, id); err != nil {
+		return nil, err
+	} else if t.PR != nil && t.PR.Number != nil && t.PR.Provider != projects.ProviderLocal {
+		if t.PR.State != PROpen {
+			return nil, apperr.New(apperr.CodeConflict, "the task has no open pull request")
+		}
+		return s.closeForgePR(ctx, ws, t)
+	}
 	return s.update(ctx, ws, id, func(tx *db.Tx, t *Task) (*Task, error) {
 		if t.PR == nil || t.PR.OpenedAt == nil || t.PR.ClosedAt != nil {
 			return nil, apperr.New(apperr.CodeConflict, "the task has no open pull request")
 		}
 		now := s.clock.Now()
 		pr := *t.PR
-		pr.ClosedAt = &now
+		pr.ClosedAt, pr.State = &now, PRClosed
 		out, err := setPR(ctx, tx, ws.ID, t.ID, &pr, now)
 		if err != nil {
 			return nil, err

@@ -152,6 +152,16 @@ func (p *PullRequest) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = append(b, `{"provider":`...)
 	b = httpx.AppendJSONString(b, p.Provider)
+	b = append(b, `,"state":`...)
+	b = httpx.AppendJSONString(b, p.State)
+	b = append(b, `,"number":`...)
+	if p.Number == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, int64(*p.Number), 10)
+	}
+	b = append(b, `,"error":`...)
+	b = httpx.AppendJSONNullString(b, p.Error)
 	b = append(b, `,"branch":`...)
 	b = httpx.AppendJSONString(b, p.Branch)
 	b = append(b, `,"base":`...)

@@ -278,12 +278,21 @@ func (s *Service) Finish(ctx context.Context, tx *db.Tx, j *jobs.Job, runID stri
 		if err != nil {
 			return err
 		}
-		pr := &PullRequest{Provider: projects.ProviderLocal, Branch: t.Branch, Base: wk.Project.DefaultBranch, Commit: r.Change.Commit,
+		pr := &PullRequest{Provider: wk.Project.Provider, State: PRProposed, Branch: t.Branch, Base: wk.Project.DefaultBranch, Commit: r.Change.Commit,
 			FilesChanged: r.Change.FilesChanged, Insertions: r.Change.Insertions, Deletions: r.Change.Deletions}
-		if wk.Project.Autodev {
+		switch {
+		case wk.Project.Autodev && wk.Project.Provider == projects.ProviderLocal:
 			opened := s.clock.Now()
-			pr.OpenedAt = &opened
+			pr.OpenedAt, pr.State = &opened, PROpen
 			to = StatusDonePR
+		case wk.Project.Autodev:
+			// Opened on the forge once this commits (RunPRs): the task is
+			// done, and done_pr when the forge has it.
+			pr.State = PROpening
+			if err := addPRAction(ctx, tx, t.WorkspaceID, t.ID, s.clock.Now()); err != nil {
+				return err
+			}
+			tx.AfterCommit(s.KickPRs)
 		}
 		if _, err := setPR(ctx, tx, t.WorkspaceID, t.ID, pr, s.clock.Now()); err != nil {
 			return err

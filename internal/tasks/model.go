@@ -75,7 +75,10 @@ type RunnerConfig struct {
 
 // PullRequest is the record of a proposed change.
 type PullRequest struct {
-	Provider     string     `json:"provider" enum:"local"`
+	Provider     string     `json:"provider" enum:"local,github,gitlab,gitea,forgejo"`
+	State        string     `json:"state" enum:"proposed,opening,open,closed,merged" doc:"proposed: not opened; opening: being opened on the forge; then as the forge says"`
+	Number       *int       `json:"number" nullable:"true" doc:"The forge's number (GitLab: the merge request's iid); null for the local provider"`
+	Error        *string    `json:"error" nullable:"true" doc:"Why the forge refused the last attempt to open it"`
 	Branch       string     `json:"branch"`
 	Base         string     `json:"base"`
 	Commit       string     `json:"commit"`

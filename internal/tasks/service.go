@@ -3,11 +3,13 @@ package tasks
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"slipway/internal/agents/protocol"
+	"slipway/internal/forge"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/clock"
@@ -29,6 +31,8 @@ type Projects interface {
 	ProfileByName(ctx context.Context, workspaceID, name string) (*projects.ResolvedProfile, error)
 	ProfileResource(ctx context.Context, q db.Queryer, workspaceID, name string) (string, error)
 	MaxConcurrentRuns(ctx context.Context, q db.Queryer, id string) (*int, error)
+	// ProjectForge opens a project's forge ("" and nil for a local one).
+	ProjectForge(ctx context.Context, workspaceID, id string) (string, *forge.Access, error)
 }
 
 // Models opens the openai_compatible resource an llm profile names,
@@ -95,8 +99,10 @@ type Service struct {
 	inbox     Inbox
 	autonomy  Autonomy
 	hub       *realtime.Hub // nil: nothing is live
+	log       *slog.Logger
 
-	lists *listCache // pages of the task list
+	lists  *listCache    // pages of the task list
+	prKick chan struct{} // RunPRs looks now
 }
 
 // Deps are what tasks use of the rest. DB, Clock, Projects, Runs and Queue
@@ -121,6 +127,7 @@ type Deps struct {
 	Reactions Reactions
 	// Models opens the resources llm profiles name.
 	Models Models
+	Log    *slog.Logger
 }
 
 // NewService builds the tasks service.
@@ -135,7 +142,8 @@ func NewService(d Deps, cfg Config) *Service {
 		cfg.LLMBase = protocol.DefaultBaseURL
 	}
 	return &Service{db: d.DB, clock: d.Clock, projects: d.Projects, runs: d.Runs, queue: d.Queue, cfg: cfg, router: d.Router,
-		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, models: d.Models, lists: newListCache()}
+		approvals: d.Approvals, inbox: d.Inbox, autonomy: d.Autonomy, hub: d.Hub, react: d.Reactions, models: d.Models, lists: newListCache(),
+		log: d.Log, prKick: make(chan struct{}, 1)}
 }
 
 // TaskCreate is a new task.
@@ -286,6 +294,9 @@ type Reactions interface {
 	// TaskEnded is told, in the transaction where a task reaches a final
 	// status, that it ended (a workflow's agent node waits for its task).
 	TaskEnded(ctx context.Context, tx *db.Tx, t *Task) error
+	// PRChanged is told, in the transaction that records it, what the
+	// forge said of a task's pull request (opened, merged, closed).
+	PRChanged(ctx context.Context, tx *db.Tx, t *Task) error
 }
 
 // setStatus moves a task from one status to another in tx and tells the end

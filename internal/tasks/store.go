@@ -74,6 +74,9 @@ func (r *taskRow) scan(row interface{ Scan(...any) error }, into *Task) error {
 		if err := json.Unmarshal([]byte(*r.pr), into.PR); err != nil {
 			return fmt.Errorf("tasks: pr of %s: %w", into.ID, err)
 		}
+		if into.PR.State == "" { // recorded before pull requests had states
+			into.PR.State = prState(into.PR)
+		}
 	}
 	return nil
 }
@@ -362,4 +365,61 @@ func getGroup(ctx context.Context, q db.Queryer, workspaceID, id string) (*Group
 func groupTasks(ctx context.Context, q db.Queryer, workspaceID, groupID string) ([]Task, error) {
 	return queryTasks(ctx, q, "group tasks", "SELECT "+taskColumns+" FROM tasks WHERE workspace_id = $1 AND group_id = $2 ORDER BY created_at, id",
 		workspaceID, groupID)
+}
+
+// Pull requests to open on forges (pr_actions).
+
+// addPRAction asks for the task's pull request to be opened (again).
+func addPRAction(ctx context.Context, q db.Queryer, workspaceID, taskID string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO pr_actions (task_id, workspace_id, attempts, run_at, created_at) VALUES ($1, $2, 0, $3, $3)
+		ON CONFLICT (task_id) DO UPDATE SET attempts = 0, run_at = $3, last_error = NULL`, taskID, workspaceID, now)
+	return err
+}
+
+// prAction is one pull request to open.
+type prAction struct {
+	taskID, workspaceID string
+	attempts            int
+}
+
+// claimPRActions takes the due actions for lease from now: each is due
+// again then unless it is finished before (a process that dies holding one
+// leaves it to the next).
+func claimPRActions(ctx context.Context, tx *db.Tx, d db.Dialect, now, until time.Time, limit int) ([]prAction, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT task_id, workspace_id, attempts FROM pr_actions WHERE run_at <= $1 ORDER BY run_at LIMIT $2"+d.SkipLocked(), now, limit)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: pr actions: %w", err)
+	}
+	var out []prAction
+	for rows.Next() {
+		var a prAction
+		if err := rows.Scan(&a.taskID, &a.workspaceID, &a.attempts); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].attempts++
+		if _, err := tx.ExecContext(ctx, "UPDATE pr_actions SET run_at = $3, attempts = $4 WHERE workspace_id = $1 AND task_id = $2",
+			out[i].workspaceID, out[i].taskID, until, out[i].attempts); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func deletePRAction(ctx context.Context, q db.Queryer, workspaceID, taskID string) error {
+	_, err := q.ExecContext(ctx, "DELETE FROM pr_actions WHERE workspace_id = $1 AND task_id = $2", workspaceID, taskID)
+	return err
+}
+
+func retryPRAction(ctx context.Context, q db.Queryer, workspaceID, taskID string, at time.Time, reason string) error {
+	_, err := q.ExecContext(ctx, "UPDATE pr_actions SET run_at = $3, last_error = $4 WHERE workspace_id = $1 AND task_id = $2",
+		workspaceID, taskID, at, reason)
+	return err
 }

@@ -6261,17 +6261,29 @@ export interface components {
             commit: string;
             /** Format: int64 */
             deletions: number;
+            /** @description Why the forge refused the last attempt to open it */
+            error: string | null;
             /** Format: int64 */
             files_changed: number;
             /** Format: int64 */
             insertions: number;
+            /**
+             * Format: int64
+             * @description The forge's number (GitLab: the merge request's iid); null for the local provider
+             */
+            number: number | null;
             /**
              * Format: date-time
              * @description When the pull request was opened; null while only proposed
              */
             opened_at: string | null;
             /** @enum {string} */
-            provider: "local";
+            provider: "local" | "github" | "gitlab" | "gitea" | "forgejo";
+            /**
+             * @description proposed: not opened; opening: being opened on the forge; then as the forge says
+             * @enum {string}
+             */
+            state: "proposed" | "opening" | "open" | "closed" | "merged";
             /** @description Forge URL; null for the local provider */
             url: string | null;
         };

@@ -142,6 +142,10 @@ func Run(t *testing.T, newServer func(t *testing.T) Server, newProvider func(for
 		s, p := setup(t)
 		s.AddRepo("acme/app", "main", false)
 		sha := s.AddBranch("acme/app", "slipway/task-1")
+		// None is open from the branch yet.
+		if found, err := p.FindPR(ctx, "acme/app", "slipway/task-1"); found != nil || err != nil {
+			t.Fatalf("found before opening: %+v %v", found, err)
+		}
 		pr, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: "Fix the login", Body: "Done by an agent.\n\nTask: 42", Head: "slipway/task-1",
 			Base: "main", Draft: true, Labels: []string{"slipway", "agent"}})
 		if err != nil {
@@ -149,6 +153,17 @@ func Run(t *testing.T, newServer func(t *testing.T) Server, newProvider func(for
 		}
 		if pr.Number <= 0 || pr.URL == "" || pr.State != forge.PROpen || !pr.Draft || pr.Head != "slipway/task-1" || pr.Base != "main" || pr.HeadSHA != sha || pr.Title != "Fix the login" {
 			t.Fatalf("opened: %+v (head %s)", pr, sha)
+		}
+		// Found by its branch, read as GetPR reads it.
+		found, err := p.FindPR(ctx, "acme/app", "slipway/task-1")
+		if err != nil || found == nil || found.Number != pr.Number || found.State != forge.PROpen || found.HeadSHA != sha {
+			t.Fatalf("found after opening: %+v %v (opened %+v)", found, err, pr)
+		}
+		if got, err := p.GetPR(ctx, "acme/app", pr.Number); err != nil || *got != *found {
+			t.Fatalf("found %+v, read %+v %v", found, got, err)
+		}
+		if _, err := p.FindPR(ctx, "acme/nowhere", "slipway/task-1"); !errors.Is(err, forge.ErrNotFound) {
+			t.Fatalf("found in an unknown repository: %v", err)
 		}
 		body, labels, ok := s.PR("acme/app", pr.Number)
 		sort.Strings(labels)
@@ -171,6 +186,9 @@ func Run(t *testing.T, newServer func(t *testing.T) Server, newProvider func(for
 		if pr, err = p.ClosePR(ctx, "acme/app", pr.Number); err != nil || pr.State != forge.PRClosed {
 			t.Fatalf("closed: %+v %v", pr, err)
 		}
+		if found, err := p.FindPR(ctx, "acme/app", "slipway/task-1"); found != nil || err != nil {
+			t.Fatalf("found after closing: %+v %v", found, err)
+		}
 		if _, err := p.GetPR(ctx, "acme/app", 9999); !errors.Is(err, forge.ErrNotFound) {
 			t.Fatalf("an unknown pull request: %v", err)
 		}
@@ -180,7 +198,17 @@ func Run(t *testing.T, newServer func(t *testing.T) Server, newProvider func(for
 		if err != nil || pr2.Draft || pr2.Number == pr.Number {
 			t.Fatalf("second: %+v %v", pr2, err)
 		}
+		// Found by its own branch only; gone once merged.
+		if found, err := p.FindPR(ctx, "acme/app", "slipway/task-2"); err != nil || found == nil || found.Number != pr2.Number {
+			t.Fatalf("found the second: %+v %v", found, err)
+		}
+		if found, err := p.FindPR(ctx, "acme/app", "slipway/task-1"); found != nil || err != nil {
+			t.Fatalf("found another branch's: %+v %v", found, err)
+		}
 		s.MergePR("acme/app", pr2.Number)
+		if found, err := p.FindPR(ctx, "acme/app", "slipway/task-2"); found != nil || err != nil {
+			t.Fatalf("found after merging: %+v %v", found, err)
+		}
 		if got, err := p.GetPR(ctx, "acme/app", pr2.Number); err != nil || got.State != forge.PRMerged {
 			t.Fatalf("merged: %+v %v", got, err)
 		}

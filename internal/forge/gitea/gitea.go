@@ -45,6 +45,9 @@ const (
 	maxResponse = 32 << 20
 	// maxMessage bounds the forge's message kept in an error, in bytes.
 	maxMessage = 300
+	// maxFindPages bounds the pages of open pull requests FindPR reads
+	// (Gitea sends at most MAX_RESPONSE_ITEMS, 50 by default, a page).
+	maxFindPages = 5
 )
 
 // draftPrefixes are the title prefixes read as a draft, compared without
@@ -232,6 +235,49 @@ func (p *provider) GetPR(ctx context.Context, repo string, number int) (*forge.P
 		return nil, p.fail(fmt.Sprintf("read pull request %s#%d", repo, number), resp, err)
 	}
 	return prOf(pr), nil
+}
+
+// FindPR lists the open pull requests (newest first, Gitea's default
+// order) and answers the first whose head is branch of the repository
+// itself (not a fork's branch of that name). Gitea's list has no head
+// filter, nor has the SDK; GET pulls/{base}/{head} (the SDK's
+// GetPullRequestByBaseHead, Gitea 1.22+ and Forgejo) needs the base, which
+// a caller back from a crash may not know, and answers a closed pull
+// request too. At most maxFindPages pages are read: a pull request opened
+// just before a crash is among the newest. Past them none is answered (and
+// a second OpenPR of one head and base meets Gitea's 409).
+func (p *provider) FindPR(ctx context.Context, repo, branch string) (*forge.PR, error) {
+	c, owner, name, err := p.open(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(branch) == "" {
+		return nil, fmt.Errorf("%w: %s: no branch named", forge.ErrInvalid, p.kind)
+	}
+	read := 0
+	for n := 1; n <= maxFindPages; {
+		prs, resp, err := c.ListRepoPullRequests(owner, name, sdk.ListPullRequestsOptions{
+			ListOptions: sdk.ListOptions{Page: n, PageSize: forge.PageSize},
+			State:       sdk.StateOpen,
+		})
+		if err != nil {
+			return nil, p.fail(fmt.Sprintf("find the pull request of %s in %s", branch, repo), resp, err)
+		}
+		for _, pr := range prs {
+			if pr == nil || pr.State != sdk.StateOpen || pr.HasMerged || pr.Head == nil || pr.Head.Ref != branch ||
+				pr.Base != nil && pr.Head.RepoID != 0 && pr.Base.RepoID != 0 && pr.Head.RepoID != pr.Base.RepoID {
+				continue
+			}
+			return prOf(pr), nil
+		}
+		read += len(prs)
+		next := nextPage(resp, n, read)
+		if len(prs) == 0 || next <= n {
+			break
+		}
+		n = next
+	}
+	return nil, nil
 }
 
 // Checks reads the commit's statuses and keeps each context's newest.

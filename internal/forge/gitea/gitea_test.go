@@ -376,3 +376,46 @@ func TestConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// FindPR reads the open pull requests newest first, page by page (Gitea
+// sends 50 a page), five pages at most.
+func TestFindPRPages(t *testing.T) {
+	ctx := context.Background()
+	s, p := setup(t, forge.Gitea)
+	open := func(branch string) *forge.PR {
+		t.Helper()
+		s.AddBranch("acme/app", branch)
+		pr, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: branch, Head: branch, Base: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	find := func(branch string, want *forge.PR, requests int) {
+		t.Helper()
+		before := len(s.Requests())
+		found, err := p.FindPR(ctx, "acme/app", branch)
+		if err != nil || (want == nil) != (found == nil) || want != nil && found.Number != want.Number {
+			t.Fatalf("%s: found %+v %v, want %+v", branch, found, err, want)
+		}
+		rs := s.Requests()[before:]
+		if len(rs) != requests || rs[0] != "GET /api/v1/repos/acme/app/pulls?limit=100&page=1&state=open" {
+			t.Fatalf("%s: %d requests: %v", branch, len(rs), rs)
+		}
+	}
+	old := open("slipway/old")
+	for i := range 120 {
+		open(fmt.Sprintf("other-%03d", i))
+	}
+	find("slipway/old", old, 3) // the 121st: page 3
+	newest := open("slipway/new")
+	find("slipway/new", newest, 1)
+	for i := 120; i < 250; i++ {
+		open(fmt.Sprintf("other-%03d", i))
+	}
+	find("slipway/old", nil, 5) // the 252nd: past five pages
+	find("slipway/none", nil, 5)
+	if _, err := p.FindPR(ctx, "acme/app", ""); !errors.Is(err, forge.ErrInvalid) {
+		t.Fatalf("no branch: %v", err)
+	}
+}

@@ -206,6 +206,39 @@ func (p *provider) GetPR(ctx context.Context, repo string, number int) (*forge.P
 	return prOf(pr), nil
 }
 
+// FindPR lists the open pull requests filtered by head, which GitHub
+// takes as "user:ref-name" only (a bare branch name is ignored and every
+// open pull request listed): the repository's owner, so pull requests
+// from forks are not taken. The first page is enough (GitHub keeps at most
+// one open pull request per head and base); the newest whose head is the
+// branch of this very repository is answered.
+func (p *provider) FindPR(ctx context.Context, repo, branch string) (*forge.PR, error) {
+	owner, name, err := split(repo)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkBranch(branch); err != nil {
+		return nil, err
+	}
+	prs, _, err := p.c.PullRequests.List(ctx, owner, name, &gh.PullRequestListOptions{
+		State:       "open",
+		Head:        owner + ":" + branch,
+		ListOptions: gh.ListOptions{PerPage: forge.PageSize},
+	})
+	if err != nil {
+		return nil, fail(fmt.Sprintf("find the pull request of %s in %s", branch, repo), err)
+	}
+	for _, pr := range prs {
+		// Checked again: a forge that ignored the filter lists others.
+		head := pr.GetHead()
+		if pr.GetState() != "open" || head.GetRef() != branch || head.Repo != nil && !strings.EqualFold(head.Repo.GetFullName(), repo) {
+			continue
+		}
+		return prOf(pr), nil
+	}
+	return nil, nil
+}
+
 // Checks reads the commit's statuses (the combined status: the newest of
 // each context) and its check runs (the latest of each).
 func (p *provider) Checks(ctx context.Context, repo, sha string) (*forge.Checks, error) {
@@ -385,6 +418,15 @@ func namePart(s string) bool {
 		}
 	}
 	return true
+}
+
+// checkBranch refuses what cannot be a branch's name, ":" included (the
+// head filter's separator; git refuses it in a ref too).
+func checkBranch(b string) error {
+	if strings.TrimSpace(b) == "" || strings.ContainsAny(b, ": \t\r\n") {
+		return fmt.Errorf("%w: github: %q is not a branch's name", forge.ErrInvalid, b)
+	}
+	return nil
 }
 
 func checkNumber(n int) error {

@@ -430,3 +430,94 @@ func TestFakeConcurrent(t *testing.T) {
 		t.Fatalf("%d pull requests", len(prs))
 	}
 }
+
+// FindPR asks GitHub's list by head as "owner:branch" (a bare branch is
+// ignored by GitHub), and refuses what is not a branch before asking.
+func TestFindPRAsksByHead(t *testing.T) {
+	s, p := setup(t)
+	ctx := context.Background()
+	s.AddBranch("acme/app", "work")
+	s.AddBranch("acme/app", "other")
+	pr, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: "Work", Head: "work", Base: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: "Other", Head: "other", Base: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	before := len(s.Requests())
+	found, err := p.FindPR(ctx, "acme/app", "work")
+	if err != nil || found == nil || found.Number != pr.Number || found.Head != "work" || found.Title != "Work" {
+		t.Fatalf("found %+v %v", found, err)
+	}
+	if rs := s.Requests()[before:]; len(rs) != 1 || rs[0] != "GET /repos/acme/app/pulls?head=acme%3Awork&per_page=100&state=open" {
+		t.Fatalf("requests: %v", rs)
+	}
+	for _, b := range []string{"", " ", "acme:work", "a b"} {
+		if _, err := p.FindPR(ctx, "acme/app", b); !errors.Is(err, forge.ErrInvalid) {
+			t.Errorf("branch %q: %v", b, err)
+		}
+	}
+	if rs := s.Requests()[before:]; len(rs) != 1 {
+		t.Fatalf("asked GitHub for what is not a branch: %v", rs)
+	}
+}
+
+// The fake lists pull requests as GitHub does: a head filter without its
+// owner is ignored, another owner's matches none, and each is
+// pull-request-simple.
+func TestFakeListsPulls(t *testing.T) {
+	s, p := setup(t)
+	ctx := context.Background()
+	for _, b := range []string{"a", "b"} {
+		s.AddBranch("acme/app", b)
+		if _, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: b, Head: b, Base: "main"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.ClosePR(ctx, "acme/app", 1); err != nil {
+		t.Fatal(err)
+	}
+	list := func(query string, want int) []any {
+		t.Helper()
+		req, _ := http.NewRequest("GET", s.URL()+"/repos/acme/app/pulls"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+s.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []any
+		if err := json.NewDecoder(resp.Body).Decode(&out); resp.StatusCode != want || want == 200 && err != nil {
+			t.Fatalf("%s: %d %v", query, resp.StatusCode, err)
+		}
+		return out
+	}
+	numbers := func(l []any) []float64 {
+		var ns []float64
+		for _, v := range l {
+			ns = append(ns, v.(map[string]any)["number"].(float64))
+		}
+		return ns
+	}
+	for query, want := range map[string][]float64{
+		"":                          {2},
+		"?state=all":                {2, 1},
+		"?state=all&direction=asc":  {1, 2},
+		"?state=closed":             {1},
+		"?head=b":                   {2}, // ignored
+		"?state=all&head=acme:a":    {1},
+		"?state=all&head=ACME:b":    {2},
+		"?state=all&head=other:b":   nil,
+		"?state=all&base=elsewhere": nil,
+	} {
+		if got := numbers(list(query, 200)); !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", query, got, want)
+		}
+	}
+	pr := list("", 200)[0].(map[string]any)
+	if _, ok := pr["merged"]; ok || pr["draft"] != false || pr["merged_at"] != nil || pr["head"].(map[string]any)["ref"] != "b" {
+		t.Fatalf("not pull-request-simple: %v", pr)
+	}
+	list("?state=merged", 422)
+}

@@ -300,7 +300,7 @@ func fullTitle(title string, draft bool) string {
 	return title
 }
 
-func toPR(mr *gl.MergeRequest) *forge.PR {
+func toPR(mr *gl.BasicMergeRequest) *forge.PR {
 	state := forge.PROpen // opened, locked (being merged)
 	switch mr.State {
 	case "closed":
@@ -344,7 +344,7 @@ func (p *provider) OpenPR(ctx context.Context, repo string, in forge.PRInput) (*
 	if err != nil {
 		return nil, p.fail("open a merge request in "+repo, resp, err, kept)
 	}
-	return toPR(mr), nil
+	return toPR(&mr.BasicMergeRequest), nil
 }
 
 func (p *provider) UpdatePR(ctx context.Context, repo string, number int, in forge.PRUpdate) (*forge.PR, error) {
@@ -388,7 +388,7 @@ func (p *provider) UpdatePR(ctx context.Context, repo string, number int, in for
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("update merge request !%d of %s", number, repo), resp, err, kept)
 	}
-	return toPR(mr), nil
+	return toPR(&mr.BasicMergeRequest), nil
 }
 
 func (p *provider) ClosePR(ctx context.Context, repo string, number int) (*forge.PR, error) {
@@ -401,7 +401,7 @@ func (p *provider) ClosePR(ctx context.Context, repo string, number int) (*forge
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("close merge request !%d of %s", number, repo), resp, err, kept)
 	}
-	return toPR(mr), nil
+	return toPR(&mr.BasicMergeRequest), nil
 }
 
 func (p *provider) GetPR(ctx context.Context, repo string, number int) (*forge.PR, error) {
@@ -413,7 +413,40 @@ func (p *provider) GetPR(ctx context.Context, repo string, number int) (*forge.P
 	if err != nil {
 		return nil, p.fail(fmt.Sprintf("get merge request !%d of %s", number, repo), resp, err, kept)
 	}
-	return toPR(mr), nil
+	return toPR(&mr.BasicMergeRequest), nil
+}
+
+// FindPR lists the project's open merge requests from branch
+// (source_branch filters by the name alone, so a fork's merge request
+// into the project from a branch of that name is listed too and skipped
+// here: only the project's own branch counts). GitLab lists newest first;
+// the first page is enough (one open merge request per source and target
+// branch). A merge request being merged (locked) is not listed as opened.
+func (p *provider) FindPR(ctx context.Context, repo, branch string) (*forge.PR, error) {
+	if err := project(repo); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(branch) == "" {
+		return nil, fmt.Errorf("%w: gitlab: no branch named", forge.ErrInvalid)
+	}
+	withCtx, kept := call(ctx)
+	state := "opened"
+	mrs, resp, err := p.c.MergeRequests.ListProjectMergeRequests(repo, &gl.ListProjectMergeRequestsOptions{
+		ListOptions:  gl.ListOptions{PerPage: forge.PageSize, Page: 1},
+		State:        &state,
+		SourceBranch: &branch,
+	}, withCtx)
+	if err != nil {
+		return nil, p.fail(fmt.Sprintf("find the merge request of %s in %s", branch, repo), resp, err, kept)
+	}
+	for _, mr := range mrs {
+		// Checked again: a forge that ignored a filter lists others.
+		if mr == nil || mr.State != "opened" || mr.SourceBranch != branch || mr.SourceProjectID != mr.TargetProjectID {
+			continue
+		}
+		return toPR(mr), nil
+	}
+	return nil, nil
 }
 
 // checkState maps a GitLab commit status (a job's or an external one's)

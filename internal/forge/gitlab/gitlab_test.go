@@ -511,3 +511,83 @@ func TestFakeSpeaksGitLab(t *testing.T) {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// FindPR asks for the project's opened merge requests from the branch.
+func TestFindPRAsksBySourceBranch(t *testing.T) {
+	s, p := setup(t)
+	s.AddRepo("acme/app", "main", false)
+	s.AddBranch("acme/app", "work")
+	s.AddBranch("acme/app", "other")
+	mr, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: "Work", Head: "work", Base: "main", Draft: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: "Other", Head: "other", Base: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	sha := s.AddBranch("acme/app", "work") // a push: the list answers the new head
+	before := len(s.Requests())
+	found, err := p.FindPR(ctx, "acme/app", "work")
+	if err != nil || found == nil || found.Number != mr.Number || !found.Draft || found.Title != "Work" || found.HeadSHA != sha {
+		t.Fatalf("found %+v %v", found, err)
+	}
+	if rs := s.Requests()[before:]; len(rs) != 1 || rs[0] != "GET /api/v4/projects/acme%2Fapp/merge_requests?page=1&per_page=100&source_branch=work&state=opened" {
+		t.Fatalf("requests: %v", rs)
+	}
+	if _, err := p.FindPR(ctx, "acme/app", " "); !errors.Is(err, forge.ErrInvalid) {
+		t.Fatalf("no branch: %v", err)
+	}
+}
+
+// The fake lists merge requests as GitLab does: every state unless asked,
+// newest first, each without what only a single one's answer holds.
+func TestFakeListsMergeRequests(t *testing.T) {
+	s, p := setup(t)
+	s.AddRepo("acme/app", "main", false)
+	for _, b := range []string{"a", "b"} {
+		s.AddBranch("acme/app", b)
+		if _, err := p.OpenPR(ctx, "acme/app", forge.PRInput{Title: b, Head: b, Base: "main"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.ClosePR(ctx, "acme/app", 1); err != nil {
+		t.Fatal(err)
+	}
+	list := func(query string, want int) []map[string]any {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/api/v4/projects/acme%2Fapp/merge_requests"+query, nil)
+		req.Header.Set("PRIVATE-TOKEN", gitlabtest.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out []map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); resp.StatusCode != want || want == 200 && err != nil {
+			t.Fatalf("%s: %d %v", query, resp.StatusCode, err)
+		}
+		return out
+	}
+	for query, want := range map[string]string{
+		"":                                   "2 1",
+		"?sort=asc":                          "1 2",
+		"?state=opened":                      "2",
+		"?state=closed":                      "1",
+		"?source_branch=a":                   "1",
+		"?state=opened&source_branch=a":      "",
+		"?target_branch=main&order_by=title": "2 1",
+	} {
+		var got []string
+		for _, mr := range list(query, 200) {
+			got = append(got, fmt.Sprint(mr["iid"]))
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%q: %v, want %s", query, got, want)
+		}
+	}
+	mr := list("?state=opened", 200)[0]
+	if _, ok := mr["diff_refs"]; ok || mr["sha"] == nil || mr["source_project_id"] != mr["target_project_id"] || mr["web_url"] == nil {
+		t.Fatalf("not MergeRequestBasic: %v", mr)
+	}
+	list("?state=open", 400)
+}

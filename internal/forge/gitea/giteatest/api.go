@@ -37,6 +37,7 @@ func (s *Server) routes() {
 	}
 	handle("GET /api/v1/user/repos", true, s.listMyRepos)
 	handle("GET /api/v1/repos/{owner}/{repo}", false, s.getRepo)
+	handle("GET /api/v1/repos/{owner}/{repo}/pulls", false, s.listPulls)
 	route("POST /api/v1/repos/{owner}/{repo}/pulls", true, false, s.createPull)
 	handle("GET /api/v1/repos/{owner}/{repo}/pulls/{index}", false, s.getPull)
 	handle("PATCH /api/v1/repos/{owner}/{repo}/pulls/{index}", true, s.editPull)
@@ -327,6 +328,67 @@ func (s *Server) getPull(w http.ResponseWriter, r *http.Request, signed bool) {
 	if i := s.issueFor(w, r, rp, true); i != nil {
 		s.writeJSON(w, http.StatusOK, s.pullJSON(rp, i))
 	}
+}
+
+// listPulls lists pull requests as Gitea does: state open or closed
+// filters, any other (none, all) lists every one (Gitea applies no
+// default, whatever its documentation says); base_branch and labels (any
+// of the ids) filter; sort oldest, recentupdate, leastupdate,
+// recentclose, mostcomment or leastcomment, else newest first; paginated
+// with a Link header.
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request, signed bool) {
+	rp := s.repoFor(w, r, signed)
+	if rp == nil {
+		return
+	}
+	q := r.URL.Query()
+	st, base := q.Get("state"), q.Get("base_branch")
+	var labels []int64
+	for _, v := range q["labels"] {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			labels = append(labels, id)
+		} else {
+			s.apiError(w, http.StatusInternalServerError, "") // Gitea's StringsToInt64s failing
+			return
+		}
+	}
+	var ps []*issue
+	for _, i := range rp.issues {
+		if i.pull == nil || (st == "open" || st == "closed") && state(i.closed) != st || base != "" && i.pull.base != base ||
+			len(labels) > 0 && !slices.ContainsFunc(labels, func(id int64) bool { return slices.Contains(i.labels, id) }) {
+			continue
+		}
+		ps = append(ps, i)
+	}
+	closedAt := func(i *issue) int64 {
+		if i.closedAt == nil {
+			return 0
+		}
+		return i.closedAt.Unix()
+	}
+	slices.SortStableFunc(ps, func(a, b *issue) int {
+		switch q.Get("sort") {
+		case "oldest":
+			return cmp.Or(a.created.Compare(b.created), cmp.Compare(a.id, b.id))
+		case "recentupdate":
+			return cmp.Or(b.updated.Compare(a.updated), b.created.Compare(a.created), cmp.Compare(b.id, a.id))
+		case "leastupdate":
+			return cmp.Or(a.updated.Compare(b.updated), a.created.Compare(b.created), cmp.Compare(a.id, b.id))
+		case "recentclose":
+			return cmp.Or(cmp.Compare(closedAt(b), closedAt(a)), b.created.Compare(a.created), cmp.Compare(b.id, a.id))
+		case "mostcomment":
+			return cmp.Or(cmp.Compare(len(b.comments), len(a.comments)), b.created.Compare(a.created), cmp.Compare(b.id, a.id))
+		case "leastcomment":
+			return cmp.Or(cmp.Compare(len(a.comments), len(b.comments)), b.created.Compare(a.created), cmp.Compare(b.id, a.id))
+		}
+		return cmp.Or(b.created.Compare(a.created), cmp.Compare(b.id, a.id))
+	})
+	from, to := s.paginate(w, r, len(ps), true)
+	out := []*apiPullRequest{}
+	for _, i := range ps[from:to] {
+		out = append(out, s.pullJSON(rp, i))
+	}
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 // editPull edits as Gitea does, in its order: title, body, labels (which

@@ -34,6 +34,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /user/repos", s.listRepos)
 	m.HandleFunc("GET /repos/{owner}/{repo}", s.withRepo(s.getRepo))
+	m.HandleFunc("GET /repos/{owner}/{repo}/pulls", s.withRepo(s.listPulls))
 	m.HandleFunc("POST /repos/{owner}/{repo}/pulls", s.withRepo(s.createPull))
 	m.HandleFunc("GET /repos/{owner}/{repo}/pulls/{number}", s.withRepo(s.getPull))
 	m.HandleFunc("PATCH /repos/{owner}/{repo}/pulls/{number}", s.withRepo(s.updatePull))
@@ -231,6 +232,73 @@ func (s *Server) createPull(w http.ResponseWriter, r *http.Request, rp *repo) {
 	s.nodes[i.nodeID] = i
 	w.Header().Set("Location", s.apiURL(rp, "pulls/"+strconv.Itoa(i.number)))
 	writeJSON(w, http.StatusCreated, s.pullJSON(rp, i))
+}
+
+// listPulls lists pull requests as GitHub does: state open unless asked
+// (open, closed or all); head as "user:ref-name" (a head without the user
+// is ignored, as GitHub ignores it: every pull request is listed); base;
+// sort created (the default), updated, popularity (comments) or
+// long-running (by age here), desc by default when sorting by created and
+// asc otherwise; paginated, each pull request as pull-request-simple.
+func (s *Server) listPulls(w http.ResponseWriter, r *http.Request, rp *repo) {
+	q := r.URL.Query()
+	state, sortBy, dir := q.Get("state"), q.Get("sort"), q.Get("direction")
+	if state == "" {
+		state = "open"
+	}
+	if sortBy == "" {
+		sortBy = "created"
+	}
+	if dir == "" {
+		dir = "asc"
+		if sortBy == "created" {
+			dir = "desc"
+		}
+	}
+	for _, c := range []struct {
+		field, value string
+		allowed      []string
+	}{{"state", state, []string{"open", "closed", "all"}}, {"sort", sortBy, []string{"created", "updated", "popularity", "long-running"}},
+		{"direction", dir, []string{"asc", "desc"}}} {
+		if !slices.Contains(c.allowed, c.value) {
+			validation(w, map[string]any{"resource": "PullRequest", "code": "invalid", "field": c.field, "value": c.value})
+			return
+		}
+	}
+	headOwner, headRef, byHead := strings.Cut(q.Get("head"), ":")
+	base := q.Get("base")
+	var ps []*item
+	for _, i := range rp.items {
+		if i.pr == nil || state != "all" && i.state != state || base != "" && i.pr.base != base ||
+			byHead && (!strings.EqualFold(headOwner, rp.owner) || i.pr.head != headRef) {
+			continue
+		}
+		ps = append(ps, i)
+	}
+	slices.SortStableFunc(ps, func(a, b *item) int {
+		var c int
+		switch sortBy {
+		case "updated":
+			c = a.updated.Compare(b.updated)
+		case "popularity":
+			c = len(a.comments) - len(b.comments)
+		default:
+			c = a.created.Compare(b.created)
+		}
+		if c == 0 {
+			c = a.number - b.number
+		}
+		if dir == "desc" {
+			c = -c
+		}
+		return c
+	})
+	lo, hi := s.page(w, r, len(ps))
+	out := []any{}
+	for _, i := range ps[lo:hi] {
+		out = append(out, s.pullSimpleJSON(rp, i))
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // pullNumber finds the pull request of the path, or answers 404 (an issue

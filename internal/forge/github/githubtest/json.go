@@ -175,6 +175,18 @@ func (s *Server) pullJSON(r *repo, i *item) map[string]any {
 	}
 }
 
+// pullSimpleJSON is a pull request as GitHub lists it
+// (pull-request-simple): without what only the answer about one pull
+// request holds (merged, mergeable, its counts).
+func (s *Server) pullSimpleJSON(r *repo, i *item) map[string]any {
+	out := s.pullJSON(r, i)
+	for _, k := range []string{"merged", "mergeable", "rebaseable", "mergeable_state", "merged_by", "comments", "review_comments",
+		"maintainer_can_modify", "commits", "additions", "deletions", "changed_files"} {
+		delete(out, k)
+	}
+	return out
+}
+
 func (s *Server) commentJSON(r *repo, i *item, c *comment) map[string]any {
 	id := strconv.FormatInt(c.id, 10)
 	kind := "issues"

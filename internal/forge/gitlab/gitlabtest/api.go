@@ -86,7 +86,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case len(seg) == 2:
 		s.route(w, r, map[string]func(){http.MethodGet: func() { writeJSON(w, http.StatusOK, s.projectJSON(p)) }})
 	case len(seg) == 3 && seg[2] == "merge_requests":
-		s.route(w, r, map[string]func(){http.MethodPost: func() { s.createMR(w, p, prm) }})
+		s.route(w, r, map[string]func(){
+			http.MethodGet:  func() { s.listMRs(w, r, p, prm) },
+			http.MethodPost: func() { s.createMR(w, p, prm) },
+		})
 	case len(seg) >= 4 && seg[2] == "merge_requests":
 		iid, err := strconv.Atoi(seg[3])
 		if err != nil {
@@ -504,6 +507,63 @@ func (s *Server) createMR(w http.ResponseWriter, p *project, prm params) {
 		TargetBranch: target, SHA: sha, State: "opened", Labels: labels, CreatedAt: now, UpdatedAt: now}
 	p.mrs = append(p.mrs, m)
 	writeJSON(w, http.StatusCreated, s.mrJSON(p, m))
+}
+
+// listMRs lists a project's merge requests as GET
+// /projects/:id/merge_requests does: state (opened, closed, locked, merged
+// or all, the default), source_branch, target_branch and labels (all of
+// them) filter; order_by created_at (the default), updated_at, merged_at
+// or title, sort desc unless asc; paginated, each as MergeRequestBasic.
+func (s *Server) listMRs(w http.ResponseWriter, r *http.Request, p *project, prm params) {
+	order, asc, err := orderParams(prm, "created_at", "updated_at", "merged_at", "title")
+	if err != nil {
+		grapeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	state, _ := prm.str("state")
+	if state == "" {
+		state = "all"
+	}
+	if !slices.Contains([]string{"opened", "closed", "locked", "merged", "all"}, state) {
+		grapeError(w, http.StatusBadRequest, "state does not have a valid value")
+		return
+	}
+	source, bySource := prm.str("source_branch")
+	target, byTarget := prm.str("target_branch")
+	labels, _ := prm.labels("labels")
+	var list []*MergeRequest
+	for _, m := range p.mrs {
+		if state != "all" && m.State != state || bySource && m.SourceBranch != source || byTarget && m.TargetBranch != target ||
+			slices.ContainsFunc(labels, func(l string) bool { return !slices.Contains(m.Labels, l) }) {
+			continue
+		}
+		s.refresh(p, m)
+		list = append(list, m)
+	}
+	if order == "title" {
+		slices.SortStableFunc(list, func(a, b *MergeRequest) int {
+			c := cmp.Or(strings.Compare(a.Title, b.Title), cmp.Compare(a.ID, b.ID))
+			if !asc {
+				c = -c
+			}
+			return c
+		})
+	} else {
+		sortBy(list, func(m *MergeRequest) (time.Time, int) {
+			switch order {
+			case "updated_at":
+				return m.UpdatedAt, m.ID
+			case "merged_at":
+				return m.MergedAt, m.ID
+			}
+			return m.CreatedAt, m.ID
+		}, asc)
+	}
+	out := make([]obj, 0, len(list))
+	for _, m := range list {
+		out = append(out, s.mrBasicJSON(p, m))
+	}
+	s.paginate(w, r, prm, out)
 }
 
 // updatable are the parameters of PUT merge_requests/:iid, one at least

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -168,6 +169,20 @@ func (s *Server) mrJSON(p *project, m *MergeRequest) obj {
 		{"diff_refs", obj{{"base_sha", orNil(base)}, {"head_sha", m.SHA}, {"start_sha", orNil(base)}}},
 		{"merge_error", nil}, {"first_contribution", false}, {"user", obj{{"can_merge", true}}},
 	}
+}
+
+// mrBasicJSON is a merge request as a list shows it (MergeRequestBasic):
+// without what only GET merge_requests/:iid answers.
+func (s *Server) mrBasicJSON(p *project, m *MergeRequest) obj {
+	only := []string{"subscribed", "changes_count", "latest_build_started_at", "latest_build_finished_at",
+		"first_deployed_to_production_at", "pipeline", "head_pipeline", "diff_refs", "merge_error", "first_contribution", "user"}
+	var out obj
+	for _, f := range s.mrJSON(p, m) {
+		if !slices.Contains(only, f.k) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // issueJSON is an issue as GET /projects/:id/issues lists it.

@@ -1,0 +1,146 @@
+package backlog_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"slipway/internal/agenttest"
+	"slipway/internal/apitest"
+	"slipway/internal/backlog"
+	"slipway/internal/fixture"
+	"slipway/internal/forge"
+	"slipway/internal/forge/forgetest"
+	"slipway/internal/forge/github/githubtest"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+)
+
+// TestBacklogEndToEnd: a repository imported from (a local) GitHub, its
+// issues scanned into the backlog, one moved to ready: the agent's task
+// clones and pushes over https with the resource's token (git's real
+// smart HTTP, which checks it), its pull request is opened on GitHub, and
+// the card waits in review. A failing check keeps it out of done (422); a
+// passing one lets it through, and a merge reported by GitHub's webhook
+// moves it to done. Every step is audited and heard on the socket.
+func TestBacklogEndToEnd(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true", "PUBLIC_URL", "https://slipway.example")
+		owner := f.Owner
+		gh := githubtest.New(t)
+		cfg := gh.Config()
+		bare := agenttest.BareRepo(t, nil)
+		agenttest.Git(t, bare, "config", "http.receivepack", "true")
+		remote := agenttest.HTTPSRemote(t, bare, "x-access-token", cfg.Token)
+		// GitHub knows the branches the agent pushes to the repository.
+		gh.Branches = func(repo, branch string) (string, bool) {
+			out, err := gitOut(bare, "rev-parse", "--verify", "refs/heads/"+branch)
+			return strings.TrimSpace(out), err == nil
+		}
+		gh.AddRepo("acme/web", "main", false)
+		gh.AddIssue("acme/web", "Fix the readme", "echo fixed >> README.md\nexit 0", []string{"docs"})
+		project := importRepo(t, f, gh)
+		fixture.Want(t, owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote, "autodev": true}), http.StatusOK)
+		socket := watch(t, owner)
+		base := "/api/projects/" + project + "/backlog"
+
+		fixture.Want(t, owner.Do("POST", base+"/scan?dry_run=false", nil), http.StatusOK)
+		card := column(board(t, owner, project), backlog.Inbox).Items[0]
+		heard(t, socket, project)
+		fixture.Want(t, owner.Do("PATCH", base+"/items/"+card.ID, obj{"state": "ready"}), http.StatusOK)
+		heard(t, socket, card.ID)
+
+		// The task runs, pushes, and its pull request opens on GitHub.
+		var d backlog.ItemDetail
+		waitCard(t, owner, base, card.ID, &d, func() bool { return d.State == backlog.Review && d.PRNumber != nil })
+		prs := gh.PRs("acme/web")
+		if len(prs) != 1 || d.PRURL == nil || !strings.Contains(*d.PRURL, "/pull/") {
+			t.Fatalf("pull requests on GitHub: %+v; card %+v", prs, d.Item)
+		}
+		body, labels, _ := gh.PR("acme/web", int(*d.PRNumber))
+		if !strings.Contains(body, "Resolve issue #1 of acme/web") || !strings.Contains(body, "Closes #1") || len(labels) != 1 || labels[0] != "slipway" {
+			t.Fatalf("the pull request's body %q, labels %v", body, labels)
+		}
+		task := owner.Do("GET", "/api/tasks/"+*d.TaskID, nil).Map(t)
+		pr := task["pr"].(map[string]any)
+		if task["status"] != "done_pr" || pr["provider"] != "github" || pr["state"] != "open" || pr["number"] != float64(*d.PRNumber) {
+			t.Fatalf("the task: %v", task)
+		}
+		if got := agenttest.Git(t, bare, "show", task["branch"].(string)+":README.md"); !strings.Contains(got, "fixed") {
+			t.Fatalf("the pushed branch's README: %q", got)
+		}
+		heard(t, socket, card.ID)
+		sha := pr["commit"].(string)
+
+		// Gates: a failing check keeps the card out of done.
+		gh.SetCheck("acme/web", sha, "ci", forge.CheckFailure, false)
+		fixture.WantError(t, owner.Do("PATCH", base+"/items/"+card.ID, obj{"state": "done"}), http.StatusUnprocessableEntity, "unprocessable", "checks failed")
+		owner.Do("GET", base+"/items/"+card.ID, nil).JSON(t, &d)
+		if d.State != backlog.Review || d.Gates.Green || d.Gates.Checks != "failure" || d.Gates.Task != "done_pr" {
+			t.Fatalf("after the refused move: %+v", d)
+		}
+		gh.SetCheck("acme/web", sha, "ci", forge.CheckSuccess, false)
+		owner.Do("GET", base+"/items/"+card.ID, nil).JSON(t, &d)
+		if !d.Gates.Green || d.Gates.Checks != "success" {
+			t.Fatalf("green gates: %+v", d.Gates)
+		}
+
+		// GitHub merges it and says so through the webhook: the card is done.
+		fixture.Want(t, owner.Do("POST", "/api/projects/"+project+"/automation_setup", nil), http.StatusCreated)
+		hook := gh.Hooks("acme/web")[0]
+		f.App.Remember(hook.Secret)
+		gh.MergePR("acme/web", int(*d.PRNumber))
+		h, payload := gh.Delivery("acme/web", forgetest.DeliverySpec{Type: forge.EventPullRequest, Delivery: "merged-1", PR: int(*d.PRNumber),
+			Merged: true, Closed: true, SHA: sha}, hook.Secret)
+		header := []string{"X-CSRF-Token", ""}
+		for k, v := range h {
+			header = append(header, k, v[0])
+		}
+		r := f.App.Anonymous().Do("POST", strings.TrimPrefix(hook.URL, "https://slipway.example"), string(payload), header...)
+		if r.Status != http.StatusOK || r.Map(t)["status"] != "accepted" {
+			t.Fatalf("the delivery: %d %s", r.Status, r.Body)
+		}
+		waitCard(t, owner, base, card.ID, &d, func() bool { return d.State == backlog.Done })
+		if d.DoneAt == nil {
+			t.Fatalf("done: %+v", d.Item)
+		}
+		heard(t, socket, card.ID)
+		if task := owner.Do("GET", "/api/tasks/"+*d.TaskID, nil).Map(t); task["pr"].(map[string]any)["state"] != "merged" {
+			t.Fatalf("the task's pull request: %v", task["pr"])
+		}
+		var actions []string
+		rows, err := f.App.DB.R.Query("SELECT action FROM audit_log WHERE target_id = $1 ORDER BY created_at, id", card.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var a string
+			rows.Scan(&a)
+			actions = append(actions, a)
+		}
+		rows.Close()
+		if got := strings.Join(actions, " "); !strings.Contains(got, "backlog.item.update backlog.item.dispatch") ||
+			!strings.Contains(got, "backlog.item.pull_request") {
+			t.Fatalf("the card's audit trail: %s", got)
+		}
+	})
+}
+
+func waitCard(t *testing.T, c *apitest.Client, base, id string, d *backlog.ItemDetail, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		r := c.Do("GET", base+"/items/"+id, nil)
+		fixture.Want(t, r, http.StatusOK)
+		*d = backlog.ItemDetail{}
+		r.JSON(t, d)
+		if done() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the card did not get there: %s", r.Body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
