@@ -16,7 +16,7 @@ type projectInput struct {
 
 type boardInput struct {
 	ID    string `path:"id" doc:"Project id"`
-	Limit int    `query:"limit" minimum:"1" maximum:"200" default:"200" doc:"Cards shown per column"`
+	Limit int    `query:"limit" minimum:"1" maximum:"200" default:"50" doc:"Cards shown per column (the first by priority; total says how many it has)"`
 }
 
 type itemInput struct {

@@ -25,8 +25,10 @@ const TopicBacklog = "backlog"
 
 // Bounds.
 const (
-	// ColumnLimit is how many cards a column of the board shows at most.
+	// ColumnLimit is how many cards a column of the board shows at most
+	// (50 unless asked).
 	ColumnLimit    = 200
+	columnDefault  = 50
 	maxBodyRunes   = 4000
 	maxListed      = 50
 	dispatchBatch  = 20
@@ -105,9 +107,10 @@ func (s *Service) Board(ctx context.Context, ws *actor.Workspace, projectID stri
 	if err != nil {
 		return nil, err
 	}
-	if limit <= 0 || limit > ColumnLimit {
-		limit = ColumnLimit
+	if limit <= 0 {
+		limit = columnDefault
 	}
+	limit = min(limit, ColumnLimit)
 	c, err := counts(ctx, s.DB.R, ws.ID, p.ID)
 	if err != nil {
 		return nil, err

@@ -177,11 +177,17 @@ func deleteItem(ctx context.Context, q db.Queryer, workspaceID, id string) error
 // missing from the answer is not the project's).
 func planStates(ctx context.Context, q db.Queryer, d db.Engine, workspaceID, projectID string, ids []string) (map[string]string, error) {
 	list, _ := json.Marshal(ids)
+	var arg any = string(list)
 	query := `SELECT id, state FROM backlog_items WHERE workspace_id = $1 AND project_id = $2 AND id IN (SELECT value FROM json_each($3))`
 	if d == db.Postgres {
-		query = `SELECT id, state FROM backlog_items WHERE workspace_id = $1 AND project_id = $2 AND id IN (SELECT jsonb_array_elements_text($3::jsonb))`
+		// The plan's ids joined through the primary key, a card each: an
+		// IN over jsonb_array_elements_text, or = ANY, was planned as a
+		// filter over every card of the project (290 and 50 ms for 500 of
+		// 5,000).
+		query, arg = `SELECT b.id, b.state FROM unnest($3::text[]) AS v(i) JOIN backlog_items b ON b.id = v.i
+			WHERE b.workspace_id = $1 AND b.project_id = $2`, ids
 	}
-	rows, err := q.QueryContext(ctx, query, workspaceID, projectID, string(list))
+	rows, err := q.QueryContext(ctx, query, workspaceID, projectID, arg)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: plan: %w", err)
 	}
@@ -199,24 +205,36 @@ func planStates(ctx context.Context, q db.Queryer, d db.Engine, workspaceID, pro
 
 // applyPlan sets each planned card's priority in one statement.
 func applyPlan(ctx context.Context, q db.Queryer, d db.Engine, workspaceID, projectID string, plan []PlanEntry, now time.Time) (int, error) {
-	type entry struct {
-		ID string `json:"i"`
-		P  int64  `json:"p"`
-	}
-	es := make([]entry, len(plan))
-	for i, p := range plan {
-		es[i] = entry{p.ItemID, p.Priority}
-	}
-	b, _ := json.Marshal(es)
-	query := `UPDATE backlog_items SET priority = v.p, updated_at = $4
-		FROM (SELECT json_extract(value, '$.i') AS i, json_extract(value, '$.p') AS p FROM json_each($3)) AS v
-		WHERE backlog_items.workspace_id = $1 AND backlog_items.project_id = $2 AND backlog_items.id = v.i`
+	var res sql.Result
+	var err error
 	if d == db.Postgres {
-		query = `UPDATE backlog_items SET priority = v.p, updated_at = $4
-		FROM jsonb_to_recordset($3::jsonb) AS v(i TEXT, p BIGINT)
-		WHERE backlog_items.workspace_id = $1 AND backlog_items.project_id = $2 AND backlog_items.id = v.i`
+		// Two arrays unnested side by side: the planner joins through the
+		// primary key, a card each.
+		ids, prios := make([]string, len(plan)), make([]int64, len(plan))
+		for i, p := range plan {
+			ids[i], prios[i] = p.ItemID, p.Priority
+		}
+		res, err = q.ExecContext(ctx, `UPDATE backlog_items SET priority = v.p, updated_at = $5
+			FROM unnest($3::text[], $4::bigint[]) AS v(i, p)
+			WHERE backlog_items.workspace_id = $1 AND backlog_items.project_id = $2 AND backlog_items.id = v.i`,
+			workspaceID, projectID, ids, prios, now)
+	} else {
+		type entry struct {
+			ID string `json:"i"`
+			P  int64  `json:"p"`
+		}
+		es := make([]entry, len(plan))
+		for i, p := range plan {
+			es[i] = entry{p.ItemID, p.Priority}
+		}
+		b, _ := json.Marshal(es)
+		// The plan is read once (MATERIALIZED): a subquery in FROM is read
+		// again for every card, its JSON parsed 500 × 5,000 times.
+		res, err = q.ExecContext(ctx, `WITH v(i, p) AS MATERIALIZED (SELECT json_extract(value, '$.i'), json_extract(value, '$.p') FROM json_each($3))
+			UPDATE backlog_items SET priority = v.p, updated_at = $4 FROM v
+			WHERE backlog_items.workspace_id = $1 AND backlog_items.project_id = $2 AND backlog_items.id = v.i`,
+			workspaceID, projectID, string(b), now)
 	}
-	res, err := q.ExecContext(ctx, query, workspaceID, projectID, string(b), now)
 	if err != nil {
 		return 0, fmt.Errorf("backlog: reorder: %w", err)
 	}

@@ -1,7 +1,6 @@
 package projects_test
 
 import (
-	"bytes"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,19 +9,21 @@ import (
 	fx "slipway/internal/fixture"
 	"slipway/internal/forge"
 	"slipway/internal/forge/forgetest"
+	"slipway/internal/forge/gitea/giteatest"
 	"slipway/internal/forge/github/githubtest"
+	"slipway/internal/forge/gitlab/gitlabtest"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 )
 
 type obj = map[string]any
 
-// forgeResource makes a GitHub resource of c's workspace pointing at the
-// local GitHub.
-func forgeResource(t *testing.T, c *apitest.Client, gh *githubtest.Server, name string) string {
+// forgeResource makes a resource of c's workspace pointing at a local
+// forge.
+func forgeResource(t *testing.T, c *apitest.Client, gh forgetest.Server, name string) string {
 	t.Helper()
 	cfg := gh.Config()
-	r := c.Do("POST", "/api/resources", obj{"name": name, "kind": "github", "config": obj{"base_url": cfg.BaseURL}, "secret": cfg.Token})
+	r := c.Do("POST", "/api/resources", obj{"name": name, "kind": cfg.Kind, "config": obj{"base_url": cfg.BaseURL}, "secret": cfg.Token})
 	fx.Want(t, r, http.StatusCreated)
 	return r.Map(t)["id"].(string)
 }
@@ -35,14 +36,30 @@ func forgeResource(t *testing.T, c *apitest.Client, gh *githubtest.Server, name 
 // acknowledged as a duplicate, an unknown token 404); another workspace
 // sees none of it.
 func TestForgeProjects(t *testing.T) {
+	forges := []struct {
+		kind string
+		new  func(t *testing.T) forgetest.Server
+	}{
+		{"github", func(t *testing.T) forgetest.Server { return githubtest.New(t) }},
+		{"gitlab", func(t *testing.T) forgetest.Server { return gitlabtest.New(t) }},
+		{"gitea", func(t *testing.T) forgetest.Server { return giteatest.New(t, "gitea") }},
+		{"forgejo", func(t *testing.T) forgetest.Server { return giteatest.New(t, "forgejo") }},
+	}
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		for _, fg := range forges {
+			t.Run(fg.kind, func(t *testing.T) { forgeProjects(t, e, fg.kind, fg.new(t)) })
+		}
+	})
+}
+
+func forgeProjects(t *testing.T, e db.Engine, kind string, gh forgetest.Server) {
+	{
 		f := fx.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true", "PUBLIC_URL", "https://slipway.example")
 		owner := f.Owner
-		gh := githubtest.New(t)
 		gh.AddRepo("acme/web", "main", false)
 		gh.AddRepo("acme/api", "trunk", true)
 		gh.AddRepo("other/web", "main", false)
-		res := forgeResource(t, owner, gh, "GitHub")
+		res := forgeResource(t, owner, gh, "Forge")
 		f.App.Remember(gh.Config().Token)
 
 		r := owner.Do("POST", "/api/projects/sync_list", obj{"resource_id": res})
@@ -56,7 +73,7 @@ func TestForgeProjects(t *testing.T) {
 			}
 		}
 		r.JSON(t, &list)
-		if list.Provider != "github" || len(list.Repositories) != 3 {
+		if list.Provider != kind || len(list.Repositories) != 3 {
 			t.Fatalf("listed %s", r.Body)
 		}
 		for _, repo := range list.Repositories {
@@ -80,7 +97,7 @@ func TestForgeProjects(t *testing.T) {
 			return out.Projects
 		}
 		ps := imp(3, "acme/web", "acme/api", "other/web")
-		if ps[0]["name"] != "web" || ps[0]["provider"] != "github" || ps[0]["forge_repo"] != "acme/web" || ps[0]["forge_resource_id"] != res ||
+		if ps[0]["name"] != "web" || ps[0]["provider"] != kind || ps[0]["forge_repo"] != "acme/web" || ps[0]["forge_resource_id"] != res ||
 			!strings.HasPrefix(ps[0]["repo_url"].(string), "http") || ps[0]["default_branch"] != "main" || ps[0]["has_credentials"] != true {
 			t.Fatalf("the first project: %v", ps[0])
 		}
@@ -106,10 +123,10 @@ func TestForgeProjects(t *testing.T) {
 		}
 		// The board: provider facet and filter.
 		local := f.Project(t, owner, "Local one")
-		r = owner.Do("GET", "/api/projects/board?provider=github", nil)
+		r = owner.Do("GET", "/api/projects/board?provider="+kind, nil)
 		fx.Want(t, r, http.StatusOK)
 		if b := string(r.Body); !strings.Contains(b, `"total":3`) || strings.Contains(b, local) ||
-			!strings.Contains(b, `{"value":"github","label":"GitHub","count":3}`) || !strings.Contains(b, `{"value":"local","label":"Local","count":1}`) {
+			!strings.Contains(b, `{"value":"`+kind+`","label":`) || !strings.Contains(b, `"count":3}`) || !strings.Contains(b, `{"value":"local","label":"Local","count":1}`) {
 			t.Fatalf("the board: %s", b)
 		}
 
@@ -156,10 +173,17 @@ func TestForgeProjects(t *testing.T) {
 		if r := deliver(h, body); r.Status != http.StatusOK || r.Map(t)["status"] != "duplicate" {
 			t.Fatalf("a replay: %d %s", r.Status, r.Body)
 		}
-		tampered := bytes.Replace(body, []byte(`"number":1`), []byte(`"number":2`), 1)
-		fx.WantError(t, deliver(h, tampered), http.StatusUnauthorized, "unauthorized", "signature")
+		if kind != "gitlab" { // GitLab signs no body: its token proves the sender only
+			tampered := append([]byte(nil), body...)
+			tampered[len(tampered)/2] ^= 1
+			fx.WantError(t, deliver(h, tampered), http.StatusUnauthorized, "unauthorized", "signature")
+		}
 		unsigned := h.Clone()
-		unsigned.Del("X-Hub-Signature-256")
+		for k := range unsigned {
+			if lk := strings.ToLower(k); strings.Contains(lk, "signature") || lk == "x-gitlab-token" {
+				unsigned.Del(k)
+			}
+		}
 		fx.WantError(t, deliver(unsigned, body), http.StatusUnauthorized, "unauthorized", "signature")
 		other, obody := gh.Delivery("acme/web", forgetest.DeliverySpec{Type: forge.EventIssue, Delivery: "two", Issue: 1}, "not-the-secret")
 		fx.WantError(t, deliver(other, obody), http.StatusUnauthorized, "unauthorized")
@@ -181,5 +205,5 @@ func TestForgeProjects(t *testing.T) {
 		r = owner.Do("POST", "/api/resources", obj{"name": "Hook", "kind": "http", "config": obj{"base_url": "https://example.com"}})
 		fx.Want(t, r, http.StatusCreated)
 		fx.WantError(t, owner.Do("POST", "/api/projects/sync_list", obj{"resource_id": r.Map(t)["id"]}), http.StatusBadRequest, "bad_request", "not a forge")
-	})
+	}
 }
