@@ -156,14 +156,20 @@ export function repository(dir) {
   return bare
 }
 
-/** Starts the server; resolves with its base URL and a stop function. */
-export async function startServer() {
+/**
+ * Starts the server; resolves with its base URL and a stop function.
+ * options.env adds variables to the server's environment: an object, or a
+ * function of the server's URL answering one (PUBLIC_URL, say).
+ */
+export async function startServer(options = {}) {
   const bin = process.env.SLIPWAY_BIN
   if (!bin) throw new Error('SLIPWAY_BIN must name the slipway binary (web/e2e/run.sh builds it)')
   const dir = mkdtempSync(path.join(tmpdir(), 'slipway-e2e-'))
   mkdirSync(path.join(dir, 'data'))
   const port = await freePort()
   const stripe = await startStripe()
+  const url = `http://127.0.0.1:${port}`
+  const extra = typeof options.env === 'function' ? options.env(url) : (options.env ?? {})
   const env = {
     ...process.env,
     SERVER_PORT: String(port),
@@ -181,9 +187,9 @@ export async function startServer() {
     STRIPE_WEBHOOK_SECRET: stripeSecret,
     STRIPE_SECRET_KEY: stripeKey,
     STRIPE_API_BASE: stripe.url,
+    ...extra,
   }
   const proc = spawn(bin, ['serve'], { env, stdio: ['ignore', 'inherit', 'inherit'] })
-  const url = `http://127.0.0.1:${port}`
   stripe.state.target = url
   for (let i = 0; i < 200; i++) {
     try {

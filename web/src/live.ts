@@ -99,8 +99,8 @@ export function followEvents(stream: 'task' | 'run', id: string, after: number, 
   return add({ key: `${stream}-${id}-${++seq}`, stream, id, after, onEvent, onError })
 }
 
-/** Hears changes on a workspace topic (tasks, runs, approvals); returns the unsubscribe. */
-export function watchTopic(topic: 'tasks' | 'runs' | 'approvals', workspace: string, onChange: (id: string | undefined, reset: boolean) => void): () => void {
+/** Hears changes on a workspace topic (tasks, runs, approvals, backlog: the id is a card's or a project's); returns the unsubscribe. */
+export function watchTopic(topic: 'tasks' | 'runs' | 'approvals' | 'backlog', workspace: string, onChange: (id: string | undefined, reset: boolean) => void): () => void {
   return add({ key: `${topic}-${++seq}`, stream: topic, workspace, after: 0, onChange })
 }
 

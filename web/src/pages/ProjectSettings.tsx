@@ -1,20 +1,98 @@
-// One project's settings: its repository and default branch (checked
-// against the remote by the server), credentials (write-only), agent image,
-// automation and concurrency; archive, and deletion that says what goes.
-import { Alert, Button, Card, Group, NumberInput, PasswordInput, Stack, Switch, Text, TextInput, Title } from '@mantine/core'
+// A project's page: its settings (repository and default branch, checked
+// against the remote by the server; credentials, write-only; agent image,
+// automation and concurrency; archive, and deletion that says what goes)
+// and, for a project imported from a forge, its forge (the webhook
+// installed there, the repository's open issues) and its backlog board,
+// one tab each (the tab is in the address bar: ?tab=forge, ?tab=backlog).
+import { Alert, Anchor, Badge, Button, Card, Group, NumberInput, PasswordInput, Stack, Switch, Tabs, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
-import { useNavigate, useParams } from 'react-router-dom'
+import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom'
 import { del, get, patch, post, put, type Project } from '../api'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { BacklogSection } from './ProjectBacklog'
+import { ForgeSection } from './ProjectForge'
+import { providerLabel } from './ProjectImport'
 
 export default function ProjectSettings() {
   const { id = '' } = useParams()
+  const [params, setParams] = useSearchParams()
   const project = useLoad(() => get('/api/projects/{id}', { params: { path: { id } } }), [id])
   const p = project.data
   if (project.loading && !p) return <Loading />
-  if (!p) return <ErrorNote error={project.error} />
-  // The form starts from what was read, once: a load after a save does not overwrite what is typed.
-  return <ProjectForm key={p.id} p={p} reload={project.reload} />
+  if (!p)
+    return (
+      <Stack>
+        <Anchor component={Link} to="/projects" size="sm">
+          ← Projects
+        </Anchor>
+        <ErrorNote error={project.error ?? 'The project was not found.'} />
+      </Stack>
+    )
+  const forge = !!p.forge_repo
+  const tabs = forge ? ['settings', 'forge', 'backlog'] : ['settings']
+  const tab = tabs.includes(params.get('tab') ?? '') ? params.get('tab')! : 'settings'
+  return (
+    <Stack>
+      <Anchor component={Link} to="/projects" size="sm">
+        ← Projects
+      </Anchor>
+      <Group gap="xs">
+        <Title order={2} data-testid="project-title">
+          {p.name}
+        </Title>
+        <Badge variant="light" color={forge ? 'grape' : 'gray'} tt="none" data-testid="project-provider" data-provider={p.provider}>
+          {providerLabel[p.provider] ?? p.provider}
+        </Badge>
+        {p.forge_repo && (
+          <Text ff="monospace" size="sm" data-testid="project-forge-repo">
+            {p.forge_repo}
+          </Text>
+        )}
+        {p.archived_at && <Badge color="gray">archived</Badge>}
+        {p.autodev && (
+          <Badge color="indigo" variant="light">
+            autodev
+          </Badge>
+        )}
+      </Group>
+      {forge && p.forge_resource_id === null && (
+        <Alert color="yellow" data-testid="project-forge-gone">
+          The forge resource this project was imported through was deleted: its forge and backlog cannot reach the repository.
+        </Alert>
+      )}
+      <Tabs value={tab} onChange={(v) => setParams(v && v !== 'settings' ? { tab: v } : {}, { replace: true })} keepMounted={false}>
+        <Tabs.List>
+          <Tabs.Tab value="settings" data-testid="project-tab-settings">
+            Settings
+          </Tabs.Tab>
+          {forge && (
+            <Tabs.Tab value="forge" data-testid="project-tab-forge">
+              Forge
+            </Tabs.Tab>
+          )}
+          {forge && (
+            <Tabs.Tab value="backlog" data-testid="project-tab-backlog">
+              Backlog
+            </Tabs.Tab>
+          )}
+        </Tabs.List>
+        <Tabs.Panel value="settings" pt="md">
+          {/* The form starts from what was read, once: a load after a save does not overwrite what is typed. */}
+          <ProjectForm key={p.id} p={p} reload={project.reload} />
+        </Tabs.Panel>
+        {forge && (
+          <Tabs.Panel value="forge" pt="md">
+            <ForgeSection p={p} />
+          </Tabs.Panel>
+        )}
+        {forge && (
+          <Tabs.Panel value="backlog" pt="md">
+            <BacklogSection p={p} />
+          </Tabs.Panel>
+        )}
+      </Tabs>
+    </Stack>
+  )
 }
 
 function ProjectForm({ p, reload }: { p: Project; reload: () => Promise<unknown> }) {
@@ -59,7 +137,6 @@ function ProjectForm({ p, reload }: { p: Project; reload: () => Promise<unknown>
 
   return (
     <Stack maw={720}>
-      <Title order={2}>{p.name}: settings</Title>
       <Card withBorder>
         <form onSubmit={save}>
           <Stack gap="xs">

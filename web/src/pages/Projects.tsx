@@ -4,6 +4,7 @@ import { Link } from 'react-router-dom'
 import { post, get, type Project } from '../api'
 import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 import { useSession } from '../session'
+import { ImportDialog, projectPage, providerLabel } from './ProjectImport'
 
 /** The workspace's projects: list, create, archive and restore. */
 export function Projects() {
@@ -13,6 +14,7 @@ export function Projects() {
   const [repo, setRepo] = useState('')
   const [autodev, setAutodev] = useState(false)
   const [branch, setBranch] = useState('')
+  const [importing, setImporting] = useState(false)
   const { busy, error: actionError, run } = useAction()
 
   const create = (e: React.FormEvent) => {
@@ -33,7 +35,13 @@ export function Projects() {
 
   return (
     <Stack>
-      <Title order={2}>Projects</Title>
+      <Group justify="space-between">
+        <Title order={2}>Projects</Title>
+        <Button variant="light" onClick={() => setImporting(true)} data-testid="projects-import">
+          Import from a forge
+        </Button>
+      </Group>
+      {importing && <ImportDialog onClose={() => setImporting(false)} onImported={reload} />}
       <Card withBorder>
         <form onSubmit={create}>
           <Group align="end">
@@ -87,6 +95,12 @@ export function Projects() {
                       <Anchor component={Link} to={`/tasks/board?project=${p.id}`}>
                         {p.name}
                       </Anchor>
+                      {p.provider !== 'local' && (
+                        <Badge color="grape" variant="light" tt="none" data-testid={`project-provider-${p.name}`}>
+                          {providerLabel[p.provider] ?? p.provider}
+                          {p.forge_repo ? ` · ${p.forge_repo}` : ''}
+                        </Badge>
+                      )}
                       {p.archived_at && <Badge color="gray">archived</Badge>}
                       {p.autodev && <Badge color="indigo" variant="light">autodev</Badge>}
                     </Group>
@@ -100,9 +114,14 @@ export function Projects() {
                   <Table.Td>{when(p.created_at)}</Table.Td>
                   <Table.Td>
                     <Group gap={4} wrap="nowrap">
-                      <Button size="xs" variant="light" component={Link} to={`/projects/${p.id}/settings`} data-testid={`settings-${p.name}`}>
+                      <Button size="xs" variant="light" component={Link} to={projectPage(p.id)} data-testid={`settings-${p.name}`}>
                         Settings
                       </Button>
+                      {p.forge_repo && (
+                        <Button size="xs" variant="light" component={Link} to={projectPage(p.id, 'backlog')} data-testid={`backlog-${p.name}`}>
+                          Backlog
+                        </Button>
+                      )}
                       <Button size="xs" variant="light" loading={busy === p.id} onClick={() => archive(p)}>
                         {p.archived_at ? 'Restore' : 'Archive'}
                       </Button>
@@ -114,7 +133,7 @@ export function Projects() {
           </Table>
         </Table.ScrollContainer>
       )}
-      {data && data.length === 0 && <Text c="dimmed">No projects yet: create one on a repository above.</Text>}
+      {data && data.length === 0 && <Text c="dimmed">No projects yet: create one on a repository above, or import repositories from a forge.</Text>}
     </Stack>
   )
 }
