@@ -40,13 +40,15 @@ func TestBacklogEndToEnd(t *testing.T) {
 		}
 		gh.AddRepo("acme/web", "main", false)
 		gh.AddIssue("acme/web", "Fix the readme", "echo fixed >> README.md\nexit 0", []string{"docs"})
+		gh.AddIssue("acme/web", "Add a licence", "echo MIT > LICENSE\nexit 0", nil)
 		project := importRepo(t, f, gh)
 		fixture.Want(t, owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote, "autodev": true}), http.StatusOK)
 		socket := watch(t, owner)
 		base := "/api/projects/" + project + "/backlog"
 
 		fixture.Want(t, owner.Do("POST", base+"/scan?dry_run=false", nil), http.StatusOK)
-		card := column(board(t, owner, project), backlog.Inbox).Items[0]
+		inbox := column(board(t, owner, project), backlog.Inbox).Items
+		card, second := inbox[0], inbox[1]
 		heard(t, socket, project)
 		fixture.Want(t, owner.Do("PATCH", base+"/items/"+card.ID, obj{"state": "ready"}), http.StatusOK)
 		heard(t, socket, card.ID)
@@ -109,6 +111,30 @@ func TestBacklogEndToEnd(t *testing.T) {
 		if task := owner.Do("GET", "/api/tasks/"+*d.TaskID, nil).Map(t); task["pr"].(map[string]any)["state"] != "merged" {
 			t.Fatalf("the task's pull request: %v", task["pr"])
 		}
+		// POST …/pr refreshes from the forge: merged.
+		r = owner.Do("POST", "/api/tasks/"+*d.TaskID+"/pr", nil)
+		if r.Status != http.StatusOK || r.Map(t)["pr"].(map[string]any)["state"] != "merged" {
+			t.Fatalf("refreshed: %d %s", r.Status, r.Body)
+		}
+
+		// The second card's pull request is closed by an undo: closed on
+		// GitHub, and the card blocked.
+		fixture.Want(t, owner.Do("PATCH", base+"/items/"+second.ID, obj{"state": "ready"}), http.StatusOK)
+		var d2 backlog.ItemDetail
+		waitCard(t, owner, base, second.ID, &d2, func() bool { return d2.State == backlog.Review && d2.PRNumber != nil })
+		r = owner.Do("POST", "/api/tasks/"+*d2.TaskID+"/undo", obj{"kind": "close_pr"})
+		fixture.Want(t, r, http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/undo/"+r.Map(t)["id"].(string)+"/execute", nil), http.StatusOK)
+		waitCard(t, owner, base, second.ID, &d2, func() bool { return d2.State == backlog.Blocked })
+		if d2.BlockedReason == nil || !strings.Contains(*d2.BlockedReason, "closed without merging") {
+			t.Fatalf("the second card: %+v", d2.Item)
+		}
+		for _, p := range gh.PRs("acme/web") {
+			if p.Number == int(*d2.PRNumber) && p.State != "closed" {
+				t.Fatalf("on GitHub the pull request is %+v", p)
+			}
+		}
+
 		var actions []string
 		rows, err := f.App.DB.R.Query("SELECT action FROM audit_log WHERE target_id = $1 ORDER BY created_at, id", card.ID)
 		if err != nil {
