@@ -12,6 +12,7 @@ import (
 	"slipway/internal/fixture"
 	"slipway/internal/forge"
 	"slipway/internal/forge/forgetest"
+	"slipway/internal/forge/github"
 	"slipway/internal/forge/github/githubtest"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
@@ -169,4 +170,83 @@ func waitCard(t *testing.T, c *apitest.Client, base, id string, d *backlog.ItemD
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestPullRequestOpenedOnce: a process that dies after the forge opened a
+// task's pull request but before it recorded it leaves the action to open
+// it due again; the next attempt finds the pull request on the forge and
+// records it instead of opening a second one.
+func TestPullRequestOpenedOnce(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true")
+		owner := f.Owner
+		gh := githubtest.New(t)
+		cfg := gh.Config()
+		bare := agenttest.BareRepo(t, nil)
+		agenttest.Git(t, bare, "config", "http.receivepack", "true")
+		remote := agenttest.HTTPSRemote(t, bare, "x-access-token", cfg.Token)
+		gh.Branches = func(repo, branch string) (string, bool) {
+			out, err := gitOut(bare, "rev-parse", "--verify", "refs/heads/"+branch)
+			return strings.TrimSpace(out), err == nil
+		}
+		gh.AddRepo("acme/web", "main", false)
+		project := importRepo(t, f, gh)
+		fixture.Want(t, owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote}), http.StatusOK)
+
+		// A task (autodev off): its change pushed, its pull request proposed.
+		r := owner.Do("POST", "/api/tasks", obj{"project_id": project, "prompt": "echo once >> README.md"})
+		fixture.Want(t, r, http.StatusCreated)
+		id := r.Map(t)["id"].(string)
+		var task map[string]any
+		deadline := time.Now().Add(90 * time.Second)
+		for {
+			task = owner.Do("GET", "/api/tasks/"+id, nil).Map(t)
+			if task["status"] == "done" {
+				break
+			}
+			if time.Now().After(deadline) || task["status"] == "failed" {
+				t.Fatalf("the task: %v", task)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		pr := task["pr"].(map[string]any)
+		if pr["state"] != "proposed" || pr["provider"] != "github" || pr["number"] != nil {
+			t.Fatalf("proposed: %v", pr)
+		}
+		// The forge opened it, and the process died before recording it:
+		// the action is due, the record still says opening.
+		p, err := github.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened, err := p.OpenPR(t.Context(), "acme/web", forge.PRInput{Title: "x", Head: pr["branch"].(string), Base: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Exec(t, "INSERT INTO pr_actions (task_id, workspace_id, attempts, run_at, created_at) VALUES ($1, $2, 1, $3, $3)",
+			id, owner.DefaultWorkspace(), time.Now().UTC().Add(-time.Second))
+		prJSON := strings.Replace(mustJSON(t, pr), `"state":"proposed"`, `"state":"opening"`, 1)
+		f.Exec(t, "UPDATE tasks SET pr = $2 WHERE id = $1", id, prJSON)
+
+		deadline = time.Now().Add(30 * time.Second)
+		for {
+			task = owner.Do("GET", "/api/tasks/"+id, nil).Map(t)
+			if task["status"] == "done_pr" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("not recorded: %v", task)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if got := task["pr"].(map[string]any); got["number"] != float64(opened.Number) || got["state"] != "open" {
+			t.Fatalf("recorded %v, the forge opened #%d", got, opened.Number)
+		}
+		if prs := gh.PRs("acme/web"); len(prs) != 1 {
+			t.Fatalf("%d pull requests on GitHub", len(prs))
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM pr_actions"); n != 0 {
+			t.Fatalf("%d actions left", n)
+		}
+	})
 }
