@@ -32,6 +32,7 @@ type Project struct {
 	ForgeRepo         *string    `json:"forge_repo" nullable:"true" doc:"The repository on the forge (owner/name; GitLab: its path with groups)"`
 	HasCredentials    bool       `json:"has_credentials"`
 	AgentImage        string     `json:"agent_image" doc:"Container image for this project's agents; empty: the profile's or the instance default"`
+	AgentProfile      string     `json:"agent_profile" doc:"The agent profile its tasks run with when they name none, the backlog's among them (empty: shell)"`
 	Autodev           bool       `json:"autodev" doc:"Open the pull request automatically when a task succeeds"`
 	MaxConcurrentRuns *int       `json:"max_concurrent_runs" nullable:"true" doc:"Per-project cap on running tasks, and separately on workflow runs in flight; null means unlimited"`
 	ArchivedAt        *time.Time `json:"archived_at" nullable:"true"`

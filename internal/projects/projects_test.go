@@ -91,7 +91,7 @@ func projectCount(t *testing.T, app *apitest.App) int {
 }
 
 var projectFields = []string{"id", "workspace_id", "name", "repo_url", "default_branch", "provider", "forge_resource_id", "forge_repo", "has_credentials",
-	"agent_image", "autodev", "max_concurrent_runs", "archived_at", "created_at", "updated_at"}
+	"agent_image", "agent_profile", "autodev", "max_concurrent_runs", "archived_at", "created_at", "updated_at"}
 
 func TestProjectCreate(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {

@@ -145,6 +145,7 @@ type ProjectUpdate struct {
 	DefaultBranch *string      `json:"default_branch,omitempty" maxLength:"200"`
 	Credentials   *Credentials `json:"credentials,omitempty" doc:"Replaces the stored credentials; {} clears them"`
 	AgentImage    *string      `json:"agent_image,omitempty" maxLength:"500"`
+	AgentProfile  *string      `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; empty: shell"`
 	Autodev       *bool        `json:"autodev,omitempty"`
 }
 
@@ -313,6 +314,15 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 		}
 		if in.AgentImage != nil {
 			p.AgentImage = strings.TrimSpace(*in.AgentImage)
+		}
+		if in.AgentProfile != nil {
+			name := strings.TrimSpace(*in.AgentProfile)
+			if name != "" {
+				if _, err := s.ProfileByName(ctx, ws.ID, name); err != nil {
+					return apperr.BadRequest("agent_profile: the workspace has no profile named %q", name)
+				}
+			}
+			p.AgentProfile = name
 		}
 		if in.Autodev != nil {
 			p.Autodev = *in.Autodev

@@ -21,7 +21,7 @@ type projectRow struct {
 // The API's provider is the forge's kind, else the stored provider
 // (local): see migration 00036.
 const projectColumns = `id, workspace_id, name, repo_url, default_branch, COALESCE(forge, provider), forge_resource_id, forge_repo, credentials,
-	agent_image, autodev, max_concurrent_runs, archived_at, created_at, updated_at`
+	agent_image, agent_profile, autodev, max_concurrent_runs, archived_at, created_at, updated_at`
 
 // providerColumn is the provider as the API shows it, for filters and facets.
 const providerColumn = "COALESCE(forge, provider)"
@@ -30,7 +30,7 @@ func scanProject(row interface{ Scan(...any) error }) (*projectRow, error) {
 	var p projectRow
 	var maxRuns sql.NullInt64
 	err := row.Scan(&p.ID, &p.WorkspaceID, &p.Name, &p.RepoURL, &p.DefaultBranch, &p.Provider, &p.ForgeResourceID, &p.ForgeRepo, &p.sealedCredentials,
-		&p.AgentImage, &p.Autodev, &maxRuns, db.NullUTC(&p.ArchivedAt), db.UTC(&p.CreatedAt), db.UTC(&p.UpdatedAt))
+		&p.AgentImage, &p.AgentProfile, &p.Autodev, &maxRuns, db.NullUTC(&p.ArchivedAt), db.UTC(&p.CreatedAt), db.UTC(&p.UpdatedAt))
 	if err != nil {
 		return nil, err
 	}
@@ -76,10 +76,10 @@ func insertProject(ctx context.Context, q db.Queryer, p *projectRow) error {
 		forge = &p.Provider
 	}
 	_, err := q.ExecContext(ctx, `INSERT INTO projects (id, workspace_id, name, repo_url, default_branch, provider, forge, forge_resource_id, forge_repo,
-		credentials, agent_image, autodev, max_concurrent_runs, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, 'local', $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
-		p.ID, p.WorkspaceID, p.Name, p.RepoURL, p.DefaultBranch, forge, p.ForgeResourceID, p.ForgeRepo, p.sealedCredentials, p.AgentImage, p.Autodev,
-		p.MaxConcurrentRuns, p.CreatedAt, p.UpdatedAt)
+		credentials, agent_image, agent_profile, autodev, max_concurrent_runs, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, 'local', $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		p.ID, p.WorkspaceID, p.Name, p.RepoURL, p.DefaultBranch, forge, p.ForgeResourceID, p.ForgeRepo, p.sealedCredentials, p.AgentImage, p.AgentProfile,
+		p.Autodev, p.MaxConcurrentRuns, p.CreatedAt, p.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("projects: insert: %w", err)
 	}
@@ -88,10 +88,10 @@ func insertProject(ctx context.Context, q db.Queryer, p *projectRow) error {
 
 func updateProject(ctx context.Context, q db.Queryer, p *projectRow) error {
 	_, err := q.ExecContext(ctx, `UPDATE projects SET name = $3, repo_url = $4, default_branch = $5, credentials = $6,
-		agent_image = $7, autodev = $8, max_concurrent_runs = $9, archived_at = $10, updated_at = $11
+		agent_image = $7, autodev = $8, max_concurrent_runs = $9, archived_at = $10, updated_at = $11, agent_profile = $12
 		WHERE workspace_id = $1 AND id = $2`,
 		p.WorkspaceID, p.ID, p.Name, p.RepoURL, p.DefaultBranch, p.sealedCredentials, p.AgentImage, p.Autodev,
-		p.MaxConcurrentRuns, p.ArchivedAt, p.UpdatedAt)
+		p.MaxConcurrentRuns, p.ArchivedAt, p.UpdatedAt, p.AgentProfile)
 	if err != nil {
 		return fmt.Errorf("projects: update: %w", err)
 	}

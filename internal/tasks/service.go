@@ -151,7 +151,7 @@ type TaskCreate struct {
 	ProjectID    string     `json:"project_id" format:"uuid"`
 	Prompt       string     `json:"prompt" maxLength:"100000"`
 	Title        string     `json:"title,omitempty" maxLength:"200" doc:"Default: the prompt's first line"`
-	AgentProfile string     `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; default: shell"`
+	AgentProfile string     `json:"agent_profile,omitempty" maxLength:"100" doc:"A profile name of the workspace; default: the project's agent_profile, else shell"`
 	Config       TaskConfig `json:"config,omitempty"`
 	Hold         bool       `json:"hold,omitempty" doc:"Create it queued but held; POST …/launch releases it"`
 }
@@ -255,6 +255,9 @@ func (s *Service) newTask(ctx context.Context, ws *actor.Workspace, createdBy *s
 		}
 	}
 	profile := strings.TrimSpace(in.AgentProfile)
+	if profile == "" {
+		profile = p.AgentProfile
+	}
 	if profile == "" {
 		profile = "shell"
 	}

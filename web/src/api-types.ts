@@ -6182,6 +6182,8 @@ export interface components {
         Project: {
             /** @description Container image for this project's agents; empty: the profile's or the instance default */
             agent_image: string;
+            /** @description The agent profile its tasks run with when they name none, the backlog's among them (empty: shell) */
+            agent_profile: string;
             /** Format: date-time */
             archived_at: string | null;
             /** @description Open the pull request automatically when a task succeeds */
@@ -6228,6 +6230,8 @@ export interface components {
         };
         ProjectUpdate: {
             agent_image?: string;
+            /** @description A profile name of the workspace; empty: shell */
+            agent_profile?: string;
             autodev?: boolean;
             /** @description Replaces the stored credentials; {} clears them */
             credentials?: components["schemas"]["Credentials"];
@@ -7282,7 +7286,7 @@ export interface components {
             timeout_minutes?: number;
         };
         TaskCreate: {
-            /** @description A profile name of the workspace; default: shell */
+            /** @description A profile name of the workspace; default: the project's agent_profile, else shell */
             agent_profile?: string;
             config?: components["schemas"]["TaskConfig"];
             /** @description Create it queued but held; POST …/launch releases it */
@@ -11750,7 +11754,7 @@ export interface operations {
     get_api_projects_id_backlog_board: {
         parameters: {
             query?: {
-                /** @description Cards shown per column */
+                /** @description Cards shown per column (the first by priority; total says how many it has) */
                 limit?: number;
             };
             header?: never;

@@ -4,7 +4,7 @@
 // and, for a project imported from a forge, its forge (the webhook
 // installed there, the repository's open issues) and its backlog board,
 // one tab each (the tab is in the address bar: ?tab=forge, ?tab=backlog).
-import { Alert, Anchor, Badge, Button, Card, Group, NumberInput, PasswordInput, Stack, Switch, Tabs, Text, TextInput, Title } from '@mantine/core'
+import { Alert, Anchor, Badge, Button, Card, Group, NumberInput, PasswordInput, Select, Stack, Switch, Tabs, Text, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Link, useNavigate, useParams, useSearchParams } from 'react-router-dom'
 import { del, get, patch, post, put, type Project } from '../api'
@@ -98,7 +98,8 @@ export default function ProjectSettings() {
 function ProjectForm({ p, reload }: { p: Project; reload: () => Promise<unknown> }) {
   const id = p.id
   const navigate = useNavigate()
-  const [form, setForm] = useState({ name: p.name, repo_url: p.repo_url, default_branch: p.default_branch, agent_image: p.agent_image, autodev: p.autodev })
+  const [form, setForm] = useState({ name: p.name, repo_url: p.repo_url, default_branch: p.default_branch, agent_image: p.agent_image, agent_profile: p.agent_profile, autodev: p.autodev })
+  const profiles = useLoad(async () => (await get('/api/agent-profiles')) ?? [], [])
   const [token, setToken] = useState('')
   const [username, setUsername] = useState('')
   const [cap, setCap] = useState<number | string>(p.max_concurrent_runs ?? '')
@@ -111,7 +112,7 @@ function ProjectForm({ p, reload }: { p: Project; reload: () => Promise<unknown>
     setSaved('')
     action.run('save', async () => {
       const body: Record<string, unknown> = {}
-      for (const k of ['name', 'repo_url', 'default_branch', 'agent_image', 'autodev'] as const) if (form[k] !== p[k]) body[k] = form[k]
+      for (const k of ['name', 'repo_url', 'default_branch', 'agent_image', 'agent_profile', 'autodev'] as const) if (form[k] !== p[k]) body[k] = form[k]
       if (token || username) body.credentials = { username: username || undefined, token: token || undefined }
       await put('/api/projects/{id}', { params: { path: { id } }, body })
       const limit = cap === '' ? null : Number(cap)
@@ -152,6 +153,15 @@ function ProjectForm({ p, reload }: { p: Project; reload: () => Promise<unknown>
               data-testid="project-settings-branch"
             />
             <TextInput label="Agent image" description="Container image for this project's agents; empty: the profile's or the instance default" value={form.agent_image} onChange={set('agent_image')} maxLength={500} />
+            <Select
+              label="Agent profile"
+              description="What its tasks run with when they name none, the backlog's among them"
+              data={[{ value: '', label: 'shell (the default)' }, ...(profiles.data ?? []).filter((x) => x.name !== 'shell').map((x) => ({ value: x.name, label: `${x.name} (${x.agent_type})` }))]}
+              value={form.agent_profile}
+              onChange={(v) => setForm({ ...form, agent_profile: v ?? '' })}
+              allowDeselect={false}
+              data-testid="project-settings-profile"
+            />
             <NumberInput
               label="Concurrent runs"
               description="At most this many of its tasks run at once, and separately this many workflow runs; empty: unlimited"
