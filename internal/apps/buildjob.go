@@ -117,16 +117,7 @@ func (h builder) running(ctx context.Context, q db.Queryer, j *jobs.Job) (*runs.
 	if err != nil {
 		return nil, err
 	}
-	rs, err := h.s.Runs.Running(ctx, q, j.WorkspaceID, p.AppID)
-	if err != nil {
-		return nil, err
-	}
-	for i := range rs {
-		if rs[i].JobID == j.ID {
-			return &rs[i], nil
-		}
-	}
-	return nil, nil
+	return h.s.Runs.RunningOfJob(ctx, q, j.WorkspaceID, p.AppID, j.ID)
 }
 
 // Finish implements dispatch.Handler: the run ends as the build did; a

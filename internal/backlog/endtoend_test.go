@@ -29,21 +29,10 @@ func TestBacklogEndToEnd(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true", "PUBLIC_URL", "https://slipway.example")
 		owner := f.Owner
-		gh := githubtest.New(t)
-		cfg := gh.Config()
-		bare := agenttest.BareRepo(t, nil)
-		agenttest.Git(t, bare, "config", "http.receivepack", "true")
-		remote := agenttest.HTTPSRemote(t, bare, "x-access-token", cfg.Token)
-		// GitHub knows the branches the agent pushes to the repository.
-		gh.Branches = func(repo, branch string) (string, bool) {
-			out, err := gitOut(bare, "rev-parse", "--verify", "refs/heads/"+branch)
-			return strings.TrimSpace(out), err == nil
-		}
-		gh.AddRepo("acme/web", "main", false)
-		gh.AddIssue("acme/web", "Fix the readme", "echo fixed >> README.md\nexit 0", []string{"docs"})
-		gh.AddIssue("acme/web", "Add a licence", "echo MIT > LICENSE\nexit 0", nil)
-		project := importRepo(t, f, gh)
-		fixture.Want(t, owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote, "autodev": true}), http.StatusOK)
+		gh, bare, project := onGitHub(t, f, true, func(gh *githubtest.Server) {
+			gh.AddIssue("acme/web", "Fix the readme", "echo fixed >> README.md\nexit 0", []string{"docs"})
+			gh.AddIssue("acme/web", "Add a licence", "echo MIT > LICENSE\nexit 0", nil)
+		})
 		socket := watch(t, owner)
 		base := "/api/projects/" + project + "/backlog"
 
@@ -180,18 +169,8 @@ func TestPullRequestOpenedOnce(t *testing.T) {
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		f := fixture.NewAPI(t, e, "SERVICE_WORKFLOW_HTTP_ALLOW_PRIVATE", "true")
 		owner := f.Owner
-		gh := githubtest.New(t)
+		gh, _, project := onGitHub(t, f, false, nil)
 		cfg := gh.Config()
-		bare := agenttest.BareRepo(t, nil)
-		agenttest.Git(t, bare, "config", "http.receivepack", "true")
-		remote := agenttest.HTTPSRemote(t, bare, "x-access-token", cfg.Token)
-		gh.Branches = func(repo, branch string) (string, bool) {
-			out, err := gitOut(bare, "rev-parse", "--verify", "refs/heads/"+branch)
-			return strings.TrimSpace(out), err == nil
-		}
-		gh.AddRepo("acme/web", "main", false)
-		project := importRepo(t, f, gh)
-		fixture.Want(t, owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote}), http.StatusOK)
 
 		// A task (autodev off): its change pushed, its pull request proposed.
 		r := owner.Do("POST", "/api/tasks", obj{"project_id": project, "prompt": "echo once >> README.md"})
@@ -249,4 +228,28 @@ func TestPullRequestOpenedOnce(t *testing.T) {
 			t.Fatalf("%d actions left", n)
 		}
 	})
+}
+
+// onGitHub makes acme/web on a local GitHub (issues added by seed), backed
+// by a real repository served over git's smart HTTP that checks the
+// resource's token, and imports it as a project: GitHub, its repository
+// and the project.
+func onGitHub(t *testing.T, f *fixture.API, autodev bool, seed func(*githubtest.Server)) (*githubtest.Server, string, string) {
+	t.Helper()
+	gh := githubtest.New(t)
+	bare := agenttest.BareRepo(t, nil)
+	agenttest.Git(t, bare, "config", "http.receivepack", "true")
+	remote := agenttest.HTTPSRemote(t, bare, "x-access-token", gh.Config().Token)
+	// GitHub knows the branches the agent pushes to the repository.
+	gh.Branches = func(repo, branch string) (string, bool) {
+		out, err := gitOut(bare, "rev-parse", "--verify", "refs/heads/"+branch)
+		return strings.TrimSpace(out), err == nil
+	}
+	gh.AddRepo("acme/web", "main", false)
+	if seed != nil {
+		seed(gh)
+	}
+	project := importRepo(t, f, gh)
+	fixture.Want(t, f.Owner.Do("PUT", "/api/projects/"+project, obj{"repo_url": remote, "autodev": autodev}), http.StatusOK)
+	return gh, bare, project
 }

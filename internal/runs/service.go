@@ -388,6 +388,21 @@ func (s *Service) Running(ctx context.Context, q db.Queryer, workspaceID, logID 
 	return runningRuns(ctx, q, workspaceID, logID)
 }
 
+// RunningOfJob is the running run of a job on a log, or nil (a worker
+// that resumes, or a job interrupted, finds its run so).
+func (s *Service) RunningOfJob(ctx context.Context, q db.Queryer, workspaceID, logID, jobID string) (*Run, error) {
+	rs, err := runningRuns(ctx, q, workspaceID, logID)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs {
+		if rs[i].JobID == jobID {
+			return &rs[i], nil
+		}
+	}
+	return nil, nil
+}
+
 // Filter narrows GET /api/runs.
 type Filter struct {
 	Status          string `query:"status" enum:"running,succeeded,failed,cancelled"`

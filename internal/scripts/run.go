@@ -217,16 +217,7 @@ func (h runner) running(ctx context.Context, q db.Queryer, j *jobs.Job) (*runs.R
 	if err := json.Unmarshal(j.Payload, &p); err != nil {
 		return nil, fmt.Errorf("scripts: payload of job %s: %w", j.ID, err)
 	}
-	rs, err := h.s.runs.Running(ctx, q, j.WorkspaceID, p.ScriptID)
-	if err != nil {
-		return nil, err
-	}
-	for i := range rs {
-		if rs[i].JobID == j.ID {
-			return &rs[i], nil
-		}
-	}
-	return nil, nil
+	return h.s.runs.RunningOfJob(ctx, q, j.WorkspaceID, p.ScriptID, j.ID)
 }
 
 // Finish implements dispatch.Handler: the run ends with the script's
