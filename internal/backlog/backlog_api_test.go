@@ -69,6 +69,7 @@ func watch(t *testing.T, c *apitest.Client) <-chan string {
 		t.Fatal(err)
 	}
 	out := make(chan string, 1000)
+	subscribed := make(chan struct{})
 	go func() {
 		for {
 			_, b, err := ws.Read(context.Background())
@@ -79,6 +80,8 @@ func watch(t *testing.T, c *apitest.Client) <-chan string {
 			var m struct{ Type, Topic, ID string }
 			json.Unmarshal(b, &m)
 			switch {
+			case m.Type == "subscribed":
+				close(subscribed)
 			case m.Type == "changed" && m.Topic == "backlog":
 				out <- m.ID
 			case m.Type == "reset":
@@ -86,6 +89,12 @@ func watch(t *testing.T, c *apitest.Client) <-chan string {
 			}
 		}
 	}()
+	// Hints are heard from the subscription on: wait for it.
+	select {
+	case <-subscribed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the socket's subscription was not confirmed")
+	}
 	return out
 }
 
