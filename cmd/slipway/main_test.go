@@ -32,7 +32,9 @@ var binary string
 // and tells its agents apart by a marker of its own. Most of their time is
 // spent waiting on processes, so overlapping them shortens CI. Tests that
 // restart a hub on a port chosen beforehand (freePort) stay serial: a
-// parallel server could take the port in between.
+// parallel server could take the port in between. freePort picks below
+// the kernel's ephemeral range, so servers on port 0 in other packages'
+// test processes cannot take it either.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "slipway-e2e-")
 	if err != nil {

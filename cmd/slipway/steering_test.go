@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -199,10 +200,19 @@ func TestSteeringARemoteAgent(t *testing.T) {
 // freePort is a loopback port free now (a restarted hub comes back on it).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// Below the kernel's ephemeral range (32768–60999): a port the kernel
+	// hands out for ":0" (every other server these tests start) is never
+	// one of these, so the port stays free between this check and the
+	// server's bind.
+	for range 100 {
+		port := 20000 + rand.IntN(10000)
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		return strconv.Itoa(port)
 	}
-	defer ln.Close()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	t.Fatal("no free port between 20000 and 30000")
+	return ""
 }
