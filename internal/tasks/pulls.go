@@ -113,15 +113,7 @@ func (s *Service) recordForgePR(ctx context.Context, tx *db.Tx, t *Task, fp *for
 			return nil, err
 		}
 	}
-	return out, s.notify(ctx, tx, t)
-}
-
-// notify tells the watching browsers the task changed.
-func (s *Service) notify(ctx context.Context, tx *db.Tx, t *Task) error {
-	if s.hub == nil {
-		return nil
-	}
-	return s.hub.NotifyTx(ctx, tx, t.WorkspaceID, TopicTasks, t.ID)
+	return out, nil // s.event told the watchers of the tasks topic
 }
 
 // openForgePR is POST /api/tasks/{id}/pr on a forge's project: a
