@@ -139,12 +139,13 @@ func (s *Service) SyncImport(ctx context.Context, ws *actor.Workspace, in SyncIm
 	if err != nil {
 		return nil, err
 	}
+	// Read once: importRepo checks again in its transaction.
+	have, err := forgeProjects(ctx, s.db.R, ws.ID, a.ResourceID)
+	if err != nil {
+		return nil, err
+	}
 	out := &SyncImport{Projects: []Project{}}
 	for i, name := range names {
-		have, err := forgeProjects(ctx, s.db.R, ws.ID, a.ResourceID)
-		if err != nil {
-			return nil, err
-		}
 		if id, ok := have[name]; ok {
 			p, err := s.Get(ctx, ws, id)
 			if err != nil {
