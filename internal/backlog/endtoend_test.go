@@ -1,6 +1,7 @@
 package backlog_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -125,20 +126,38 @@ func TestBacklogEndToEnd(t *testing.T) {
 			}
 		}
 
-		var actions []string
-		rows, err := f.App.DB.R.Query("SELECT action FROM audit_log WHERE target_id = $1 ORDER BY created_at, id", card.ID)
+		// Every step is audited: the scan on the project, and each of the
+		// card's changes with the state it left the card in.
+		var scans int
+		if err := f.App.DB.R.QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = 'backlog.scan' AND target_id = $1", project).Scan(&scans); err != nil || scans != 1 {
+			t.Fatalf("scans audited: %d (%v)", scans, err)
+		}
+		var trail []string
+		rows, err := f.App.DB.R.Query("SELECT action, after FROM audit_log WHERE target_id = $1 ORDER BY created_at, id", card.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for rows.Next() {
 			var a string
-			rows.Scan(&a)
-			actions = append(actions, a)
+			var after *string
+			if err := rows.Scan(&a, &after); err != nil {
+				t.Fatal(err)
+			}
+			var it struct{ State string }
+			if after != nil {
+				json.Unmarshal([]byte(*after), &it)
+			}
+			trail = append(trail, a+"→"+it.State)
 		}
 		rows.Close()
-		if got := strings.Join(actions, " "); !strings.Contains(got, "backlog.item.update backlog.item.dispatch") ||
-			!strings.Contains(got, "backlog.item.pull_request") {
-			t.Fatalf("the card's audit trail: %s", got)
+		got := strings.Join(trail, " ")
+		for _, step := range []string{"backlog.item.update→ready", "backlog.item.dispatch→in_progress", "→review", "backlog.item.pull_request→done"} {
+			if !strings.Contains(got, step) {
+				t.Fatalf("the card's audit trail lacks %q: %s", step, got)
+			}
+		}
+		if strings.Contains(got, "→done") && strings.Index(got, "→done") < strings.Index(got, "→review") {
+			t.Fatalf("the card's audit trail is out of order: %s", got)
 		}
 	})
 }
