@@ -20,6 +20,7 @@ import (
 
 	"slipway/internal/approvals"
 	"slipway/internal/apps"
+	"slipway/internal/attention"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
@@ -38,6 +39,7 @@ import (
 	"slipway/internal/inbox"
 	"slipway/internal/mail"
 	"slipway/internal/n8nimport"
+	"slipway/internal/notifications"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/jobs"
@@ -47,6 +49,7 @@ import (
 	"slipway/internal/platform/redact"
 	"slipway/internal/platform/vault"
 	"slipway/internal/projects"
+	"slipway/internal/proposals"
 	"slipway/internal/repo"
 	"slipway/internal/resources"
 	"slipway/internal/retention"
@@ -67,20 +70,23 @@ import (
 
 // Services are what the API's operations call.
 type Services struct {
-	Backlog   *backlog.Service
-	Auth      *auth.Service
-	Tenancy   *tenancy.Service
-	Projects  *projects.Service
-	Workflows *workflows.Service
-	Runs      *runs.Service
-	Tasks     *tasks.Service
-	Scripts   *scripts.Service
-	Triggers  *triggers.Service
-	CodeFiles *codefiles.Service
-	Templates *templates.Service
-	Scans     *workflowscan.Service
-	N8nImport *n8nimport.Service
-	Runners   *runners.Service
+	Backlog       *backlog.Service
+	Notifications *notifications.Service
+	Proposals     *proposals.Service
+	Attention     *attention.Service
+	Auth          *auth.Service
+	Tenancy       *tenancy.Service
+	Projects      *projects.Service
+	Workflows     *workflows.Service
+	Runs          *runs.Service
+	Tasks         *tasks.Service
+	Scripts       *scripts.Service
+	Triggers      *triggers.Service
+	CodeFiles     *codefiles.Service
+	Templates     *templates.Service
+	Scans         *workflowscan.Service
+	N8nImport     *n8nimport.Service
+	Runners       *runners.Service
 	// Working with running agents.
 	Approvals     *approvals.Service
 	Conversations *conversations.Service
@@ -277,10 +283,14 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	appSvc := apps.NewService(apps.Deps{DB: d, Clock: clk, Log: log, Quota: bill, Members: access, Viewers: ten, Bus: bus,
 		ErrorPages: appErrorPages{pages: pages, db: d}, Secret: secret, Resources: resSvc, Queue: q, Runs: rs, Scripts: scriptSvc})
 	eng := workflows.NewEngine(workflows.EngineDeps{DB: d, Runs: rs, Queue: q, Bus: bus, Clock: clk, Log: log,
-		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill}, parts.Engine)
+		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill, Reactions: re}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
 	bl := backlog.NewService(backlog.Deps{DB: d, Clock: clk, Log: log, Projects: proj, Tasks: ts, Hub: hub})
-	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in, backlog: bl}
+	notes := notifications.NewService(notifications.Deps{DB: d, Clock: clk, Hub: hub})
+	props := proposals.NewService(proposals.Deps{DB: d, Clock: clk, Hub: hub, Reactions: re, Log: log,
+		Kinds: map[string]proposals.Kind{"workflow": workflowProposals{wf}, "env_var": envVarProposals{envSvc}}})
+	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in, backlog: bl,
+		notifications: notes, proposals: props, access: access}
 
 	// The work each kind of job carries, and who runs it.
 	disp.Handle(tasks.JobKind, workport.WorkAgent, ts)
@@ -324,6 +334,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.N8nImport = n8nimport.NewService(trig)
 	a.Services.ErrorPages = pages
 	a.Services.Backlog = bl
+	a.Services.Notifications = notes
+	a.Services.Proposals = props
+	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
 	streams(hub, rs, ts)

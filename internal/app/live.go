@@ -10,9 +10,11 @@ import (
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
+	"slipway/internal/notifications"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
 	"slipway/internal/platform/realtime"
+	"slipway/internal/proposals"
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
@@ -33,6 +35,8 @@ func streams(h *realtime.Hub, rs *runs.Service, ts *tasks.Service) {
 	h.Topic(runs.TopicRuns)
 	h.Topic(approvals.TopicApprovals)
 	h.Topic(backlog.TopicBacklog)
+	h.Topic(proposals.Topic)
+	h.Personal(notifications.Topic)
 }
 
 func clampSeq(n int64) int32 { return int32(min(n, math.MaxInt32)) }
@@ -61,6 +65,7 @@ func liveAccess(authSvc *auth.Service, ten *tenancy.Service, publicURL string) r
 			token = c.Value
 		}
 		return realtime.Watcher{
+			Account: u.ID,
 			Resolve: func(ctx context.Context, workspaceID string) (string, error) {
 				w, err := ten.ResolveWorkspace(ctx, u, workspaceID)
 				if err != nil {

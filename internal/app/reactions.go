@@ -2,17 +2,21 @@ package app
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"slipway/internal/agents/protocol"
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
 	"slipway/internal/conversations"
 	"slipway/internal/forge"
 	"slipway/internal/inbox"
+	"slipway/internal/notifications"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/db"
 	"slipway/internal/projects"
+	"slipway/internal/proposals"
 	"slipway/internal/resources"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
@@ -42,6 +46,9 @@ type reactions struct {
 	conversations *conversations.Service
 	inbox         *inbox.Inbox
 	backlog       *backlog.Service
+	notifications *notifications.Service
+	proposals     *proposals.Service
+	access        tenancy.Access
 }
 
 var (
@@ -84,6 +91,13 @@ func (r *reactions) TaskEnded(ctx context.Context, tx *db.Tx, t *tasks.Task) err
 	if err := r.conversations.TaskEnded(ctx, tx, t); err != nil {
 		return err
 	}
+	if t.Status == tasks.StatusFailed && t.CreatedBy != nil {
+		if err := r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: t.WorkspaceID, Source: notifications.SourceRunFailed,
+			Title: "Task failed: " + t.Title, Body: t.Error, TargetKind: "task", TargetID: t.ID, Link: "/tasks/" + t.ID,
+			Key: "task_failed:" + t.ID}, *t.CreatedBy); err != nil {
+			return err
+		}
+	}
 	end := workflows.TaskEnd{ID: t.ID, WorkspaceID: t.WorkspaceID, Status: t.Status, Error: t.Error, Branch: t.Branch}
 	res, err := r.runs.LastResult(ctx, tx, t.WorkspaceID, t.ID)
 	if err != nil {
@@ -122,6 +136,37 @@ func (r *reactions) ForgeEvent(ctx context.Context, workspaceID, projectID strin
 	r.backlog.ForgeEvent(ctx, workspaceID, projectID, ev)
 }
 
+// ApprovalRequested: whoever started the task hears that its agent asks.
+func (r *reactions) ApprovalRequested(ctx context.Context, tx *db.Tx, a *approvals.ToolApproval) error {
+	t, err := r.tasks.GetIn(ctx, tx, a.WorkspaceID, a.TaskID)
+	if err != nil || t.CreatedBy == nil {
+		return err
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: a.WorkspaceID, Source: notifications.SourceApproval,
+		Title: "Approve " + a.Tool + "? " + t.Title, Body: a.Reason, TargetKind: "tool_approval", TargetID: a.ID,
+		Link: "/tasks/" + t.ID}, *t.CreatedBy)
+}
+
+// GateWaiting: whoever started the run hears that its human gate waits.
+func (r *reactions) GateWaiting(ctx context.Context, tx *db.Tx, g workflows.GateWaiting) error {
+	if g.StartedBy == nil {
+		return nil
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: g.WorkspaceID, Source: notifications.SourceGate,
+		Title: "A workflow run waits for your decision at " + g.NodeKey, Body: g.Message, TargetKind: "workflow_run", TargetID: g.RunID,
+		Link: "/workflows/runs/" + g.RunID, Key: "gate:" + g.NodeRunID}, *g.StartedBy)
+}
+
+// RunFailed: whoever started the workflow run hears that it failed.
+func (r *reactions) RunFailed(ctx context.Context, tx *db.Tx, f workflows.FailedRun) error {
+	if f.StartedBy == nil {
+		return nil
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: f.WorkspaceID, Source: notifications.SourceRunFailed,
+		Title: "A workflow run failed", Body: f.Error, TargetKind: "workflow_run", TargetID: f.RunID,
+		Link: "/workflows/runs/" + f.RunID, Key: "run_failed:" + f.RunID}, *f.StartedBy)
+}
+
 // ApprovalDecided: the task the approval held goes on.
 func (r *reactions) ApprovalDecided(ctx context.Context, tx *db.Tx, a *approvals.ToolApproval) error {
 	return r.tasks.ApprovalDecided(ctx, tx, a)
@@ -142,7 +187,34 @@ func (r *reactions) AgentReported(ctx context.Context, tx *db.Tx, run *runs.Run,
 	if err := r.inbox.AgentReported(ctx, tx, run.JobID, evs); err != nil {
 		return err
 	}
+	if err := r.agentProposals(ctx, tx, run, evs); err != nil {
+		return err
+	}
 	return r.conversations.AgentReported(ctx, tx, run, evs)
+}
+
+// agentProposals: the proposals a task's agent made wait for a workspace
+// admin, as proposed by whoever started the task.
+func (r *reactions) agentProposals(ctx context.Context, tx *db.Tx, run *runs.Run, evs []runs.NewEvent) error {
+	if run.TaskID == nil || !slices.ContainsFunc(evs, func(e runs.NewEvent) bool { return e.Type == protocol.OutProposal }) {
+		return nil
+	}
+	t, err := r.tasks.GetIn(ctx, tx, run.WorkspaceID, *run.TaskID)
+	if err != nil {
+		return err
+	}
+	return r.proposals.AgentReported(ctx, tx, run, t.CreatedBy, evs)
+}
+
+// ProposalMade: the workspace's owners and admins hear that a proposal
+// waits for them.
+func (r *reactions) ProposalMade(ctx context.Context, tx *db.Tx, p *proposals.Proposal) error {
+	admins, err := r.access.WorkspaceAdmins(ctx, tx, p.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: p.WorkspaceID, Source: notifications.SourceProposal,
+		Title: "Proposed: " + p.Title, Body: p.Summary, TargetKind: "proposal", TargetID: p.ID, Link: "/proposals/" + p.ID}, admins...)
 }
 
 // agents lets agent nodes run tasks (workflows.Agents).

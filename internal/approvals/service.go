@@ -30,6 +30,9 @@ type Reactions interface {
 	// approval was decided (by a human or by its timeout): the task it
 	// holds may go on.
 	ApprovalDecided(ctx context.Context, tx *db.Tx, a *ToolApproval) error
+	// ApprovalRequested is told, in the transaction that records it, of a
+	// new pending approval: someone should decide it.
+	ApprovalRequested(ctx context.Context, tx *db.Tx, a *ToolApproval) error
 }
 
 // Service holds tool approvals.
@@ -83,6 +86,11 @@ func (s *Service) Request(ctx context.Context, tx *db.Tx, workspaceID, taskID, r
 	created, err := insert(ctx, tx, a)
 	if err != nil || !created {
 		return a, created, err
+	}
+	if s.react != nil {
+		if err := s.react.ApprovalRequested(ctx, tx, a); err != nil {
+			return a, true, err
+		}
 	}
 	return a, true, s.hub.NotifyTx(ctx, tx, workspaceID, TopicApprovals, a.ID)
 }

@@ -303,52 +303,8 @@ func (s *Service) save(ctx context.Context, ws *actor.Workspace, by, projectID s
 		if !same(cur, row) {
 			return errRaced
 		}
-		if projectID != "" && !admin {
-			// A project's entry would change what the project's runs get of
-			// a locked global one: that is changing it.
-			g, err := byKey(ctx, tx, ws.ID, "", in.Key, "")
-			if err != nil && !errors.Is(err, errNotFound) {
-				return err
-			}
-			if g != nil && g.Locked {
-				return lockedError(in.Key)
-			}
-		}
-		now := s.Clock.Now()
-		v := &EnvVar{ID: id, CreatedAt: now, Key: in.Key, IsSecret: c.isSecret, Locked: c.locked, ProjectID: optional(projectID)}
-		switch {
-		case !c.isSecret:
-			v.Value = c.value
-		case c.put:
-			v.secretRef = newRef
-		default:
-			v.secretRef = cur.secretRef
-		}
-		if cur == nil {
-			n, err := count(ctx, tx, ws.ID)
-			if err != nil {
-				return err
-			}
-			if n >= MaxPerWorkspace {
-				return apperr.BadRequest("a workspace holds at most %d env vars", MaxPerWorkspace)
-			}
-			if err := insert(ctx, tx, ws.ID, by, v, now); err != nil {
-				if s.DB.Dialect.IsUniqueViolation(err) {
-					return errRaced // created at the same time: update it
-				}
-				return err
-			}
-		} else {
-			v.CreatedAt = cur.CreatedAt
-			if err := update(ctx, tx, ws.ID, v, now); err != nil {
-				return err
-			}
-			if cur.secretRef != v.secretRef {
-				oldRef = cur.secretRef
-			}
-		}
-		out = v
-		return nil
+		out, oldRef, err = s.write(ctx, tx, ws, by, projectID, in.Key, admin, cur, c, id, newRef)
+		return err
 	})
 	if err != nil {
 		s.dropSecret(ctx, ws.ID, newRef)
@@ -357,6 +313,58 @@ func (s *Service) save(ctx context.Context, ws *actor.Workspace, by, projectID s
 	s.dropSecret(ctx, ws.ID, oldRef)
 	show(ws, out)
 	return out, nil
+}
+
+// write stores a planned save in tx, over cur (nil: a new env var with
+// id); it answers the env var and the vault reference it replaced ("" for
+// none).
+func (s *Service) write(ctx context.Context, tx *db.Tx, ws *actor.Workspace, by, projectID, key string, admin bool, cur *EnvVar, c change,
+	id, newRef string) (*EnvVar, string, error) {
+	if projectID != "" && !admin {
+		// A project's entry would change what the project's runs get of
+		// a locked global one: that is changing it.
+		g, err := byKey(ctx, tx, ws.ID, "", key, "")
+		if err != nil && !errors.Is(err, errNotFound) {
+			return nil, "", err
+		}
+		if g != nil && g.Locked {
+			return nil, "", lockedError(key)
+		}
+	}
+	now := s.Clock.Now()
+	v := &EnvVar{ID: id, CreatedAt: now, Key: key, IsSecret: c.isSecret, Locked: c.locked, ProjectID: optional(projectID)}
+	switch {
+	case !c.isSecret:
+		v.Value = c.value
+	case c.put:
+		v.secretRef = newRef
+	default:
+		v.secretRef = cur.secretRef
+	}
+	if cur == nil {
+		n, err := count(ctx, tx, ws.ID)
+		if err != nil {
+			return nil, "", err
+		}
+		if n >= MaxPerWorkspace {
+			return nil, "", apperr.BadRequest("a workspace holds at most %d env vars", MaxPerWorkspace)
+		}
+		if err := insert(ctx, tx, ws.ID, by, v, now); err != nil {
+			if s.DB.Dialect.IsUniqueViolation(err) {
+				return nil, "", errRaced // created at the same time: update it
+			}
+			return nil, "", err
+		}
+		return v, "", nil
+	}
+	v.CreatedAt = cur.CreatedAt
+	if err := update(ctx, tx, ws.ID, v, now); err != nil {
+		return nil, "", err
+	}
+	if cur.secretRef != v.secretRef {
+		return v, cur.secretRef, nil
+	}
+	return v, "", nil
 }
 
 // same reports whether the row the transaction locked is the one the save

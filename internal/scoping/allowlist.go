@@ -17,9 +17,10 @@ type Exception struct {
 }
 
 const (
-	queue  = "the queue: jobs are claimed, leased, renewed, finished and rescued by id, holder or pool for every workspace (a job carries its workspace for the work it starts)"
-	sweep  = "a sweep over every workspace"
-	fixedT = "test fixture (excluded from the moves, see the report): sets up and inspects rows by id"
+	queue    = "the queue: jobs are claimed, leased, renewed, finished and rescued by id, holder or pool for every workspace (a job carries its workspace for the work it starts)"
+	sweep    = "a sweep over every workspace"
+	personal = "a person's own notifications: every statement names the recipient, and the active workspace as workspace_id = $2 OR workspace_id IS NULL (those about the account itself, such as an invite)"
+	fixedT   = "test fixture (excluded from the moves, see the report): sets up and inspects rows by id"
 )
 
 // Unscoped is the allowlist, by package then function.
@@ -35,6 +36,15 @@ var Unscoped = []Exception{
 	{"approvals.expiring", []string{"tool_approvals"}, sweep + ": pending approvals whose time is up"},
 
 	{"conversations.delivered", []string{"agent_messages"}, "the inbox's reaction names the messages a worker took by id only; app.reactions (not this issue's to change) passes no workspace"},
+
+	{"notifications.counts", []string{"notifications"}, personal},
+	{"notifications.get", []string{"notifications"}, personal},
+	{"notifications.list", []string{"notifications"}, personal},
+	{"notifications.markAllRead", []string{"notifications"}, personal},
+	{"notifications.markRead", []string{"notifications"}, personal},
+	{"notifications.remove", []string{"notifications"}, personal},
+	{"notifications.unreadOf", []string{"notifications"}, personal},
+	{"notifications.prune", []string{"notifications"}, sweep + ": read notifications past their retention, and each person's beyond the bound"},
 
 	{"fixture.API.SetStatus", []string{"tasks"}, fixedT},
 	{"fixture.API.Event", []string{"event_logs", "runs"}, fixedT},

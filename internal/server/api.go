@@ -7,6 +7,7 @@ import (
 	"slipway/internal/activity"
 	"slipway/internal/app"
 	"slipway/internal/approvals"
+	"slipway/internal/attention"
 	"slipway/internal/commands"
 	"slipway/internal/conversations"
 	"slipway/internal/mail"
@@ -30,10 +31,12 @@ import (
 	"slipway/internal/envvars"
 	"slipway/internal/errorpages"
 	"slipway/internal/n8nimport"
+	"slipway/internal/notifications"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/httpx"
 	"slipway/internal/platform/realtime"
 	"slipway/internal/projects"
+	"slipway/internal/proposals"
 	"slipway/internal/resources"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
@@ -139,6 +142,9 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	mail.Register(pub, svc.Mail)
 	projects.Register(pub, svc.Projects, svc.Tenancy.WorkspaceScoped(pub))
 	backlog.Register(pub, svc.Backlog, svc.Tenancy.WorkspaceScoped(pub))
+	notifications.Register(pub, svc.Notifications, svc.Tenancy.WorkspaceScoped(pub))
+	proposals.Register(pub, svc.Proposals, svc.Tenancy.WorkspaceScoped(pub))
+	attention.Register(pub, svc.Attention, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))
 	approvals.Register(pub, svc.Approvals, svc.Tenancy.WorkspaceScoped(pub))

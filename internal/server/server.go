@@ -213,6 +213,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go sweep.Every(coreCtx, time.Hour, s.log, "webhook delivery ids forgotten", s.Services.Triggers.Prune)
 	go sweep.Every(coreCtx, time.Hour, s.log, "forge delivery ids forgotten", s.Services.Projects.PruneDeliveries)
 	go sweep.Every(coreCtx, time.Hour, s.log, "finished runs pruned", s.retention.Prune)
+	go sweep.Every(coreCtx, time.Hour, s.log, "old notifications pruned", s.Services.Notifications.Prune)
 	go s.Services.Realtime.Run(coreCtx)
 	go s.app.RewrapVault(coreCtx)
 	go s.app.Reconciler.Run(coreCtx)

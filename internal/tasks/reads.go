@@ -23,6 +23,11 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tas
 	return getTask(ctx, s.db.R, ws.ID, id)
 }
 
+// GetIn reads a task of a workspace through q (a reaction's transaction).
+func (s *Service) GetIn(ctx context.Context, q db.Queryer, workspaceID, id string) (*Task, error) {
+	return getTask(ctx, q, workspaceID, id)
+}
+
 // searchable narrows w to tasks whose title or prompt contains q.
 func (s *Service) searchable(w db.Where, q string) (db.Where, error) {
 	if q == "" {

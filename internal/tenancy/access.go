@@ -38,6 +38,22 @@ func (a Access) MemberEmails(ctx context.Context, workspaceID string) ([]string,
 	return out, nil
 }
 
+// WorkspaceAdmins are the ids of the workspace's owners and admins, read
+// through q (a reaction's transaction).
+func (a Access) WorkspaceAdmins(ctx context.Context, q db.Queryer, workspaceID string) ([]string, error) {
+	ms, err := workspaceMembers(ctx, q, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range ms {
+		if WorkspaceAdmin(m.Role) {
+			out = append(out, m.UserID)
+		}
+	}
+	return out, nil
+}
+
 // AutonomyLevel is the workspace's autonomy level (0 to 100): how much its
 // agents may do without asking.
 func (a Access) AutonomyLevel(ctx context.Context, workspaceID string) (int, error) {

@@ -78,7 +78,8 @@ type Engine struct {
 	log     *slog.Logger
 	cfg     EngineConfig
 	agents  Agents
-	quota   Quota // nil: no limit
+	quota   Quota     // nil: no limit
+	react   Reactions // nil: nobody hears
 	scripts Scripts
 	exprs   exprCache
 
@@ -111,6 +112,30 @@ type EngineDeps struct {
 	Env  EnvSource
 	// Quota holds new runs to the plan's runs.concurrent (nil: no limit).
 	Quota Quota
+	// Reactions hear of what needs a person (nil: nobody).
+	Reactions Reactions
+}
+
+// Reactions are what other domains do when a workflow run needs a person;
+// each is told inside the transition's transaction.
+type Reactions interface {
+	// GateWaiting: a human node started waiting on the run's starter (it
+	// may be told again of the same node run).
+	GateWaiting(ctx context.Context, tx *db.Tx, g GateWaiting) error
+	// RunFailed: a run ended failed.
+	RunFailed(ctx context.Context, tx *db.Tx, r FailedRun) error
+}
+
+// GateWaiting is a human node that waits.
+type GateWaiting struct {
+	WorkspaceID, RunID, WorkflowID, NodeRunID, NodeKey, Message string
+	StartedBy                                                   *string
+}
+
+// FailedRun is a run that failed.
+type FailedRun struct {
+	WorkspaceID, RunID, WorkflowID, Error string
+	StartedBy                             *string
 }
 
 // Quota decides a plan's limit inside the transaction that adds to it
@@ -142,7 +167,8 @@ func NewEngine(d EngineDeps, cfg EngineConfig) *Engine {
 		cfg.HTTP.AllowPrivate = allow
 	}
 	return &Engine{db: d.DB, runs: d.Runs, queue: d.Queue, bus: d.Bus, clock: d.Clock, log: d.Log, cfg: cfg,
-		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, apps: d.Apps, env: d.Env, envs: newEnvCache(), quota: d.Quota}
+		agents: d.Agents, scripts: d.Scripts, codeFiles: d.CodeFiles, resources: d.Resources, apps: d.Apps, env: d.Env, envs: newEnvCache(), quota: d.Quota,
+		react: d.Reactions}
 }
 
 // holder marks a transition made by the run job's holder (its job runs, so
@@ -210,8 +236,12 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 		}
 		st.unsaved, st.runDirty = false, false
 	}
-	saveNodeRuns(tx, st.changed())
+	changed := st.changed()
+	saveNodeRuns(tx, changed)
 	ws := st.run.WorkspaceID
+	if err := e.tell(ctx, tx, st, changed); err != nil {
+		return err
+	}
 	for _, t := range st.timers {
 		if _, err := e.queue.Enqueue(ctx, tx, jobs.NewJob{Kind: TimerJob, WorkspaceID: ws, Ref: t.node.ID, RunAt: t.at, MaxAttempts: 10,
 			Payload: map[string]string{"run_id": st.run.ID}}); err != nil && !errors.Is(err, jobs.ErrDuplicate) {
@@ -281,6 +311,31 @@ func (e *Engine) commit(ctx context.Context, tx *db.Tx, st *runState, h *holder)
 			return e.enqueueRun(ctx, tx, st.run)
 		}
 		return e.ensureJob(ctx, tx, st.run)
+	}
+	return nil
+}
+
+// tell says what of a transition needs a person: a human node that waits,
+// a run that failed.
+func (e *Engine) tell(ctx context.Context, tx *db.Tx, st *runState, changed []*nodeRun) error {
+	if e.react == nil {
+		return nil
+	}
+	r := st.run
+	for _, nr := range changed {
+		if nr.Kind != "human" || nr.Status != NodeWaiting || r.Status != RunRunning {
+			continue
+		}
+		var hs humanState
+		_ = json.Unmarshal(nr.State, &hs)
+		if err := e.react.GateWaiting(ctx, tx, GateWaiting{WorkspaceID: r.WorkspaceID, RunID: r.ID, WorkflowID: r.WorkflowID,
+			NodeRunID: nr.ID, NodeKey: nr.Key, Message: hs.Message, StartedBy: r.CreatedBy}); err != nil {
+			return err
+		}
+	}
+	if st.ended && r.Status == RunFailed {
+		return e.react.RunFailed(ctx, tx, FailedRun{WorkspaceID: r.WorkspaceID, RunID: r.ID, WorkflowID: r.WorkflowID, Error: r.Error,
+			StartedBy: r.CreatedBy})
 	}
 	return nil
 }

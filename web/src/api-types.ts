@@ -1357,6 +1357,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/inbox/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The union inbox: approvals, human gates, proposals and unread notifications, newest first
+         * @description In the active workspace: its pending tool approvals, the human gates of the caller's workflow runs, its pending proposals (`actionable` only for the workspace's owner or an admin) and the caller's unread notifications that only inform (mentions, failed runs, invites, backlog). `facets.source` counts each source; `actionable` is how many decisions wait for the caller. Each item is decided through its source's own endpoint. Pages through the newest 1000 items.
+         */
+        get: operations["get_api_inbox_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/inbox/decisions/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many decisions wait for the caller
+         * @description A bare JSON number (a scalar): the inbox's `actionable`.
+         */
+        get: operations["get_api_inbox_decisions_count"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/me": {
         parameters: {
             query?: never;
@@ -1504,6 +1544,23 @@ export interface paths {
         head?: never;
         /** Set or clear my default live-feed verbosity */
         patch: operations["patch_api_me_verbosity"];
+        trace?: never;
+    };
+    "/api/notifications/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's notifications as a board: newest first, q searches titles, chips by source and by state */
+        get: operations["get_api_notifications_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/organization/members/board": {
@@ -1978,6 +2035,117 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/proposals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The active workspace's proposals, newest first */
+        get: operations["get_api_proposals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/proposals/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Pending proposals and the latest decided, with counts by status */
+        get: operations["get_api_proposals_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/proposals/count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * How many proposals wait in the active workspace
+         * @description A bare JSON number (a scalar), e.g. `3`.
+         */
+        get: operations["get_api_proposals_count"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/proposals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One proposal of the active workspace */
+        get: operations["get_api_proposals_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/proposals/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending proposal: its change is applied
+         * @description The workspace's owner or an admin (403 otherwise). In one transaction the change is checked again and applied as the approver: `result` is what it applied and `materialized_id` what it made, and an audit event `proposal.approve` records both. A proposal whose target changed since it was proposed is refused (409, saying how); one decided already is 409.
+         */
+        post: operations["post_api_proposals_id_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/proposals/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reject a pending proposal, with an optional note
+         * @description The workspace's owner or an admin (403 otherwise); the note goes to the audit event `proposal.reject`. One decided already is 409.
+         */
+        post: operations["post_api_proposals_id_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/realtime": {
         parameters: {
             query?: never;
@@ -1987,7 +2155,7 @@ export interface paths {
         };
         /**
          * The realtime hub: a WebSocket for the console
-         * @description Upgrade to a WebSocket (same-origin browsers; the session cookie signs in). Send `{"op":"subscribe","sub":"<your name>","stream":"task"|"run","id":"<id>","after":<seq>,"workspace_id":"<optional>"}` for a task's or run's event log (every event once, in order, from after `after`: `{"type":"event","sub","seq","event"}`), or `stream` `tasks`, `runs` or `approvals` for change hints on a workspace's boards and approvals count (`{"type":"changed","sub","topic","id"}`; `{"type":"reset"}` means hints may have been lost: refetch). `{"op":"unsubscribe","sub"}` ends one. A subscription to another workspace's task or run fails exactly like an unknown id (`{"type":"error","sub","code":"not_found"}`). When the server shuts down it sends `{"type":"reconnect"}` and closes with 1012: connect again (to another replica) and resume with `after`.
+         * @description Upgrade to a WebSocket (same-origin browsers; the session cookie signs in). Send `{"op":"subscribe","sub":"<your name>","stream":"task"|"run","id":"<id>","after":<seq>,"workspace_id":"<optional>"}` for a task's or run's event log (every event once, in order, from after `after`: `{"type":"event","sub","seq","event"}`), or `stream` `tasks`, `runs`, `approvals`, `backlog` or `proposals` for change hints on a workspace's boards and counts, or `notifications` for the caller's own (whatever the workspace) (`{"type":"changed","sub","topic","id"}`; `{"type":"reset"}` means hints may have been lost: refetch). `{"op":"unsubscribe","sub"}` ends one. A subscription to another workspace's task or run fails exactly like an unknown id (`{"type":"error","sub","code":"not_found"}`). When the server shuts down it sends `{"type":"reconnect"}` and closes with 1012: connect again (to another replica) and resume with `after`.
          */
         get: operations["get_api_realtime"];
         put?: never;
@@ -3847,6 +4015,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The caller's notifications, newest first, with counts by source
+         * @description Those of the active workspace and those about the caller's account (an invite). `facets.source` counts each source (every source listed), `facets.unread` the unread ones; `total` is how many match the filters.
+         */
+        get: operations["get_notifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/read-all": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark every unread notification of the caller's read (the active workspace's and the account's) */
+        post: operations["post_notifications_read_all"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete one of the caller's notifications
+         * @description `{deleted: false}` when there was none: an unknown id, and another person's, alike.
+         */
+        delete: operations["delete_notifications_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/notifications/{id}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Mark one of the caller's notifications read
+         * @description Idempotent: marking it again keeps the first read time. Another person's is 404, like an unknown id.
+         */
+        put: operations["put_notifications_id_read"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/organization": {
         parameters: {
             query?: never;
@@ -4735,6 +4980,18 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        BoardNotification: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["Notification"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         BoardOverride: {
             facets: {
                 [key: string]: components["schemas"]["Facet"][] | null;
@@ -5270,6 +5527,14 @@ export interface components {
             label: string;
             value: string;
         };
+        Facets: {
+            /** @description Notifications per source (every source listed, 0 when none) */
+            source: {
+                [key: string]: number;
+            };
+            /** Format: int64 */
+            unread: number;
+        };
         Feature: {
             /** @description The loaded configuration turns the feature on */
             available: boolean;
@@ -5482,6 +5747,39 @@ export interface components {
             stale_after_secs: number;
             /** @enum {string} */
             status: "online" | "offline" | "draining" | "disabled";
+        };
+        InboxBoard: {
+            /**
+             * Format: int64
+             * @description Decisions waiting for the caller: approvals, gates and (for an admin) proposals
+             */
+            actionable: number;
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["InboxItem"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
+        InboxItem: {
+            /** @description The caller can decide it here */
+            actionable: boolean;
+            body: string;
+            /** Format: date-time */
+            created_at: string;
+            id: string;
+            kind?: string;
+            /** @description The console path that shows it */
+            link: string;
+            /** @description A gate's node (its decision: POST /api/workflows/runs/{id}/nodes/{node_key}/decision) */
+            node_key?: string;
+            /** @enum {string} */
+            source: "approval" | "gate" | "proposal" | "notification";
+            title: string;
         };
         InboxLine: {
             line: unknown;
@@ -5928,6 +6226,29 @@ export interface components {
         NotesInputBody: {
             notes: string;
         };
+        Notification: {
+            body: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @description The console path that shows it */
+            link: string;
+            read: boolean;
+            /** Format: date-time */
+            read_at: string | null;
+            /** @enum {string} */
+            source: "approval" | "gate" | "proposal" | "mention" | "run_failed" | "invite" | "backlog";
+            target_id: string;
+            /** @description What it is about: task, tool_approval, workflow_run, proposal, backlog_item, invite */
+            target_kind: string;
+            title: string;
+            /**
+             * Format: uuid
+             * @description null: about the account itself (an invite)
+             */
+            workspace_id: string | null;
+        };
         OKBody: {
             ok: boolean;
         };
@@ -6043,6 +6364,12 @@ export interface components {
             value: unknown;
             /** @description Only this workspace (its organization's counts, for organization features) */
             workspace_id?: string;
+        };
+        Page: {
+            facets: components["schemas"]["Facets"];
+            items: components["schemas"]["Notification"][] | null;
+            /** Format: int64 */
+            total: number;
         };
         Param: {
             description_i18n: string;
@@ -6239,6 +6566,51 @@ export interface components {
             name?: string;
             repo_url?: string;
         };
+        Proposal: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            decided_at: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @description What the change is: workflow or env_var */
+            kind: string;
+            /** @description The object the approval made or changed */
+            materialized_id: string | null;
+            /** @description The change, as the kind's own API takes it */
+            payload: unknown;
+            /**
+             * Format: uuid
+             * @description Who started that task
+             */
+            proposed_by: string | null;
+            /** @description What the approval applied (null until then) */
+            result: Record<string, never> | null;
+            review_note: string | null;
+            /** Format: uuid */
+            reviewer_id: string | null;
+            /** @enum {string} */
+            status: "pending" | "applied" | "rejected";
+            summary: string;
+            /** @description What it changes (e.g. workflow:<id>, env_var:global:KEY) */
+            target: string;
+            /**
+             * Format: uuid
+             * @description The task whose agent proposed it
+             */
+            task_id: string | null;
+            title: string;
+            /** Format: uuid */
+            workspace_id: string;
+        };
+        ProposalBoard: {
+            /** @description Proposals of the active workspace by status */
+            counts: {
+                [key: string]: number;
+            };
+            decided: components["schemas"]["Proposal"][] | null;
+            pending: components["schemas"]["Proposal"][] | null;
+        };
         PublicPlan: {
             /**
              * Format: int64
@@ -6328,6 +6700,13 @@ export interface components {
             /** Format: date-time */
             updated_at: string | null;
         };
+        ReadAllOutputBody: {
+            /**
+             * Format: int64
+             * @description How many unread notifications were marked read
+             */
+            marked: number;
+        };
         RecoveryCodesOut: {
             /** @description Single-use codes for when the authenticator is lost; shown only now */
             recovery_codes: string[] | null;
@@ -6338,6 +6717,10 @@ export interface components {
             email: string;
             /** @description At least 10 characters; not the email; not a common password */
             password: string;
+        };
+        RejectInputBody: {
+            /** @description The reviewer's note (into the audit event) */
+            note?: string;
         };
         RenameInputBody: {
             name: string;
@@ -10660,6 +11043,75 @@ export interface operations {
             };
         };
     };
+    get_api_inbox_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                /** @description Only this source */
+                source?: "approval" | "gate" | "proposal" | "notification";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxBoard"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_inbox_decisions_count: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_me: {
         parameters: {
             query?: never;
@@ -10931,6 +11383,48 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Profile"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_notifications_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                /** @description Only this source */
+                source?: "approval" | "gate" | "proposal" | "mention" | "run_failed" | "invite" | "backlog";
+                /** @description Only unread or only read ones */
+                state?: "unread" | "read";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardNotification"];
                 };
             };
             /** @description Error */
@@ -12047,6 +12541,199 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScanReport"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_proposals: {
+        parameters: {
+            query?: {
+                /** @description Only proposals of this status */
+                status?: "pending" | "applied" | "rejected";
+                /** @description Page size (default 50); more than 200 is clamped to 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Proposal"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_proposals_board: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProposalBoard"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_proposals_count: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": number;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_proposals_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Proposal id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Proposal"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_proposals_id_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Proposal id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Proposal"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_proposals_id_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Proposal id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RejectInputBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Proposal"];
                 };
             };
             /** @description Error */
@@ -16622,6 +17309,136 @@ export interface operations {
                     "application/json": {
                         status: string;
                     };
+                };
+            };
+        };
+    };
+    get_notifications: {
+        parameters: {
+            query?: {
+                /** @description Only this source */
+                source?: "approval" | "gate" | "proposal" | "mention" | "run_failed" | "invite" | "backlog";
+                /** @description Only unread ones */
+                unread?: boolean;
+                /** @description Page size (default 50, at most 200) */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Page"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_notifications_read_all: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadAllOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_notifications_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Notification id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_notifications_id_read: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Notification id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

@@ -42,8 +42,9 @@ const (
 	OutApprovalRequest = "approval_request"
 	OutCost            = "cost"
 	OutSubtask         = "subtask"
-	OutWaiting         = "waiting" // the agent stopped its step and waits for a human message
-	OutSeen            = "seen"    // the model has read the human messages up to an inbox line
+	OutProposal        = "proposal" // a change the agent asks a person to make
+	OutWaiting         = "waiting"  // the agent stopped its step and waits for a human message
+	OutSeen            = "seen"     // the model has read the human messages up to an inbox line
 	OutResult          = "result"
 	OutLog             = "log" // assigned by the hub to unstructured output
 )
@@ -196,6 +197,21 @@ type Subtask struct {
 	Title        string `json:"title,omitempty"`
 }
 
+// Proposal is a "proposal" line: instead of making a change (a workflow,
+// an env var), the agent proposes it; a workspace admin approves or
+// rejects it. ID names it within the run (a repeated line is one
+// proposal); Kind says what Payload is (the body the change's own API
+// takes); TargetID names an existing object it replaces.
+type Proposal struct {
+	Type     string          `json:"type"` // "proposal"
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"`
+	Title    string          `json:"title"`
+	Summary  string          `json:"summary,omitempty"`
+	TargetID string          `json:"target_id,omitempty"`
+	Payload  json.RawMessage `json:"payload"`
+}
+
 // Waiting is a "waiting" line: the agent stopped (interrupted) and waits
 // for a human message before it goes on.
 type Waiting struct {
@@ -243,7 +259,7 @@ func IsOutput(eventType string) bool {
 
 var knownOut = map[string]bool{
 	OutMessage: true, OutToolCall: true, OutToolResult: true, OutApprovalRequest: true,
-	OutCost: true, OutSubtask: true, OutWaiting: true, OutSeen: true, OutResult: true,
+	OutCost: true, OutSubtask: true, OutWaiting: true, OutSeen: true, OutResult: true, OutProposal: true,
 }
 
 // Writer writes protocol lines; safe for concurrent use.

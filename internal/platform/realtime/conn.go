@@ -48,6 +48,8 @@ const (
 
 // Watcher is what a connection needs from the signed-in user.
 type Watcher struct {
+	// Account is the signed-in user's id: their personal topics.
+	Account string
 	// Resolve names the workspace a subscription is in: the given one if
 	// the user has joined it, else their default (an error otherwise).
 	Resolve func(ctx context.Context, workspaceID string) (string, error)
@@ -176,6 +178,9 @@ func (c *Conn) recheck(ctx context.Context) error {
 		return ErrSession
 	}
 	for id, s := range c.subs {
+		if c.hub.personal[s.kind] {
+			continue // the session's own: it stands while the session does
+		}
 		if _, err := c.who.Resolve(ctx, s.ws); err != nil {
 			c.drop(s)
 			delete(c.subs, id)
@@ -238,6 +243,15 @@ func (c *Conn) subscribe(ctx context.Context, cmd Command) error {
 	}
 	if len(c.subs) >= MaxSubscriptions {
 		return c.fail(ctx, cmd.Sub, apperr.BadRequest("at most %d subscriptions per connection", MaxSubscriptions))
+	}
+	if c.hub.personal[cmd.Stream] {
+		if c.who.Account == "" {
+			return c.fail(ctx, cmd.Sub, apperr.BadRequest("unknown stream %q", cmd.Stream))
+		}
+		s := &sub{id: cmd.Sub, kind: cmd.Stream, key: personalKey(c.who.Account, cmd.Stream)}
+		c.hub.indexSub(c, s)
+		c.subs[s.id] = s
+		return c.send(ctx, Message{Type: "subscribed", Sub: s.id, Topic: s.kind})
 	}
 	src, ordered := c.hub.sources[cmd.Stream]
 	if !ordered && !c.hub.topics[cmd.Stream] {

@@ -55,7 +55,8 @@ func Register(api huma.API, h *Hub, a Access, scoped func(huma.Context, func(hum
 	socket.Description = "Upgrade to a WebSocket (same-origin browsers; the session cookie signs in). Send " +
 		"`{\"op\":\"subscribe\",\"sub\":\"<your name>\",\"stream\":\"task\"|\"run\",\"id\":\"<id>\",\"after\":<seq>,\"workspace_id\":\"<optional>\"}` " +
 		"for a task's or run's event log (every event once, in order, from after `after`: `{\"type\":\"event\",\"sub\",\"seq\",\"event\"}`), or " +
-		"`stream` `tasks`, `runs` or `approvals` for change hints on a workspace's boards and approvals count (`{\"type\":\"changed\",\"sub\",\"topic\",\"id\"}`; " +
+		"`stream` `tasks`, `runs`, `approvals`, `backlog` or `proposals` for change hints on a workspace's boards and counts, or `notifications` " +
+		"for the caller's own (whatever the workspace) (`{\"type\":\"changed\",\"sub\",\"topic\",\"id\"}`; " +
 		"`{\"type\":\"reset\"}` means hints may have been lost: refetch). `{\"op\":\"unsubscribe\",\"sub\"}` ends one. A subscription to another " +
 		"workspace's task or run fails exactly like an unknown id (`{\"type\":\"error\",\"sub\",\"code\":\"not_found\"}`). When the server shuts down " +
 		"it sends `{\"type\":\"reconnect\"}` and closes with 1012: connect again (to another replica) and resume with `after`."

@@ -52,6 +52,7 @@ type note struct {
 	Refs  []ref  `json:"r,omitempty"` // items too large to travel: read them from their source
 	Topic string `json:"t,omitempty"` // a hint on a workspace topic
 	ID    string `json:"id,omitempty"`
+	U     string `json:"u,omitempty"` // a hint on a personal topic: whose
 }
 
 // ref says a stream has items up to To that did not travel.
@@ -65,8 +66,9 @@ type Hub struct {
 	relay Relay // nil: this process only
 	log   *slog.Logger
 
-	sources map[string]Source // by stream kind
-	topics  map[string]bool
+	sources  map[string]Source // by stream kind
+	topics   map[string]bool
+	personal map[string]bool // topics of one account, whatever the workspace
 
 	mu    sync.RWMutex
 	index map[string]map[*sub]*Conn // stream key or workspace|topic → subscriptions
@@ -91,7 +93,7 @@ func New(relay Relay, log *slog.Logger, maxPerAccount int) *Hub {
 	if maxPerAccount <= 0 {
 		maxPerAccount = DefaultMaxPerAccount
 	}
-	return &Hub{relay: relay, log: log, sources: map[string]Source{}, topics: map[string]bool{},
+	return &Hub{relay: relay, log: log, sources: map[string]Source{}, topics: map[string]bool{}, personal: map[string]bool{},
 		index: map[string]map[*sub]*Conn{}, conns: map[*Conn]struct{}{}, closing: make(chan struct{}),
 		perAccount: map[string]int{}, maxPerAccount: maxPerAccount}
 }
@@ -126,6 +128,14 @@ func (h *Hub) Stream(kind string, src Source) { h.sources[kind] = src }
 // Topic registers a workspace topic of change hints (at wiring).
 func (h *Hub) Topic(name string) { h.topics[name] = true }
 
+// Personal registers a topic of change hints addressed to one account (its
+// notifications), heard on every socket of that account whichever
+// workspace it names (at wiring).
+func (h *Hub) Personal(name string) { h.personal[name] = true }
+
+// personalKey is the index key of an account's personal topic.
+func personalKey(accountID, topic string) string { return "account:" + accountID + "|" + topic }
+
 // PublishTx hands the hub what tx wrote to some streams; build makes the
 // items, and is only called when someone may watch (always with a relay:
 // other replicas may). They go out when tx commits, and not at all if it
@@ -154,6 +164,20 @@ func (h *Hub) NotifyTx(ctx context.Context, tx *db.Tx, workspaceID, topic, id st
 		return nil
 	}
 	n := note{W: workspaceID, Topic: topic, ID: id}
+	if h.relay == nil {
+		tx.AfterCommit(func() { h.dispatch(n) })
+		return nil
+	}
+	return h.relayTx(ctx, tx, n)
+}
+
+// NotifyUserTx hints that something on an account's personal topic changed
+// (id: what); it goes out when tx commits.
+func (h *Hub) NotifyUserTx(ctx context.Context, tx *db.Tx, accountID, topic, id string) error {
+	if h == nil {
+		return nil
+	}
+	n := note{U: accountID, Topic: topic, ID: id}
 	if h.relay == nil {
 		tx.AfterCommit(func() { h.dispatch(n) })
 		return nil
@@ -241,7 +265,11 @@ func (h *Hub) dispatch(n note) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if n.Topic != "" {
-		for s, c := range h.index[n.W+"|"+n.Topic] {
+		key := n.W + "|" + n.Topic
+		if n.U != "" {
+			key = personalKey(n.U, n.Topic)
+		}
+		for s, c := range h.index[key] {
 			c.offer(delivery{s: s, hint: n.ID})
 		}
 		return

@@ -1,0 +1,269 @@
+package notifications_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"slipway/internal/apitest"
+	"slipway/internal/fixture"
+	"slipway/internal/notifications"
+	"slipway/internal/platform/db"
+	"slipway/internal/platform/db/dbtest"
+	"slipway/internal/platform/ids"
+)
+
+type obj = map[string]any
+
+// personal opens a console socket of c subscribed to its notifications
+// topic; the channel carries the ids the hints name.
+func personal(t *testing.T, c *apitest.Client) <-chan string {
+	t.Helper()
+	ws, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(c.URL(), "http")+"/api/realtime",
+		&websocket.DialOptions{HTTPHeader: http.Header{"Cookie": {c.CookieHeader()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.CloseNow() })
+	sub, _ := json.Marshal(obj{"op": "subscribe", "sub": "bell", "stream": notifications.Topic})
+	if err := ws.Write(context.Background(), websocket.MessageText, sub); err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 100)
+	subscribed := make(chan struct{})
+	go func() {
+		defer close(out)
+		for {
+			_, b, err := ws.Read(context.Background())
+			if err != nil {
+				return
+			}
+			var m struct{ Type, Topic, ID string }
+			json.Unmarshal(b, &m)
+			switch m.Type {
+			case "subscribed":
+				close(subscribed)
+			case "changed":
+				out <- m.ID
+			case "error":
+				out <- "error: " + string(b)
+			}
+		}
+	}()
+	select {
+	case <-subscribed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the notifications subscription was not confirmed")
+	}
+	return out
+}
+
+func hint(t *testing.T, ch <-chan string) string {
+	t.Helper()
+	select {
+	case id, ok := <-ch:
+		if !ok || strings.HasPrefix(id, "error") {
+			t.Fatalf("the socket: %q", id)
+		}
+		return id
+	case <-time.After(20 * time.Second):
+		t.Fatal("no hint on the notifications topic")
+	}
+	return ""
+}
+
+func silent(t *testing.T, ch <-chan string) {
+	t.Helper()
+	select {
+	case id := <-ch:
+		t.Fatalf("an unexpected hint: %q", id)
+	case <-time.After(300 * time.Millisecond):
+	}
+}
+
+func page(t *testing.T, c *apitest.Client, query string) notifications.Page {
+	t.Helper()
+	r := c.Do("GET", "/notifications"+query, nil)
+	fixture.Want(t, r, http.StatusOK)
+	var p notifications.Page
+	r.JSON(t, &p)
+	return p
+}
+
+func await(t *testing.T, c *apitest.Client, source string, n int) notifications.Page {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		p := page(t, c, "?source="+source)
+		if p.Total >= n {
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d %s notifications, want %d", p.Total, source, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestNotifications: what needs a person reaches them — their task's tool
+// approval, their run's human gate, their task and run that failed — once
+// per event, hinted on their personal socket topic and on no one else's;
+// they read, read all and delete their own; another person's notification
+// is exactly an unknown one.
+func TestNotifications(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner, outsider := f.Owner, f.Outsider
+		bell, otherBell := personal(t, owner), personal(t, outsider)
+		project := f.Project(t, owner, "Notified")
+
+		// A tool approval of the owner's task.
+		w := f.Working(t, owner, "asks")
+		approval := f.Ask(t, w, "req-1", "make deploy")
+		p := await(t, owner, notifications.SourceApproval, 1)
+		n := p.Items[0]
+		if n.TargetKind != "tool_approval" || n.TargetID != approval || n.Read || n.WorkspaceID == nil || !strings.HasPrefix(n.Link, "/tasks/") ||
+			!strings.Contains(n.Title, "Approve bash?") {
+			t.Fatalf("the approval's notification: %+v", n)
+		}
+		if got := hint(t, bell); got != n.ID {
+			t.Fatalf("the hint names %q, want %q", got, n.ID)
+		}
+		silent(t, otherBell)
+
+		// A task of the owner's that fails.
+		task := f.Task(t, owner, project, "exit 3", obj{"hold": false, "title": "Doomed"})
+		if got := fixture.AwaitTask(t, owner, task.ID); got.Status != "failed" {
+			t.Fatalf("the task ended %s", got.Status)
+		}
+		p = await(t, owner, notifications.SourceRunFailed, 1)
+		if p.Items[0].TargetID != task.ID || !strings.Contains(p.Items[0].Title, "Doomed") || p.Items[0].Link != "/tasks/"+task.ID {
+			t.Fatalf("the failed task's notification: %+v", p.Items[0])
+		}
+		hint(t, bell)
+
+		// A workflow run that waits at a human gate, and one that fails.
+		r := owner.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Gated",
+			"nodes": []obj{{"key": "ask", "kind": "human", "config": obj{"message": "ship it?"}}}})
+		fixture.Want(t, r, http.StatusCreated)
+		r = owner.Do("POST", "/api/workflows/"+r.Map(t)["id"].(string)+"/runs", obj{})
+		fixture.Want(t, r, http.StatusCreated)
+		gated := r.Map(t)["run_id"].(string)
+		p = await(t, owner, notifications.SourceGate, 1)
+		if g := p.Items[0]; g.TargetID != gated || g.Body != "ship it?" || g.Link != "/workflows/runs/"+gated {
+			t.Fatalf("the gate's notification: %+v", g)
+		}
+		hint(t, bell)
+		r = owner.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Broken",
+			"nodes": []obj{{"key": "bad", "kind": "transform", "config": obj{"expression": "input.missing.field"}}}})
+		fixture.Want(t, r, http.StatusCreated)
+		broken := f.RunWorkflow(t, owner, r.Map(t)["id"].(string), obj{})
+		p = await(t, owner, notifications.SourceRunFailed, 2)
+		if p.Items[0].TargetID != broken.ID || p.Items[0].TargetKind != "workflow_run" || !strings.Contains(p.Items[0].Body, "bad") {
+			t.Fatalf("the failed run's notification (newest first): %+v", p.Items)
+		}
+		hint(t, bell)
+		silent(t, otherBell)
+
+		// Deciding the gate does not notify again; the facets count it all.
+		fixture.Want(t, owner.Do("POST", "/api/workflows/pending-approvals/"+gated+"/decision", obj{"decision": "approve"}), http.StatusOK)
+		all := page(t, owner, "")
+		if all.Total != 4 || all.Facets.Unread != 4 || all.Facets.Source["approval"] != 1 || all.Facets.Source["gate"] != 1 ||
+			all.Facets.Source["run_failed"] != 2 || all.Facets.Source["proposal"] != 0 || len(all.Facets.Source) != len(notifications.Sources) {
+			t.Fatalf("the owner's notifications: total %d, facets %+v", all.Total, all.Facets)
+		}
+		for i := 1; i < len(all.Items); i++ {
+			if all.Items[i].CreatedAt.After(all.Items[i-1].CreatedAt) {
+				t.Fatalf("not newest first: %+v", all.Items)
+			}
+		}
+		if o := page(t, outsider, ""); o.Total != 0 || len(o.Items) != 0 {
+			t.Fatalf("the outsider sees %+v", o)
+		}
+
+		// Read one: idempotent, hinted once.
+		first := all.Items[0]
+		r = owner.Do("PUT", "/notifications/"+first.ID+"/read", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var read notifications.Notification
+		r.JSON(t, &read)
+		if !read.Read || read.ReadAt == nil || read.ID != first.ID {
+			t.Fatalf("read: %+v", read)
+		}
+		if got := hint(t, bell); got != first.ID {
+			t.Fatalf("the read's hint: %q", got)
+		}
+		r = owner.Do("PUT", "/notifications/"+first.ID+"/read", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var again notifications.Notification
+		r.JSON(t, &again)
+		if !again.ReadAt.Equal(*read.ReadAt) {
+			t.Fatalf("read again moved read_at: %v → %v", read.ReadAt, again.ReadAt)
+		}
+		silent(t, bell)
+		if p := page(t, owner, "?unread=true"); p.Total != 3 || p.Facets.Unread != 3 {
+			t.Fatalf("unread after one read: %d (facets %+v)", p.Total, p.Facets)
+		}
+
+		// The board: chips by source and state; filters; a search.
+		r = owner.Do("GET", "/api/notifications/board?state=unread&page_size=2", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var b struct {
+			Rows     []notifications.Notification
+			Total    int
+			PageSize int `json:"page_size"`
+			Facets   map[string][]struct {
+				Value string
+				Count int
+			}
+		}
+		r.JSON(t, &b)
+		if b.Total != 3 || len(b.Rows) != 2 || b.PageSize != 2 || len(b.Facets["source"]) != len(notifications.Sources) ||
+			b.Facets["state"][0].Value != "unread" || b.Facets["state"][0].Count != 3 || b.Facets["state"][1].Count != 1 {
+			t.Fatalf("the board: %s", r.Body)
+		}
+		r = owner.Do("GET", "/api/notifications/board?q=doomed&state=unread", nil)
+		r.JSON(t, &b)
+		if b.Total != 1 || b.Rows[0].TargetID != task.ID {
+			t.Fatalf("a search for the task: %s", r.Body)
+		}
+		fixture.WantError(t, owner.Do("GET", "/api/notifications/board?sort=title", nil), http.StatusBadRequest, "bad_request", "created_at")
+		fixture.WantError(t, owner.Do("GET", "/notifications?source=spam", nil), http.StatusBadRequest, "bad_request", "source")
+
+		// Another person's notification is an unknown one.
+		fixture.WantError(t, outsider.Do("PUT", "/notifications/"+first.ID+"/read", nil), http.StatusNotFound, "not_found")
+		fixture.WantError(t, outsider.Do("PUT", "/notifications/"+ids.New()+"/read", nil), http.StatusNotFound, "not_found")
+		fixture.WantError(t, outsider.Do("PUT", "/notifications/not-an-id/read", nil), http.StatusNotFound, "not_found")
+		if r := outsider.Do("DELETE", "/notifications/"+first.ID, nil); r.Status != http.StatusOK || r.Map(t)["deleted"] != false {
+			t.Fatalf("the outsider's delete: %d %s", r.Status, r.Body)
+		}
+		if r := outsider.Do("POST", "/notifications/read-all", nil); r.Status != http.StatusOK || r.Map(t)["marked"] != float64(0) {
+			t.Fatalf("the outsider's read-all: %d %s", r.Status, r.Body)
+		}
+		silent(t, bell)
+
+		// Read all, then delete one.
+		if r := owner.Do("POST", "/notifications/read-all", nil); r.Status != http.StatusOK || r.Map(t)["marked"] != float64(3) {
+			t.Fatalf("read-all: %d %s", r.Status, r.Body)
+		}
+		hint(t, bell)
+		if r := owner.Do("DELETE", "/notifications/"+first.ID, nil); r.Status != http.StatusOK || r.Map(t)["deleted"] != true {
+			t.Fatalf("delete: %d %s", r.Status, r.Body)
+		}
+		hint(t, bell)
+		if p := page(t, owner, ""); p.Total != 3 || p.Facets.Unread != 0 {
+			t.Fatalf("after read-all and a delete: %d, %+v", p.Total, p.Facets)
+		}
+		if r := owner.Do("DELETE", "/notifications/"+first.ID, nil); r.Map(t)["deleted"] != false {
+			t.Fatalf("deleted twice: %s", r.Body)
+		}
+
+		// Signed out: 401 before anything else.
+		fixture.WantError(t, f.App.Anonymous().Do("GET", "/notifications", nil), http.StatusUnauthorized, "unauthorized")
+	})
+}
