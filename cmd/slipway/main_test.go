@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "slipway")
-	build := exec.Command("go", "build", "-tags", "e2e", "-o", binary, ".")
+	build := exec.Command("go", "build", "-tags", "e2e", "-ldflags=-w", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binary:", err)

@@ -157,6 +157,26 @@ func (r *reactions) GateWaiting(ctx context.Context, tx *db.Tx, g workflows.Gate
 		Link: "/workflows/runs/" + g.RunID, Key: "gate:" + g.NodeRunID}, *g.StartedBy)
 }
 
+// ApprovalsSuperseded: the closed approvals' notifications are settled.
+func (r *reactions) ApprovalsSuperseded(ctx context.Context, tx *db.Tx, ids []string) error {
+	for _, id := range ids {
+		if err := r.notifications.Settle(ctx, tx, notifications.SourceApproval+":"+id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GateClosed: the gate's notification is settled.
+func (r *reactions) GateClosed(ctx context.Context, tx *db.Tx, g workflows.GateWaiting) error {
+	return r.notifications.Settle(ctx, tx, "gate:"+g.NodeRunID)
+}
+
+// ProposalDecided: the proposal's notifications are settled.
+func (r *reactions) ProposalDecided(ctx context.Context, tx *db.Tx, p *proposals.Proposal) error {
+	return r.notifications.Settle(ctx, tx, notifications.SourceProposal+":"+p.ID)
+}
+
 // RunFailed: whoever started the workflow run hears that it failed.
 func (r *reactions) RunFailed(ctx context.Context, tx *db.Tx, f workflows.FailedRun) error {
 	if f.StartedBy == nil {
@@ -167,8 +187,12 @@ func (r *reactions) RunFailed(ctx context.Context, tx *db.Tx, f workflows.Failed
 		Link: "/workflows/runs/" + f.RunID, Key: "run_failed:" + f.RunID}, *f.StartedBy)
 }
 
-// ApprovalDecided: the task the approval held goes on.
+// ApprovalDecided: the task the approval held goes on, and the approval's
+// notification is settled.
 func (r *reactions) ApprovalDecided(ctx context.Context, tx *db.Tx, a *approvals.ToolApproval) error {
+	if err := r.notifications.Settle(ctx, tx, notifications.SourceApproval+":"+a.ID); err != nil {
+		return err
+	}
 	return r.tasks.ApprovalDecided(ctx, tx, a)
 }
 

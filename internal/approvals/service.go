@@ -33,6 +33,9 @@ type Reactions interface {
 	// ApprovalRequested is told, in the transaction that records it, of a
 	// new pending approval: someone should decide it.
 	ApprovalRequested(ctx context.Context, tx *db.Tx, a *ToolApproval) error
+	// ApprovalsSuperseded is told, in the transaction that ends a task's
+	// run, of the pending approvals it closed (nobody decides them now).
+	ApprovalsSuperseded(ctx context.Context, tx *db.Tx, ids []string) error
 }
 
 // Service holds tool approvals.
@@ -172,6 +175,11 @@ func (s *Service) Supersede(ctx context.Context, tx *db.Tx, workspaceID, taskID 
 	}
 	if len(closed) == 0 {
 		return nil
+	}
+	if s.react != nil {
+		if err := s.react.ApprovalsSuperseded(ctx, tx, closed); err != nil {
+			return err
+		}
 	}
 	return s.hub.NotifyTx(ctx, tx, workspaceID, TopicApprovals, closed[0])
 }

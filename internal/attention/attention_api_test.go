@@ -160,6 +160,16 @@ func TestInbox(t *testing.T) {
 		if b.Total != 0 || b.Actionable != 0 || len(b.Rows) != 0 || decisions(t, owner) != "0" {
 			t.Fatalf("after every decision: %+v", b)
 		}
+		// Each decision settled its notification: nothing is unread.
+		r = owner.Do("GET", "/notifications", nil)
+		var notes struct {
+			Total  int
+			Facets struct{ Unread int }
+		}
+		r.JSON(t, &notes)
+		if notes.Total != 4 || notes.Facets.Unread != 0 {
+			t.Fatalf("the owner's notifications after every decision: %s", r.Body)
+		}
 		fixture.WantError(t, f.App.Anonymous().Do("GET", "/api/inbox/decisions/count", nil), http.StatusUnauthorized, "unauthorized")
 	})
 }

@@ -151,6 +151,22 @@ func (s *Service) Notify(ctx context.Context, tx *db.Tx, n Note, recipients ...s
 	return nil
 }
 
+// Settle marks read, inside tx, the notifications of a decision that was
+// taken (its key: "approval:<id>", "gate:<node run>", "proposal:<id>"),
+// whoever received them: what was asked of them is answered.
+func (s *Service) Settle(ctx context.Context, tx *db.Tx, key string) error {
+	users, err := settle(ctx, tx, key, s.clock.Now())
+	if err != nil {
+		return err
+	}
+	for _, u := range users {
+		if err := s.hub.NotifyUserTx(ctx, tx, u, Topic, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // List is the caller's notifications in the active workspace and their
 // own, newest first.
 func (s *Service) List(ctx context.Context, u *actor.User, ws *actor.Workspace, q Query) (*Page, error) {

@@ -180,6 +180,32 @@ func markAllRead(ctx context.Context, tx *db.Tx, userID, workspaceID string, at 
 	return int(n), err
 }
 
+// settle marks read every unread notification of a key, whoever received
+// it; it answers their recipients.
+func settle(ctx context.Context, tx *db.Tx, key string, at time.Time) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT user_id FROM notifications WHERE dedupe_key = $1 AND read_at IS NULL`, key)
+	if err != nil {
+		return nil, fmt.Errorf("notifications: settle: %w", err)
+	}
+	var users []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("notifications: settle: %w", err)
+		}
+		users = append(users, u)
+	}
+	rows.Close()
+	if len(users) == 0 {
+		return nil, rows.Err()
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE notifications SET read_at = $2 WHERE dedupe_key = $1 AND read_at IS NULL`, key, at); err != nil {
+		return nil, fmt.Errorf("notifications: settle: %w", err)
+	}
+	return users, nil
+}
+
 // remove deletes one of a reader's.
 func remove(ctx context.Context, tx *db.Tx, userID, workspaceID, id string) (bool, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM notifications WHERE `+mine+` AND id = $3`, userID, workspaceID, id)

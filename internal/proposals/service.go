@@ -25,6 +25,8 @@ import (
 // composition root lists who reacts): told inside its transaction.
 type Reactions interface {
 	ProposalMade(ctx context.Context, tx *db.Tx, p *Proposal) error
+	// ProposalDecided: it was applied or rejected.
+	ProposalDecided(ctx context.Context, tx *db.Tx, p *Proposal) error
 }
 
 // Deps are what the service needs.
@@ -219,7 +221,7 @@ func (s *Service) Approve(ctx context.Context, ws *actor.Workspace, u *actor.Use
 			return err
 		}
 		if p.Status != StatusPending {
-			return decided(p)
+			return refusedDecided(p)
 		}
 		before := *p
 		k, ok := s.kinds[p.Kind]
@@ -253,11 +255,14 @@ func (s *Service) Approve(ctx context.Context, ws *actor.Workspace, u *actor.Use
 		p.Status, p.ReviewerID, p.DecidedAt, p.Result, p.MaterializedID = StatusApplied, &u.ID, &now, result, &applied.ID
 		if ok, err := decide(ctx, tx, p); err != nil || !ok {
 			if err == nil {
-				err = decided(p)
+				err = refusedDecided(p)
 			}
 			return err
 		}
 		if err := audit.Record(ctx, tx, now, u.ID, "proposal.approve", "proposal", p.ID, summary(&before), summary(p)); err != nil {
+			return err
+		}
+		if err := s.decided(ctx, tx, p); err != nil {
 			return err
 		}
 		out = p
@@ -275,7 +280,8 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if !tenancy.WorkspaceAdmin(ws.Role) {
 		return nil, errAdmin
 	}
-	if err := text.CheckName("note", note); err != nil && note != "" {
+	// A note may run over lines; nothing else that controls a terminal.
+	if err := text.CheckName("note", strings.NewReplacer("\n", "", "\r", "", "\t", "").Replace(note)); err != nil {
 		return nil, err
 	}
 	if len(note) > maxNote {
@@ -291,7 +297,7 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 			return err
 		}
 		if p.Status != StatusPending {
-			return decided(p)
+			return refusedDecided(p)
 		}
 		before := *p
 		now := s.clock.Now()
@@ -301,13 +307,16 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 		}
 		if ok, err := decide(ctx, tx, p); err != nil || !ok {
 			if err == nil {
-				err = decided(p)
+				err = refusedDecided(p)
 			}
 			return err
 		}
 		after := summary(p)
 		after["note"] = note
 		if err := audit.Record(ctx, tx, now, u.ID, "proposal.reject", "proposal", p.ID, summary(&before), after); err != nil {
+			return err
+		}
+		if err := s.decided(ctx, tx, p); err != nil {
 			return err
 		}
 		out = p
@@ -319,8 +328,18 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 	return out, nil
 }
 
-// decided is the refusal of a decision on a proposal decided already.
-func decided(p *Proposal) error {
+// decided tells the reactions of a decision.
+func (s *Service) decided(ctx context.Context, tx *db.Tx, p *Proposal) error {
+	if s.react != nil {
+		if err := s.react.ProposalDecided(ctx, tx, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusedDecided is the refusal of a decision on a proposal decided already.
+func refusedDecided(p *Proposal) error {
 	return apperr.New(apperr.CodeConflict, "this proposal was %s already", p.Status)
 }
 

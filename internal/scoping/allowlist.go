@@ -44,6 +44,7 @@ var Unscoped = []Exception{
 	{"notifications.markRead", []string{"notifications"}, personal},
 	{"notifications.remove", []string{"notifications"}, personal},
 	{"notifications.unreadOf", []string{"notifications"}, personal},
+	{"notifications.settle", []string{"notifications"}, "a decision taken (an approval, a gate, a proposal: each its workspace's own, named by its key) settles its notifications, whoever received them"},
 	{"notifications.prune", []string{"notifications"}, sweep + ": read notifications past their retention, and each person's beyond the bound"},
 
 	{"fixture.API.SetStatus", []string{"tasks"}, fixedT},

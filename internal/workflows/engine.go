@@ -122,6 +122,9 @@ type Reactions interface {
 	// GateWaiting: a human node started waiting on the run's starter (it
 	// may be told again of the same node run).
 	GateWaiting(ctx context.Context, tx *db.Tx, g GateWaiting) error
+	// GateClosed: a human node that waited was decided, or stopped with
+	// its run (it may be told of a node run that never waited).
+	GateClosed(ctx context.Context, tx *db.Tx, g GateWaiting) error
 	// RunFailed: a run ended failed.
 	RunFailed(ctx context.Context, tx *db.Tx, r FailedRun) error
 }
@@ -323,13 +326,22 @@ func (e *Engine) tell(ctx context.Context, tx *db.Tx, st *runState, changed []*n
 	}
 	r := st.run
 	for _, nr := range changed {
-		if nr.Kind != "human" || nr.Status != NodeWaiting || r.Status != RunRunning {
+		waiting := nr.Status == NodeWaiting && r.Status == RunRunning
+		closed := nr.Status == NodeSucceeded || nr.Status == NodeFailed || nr.Status == NodeCancelled
+		if nr.Kind != "human" || !waiting && !closed {
 			continue
 		}
 		var hs humanState
 		_ = json.Unmarshal(nr.State, &hs)
-		if err := e.react.GateWaiting(ctx, tx, GateWaiting{WorkspaceID: r.WorkspaceID, RunID: r.ID, WorkflowID: r.WorkflowID,
-			NodeRunID: nr.ID, NodeKey: nr.Key, Message: hs.Message, StartedBy: r.CreatedBy}); err != nil {
+		g := GateWaiting{WorkspaceID: r.WorkspaceID, RunID: r.ID, WorkflowID: r.WorkflowID, NodeRunID: nr.ID, NodeKey: nr.Key,
+			Message: hs.Message, StartedBy: r.CreatedBy}
+		var err error
+		if waiting {
+			err = e.react.GateWaiting(ctx, tx, g)
+		} else {
+			err = e.react.GateClosed(ctx, tx, g)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,8 @@ CREATE TABLE notifications (
 );
 CREATE INDEX notifications_user ON notifications (user_id, created_at, id);
 CREATE INDEX notifications_unread ON notifications (user_id, source) WHERE read_at IS NULL;
+-- A decision taken settles its notifications, whoever received them.
+CREATE INDEX notifications_key ON notifications (dedupe_key) WHERE read_at IS NULL;
 
 -- +goose Down
 -- Slipway only migrates up.

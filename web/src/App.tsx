@@ -3,6 +3,7 @@ import { useDisclosure } from '@mantine/hooks'
 import { lazy, Suspense, useEffect, useState } from 'react'
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom'
 import { ApprovalsWaiting } from './Approvals'
+import { Bell } from './Bell'
 import { onConnection } from './live'
 import { Palette } from './Palette'
 import { SessionProvider, useSession } from './session'
@@ -30,6 +31,9 @@ const Admin = lazy(() => import('./pages/Admin'))
 const Settings = lazy(() => import('./pages/Settings'))
 const ProjectSettings = lazy(() => import('./pages/ProjectSettings'))
 const Plans = lazy(() => import('./pages/Plans'))
+const Inbox = lazy(() => import('./pages/Inbox').then((m) => ({ default: m.Inbox })))
+const Proposals = lazy(() => import('./pages/Proposals').then((m) => ({ default: m.Proposals })))
+const ProposalPage = lazy(() => import('./pages/Proposals').then((m) => ({ default: m.ProposalPage })))
 
 export function App() {
   return (
@@ -65,6 +69,7 @@ function LiveBadge() {
 }
 
 const nav = [
+  { to: '/inbox', label: 'Inbox' },
   { to: '/tasks/board', label: 'Tasks' },
   { to: '/projects', label: 'Projects' },
   { to: '/workflows', label: 'Workflows' },
@@ -72,6 +77,7 @@ const nav = [
   { to: '/apps', label: 'Apps' },
   { to: '/runs', label: 'Runs' },
   { to: '/activity', label: 'Activity' },
+  { to: '/proposals', label: 'Proposals' },
   { to: '/runners', label: 'Runners' },
   { to: '/members', label: 'Members' },
   { to: '/settings', label: 'Settings' },
@@ -116,6 +122,7 @@ function Shell() {
           </Group>
           <Group wrap="nowrap" gap="xs">
             {workspace && <ApprovalsWaiting key={workspace.id} workspace={workspace.id} />}
+            {workspace && <Bell key={`bell-${workspace.id}`} workspace={workspace.id} />}
             {workspace && <Palette />}
             <Group visibleFrom="sm" wrap="nowrap" gap="xs">
               <LiveBadge />
@@ -153,6 +160,9 @@ function Shell() {
               <Route path="/apps/:id" element={<AppPage />} />
               <Route path="/runs" element={<Runs />} />
               <Route path="/activity" element={<Activity />} />
+              <Route path="/inbox" element={<Inbox />} />
+              <Route path="/proposals" element={<Proposals />} />
+              <Route path="/proposals/:id" element={<ProposalPage />} />
               <Route path="/runs/:id" element={<RunPage />} />
               <Route path="/runners" element={<Runners />} />
               <Route path="/members" element={<Members />} />

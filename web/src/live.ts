@@ -99,9 +99,18 @@ export function followEvents(stream: 'task' | 'run', id: string, after: number, 
   return add({ key: `${stream}-${id}-${++seq}`, stream, id, after, onEvent, onError })
 }
 
-/** Hears changes on a workspace topic (tasks, runs, approvals, backlog: the id is a card's or a project's); returns the unsubscribe. */
-export function watchTopic(topic: 'tasks' | 'runs' | 'approvals' | 'backlog', workspace: string, onChange: (id: string | undefined, reset: boolean) => void): () => void {
+/** Hears changes on a workspace topic (tasks, runs, approvals, backlog: the id is a card's or a project's; proposals); returns the unsubscribe. */
+export function watchTopic(
+  topic: 'tasks' | 'runs' | 'approvals' | 'backlog' | 'proposals',
+  workspace: string,
+  onChange: (id: string | undefined, reset: boolean) => void,
+): () => void {
   return add({ key: `${topic}-${++seq}`, stream: topic, workspace, after: 0, onChange })
+}
+
+/** Hears changes of the signed-in person's own notifications (whatever the workspace); returns the unsubscribe. */
+export function watchNotifications(onChange: (id: string | undefined, reset: boolean) => void): () => void {
+  return add({ key: `notifications-${++seq}`, stream: 'notifications', after: 0, onChange })
 }
 
 function add(s: Sub): () => void {

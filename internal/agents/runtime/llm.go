@@ -298,7 +298,7 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 				return "", fmt.Errorf("malformed model output: the arguments of tool call %s (%s) are %v", id, name, err)
 			}
 			if !knownTool(name) {
-				return "", fmt.Errorf("malformed model output: the model called unknown tool %q (call %s); the tools are bash, read_file, write_file, edit_file, list_dir, delegate and finish", name, id)
+				return "", fmt.Errorf("malformed model output: the model called unknown tool %q (call %s); the tools are bash, read_file, write_file, edit_file, list_dir, delegate, propose and finish", name, id)
 			}
 			calls = append(calls, pendingCall{id: id, name: name, args: args})
 			wc := chatToolCall{ID: id, Type: "function"}
@@ -357,8 +357,13 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 				}
 				break
 			}
-			if c.name == toolDelegate {
-				out := a.delegate(c.args)
+			if c.name == toolDelegate || c.name == toolPropose {
+				var out toolOutcome
+				if c.name == toolDelegate {
+					out = a.delegate(c.args)
+				} else {
+					out = a.propose(c.id, c.args)
+				}
 				a.send(protocol.ToolResult{Type: protocol.OutToolResult, ID: c.id, Name: c.name, OK: out.ok, Output: out.output})
 				msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: out.output})
 				continue
@@ -392,6 +397,27 @@ func (a *llmAgent) run(ctx context.Context) (string, error) {
 			msgs = append(msgs, chatMessage{Role: "tool", ToolCallID: c.id, Content: content})
 		}
 	}
+}
+
+// propose writes a "proposal" line (named by the tool call's id): the hub
+// records it for a person to approve or reject.
+func (a *llmAgent) propose(callID string, args []byte) toolOutcome {
+	var in struct {
+		Kind     string          `json:"kind"`
+		Title    string          `json:"title"`
+		Summary  string          `json:"summary"`
+		TargetID string          `json:"target_id"`
+		Payload  json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return failed("invalid arguments: %v", err)
+	}
+	if strings.TrimSpace(in.Title) == "" || len(in.Payload) == 0 {
+		return failed("title and payload are required")
+	}
+	a.send(protocol.Proposal{Type: protocol.OutProposal, ID: callID, Kind: in.Kind, Title: in.Title, Summary: in.Summary, TargetID: in.TargetID,
+		Payload: in.Payload})
+	return toolOutcome{ok: true, output: "proposed: a person of the workspace approves or rejects it; go on with your task"}
 }
 
 // delegate hands work to a subtask: a "subtask" line the hub turns into a

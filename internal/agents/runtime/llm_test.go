@@ -225,7 +225,7 @@ func TestLLMMultiStepEdit(t *testing.T) {
 		}
 		names = append(names, tool.Function.Name)
 	}
-	if got := strings.Join(names, ","); got != "bash,read_file,write_file,edit_file,list_dir,delegate,finish" {
+	if got := strings.Join(names, ","); got != "bash,read_file,write_file,edit_file,list_dir,delegate,propose,finish" {
 		t.Errorf("tools offered: %s", got)
 	}
 	msgs := first.Body.Messages
@@ -657,6 +657,29 @@ func TestLLMDelegates(t *testing.T) {
 	}
 	if r := ev["tool_result"][1]; r["ok"] != false || r["output"] != "prompt is required" {
 		t.Errorf("an empty delegation: %v", r)
+	}
+}
+
+func TestLLMProposes(t *testing.T) {
+	model := newFakeModel(t, scripted(
+		completion("", 1, 1, call{"p", "propose", `{"kind":"env_var","title":"Set MODE","summary":"faster","payload":{"key":"MODE","value":"fast"}}`},
+			call{"q", "propose", `{"kind":"env_var","title":" "}`}),
+		completion("", 1, 1, call{"f", "finish", `{"summary":"proposed MODE"}`}),
+	))
+	_, lines, res, _ := runToEnd(t, llmStart(t.TempDir(), model.srv.URL))
+	if res.Status != protocol.ResultSuccess {
+		t.Fatalf("result %+v", res)
+	}
+	types, ev := events(t, lines)
+	if fmt.Sprint(types) != "[cost tool_call proposal tool_result tool_call tool_result cost tool_call tool_result]" {
+		t.Fatalf("events %v", types)
+	}
+	p := ev["proposal"][0]
+	if p["id"] != "p" || p["kind"] != "env_var" || p["title"] != "Set MODE" || p["summary"] != "faster" || p["payload"].(map[string]any)["key"] != "MODE" {
+		t.Errorf("proposal line %v", p)
+	}
+	if r := ev["tool_result"][1]; r["ok"] != false || r["output"] != "title and payload are required" {
+		t.Errorf("an empty proposal: %v", r)
 	}
 }
 

@@ -34,6 +34,7 @@ const (
 	toolListDir   = "list_dir"
 	toolFinish    = "finish"
 	toolDelegate  = "delegate"
+	toolPropose   = "propose"
 )
 
 // toolDefs are the tools offered to the model, in the OpenAI
@@ -52,6 +53,10 @@ var toolDefs = []toolDef{
 	fn(toolDelegate, "Hand a self-contained piece of work to another agent as a subtask of this task, in the same repository on its own branch. It runs separately; you get a message when it ends. Use it for work that is independent of yours.",
 		props{"prompt": str("the complete instructions for the other agent"), "agent_profile": str("the agent profile to run it (default: yours)"),
 			"title": str("a short title")}, "prompt"),
+	fn(toolPropose, "Propose a change to the workspace instead of making it: a person approves or rejects it later (you are not told which). kind workflow: payload is a workflow as POST /api/workflows takes it ({project_id, name, nodes, edges}), or with target_id the full replacement of that workflow; kind env_var: payload is {key, value, project_id (optional)} with a plain value (never a secret).",
+		props{"kind": map[string]any{"type": "string", "enum": []string{"workflow", "env_var"}, "description": "what the change is"},
+			"title": str("a short title"), "summary": str("why the change is needed"), "target_id": str("the workflow it replaces (workflow only)"),
+			"payload": map[string]any{"type": "object", "description": "the change itself"}}, "kind", "title", "payload"),
 	fn(toolFinish, "End the run when the task is done. The summary says what you changed and how you verified it.",
 		props{"summary": str("what was done")}, "summary"),
 }

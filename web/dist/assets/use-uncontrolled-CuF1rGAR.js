@@ -1,0 +1,1 @@
+import{n as e}from"./rolldown-runtime-WkwZ5CU-.js";import{p as t}from"./react-DwRPkLOS.js";var n=e(t(),1);function r({value:e,defaultValue:t,finalValue:r,onChange:i=()=>{}}){let[a,o]=(0,n.useState)(t===void 0?r:t);return e===void 0?[a,(e,...t)=>{o(e),i?.(e,...t)},!1]:[e,i,!0]}export{r as t};

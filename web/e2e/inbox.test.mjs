@@ -1,0 +1,145 @@
+// The inbox, the notification bell and proposals through the console: an
+// agent's failed task, its proposals and a workflow's human gate arrive as
+// notifications; the bell's unread count moves over the realtime socket
+// when a new one is made elsewhere (no reload); the inbox decides a gate
+// and rejects a proposal (with a note) in place and marks a notification
+// read; a proposal's page approves another, which applies it. The API is
+// asked at each step whether it agrees.
+import { after, before, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { admin, apiSession, browser, startServer } from './harness.mjs'
+
+let server, chrome, page, call
+const state = {}
+
+before(async () => {
+  server = await startServer()
+  chrome = await browser()
+  const ctx = await chrome.newContext({ viewport: { width: 1400, height: 1000 } })
+  page = await ctx.newPage()
+  page.setDefaultTimeout(20_000)
+  const r = await fetch(server.url + '/api/auth/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
+  })
+  assert.ok(r.ok, `register: ${r.status}`)
+  call = await apiSession(server.url, admin.email, admin.password)
+})
+
+after(async () => {
+  await chrome?.close()
+  await server?.stop()
+})
+
+/** Waits until fn() holds, failing with what it last saw. */
+async function until(what, fn, ms = 30_000) {
+  const end = Date.now() + ms
+  let last
+  for (;;) {
+    last = await fn()
+    if (last === true) return
+    if (Date.now() > end) assert.fail(`${what}: ${JSON.stringify(last)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+const proposalLine = (id, title, key, value) =>
+  `echo '${JSON.stringify({ type: 'proposal', id, kind: 'env_var', title, summary: `so that ${key} is ${value}`, payload: { key, value } })}'`
+
+async function taskEnds(id) {
+  await until('the task ends', async () => {
+    const t = await call('GET', `/api/tasks/${id}`)
+    return ['done', 'done_pr', 'failed'].includes(t.status) || t.status
+  })
+}
+
+test('setup: a failed task, two proposals and a waiting human gate', async () => {
+  const project = await call('POST', '/api/projects', { name: 'Inboxed', repo_url: server.repo })
+  state.project = project.id
+  const failed = await call('POST', '/api/tasks', { project_id: project.id, title: 'Broken build', prompt: 'exit 2' })
+  const proposer = await call('POST', '/api/tasks', {
+    project_id: project.id,
+    title: 'Tidy settings',
+    prompt: [proposalLine('a', 'Set MODE to fast', 'MODE', 'fast'), proposalLine('b', 'Set LEVEL to 3', 'LEVEL', '3'), 'exit 0'].join('\n'),
+  })
+  await taskEnds(failed.id)
+  await taskEnds(proposer.id)
+  const wf = await call('POST', '/api/workflows', { project_id: project.id, name: 'Release', nodes: [{ key: 'ask', kind: 'human', config: { message: 'Ship 1.2?' } }] })
+  state.run = (await call('POST', `/api/workflows/${wf.id}/runs`, {})).run_id
+  await until('four notifications', async () => (await call('GET', '/notifications')).facets.unread === 4 || (await call('GET', '/notifications')).facets)
+})
+
+test('sign in: the bell shows the unread count', async () => {
+  await page.goto(server.url + '/login')
+  await page.getByLabel('Email').fill(admin.email)
+  await page.locator('input[type=password]').fill(admin.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await page.waitForURL(/\/tasks\/board/)
+  await until('the bell says 4', async () => (await page.getByTestId('bell-count').textContent()) === '4' || (await page.getByTestId('bell-count').textContent()))
+})
+
+test('a notification made elsewhere moves the bell over the socket, without a reload', async () => {
+  const loads = []
+  page.on('framenavigated', (f) => f === page.mainFrame() && loads.push(f.url()))
+  const t = await call('POST', '/api/tasks', { project_id: state.project, title: 'Broken again', prompt: 'exit 3' })
+  await taskEnds(t.id)
+  await until('the bell says 5', async () => (await page.getByTestId('bell-count').textContent()) === '5' || (await page.getByTestId('bell-count').textContent()))
+  assert.deepEqual(loads, [], 'the page was not reloaded')
+  await page.getByTestId('bell').click()
+  const items = page.getByTestId('bell-item')
+  await until('the bell lists the newest first', async () => (await items.first().textContent()).includes('Broken again') || (await items.first().textContent()))
+  await page.keyboard.press('Escape')
+})
+
+test('the inbox decides a gate and rejects a proposal in place', async () => {
+  await page.getByRole('link', { name: 'Inbox' }).first().click()
+  await page.waitForURL(/\/inbox/)
+  const items = page.getByTestId('inbox-item')
+  // The gate, two proposals, two failed tasks (the proposal and gate notifications are the decisions themselves).
+  await until('five items', async () => (await items.count()) === 5 || (await items.count()))
+  await until('three decisions', async () => (await page.getByTestId('inbox-actionable').textContent()).startsWith('3 decisions') || (await page.getByTestId('inbox-actionable').textContent()))
+  await page.getByTestId('inbox-chip-gate').click()
+  await until('only the gate', async () => (await items.count()) === 1 || (await items.count()))
+  await items.first().getByTestId('inbox-approve').click()
+  await until('the gate is decided', async () => (await items.count()) === 0 || (await items.count()))
+  await until('the run goes on', async () => (await call('GET', `/api/workflows/runs/${state.run}`)).status === 'succeeded')
+
+  await page.getByTestId('inbox-chip-proposal').click()
+  const level = items.filter({ hasText: 'Set LEVEL to 3' })
+  await level.getByTestId('inbox-reject').click()
+  await level.getByTestId('inbox-reject-note').fill('Level 3 is too noisy')
+  await level.getByTestId('inbox-reject-confirm').click()
+  await until('one proposal left', async () => (await items.count()) === 1 || (await items.count()))
+  const rejected = (await call('GET', '/api/proposals?status=rejected')).find((p) => p.title === 'Set LEVEL to 3')
+  assert.equal(rejected?.review_note, 'Level 3 is too noisy')
+
+  await page.getByTestId('inbox-chip-notification').click()
+  await until('two failed tasks', async () => (await items.count()) === 2 || (await items.count()))
+  await items.first().getByTestId('inbox-read').click()
+  await until('one left unread', async () => (await items.count()) === 1 || (await items.count()))
+  // Five unread before: the decided gate and proposal settled theirs, and one was read.
+  await until('the bell follows', async () => (await page.getByTestId('bell-count').textContent()) === '2' || (await page.getByTestId('bell-count').textContent()))
+})
+
+test("a proposal's page shows the change and approves it", async () => {
+  await page.getByRole('link', { name: 'Proposals' }).first().click()
+  await page.waitForURL(/\/proposals/)
+  await page.getByTestId('proposal-row').filter({ hasText: 'Set MODE to fast' }).getByRole('link').click()
+  await page.waitForURL(/\/proposals\/[0-9a-f-]+$/)
+  assert.match(await page.getByTestId('proposal-payload').textContent(), /"key": "MODE"/)
+  await page.getByTestId('proposal-approve').click()
+  await page.getByTestId('proposal-materialized').waitFor()
+  const vars = await call('GET', '/api/settings/env-vars')
+  const mode = vars.find((v) => v.key === 'MODE')
+  assert.equal(mode?.value, 'fast')
+  assert.equal(await page.getByTestId('proposal-materialized').textContent(), mode.id)
+  assert.equal(await call('GET', '/api/inbox/decisions/count'), 0)
+})
+
+test('mark all read empties the bell', async () => {
+  await page.getByTestId('bell').click()
+  await page.getByTestId('bell-read-all').click()
+  await until('no unread count', async () => (await page.getByTestId('bell-count').count()) === 0 || 'still shown')
+  assert.equal((await call('GET', '/notifications')).facets.unread, 0)
+})
