@@ -156,7 +156,7 @@ func TestBacklog(t *testing.T) {
 		fixture.Want(t, r, http.StatusOK)
 		r.JSON(t, &scan)
 		inbox := column(board(t, owner, project), backlog.Inbox)
-		if scan.DryRun || len(scan.Added) != 3 || inbox.Total != 3 || inbox.Items[0].IssueNumber != 1 || inbox.Items[2].IssueNumber != 3 {
+		if scan.DryRun || len(scan.Added) != 3 || inbox.Total != 3 || *inbox.Items[0].IssueNumber != 1 || *inbox.Items[2].IssueNumber != 3 || inbox.Items[0].Source != backlog.SourceForge {
 			t.Fatalf("scan: %s; inbox %+v", r.Body, inbox)
 		}
 		heard(t, socket, project)
@@ -221,7 +221,7 @@ func TestBacklog(t *testing.T) {
 		four := column(board(t, owner, project), backlog.Inbox).Items
 		var card4 backlog.Item
 		for _, it := range four {
-			if it.IssueNumber == 4 {
+			if it.IssueNumber != nil && *it.IssueNumber == 4 {
 				card4 = it
 			}
 		}

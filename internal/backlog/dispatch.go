@@ -60,6 +60,17 @@ func (s *Service) Dispatch(ctx context.Context, workspaceID string, p *projects.
 	return nil
 }
 
+// taskOf is the prompt and title of a card's task.
+func taskOf(it *itemRow, repo string) (prompt, title string) {
+	if it.IssueNumber == nil {
+		return fmt.Sprintf("A customer wrote (%s), in %s:\n\n%s\n\nWork out what they need and make the change in the repository.",
+			it.Title, repo, strings.TrimSpace(it.body)), it.Title
+	}
+	n := *it.IssueNumber
+	return fmt.Sprintf("Resolve issue #%d of %s: %s\n\n%s\n\nIssue: %s\nWhen you are done, the change should close the issue (\"Closes #%d\").",
+		n, repo, it.Title, strings.TrimSpace(it.body), it.URL, n), fmt.Sprintf("#%d %s", n, it.Title)
+}
+
 // start makes a ready card's task; false when the card is no longer ready.
 func (s *Service) start(ctx context.Context, workspaceID string, p *projects.Project, card *itemRow) (bool, error) {
 	started := false
@@ -72,10 +83,8 @@ func (s *Service) start(ctx context.Context, workspaceID string, p *projects.Pro
 		if p.ForgeRepo != nil {
 			repo = *p.ForgeRepo
 		}
-		prompt := fmt.Sprintf("Resolve issue #%d of %s: %s\n\n%s\n\nIssue: %s\nWhen you are done, the change should close the issue (\"Closes #%d\").",
-			it.IssueNumber, repo, it.Title, strings.TrimSpace(it.body), it.URL, it.IssueNumber)
-		t, err := s.Tasks.CreateTx(ctx, tx, workspaceID, nil, tasks.TaskCreate{ProjectID: p.ID, Prompt: prompt,
-			Title: fmt.Sprintf("#%d %s", it.IssueNumber, it.Title)})
+		prompt, title := taskOf(it, repo)
+		t, err := s.Tasks.CreateTx(ctx, tx, workspaceID, nil, tasks.TaskCreate{ProjectID: p.ID, Prompt: prompt, Title: title})
 		if err != nil {
 			return err
 		}

@@ -54,9 +54,10 @@ func allowed(from, to string) bool {
 type Item struct {
 	ID            string     `json:"id" format:"uuid"`
 	ProjectID     string     `json:"project_id" format:"uuid"`
-	IssueNumber   int64      `json:"issue_number"`
+	Source        string     `json:"source" enum:"forge,conversation,email" doc:"Where the card came from: a forge issue, a customer's message of a conversation trigger"`
+	IssueNumber   *int64     `json:"issue_number" nullable:"true" doc:"The forge issue's number (null for a card that is not an issue)"`
 	Title         string     `json:"title"`
-	URL           string     `json:"url" doc:"The issue on the forge"`
+	URL           string     `json:"url" doc:"The issue on the forge; \"\" for a card that is not an issue"`
 	Labels        []string   `json:"labels"`
 	State         string     `json:"state" enum:"inbox,ready,in_progress,review,blocked,done"`
 	Priority      int64      `json:"priority" doc:"Lower first within a column"`
@@ -68,6 +69,12 @@ type Item struct {
 	UpdatedAt     time.Time  `json:"updated_at"`
 	DoneAt        *time.Time `json:"done_at" nullable:"true"`
 }
+
+// Sources of cards.
+const (
+	SourceForge        = "forge"
+	SourceConversation = "conversation"
+)
 
 // Column is one column of the board: its first cards and how many it has.
 type Column struct {

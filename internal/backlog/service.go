@@ -408,7 +408,7 @@ func (s *Service) Scan(ctx context.Context, ws *actor.Workspace, u *actor.User, 
 				continue
 			}
 			prio += 1024
-			it := &itemRow{Item: Item{ID: ids.New(), ProjectID: p.ID, IssueNumber: n, Title: title, URL: is.URL, Labels: labels, State: Inbox,
+			it := &itemRow{Item: Item{ID: ids.New(), ProjectID: p.ID, Source: SourceForge, IssueNumber: &n, Title: title, URL: is.URL, Labels: labels, State: Inbox,
 				Priority: prio, CreatedAt: now, UpdatedAt: now}, body: body}
 			res.Added = append(res.Added, ScanChange{IssueNumber: n, Title: title, ItemID: it.ID})
 			if !dryRun {

@@ -12,14 +12,15 @@ import (
 	"slipway/internal/platform/db"
 )
 
-const itemColumns = `id, project_id, issue_number, title, url, labels, state, priority, task_id, pr_number, pr_url, blocked_reason,
+const itemColumns = `id, project_id, source, issue_number, title, url, labels, state, priority, task_id, pr_number, pr_url, blocked_reason,
 	created_at, updated_at, done_at`
 
 // itemRow is a card with what the board does not show.
 type itemRow struct {
 	Item
-	body  string
-	prSHA *string
+	body       string
+	prSHA      *string
+	externalID *string // a message's id (a conversation card)
 }
 
 type scanner interface{ Scan(...any) error }
@@ -27,7 +28,7 @@ type scanner interface{ Scan(...any) error }
 func scanItem(row scanner, extra ...any) (*itemRow, error) {
 	var it itemRow
 	var labels string
-	dest := []any{&it.ID, &it.ProjectID, &it.IssueNumber, &it.Title, &it.URL, &labels, &it.State, &it.Priority, &it.TaskID, &it.PRNumber,
+	dest := []any{&it.ID, &it.ProjectID, &it.Source, &it.IssueNumber, &it.Title, &it.URL, &labels, &it.State, &it.Priority, &it.TaskID, &it.PRNumber,
 		&it.PRURL, &it.BlockedReason, db.UTC(&it.CreatedAt), db.UTC(&it.UpdatedAt), db.NullUTC(&it.DoneAt)}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
@@ -124,7 +125,7 @@ func saveItem(ctx context.Context, q db.Queryer, workspaceID string, it *itemRow
 // issueItems maps a project's cards by issue number: id, state, title,
 // body and labels (what a scan compares).
 func issueItems(ctx context.Context, q db.Queryer, workspaceID, projectID string) (map[int64]*itemRow, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+", body FROM backlog_items WHERE workspace_id = $1 AND project_id = $2",
+	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+", body FROM backlog_items WHERE workspace_id = $1 AND project_id = $2 AND source = 'forge'",
 		workspaceID, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("backlog: items: %w", err)
@@ -138,9 +139,23 @@ func issueItems(ctx context.Context, q db.Queryer, workspaceID, projectID string
 			return nil, err
 		}
 		it.body = body
-		out[it.IssueNumber] = it
+		out[*it.IssueNumber] = it
 	}
 	return out, rows.Err()
+}
+
+// cardOfMessage is the id of the card of a message ("" when none).
+func cardOfMessage(ctx context.Context, q db.Queryer, workspaceID, projectID, messageID string) (string, error) {
+	var id string
+	err := q.QueryRowContext(ctx, `SELECT id FROM backlog_items WHERE workspace_id = $1 AND project_id = $2 AND external_id = $3`,
+		workspaceID, projectID, messageID).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("backlog: card of a message: %w", err)
+	}
+	return id, nil
 }
 
 func maxPriority(ctx context.Context, q db.Queryer, workspaceID, projectID string) (int64, error) {
@@ -152,9 +167,10 @@ func maxPriority(ctx context.Context, q db.Queryer, workspaceID, projectID strin
 
 func insertItem(ctx context.Context, q db.Queryer, workspaceID string, it *itemRow) error {
 	labels, _ := json.Marshal(it.Labels)
-	_, err := q.ExecContext(ctx, `INSERT INTO backlog_items (id, workspace_id, project_id, issue_number, title, body, url, labels, state, priority,
-		created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		it.ID, workspaceID, it.ProjectID, it.IssueNumber, it.Title, it.body, it.URL, string(labels), it.State, it.Priority, it.CreatedAt, it.UpdatedAt)
+	_, err := q.ExecContext(ctx, `INSERT INTO backlog_items (id, workspace_id, project_id, source, issue_number, external_id, title, body, url, labels,
+		state, priority, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
+		it.ID, workspaceID, it.ProjectID, it.Source, it.IssueNumber, it.externalID, it.Title, it.body, it.URL, string(labels), it.State, it.Priority,
+		it.CreatedAt, it.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("backlog: insert: %w", err)
 	}

@@ -80,21 +80,27 @@ func list(ctx context.Context, d *db.DB, f filter, limit, offset int) ([]Notific
 		return nil, 0, fmt.Errorf("notifications: count: %w", err)
 	}
 	args = append(args, limit, offset)
-	rows, err := d.R.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM notifications WHERE %s ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d",
+	out, err := query(ctx, d, fmt.Sprintf("SELECT %s FROM notifications WHERE %s ORDER BY created_at DESC, id DESC LIMIT $%d OFFSET $%d",
 		columns, where, len(args)-1, len(args)), args...)
+	return out, total, err
+}
+
+// query reads notifications.
+func query(ctx context.Context, d *db.DB, stmt string, args ...any) ([]Notification, error) {
+	rows, err := d.R.QueryContext(ctx, stmt, args...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("notifications: list: %w", err)
+		return nil, fmt.Errorf("notifications: list: %w", err)
 	}
 	defer rows.Close()
 	out := []Notification{}
 	for rows.Next() {
 		n, err := scan(rows)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		out = append(out, *n)
 	}
-	return out, total, rows.Err()
+	return out, rows.Err()
 }
 
 // unreadOf is a reader's newest unread notifications of the sources (at
@@ -115,21 +121,9 @@ func unreadOf(ctx context.Context, d *db.DB, userID, workspaceID string, sources
 		return []Notification{}, total, nil
 	}
 	args = append(args, limit)
-	rows, err := d.R.QueryContext(ctx, fmt.Sprintf("SELECT %s FROM notifications WHERE %s ORDER BY created_at DESC, id DESC LIMIT $%d",
+	out, err := query(ctx, d, fmt.Sprintf("SELECT %s FROM notifications WHERE %s ORDER BY created_at DESC, id DESC LIMIT $%d",
 		columns, where, len(args)), args...)
-	if err != nil {
-		return nil, 0, fmt.Errorf("notifications: unread: %w", err)
-	}
-	defer rows.Close()
-	out := []Notification{}
-	for rows.Next() {
-		n, err := scan(rows)
-		if err != nil {
-			return nil, 0, err
-		}
-		out = append(out, *n)
-	}
-	return out, total, rows.Err()
+	return out, total, err
 }
 
 // counts are a reader's notifications by source, and how many are unread.

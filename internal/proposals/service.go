@@ -208,78 +208,41 @@ var errAdmin = apperr.New(apperr.CodeForbidden, "only the workspace's owner or a
 // what it made, and audited. Exactly one of any number of concurrent
 // approvals applies it; the others find it decided (409).
 func (s *Service) Approve(ctx context.Context, ws *actor.Workspace, u *actor.User, id string) (*Proposal, error) {
-	if !tenancy.WorkspaceAdmin(ws.Role) {
-		return nil, errAdmin
-	}
-	if !ids.Valid(id) {
-		return nil, apperr.NotFound("proposal")
-	}
-	var out *Proposal
-	err := s.db.Tx(ctx, func(tx *db.Tx) error {
-		p, err := get(ctx, tx, ws.ID, id, s.db.Dialect.ForUpdate())
-		if err != nil {
-			return err
-		}
-		if p.Status != StatusPending {
-			return refusedDecided(p)
-		}
-		before := *p
+	return s.settle(ctx, ws, u, id, "proposal.approve", func(tx *db.Tx, p *Proposal) (map[string]any, error) {
 		k, ok := s.kinds[p.Kind]
 		if !ok {
-			return apperr.New(apperr.CodeConflict, "this server does not know changes of kind %q any more", p.Kind)
+			return nil, apperr.New(apperr.CodeConflict, "this server does not know changes of kind %q any more", p.Kind)
 		}
-		targetID := p.targetID
-		plan, err := k.Plan(ctx, tx, ws, targetID, p.Payload)
+		plan, err := k.Plan(ctx, tx, ws, p.targetID, p.Payload)
 		if err != nil {
 			if isRefusal(err) {
-				return apperr.New(apperr.CodeConflict, "this proposal can no longer be applied: %s", err.Error())
+				return nil, apperr.New(apperr.CodeConflict, "this proposal can no longer be applied: %s", err.Error())
 			}
-			return err
+			return nil, err
 		}
 		if plan.Target != p.Target || plan.Fingerprint != p.fingerprint {
 			why := "its target changed since it was proposed"
 			if plan.Describe != nil {
 				why = plan.Describe(p.fingerprint)
 			}
-			return apperr.New(apperr.CodeConflict, "this proposal is stale: %s; reject it, or ask for a new one", why)
+			return nil, apperr.New(apperr.CodeConflict, "this proposal is stale: %s; reject it, or ask for a new one", why)
 		}
-		applied, err := k.Apply(ctx, tx, ws, u, targetID, p.Payload)
+		applied, err := k.Apply(ctx, tx, ws, u, p.targetID, p.Payload)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		result, err := json.Marshal(applied.Result)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		now := s.clock.Now()
-		p.Status, p.ReviewerID, p.DecidedAt, p.Result, p.MaterializedID = StatusApplied, &u.ID, &now, result, &applied.ID
-		if ok, err := decide(ctx, tx, p); err != nil || !ok {
-			if err == nil {
-				err = refusedDecided(p)
-			}
-			return err
-		}
-		if err := audit.Record(ctx, tx, now, u.ID, "proposal.approve", "proposal", p.ID, summary(&before), summary(p)); err != nil {
-			return err
-		}
-		if err := s.decided(ctx, tx, p); err != nil {
-			return err
-		}
-		out = p
-		return s.hub.NotifyTx(ctx, tx, ws.ID, Topic, p.ID)
+		p.Status, p.Result, p.MaterializedID = StatusApplied, result, &applied.ID
+		return summary(p), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Reject decides a pending proposal rejected, with an optional note that
 // goes to the audit event.
 func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User, id, note string) (*Proposal, error) {
-	if !tenancy.WorkspaceAdmin(ws.Role) {
-		return nil, errAdmin
-	}
 	// A note may run over lines; nothing else that controls a terminal.
 	if err := text.CheckName("note", strings.NewReplacer("\n", "", "\r", "", "\t", "").Replace(note)); err != nil {
 		return nil, err
@@ -287,6 +250,25 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if len(note) > maxNote {
 		return nil, apperr.BadRequest("note is at most %d bytes", maxNote)
 	}
+	return s.settle(ctx, ws, u, id, "proposal.reject", func(_ *db.Tx, p *Proposal) (map[string]any, error) {
+		p.Status = StatusRejected
+		if note != "" {
+			p.ReviewNote = &note
+		}
+		after := summary(p)
+		after["note"] = note
+		return after, nil
+	})
+}
+
+// settle decides a pending proposal as u (a workspace admin) in one
+// transaction: decide sets its outcome (and answers the audit's after);
+// the decision is a compare-and-set, audited as action, and told.
+func (s *Service) settle(ctx context.Context, ws *actor.Workspace, u *actor.User, id, action string,
+	decideIt func(tx *db.Tx, p *Proposal) (map[string]any, error)) (*Proposal, error) {
+	if !tenancy.WorkspaceAdmin(ws.Role) {
+		return nil, errAdmin
+	}
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("proposal")
 	}
@@ -299,25 +281,26 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 		if p.Status != StatusPending {
 			return refusedDecided(p)
 		}
-		before := *p
-		now := s.clock.Now()
-		p.Status, p.ReviewerID, p.DecidedAt = StatusRejected, &u.ID, &now
-		if note != "" {
-			p.ReviewNote = &note
+		before := summary(p)
+		after, err := decideIt(tx, p)
+		if err != nil {
+			return err
 		}
+		now := s.clock.Now()
+		p.ReviewerID, p.DecidedAt = &u.ID, &now
 		if ok, err := decide(ctx, tx, p); err != nil || !ok {
 			if err == nil {
-				err = refusedDecided(p)
+				err = apperr.New(apperr.CodeConflict, "this proposal was decided already")
 			}
 			return err
 		}
-		after := summary(p)
-		after["note"] = note
-		if err := audit.Record(ctx, tx, now, u.ID, "proposal.reject", "proposal", p.ID, summary(&before), after); err != nil {
+		if err := audit.Record(ctx, tx, now, u.ID, action, "proposal", p.ID, before, after); err != nil {
 			return err
 		}
-		if err := s.decided(ctx, tx, p); err != nil {
-			return err
+		if s.react != nil {
+			if err := s.react.ProposalDecided(ctx, tx, p); err != nil {
+				return err
+			}
 		}
 		out = p
 		return s.hub.NotifyTx(ctx, tx, ws.ID, Topic, p.ID)
@@ -326,16 +309,6 @@ func (s *Service) Reject(ctx context.Context, ws *actor.Workspace, u *actor.User
 		return nil, err
 	}
 	return out, nil
-}
-
-// decided tells the reactions of a decision.
-func (s *Service) decided(ctx context.Context, tx *db.Tx, p *Proposal) error {
-	if s.react != nil {
-		if err := s.react.ProposalDecided(ctx, tx, p); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // refusedDecided is the refusal of a decision on a proposal decided already.

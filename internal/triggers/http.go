@@ -50,6 +50,20 @@ func (in *deliveryInput) Resolve(ctx huma.Context) []error {
 	return nil
 }
 
+type conversationInput struct {
+	Token   string `path:"token" maxLength:"200" doc:"The trigger's receiver token"`
+	RawBody []byte `contentType:"application/json"`
+	header  http.Header
+}
+
+// Resolve keeps the request's headers (the provider's signature and
+// event headers, the content type).
+func (in *conversationInput) Resolve(ctx huma.Context) []error {
+	in.header = http.Header{}
+	ctx.EachHeader(func(name, value string) { in.header.Add(name, value) })
+	return nil
+}
+
 // DeliveryOutput answers a delivery: 202 with the run id, or for a sync
 // webhook whose run ended, 200 with its output (422 when it failed).
 type DeliveryOutput struct {
@@ -93,6 +107,28 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		func(ctx context.Context, in *triggerIDInput) (*httpx.Out[*Trigger], error) {
 			return httpx.Reply(s.RotateToken(ctx, ws(ctx), in.TriggerID))
 		})
+
+	for _, provider := range []struct{ kind, name, headers string }{
+		{KindIntercom, "Intercom", "`X-Hub-Signature: sha1=<hex HMAC-SHA1 of the body>` (Intercom signs with the app's client secret)"},
+		{KindHelpScout, "Help Scout", "`X-HelpScout-Signature: <base64 HMAC-SHA1 of the body>` as Help Scout sends it, or `X-Hub-Signature: sha1=<hex>`; " +
+			"the event in `X-HelpScout-Event`"},
+	} {
+		op := httpx.Operations{Tags: []string{"Workflow triggers"}}.Op("post_api_workflows_triggers_"+provider.kind+"_token", http.MethodPost,
+			"/api/workflows/triggers/"+provider.kind+"/{token}", "Deliver "+provider.name+"'s conversation webhook: a customer's message starts work")
+		op.Description = "Signed with " + provider.headers + ". A customer's message (topics `conversation.user.created` and " +
+			"`conversation.user.replied`) becomes a gated card on the workflow's project's backlog (the inbox column) and starts a run with the " +
+			"body verbatim as its input and, in code nodes, `SC_TRIGGER_CONTEXT`: `{status: enqueued, backlog_item_id, reason: null}`. Other topics, " +
+			"notifications that carry no customer message, stale replays (a message older than 6 h) and duplicates (by the provider's message id) " +
+			"are acknowledged `{status: skipped, backlog_item_id: null, reason}`. A body that is not a JSON object of the provider's shape, or " +
+			"another content type, is 400; a missing or wrong signature 401; an unknown token 404."
+		op = httpx.BodyLimit(op, MaxBodyBytes)
+		op.SkipValidateBody = true // the raw body is checked after the signature
+		op.Errors = []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound}
+		kind := provider.kind
+		huma.Register(api, op, func(ctx context.Context, in *conversationInput) (*httpx.Out[*ConversationAck], error) {
+			return httpx.Reply(s.DeliverConversation(ctx, kind, in.Token, in.header, in.RawBody))
+		})
+	}
 
 	receive := httpx.Operations{Tags: []string{"Workflow triggers"}}.Op("post_api_workflows_triggers_webhook_token", http.MethodPost,
 		"/api/workflows/triggers/webhook/{token}", "Deliver to a webhook trigger: its JSON body starts a run")

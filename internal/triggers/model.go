@@ -41,18 +41,21 @@ const (
 
 // Trigger as the API shows it.
 type Trigger struct {
-	ID          string     `json:"id" format:"uuid"`
-	WorkflowID  string     `json:"workflow_id" format:"uuid"`
-	Kind        string     `json:"kind" enum:"webhook,schedule"`
-	Enabled     bool       `json:"enabled"`
-	Config      Config     `json:"config"`
-	HasSecret   bool       `json:"has_secret" doc:"Webhook: deliveries must carry X-Hub-Signature-256"`
-	Token       *string    `json:"token,omitempty" doc:"Webhook: the receiver secret, only in the answers that create or rotate it"`
-	ReceiverURL *string    `json:"receiver_url,omitempty" doc:"Webhook: where to deliver (POST), only in the answers that create or rotate the token"`
-	NextFireAt  *time.Time `json:"next_fire_at" nullable:"true" doc:"Schedule: the next tick"`
-	LastFiredAt *time.Time `json:"last_fired_at" nullable:"true"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
+	ID          string  `json:"id" format:"uuid"`
+	WorkflowID  string  `json:"workflow_id" format:"uuid"`
+	Kind        string  `json:"kind" enum:"webhook,schedule,intercom,helpscout"`
+	Enabled     bool    `json:"enabled"`
+	Config      Config  `json:"config"`
+	HasSecret   bool    `json:"has_secret" doc:"Webhook: deliveries must carry X-Hub-Signature-256"`
+	Token       *string `json:"token,omitempty" doc:"Webhook: the receiver secret, only in the answers that create or rotate it"`
+	ReceiverURL *string `json:"receiver_url,omitempty" doc:"Webhook, conversation: where to deliver (POST), only in the answers that create or rotate the token"`
+	// SigningSecret is shown once, in the answer that creates a
+	// conversation trigger.
+	SigningSecret *string    `json:"signing_secret,omitempty" doc:"Conversation (intercom, helpscout): the secret deliveries are signed with, only in the answer that creates the trigger"`
+	NextFireAt    *time.Time `json:"next_fire_at" nullable:"true" doc:"Schedule: the next tick"`
+	LastFiredAt   *time.Time `json:"last_fired_at" nullable:"true"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
 
 	workspaceID  string
 	createdBy    *string
@@ -72,10 +75,10 @@ type Config struct {
 
 // CreateInput creates a trigger.
 type CreateInput struct {
-	Kind    string `json:"kind" maxLength:"32" doc:"webhook or schedule"`
+	Kind    string `json:"kind" maxLength:"32" doc:"webhook, schedule, intercom or helpscout"`
 	Enabled *bool  `json:"enabled,omitempty" doc:"Default true"`
 	Config  Config `json:"config,omitempty"`
-	Secret  string `json:"secret,omitempty" maxLength:"256" doc:"Webhook: the HMAC signing secret deliveries must be signed with (never shown again)"`
+	Secret  string `json:"secret,omitempty" maxLength:"256" doc:"Webhook: the HMAC signing secret deliveries must be signed with (never shown again). Intercom: the app's client secret (Intercom signs with it); Help Scout: the secret you paste there (one is made when none is given, and shown once)"`
 }
 
 // UpdateInput changes a trigger; absent fields stay.

@@ -40,13 +40,15 @@ type Service struct {
 	clock     clock.Clock
 	sealer    *vault.Sealer
 	workflows *workflows.Service
+	backlog   Backlog // conversation triggers' cards (nil: they refuse deliveries)
 	log       *slog.Logger
 	publicURL string // receiver URLs are absolute when set
 }
 
-// NewService returns the triggers service.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, wf *workflows.Service, log *slog.Logger, publicURL string) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer, workflows: wf, log: log, publicURL: strings.TrimSuffix(publicURL, "/")}
+// NewService returns the triggers service; bl takes conversation
+// triggers' messages onto their project's backlog.
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, wf *workflows.Service, bl Backlog, log *slog.Logger, publicURL string) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer, workflows: wf, backlog: bl, log: log, publicURL: strings.TrimSuffix(publicURL, "/")}
 }
 
 func printable(field, s string) error {
@@ -80,6 +82,11 @@ func checkConfig(kind string, c *Config) (*schedule, error) {
 			return nil, apperr.BadRequest("config.sync_timeout_seconds applies to sync webhooks")
 		}
 		return nil, nil
+	case KindIntercom, KindHelpScout:
+		if c.ResponseMode != "" || c.SyncTimeoutSeconds != 0 || c.Cron != "" || c.Timezone != "" || c.IntervalSeconds != 0 || len(c.Input) > 0 {
+			return nil, apperr.BadRequest("config: a %s trigger takes no configuration", kind)
+		}
+		return nil, nil
 	case KindSchedule:
 		if c.ResponseMode != "" || c.SyncTimeoutSeconds != 0 {
 			return nil, apperr.BadRequest("config: response_mode and sync_timeout_seconds apply to webhook triggers")
@@ -99,7 +106,7 @@ func checkConfig(kind string, c *Config) (*schedule, error) {
 		}
 		return sched, nil
 	}
-	return nil, apperr.BadRequest("unknown trigger kind %q: webhook or schedule", kind)
+	return nil, apperr.BadRequest("unknown trigger kind %q: webhook, schedule, intercom or helpscout", kind)
 }
 
 func checkSecret(secret string) error {
@@ -111,11 +118,12 @@ func checkSecret(secret string) error {
 
 func secretContext(id string) string { return "trigger:" + id + ":secret" }
 
-// withToken puts a fresh token on a webhook trigger and shows it.
+// withToken puts a fresh token on a webhook or conversation trigger and
+// shows it.
 func (s *Service) withToken(t *Trigger) {
 	token, hash := tokens.New(tokenPrefix)
 	t.tokenHash = &hash
-	u := s.publicURL + ReceiverPath + token
+	u := s.publicURL + "/api/workflows/triggers/" + t.Kind + "/" + token
 	t.Token, t.ReceiverURL = &token, &u
 }
 
@@ -175,6 +183,19 @@ func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, 
 			t.sealedSecret, t.HasSecret = &sealed, true
 		}
 		s.withToken(t)
+	case KindIntercom, KindHelpScout:
+		// Signed always: Intercom signs with the app's client secret (give
+		// it); Help Scout with the one you paste there (one is made if you
+		// give none, shown this once).
+		secret := in.Secret
+		if secret == "" {
+			secret = newSigningSecret()
+		} else if err := checkSecret(secret); err != nil {
+			return nil, err
+		}
+		sealed := s.sealer.Seal(secret, secretContext(t.ID))
+		t.sealedSecret, t.HasSecret, t.SigningSecret = &sealed, true, &secret
+		s.withToken(t)
 	case KindSchedule:
 		if in.Secret != "" {
 			return nil, apperr.BadRequest("secret applies to webhook triggers")
@@ -212,7 +233,9 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 			t.Enabled = *in.Enabled
 		}
 		switch {
-		case (in.Secret != "" || in.RemoveSecret) && t.Kind != KindWebhook:
+		case in.RemoveSecret && conversational(t.Kind):
+			return apperr.BadRequest("a %s trigger is always signed: give a new secret instead", t.Kind)
+		case (in.Secret != "" || in.RemoveSecret) && t.Kind != KindWebhook && !conversational(t.Kind):
 			return apperr.BadRequest("secret applies to webhook triggers")
 		case in.Secret != "" && in.RemoveSecret:
 			return apperr.BadRequest("give secret or remove_secret, not both")
@@ -262,8 +285,8 @@ func (s *Service) RotateToken(ctx context.Context, ws *actor.Workspace, id strin
 		if err != nil {
 			return err
 		}
-		if t.Kind != KindWebhook {
-			return apperr.BadRequest("only webhook triggers have a token")
+		if t.Kind != KindWebhook && !conversational(t.Kind) {
+			return apperr.BadRequest("only webhook and conversation triggers have a token")
 		}
 		s.withToken(t)
 		t.UpdatedAt = s.clock.Now().UTC()

@@ -180,6 +180,11 @@ func (h codeHandler) codeNode(ctx context.Context, q db.Queryer, j *jobs.Job) (*
 	return st, nil, nil
 }
 
+// MaxTriggerContextEnv bounds SC_TRIGGER_CONTEXT: Linux refuses to start a
+// process with one environment string over 128 KiB. A larger body is the
+// run's input, and the code node reads it there.
+const MaxTriggerContextEnv = 96 << 10
+
 // Start implements dispatch.Handler: a script run (a child of the workflow
 // run, on its log) and the script's work, with the node's input: what its
 // expressions would see ({input, trigger, nodes, run, env} and, in a loop,
@@ -254,6 +259,11 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 	}
 	work := &workport.ScriptWork{Language: lang, Source: source, Files: files, Library: lib, Input: input, Image: image, Timeout: timeout,
 		ProjectID: st.run.ProjectID, Env: map[string]string{"SLIPWAY_RUN_ID": st.run.ID, "SLIPWAY_NODE": nr.Key, "SLIPWAY_IDEMPOTENCY_KEY": nr.ID}}
+	// The delivery that started the run, verbatim (a conversation's, a
+	// webhook's), while it fits an environment variable.
+	if body := st.run.triggerBody(); len(body) > 0 && len(body) <= MaxTriggerContextEnv {
+		work.Env["SC_TRIGGER_CONTEXT"] = string(body)
+	}
 	// The node's resources, read now against the job's workspace (checked
 	// when the node started; one deleted since is left unset).
 	for name, id := range c.Resources {

@@ -122,6 +122,21 @@ func storedTrigger(trigger, input json.RawMessage) (stored json.RawMessage, body
 	return out, true
 }
 
+// triggerBody is the body of the delivery that started the run, as it
+// came (nil when none: a manual run, a schedule).
+func (r *runRow) triggerBody() json.RawMessage {
+	if r.TriggerBodyIsInput {
+		return r.Input
+	}
+	var t struct {
+		Body json.RawMessage `json:"body"`
+	}
+	if json.Unmarshal(r.Trigger, &t) != nil || len(t.Body) == 0 || string(t.Body) == "null" {
+		return nil
+	}
+	return t.Body
+}
+
 // triggerValue is the run's trigger as expressions see it.
 func (r *runRow) triggerValue() any {
 	t := decode(r.Trigger)

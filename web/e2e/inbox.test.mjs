@@ -7,6 +7,7 @@
 // asked at each step whether it agrees.
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
+import crypto from 'node:crypto'
 import { admin, apiSession, browser, startServer } from './harness.mjs'
 
 let server, chrome, page, call
@@ -142,4 +143,43 @@ test('mark all read empties the bell', async () => {
   await page.getByTestId('bell-read-all').click()
   await until('no unread count', async () => (await page.getByTestId('bell-count').count()) === 0 || 'still shown')
   assert.equal((await call('GET', '/notifications')).facets.unread, 0)
+})
+
+test("a workflow's Help Scout conversations trigger: its secret shown once, a customer's message becomes a card on the backlog", async () => {
+  const wf = await call('POST', '/api/workflows', {
+    project_id: state.project,
+    name: 'Support',
+    nodes: [{ key: 'sh', kind: 'code', config: { language: 'sh', source: 'printf \'{"n": %s}\\n\' "${#SC_TRIGGER_CONTEXT}"' } }],
+  })
+  await page.goto(`${server.url}/workflows/${wf.id}`)
+  await page.getByTestId('trigger-kind').selectOption('helpscout')
+  await page.getByTestId('add-trigger').click()
+  const url = (await page.getByTestId('webhook-url').innerText()).trim()
+  assert.match(url, new RegExp(`^${server.url}/api/workflows/triggers/helpscout/whk_`))
+  const secret = (await page.getByTestId('webhook-secret').innerText()).trim()
+  assert.match(secret, /^[0-9a-f]{40}$/)
+  await page.getByTestId('close-webhook').click()
+  await page.getByTestId('trigger-helpscout').waitFor()
+  assert.equal((await call('GET', `/api/workflows/${wf.id}/triggers`))[0].signing_secret, undefined, 'the secret is not listed again')
+
+  // Help Scout delivers a customer's new conversation, signed as it signs.
+  const body = JSON.stringify({
+    id: 4242,
+    createdBy: { id: 7, type: 'customer', first: 'Vera', last: 'Bear', email: 'vera@example.test' },
+    _embedded: { threads: [{ id: 99001, type: 'customer', state: 'published', body: 'The export button does nothing.', createdBy: { id: 7, type: 'customer', first: 'Vera', last: 'Bear' }, createdAt: new Date().toISOString() }] },
+  })
+  const sig = crypto.createHmac('sha1', secret).update(body).digest('base64')
+  const r = await fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-HelpScout-Signature': sig, 'X-HelpScout-Event': 'convo.created' }, body })
+  const ack = await r.json()
+  assert.equal(r.status, 200)
+  assert.deepEqual(Object.keys(ack), ['status', 'backlog_item_id', 'reason'])
+  assert.equal(ack.status, 'enqueued')
+
+  // The card waits in the project's inbox column, gated.
+  await page.goto(`${server.url}/projects/${state.project}/settings`)
+  await page.getByTestId('project-tab-backlog').click()
+  const card = page.getByTestId(`backlog-card-${ack.backlog_item_id}`)
+  await card.waitFor()
+  assert.equal(await card.getAttribute('data-state'), 'inbox')
+  assert.match(await card.innerText(), /Message · Vera Bear: The export button does nothing\./)
 })

@@ -3652,6 +3652,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflows/triggers/helpscout/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver Help Scout's conversation webhook: a customer's message starts work
+         * @description Signed with `X-HelpScout-Signature: <base64 HMAC-SHA1 of the body>` as Help Scout sends it, or `X-Hub-Signature: sha1=<hex>`; the event in `X-HelpScout-Event`. A customer's message (topics `conversation.user.created` and `conversation.user.replied`) becomes a gated card on the workflow's project's backlog (the inbox column) and starts a run with the body verbatim as its input and, in code nodes, `SC_TRIGGER_CONTEXT`: `{status: enqueued, backlog_item_id, reason: null}`. Other topics, notifications that carry no customer message, stale replays (a message older than 6 h) and duplicates (by the provider's message id) are acknowledged `{status: skipped, backlog_item_id: null, reason}`. A body that is not a JSON object of the provider's shape, or another content type, is 400; a missing or wrong signature 401; an unknown token 404.
+         */
+        post: operations["post_api_workflows_triggers_helpscout_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/triggers/intercom/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver Intercom's conversation webhook: a customer's message starts work
+         * @description Signed with `X-Hub-Signature: sha1=<hex HMAC-SHA1 of the body>` (Intercom signs with the app's client secret). A customer's message (topics `conversation.user.created` and `conversation.user.replied`) becomes a gated card on the workflow's project's backlog (the inbox column) and starts a run with the body verbatim as its input and, in code nodes, `SC_TRIGGER_CONTEXT`: `{status: enqueued, backlog_item_id, reason: null}`. Other topics, notifications that carry no customer message, stale replays (a message older than 6 h) and duplicates (by the provider's message id) are acknowledged `{status: skipped, backlog_item_id: null, reason}`. A body that is not a JSON object of the provider's shape, or another content type, is 400; a missing or wrong signature 401; an unknown token 404.
+         */
+        post: operations["post_api_workflows_triggers_intercom_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows/triggers/webhook/{token}": {
         parameters: {
             query?: never;
@@ -5215,13 +5255,24 @@ export interface components {
         Controls: {
             controls: components["schemas"]["Control"][] | null;
         };
+        ConversationAck: {
+            /**
+             * Format: uuid
+             * @description The card the message became (enqueued)
+             */
+            backlog_item_id: string | null;
+            /** @description Why nothing was enqueued (skipped) */
+            reason: string | null;
+            /** @enum {string} */
+            status: "enqueued" | "skipped";
+        };
         CreateInput: {
             config?: components["schemas"]["Config"];
             /** @description Default true */
             enabled?: boolean;
-            /** @description webhook or schedule */
+            /** @description webhook, schedule, intercom or helpscout */
             kind: string;
-            /** @description Webhook: the HMAC signing secret deliveries must be signed with (never shown again) */
+            /** @description Webhook: the HMAC signing secret deliveries must be signed with (never shown again). Intercom: the app's client secret (Intercom signs with it); Help Scout: the secret you paste there (one is made when none is given, and shown once) */
             secret?: string;
         };
         CreateInputBody: {
@@ -5893,8 +5944,11 @@ export interface components {
             done_at: string | null;
             /** Format: uuid */
             id: string;
-            /** Format: int64 */
-            issue_number: number;
+            /**
+             * Format: int64
+             * @description The forge issue's number (null for a card that is not an issue)
+             */
+            issue_number: number | null;
             labels: string[] | null;
             /** Format: int64 */
             pr_number: number | null;
@@ -5906,6 +5960,11 @@ export interface components {
             priority: number;
             /** Format: uuid */
             project_id: string;
+            /**
+             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger
+             * @enum {string}
+             */
+            source: "forge" | "conversation" | "email";
             /** @enum {string} */
             state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
             /** @description The task working on it (the latest dispatched) */
@@ -5913,7 +5972,7 @@ export interface components {
             title: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description The issue on the forge */
+            /** @description The issue on the forge; "" for a card that is not an issue */
             url: string;
         };
         ItemDetail: {
@@ -5930,8 +5989,11 @@ export interface components {
             gates: components["schemas"]["Gates"];
             /** Format: uuid */
             id: string;
-            /** Format: int64 */
-            issue_number: number;
+            /**
+             * Format: int64
+             * @description The forge issue's number (null for a card that is not an issue)
+             */
+            issue_number: number | null;
             labels: string[] | null;
             /** Format: int64 */
             pr_number: number | null;
@@ -5945,6 +6007,11 @@ export interface components {
             project_id: string;
             /** @description The tasks dispatched for it, newest first */
             runs: components["schemas"]["Dispatch"][] | null;
+            /**
+             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger
+             * @enum {string}
+             */
+            source: "forge" | "conversation" | "email";
             /** @enum {string} */
             state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
             /** @description The task working on it (the latest dispatched) */
@@ -5952,7 +6019,7 @@ export interface components {
             title: string;
             /** Format: date-time */
             updated_at: string;
-            /** @description The issue on the forge */
+            /** @description The issue on the forge; "" for a card that is not an issue */
             url: string;
         };
         ItemPatch: {
@@ -7808,7 +7875,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            kind: "webhook" | "schedule";
+            kind: "webhook" | "schedule" | "intercom" | "helpscout";
             /** Format: date-time */
             last_fired_at: string | null;
             /**
@@ -7816,8 +7883,10 @@ export interface components {
              * @description Schedule: the next tick
              */
             next_fire_at: string | null;
-            /** @description Webhook: where to deliver (POST), only in the answers that create or rotate the token */
+            /** @description Webhook, conversation: where to deliver (POST), only in the answers that create or rotate the token */
             receiver_url?: string;
+            /** @description Conversation (intercom, helpscout): the secret deliveries are signed with, only in the answer that creates the trigger */
+            signing_secret?: string;
             /** @description Webhook: the receiver secret, only in the answers that create or rotate it */
             token?: string;
             /** Format: date-time */
@@ -16266,6 +16335,168 @@ export interface operations {
             };
             /** @description Error */
             default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_workflows_triggers_helpscout_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trigger's receiver token */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationAck"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_workflows_triggers_intercom_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The trigger's receiver token */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationAck"];
+                };
+            };
+            /** @description Bad Request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unauthorized */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Forbidden */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not Found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unprocessable Entity */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Internal Server Error */
+            500: {
                 headers: {
                     [name: string]: unknown;
                 };

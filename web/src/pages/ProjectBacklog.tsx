@@ -1,4 +1,4 @@
-// A forge project's backlog: its cards by column at a glance, a scan of the
+// A project's backlog (a forge's issues, customers' messages): its cards by column at a glance, a scan of the
 // repository's open issues (previewed first: a dry run writes nothing),
 // and the board. A card is dragged to another column (native drag and
 // drop) or moved with its "Move to…" menu; the server keeps the allowlist
@@ -150,7 +150,7 @@ export function BacklogSection({ p }: { p: Project }) {
               </Badge>
             ))}
         </Group>
-        <ScanControls p={p} scannable={st?.scannable ?? true} onApplied={refresh} />
+        {(st?.scannable ?? true) && <ScanControls p={p} scannable onApplied={refresh} />}
       </Group>
       <ErrorNote error={status.error || board.error} />
       {moveError != null && (
@@ -234,7 +234,9 @@ export function BacklogSection({ p }: { p: Project }) {
       )}
       {board.data && items.length === 0 && (
         <Text size="sm" c="dimmed" data-testid="backlog-empty">
-          No cards yet: scan the repository's open issues to fill the inbox.
+          {status.data?.scannable === false
+            ? 'No cards yet: a workflow’s conversation trigger puts customers’ messages here.'
+            : 'No cards yet: scan the repository’s open issues to fill the inbox.'}
         </Text>
       )}
       <BlockModal
@@ -265,7 +267,8 @@ function BacklogCard(props: {
   onDragEnd: () => void
 }) {
   const { it, moves } = props
-  const n = it.issue_number
+  // A forge issue's number; a card that is not an issue (a customer's message) is named by its id.
+  const n = it.issue_number ?? it.id
   return (
     <Card
       withBorder
@@ -273,7 +276,7 @@ function BacklogCard(props: {
       draggable
       onDragStart={(e) => {
         e.dataTransfer.setData(dragType, it.id)
-        e.dataTransfer.setData('text/plain', `#${n} ${it.title}`)
+        e.dataTransfer.setData('text/plain', `${label(it)}${it.title}`)
         e.dataTransfer.effectAllowed = 'move'
         props.onDragStart()
       }}
@@ -286,7 +289,8 @@ function BacklogCard(props: {
     >
       <Stack gap={4}>
         <Anchor component="button" type="button" size="sm" fw={500} ta="left" onClick={props.onOpen} data-testid={`backlog-card-open-${n}`}>
-          #{n} {it.title}
+          {label(it)}
+          {it.title}
         </Anchor>
         {(it.labels ?? []).length > 0 && (
           <Group gap={4}>
@@ -347,11 +351,16 @@ function BacklogCard(props: {
 }
 
 /** Why a card is blocked (optional), asked before the move. */
+/** A card's prefix: its issue's number, or where it came from. */
+function label(it: { issue_number?: number | null; source?: string }): string {
+  return it.issue_number != null ? `#${it.issue_number} ` : it.source === 'conversation' ? 'Message · ' : ''
+}
+
 function BlockModal({ item, onCancel, onConfirm }: { item: Item | null; onCancel: () => void; onConfirm: (it: Item, reason: string) => void }) {
   const [reason, setReason] = useState('')
   useEffect(() => setReason(''), [item])
   return (
-    <Modal opened={item !== null} onClose={onCancel} title={item ? `Block #${item.issue_number}?` : ''}>
+    <Modal opened={item !== null} onClose={onCancel} title={item ? `Block ${label(item)}${item.title}?` : ''}>
       {item && (
         <form
           onSubmit={(e) => {
@@ -476,7 +485,8 @@ function ItemDetail({ p, id, tick }: { p: Project; id: string; tick: number }) {
   return (
     <Stack gap="sm" data-testid="backlog-item" data-item-id={d.id} data-state={d.state}>
       <Text fw={600} data-testid="backlog-item-title">
-        #{d.issue_number} {d.title}
+        {label(d)}
+        {d.title}
       </Text>
       <Group gap="xs">
         <Badge color={colors[d.state]} variant="light" data-testid="backlog-item-state" data-state={d.state}>

@@ -29,7 +29,7 @@ export default function ProjectSettings() {
       </Stack>
     )
   const forge = !!p.forge_repo
-  const tabs = forge ? ['settings', 'forge', 'backlog'] : ['settings']
+  const tabs = forge ? ['settings', 'forge', 'backlog'] : ['settings', 'backlog']
   const tab = tabs.includes(params.get('tab') ?? '') ? params.get('tab')! : 'settings'
   return (
     <Stack>
@@ -70,11 +70,10 @@ export default function ProjectSettings() {
               Forge
             </Tabs.Tab>
           )}
-          {forge && (
-            <Tabs.Tab value="backlog" data-testid="project-tab-backlog">
-              Backlog
-            </Tabs.Tab>
-          )}
+          {/* Every project has a backlog: a forge's issues, customers' messages from conversation triggers. */}
+          <Tabs.Tab value="backlog" data-testid="project-tab-backlog">
+            Backlog
+          </Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="settings" pt="md">
           {/* The form starts from what was read, once: a load after a save does not overwrite what is typed. */}
@@ -85,11 +84,9 @@ export default function ProjectSettings() {
             <ForgeSection p={p} />
           </Tabs.Panel>
         )}
-        {forge && (
-          <Tabs.Panel value="backlog" pt="md">
-            <BacklogSection p={p} />
-          </Tabs.Panel>
-        )}
+        <Tabs.Panel value="backlog" pt="md">
+          <BacklogSection p={p} />
+        </Tabs.Panel>
       </Tabs>
     </Stack>
   )

@@ -10,11 +10,15 @@ import { ScriptLog } from '../events'
 import { Copy, ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
 
 type Trigger = Schemas['Trigger']
+type Kind = 'webhook' | 'schedule' | 'intercom' | 'helpscout'
+
+/** Support products whose conversation webhooks start runs (a customer's message also becomes a backlog card). */
+const conversation: Partial<Record<Kind, string>> = { intercom: 'Intercom', helpscout: 'Help Scout' }
 
 export function TriggersCard({ workflowId, justCreated }: { workflowId: string; justCreated?: Trigger | null }) {
   const triggers = useLoad(async () => (await get('/api/workflows/{id}/triggers', { params: { path: { id: workflowId } } })) ?? [], [workflowId])
   const action = useAction()
-  const [kind, setKind] = useState<'webhook' | 'schedule'>('webhook')
+  const [kind, setKind] = useState<Kind>('webhook')
   const [mode, setMode] = useState<'async' | 'sync'>('async')
   const [secret, setSecret] = useState('')
   const [cron, setCron] = useState('0 9 * * 1-5')
@@ -28,7 +32,9 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
       const body =
         kind === 'webhook'
           ? { kind, config: { response_mode: mode }, ...(secret ? { secret } : {}) }
-          : { kind, config: { cron: cron.trim(), timezone: tz.trim() || 'UTC' } }
+          : kind === 'schedule'
+            ? { kind, config: { cron: cron.trim(), timezone: tz.trim() || 'UTC' } }
+            : { kind, ...(secret ? { secret } : {}) }
       const t = await post('/api/workflows/{id}/triggers', { params: { path: { id: workflowId } }, body })
       setSecret('')
       if (t.token) setShown(t)
@@ -74,6 +80,8 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                         <Code>{t.config.cron ?? `every ${t.config.interval_seconds} s`}</Code> {t.config.timezone ?? 'UTC'}
                         {t.next_fire_at && ` · next ${when(t.next_fire_at)}`}
                       </Text>
+                    ) : conversation[t.kind as Kind] ? (
+                      <Text size="xs">{conversation[t.kind as Kind]}'s conversation webhook · signed deliveries · messages go to the backlog</Text>
                     ) : (
                       <Text size="xs">
                         {t.config.response_mode ?? 'async'}
@@ -89,7 +97,7 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                   <Table.Td>
                     <Group gap={4} wrap="nowrap">
                       <Switch size="xs" checked={t.enabled} onChange={() => toggle(t)} label={t.enabled ? 'on' : 'off'} />
-                      {t.kind === 'webhook' && (
+                      {t.kind !== 'schedule' && (
                         <Button size="compact-xs" variant="light" loading={action.busy === `rotate-${t.id}`} onClick={() => rotate(t)}>
                           New token
                         </Button>
@@ -110,10 +118,12 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
               label="Add"
               size="xs"
               value={kind}
-              onChange={(e) => setKind(e.currentTarget.value as 'webhook' | 'schedule')}
+              onChange={(e) => setKind(e.currentTarget.value as Kind)}
               data={[
                 { value: 'webhook', label: 'Webhook' },
                 { value: 'schedule', label: 'Schedule' },
+                { value: 'intercom', label: 'Intercom conversations' },
+                { value: 'helpscout', label: 'Help Scout conversations' },
               ]}
               data-testid="trigger-kind"
             />
@@ -132,6 +142,16 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                 />
                 <PasswordInput label="Signing secret (optional)" size="xs" value={secret} onChange={(e) => setSecret(e.currentTarget.value)} maxLength={256} w={200} />
               </>
+            ) : conversation[kind] ? (
+              <PasswordInput
+                label={kind === 'intercom' ? "The app's client secret" : 'Signing secret (optional: one is made)'}
+                size="xs"
+                value={secret}
+                onChange={(e) => setSecret(e.currentTarget.value)}
+                maxLength={256}
+                w={220}
+                data-testid="trigger-secret"
+              />
             ) : (
               <>
                 <TextInput label="Cron" size="xs" value={cron} onChange={(e) => setCron(e.currentTarget.value)} maxLength={200} w={150} data-testid="trigger-cron" />
@@ -157,6 +177,14 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
             <Code block data-testid="webhook-url">
               {absolute(shown.receiver_url ?? '')}
             </Code>
+            {shown.signing_secret && (
+              <>
+                <Text size="sm">The signing secret (paste it where {conversation[shown.kind as Kind]} asks for the webhook's secret):</Text>
+                <Code block data-testid="webhook-secret">
+                  {shown.signing_secret}
+                </Code>
+              </>
+            )}
             <Group>
               <Copy value={absolute(shown.receiver_url ?? '')} label="Copy the address" size="sm" />
               <Button variant="default" onClick={() => setShown(null)} data-testid="close-webhook">
