@@ -22,6 +22,7 @@ import (
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
+	"slipway/internal/triggers"
 	"slipway/internal/workflows"
 )
 
@@ -59,6 +60,9 @@ var (
 	_ approvals.Reactions  = (*reactions)(nil)
 	_ inbox.Reactions      = (*reactions)(nil)
 	_ runs.Reactions       = (*reactions)(nil)
+	_ workflows.Reactions  = (*reactions)(nil)
+	_ proposals.Reactions  = (*reactions)(nil)
+	_ triggers.Backlog     = conversationCards{}
 )
 
 // WorkspaceCreated: a new workspace gets the default agent profiles.
@@ -239,6 +243,24 @@ func (r *reactions) ProposalMade(ctx context.Context, tx *db.Tx, p *proposals.Pr
 	}
 	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: p.WorkspaceID, Source: notifications.SourceProposal,
 		Title: "Proposed: " + p.Title, Body: p.Summary, TargetKind: "proposal", TargetID: p.ID, Link: "/proposals/" + p.ID}, admins...)
+}
+
+// conversationCards puts a customer's message on the backlog for the
+// conversation triggers (triggers.Backlog) and tells the trigger's owner
+// that a card waits for a person to let an agent take it.
+type conversationCards struct {
+	backlog       *backlog.Service
+	notifications *notifications.Service
+}
+
+func (c conversationCards) Enqueue(ctx context.Context, tx *db.Tx, workspaceID, projectID string, owner *string, m backlog.Message) (string, bool, error) {
+	id, created, err := c.backlog.Enqueue(ctx, tx, workspaceID, projectID, m)
+	if err != nil || !created || owner == nil {
+		return id, created, err
+	}
+	return id, created, c.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: workspaceID, Source: notifications.SourceBacklog,
+		Title: "A customer wrote: " + m.Text, Body: "The card waits in the backlog's inbox: move it to ready for an agent.", TargetKind: "backlog_item",
+		TargetID: id, Link: "/projects/" + projectID + "/settings?tab=backlog&item=" + id}, *owner)
 }
 
 // agents lets agent nodes run tasks (workflows.Agents).

@@ -200,6 +200,11 @@ func TestConversationWebhooks(t *testing.T) {
 				if len(f.App.AuditEntries(t, "backlog.item.enqueue", *a.BacklogItemID)) != 1 {
 					t.Fatal("the card's enqueue is not audited")
 				}
+				// The trigger's owner is told the card waits for them.
+				notes := f.Owner.Do("GET", "/notifications?source=backlog", nil)
+				if !strings.Contains(string(notes.Body), `"target_id":"`+*a.BacklogItemID+`"`) || !strings.Contains(string(notes.Body), "A customer wrote: ") {
+					t.Fatalf("the owner's backlog notifications: %s", notes.Body)
+				}
 				// The run: its input the body, SC_TRIGGER_CONTEXT the body verbatim.
 				var runID string
 				if err := f.App.DB.R.QueryRow(`SELECT id FROM workflow_runs WHERE workflow_id = $1 ORDER BY created_at DESC, id DESC LIMIT 1`, wf).Scan(&runID); err != nil {

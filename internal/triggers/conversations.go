@@ -47,9 +47,10 @@ type ConversationAck struct {
 }
 
 // Backlog is what conversation triggers need of the backlog: a customer's
-// message as a gated card of the workflow's project.
+// message as a gated card of the workflow's project; owner (the trigger's
+// creator, nil when gone) is who is told it waits.
 type Backlog interface {
-	Enqueue(ctx context.Context, tx *db.Tx, workspaceID, projectID string, m backlog.Message) (string, bool, error)
+	Enqueue(ctx context.Context, tx *db.Tx, workspaceID, projectID string, owner *string, m backlog.Message) (string, bool, error)
 }
 
 func conversational(kind string) bool { return kind == KindIntercom || kind == KindHelpScout }
@@ -142,7 +143,7 @@ func (s *Service) DeliverConversation(ctx context.Context, provider, token strin
 		if err != nil {
 			return err
 		}
-		if card, _, err = s.backlog.Enqueue(ctx, tx, t.workspaceID, w.ProjectID, backlog.Message{ID: m.ID, Provider: t.Kind, Author: m.Author,
+		if card, _, err = s.backlog.Enqueue(ctx, tx, t.workspaceID, w.ProjectID, t.createdBy, backlog.Message{ID: m.ID, Provider: t.Kind, Author: m.Author,
 			Text: m.Text}); err != nil {
 			return err
 		}
