@@ -63,7 +63,7 @@ func TestConversationTriggersCarryData(t *testing.T) {
 		for _, bad := range [][]any{
 			{ids.New(), ws, project, "conversation", nil, "intercom:a:part:1", now}, // the same message again
 			{ids.New(), ws, project, "conversation", 8, "intercom:a:part:2", now},   // a conversation card with an issue
-			{ids.New(), ws, project, "forge", nil, nil, now},                       // a forge card without one
+			{ids.New(), ws, project, "forge", nil, nil, now},                        // a forge card without one
 		} {
 			if _, err := d.W.ExecContext(ctx, card, bad...); err == nil {
 				t.Fatalf("accepted %v", bad)
