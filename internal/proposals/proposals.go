@@ -37,6 +37,7 @@ const Topic = "proposals"
 const (
 	MaxPayload         = 256 << 10 // bytes of a proposal's payload
 	MaxPendingPerSpace = 1000      // pending proposals of one workspace
+	MaxPerTask         = 100       // proposals one task's agents may make, refused ones included
 	MaxLimit           = 200       // GET /api/proposals clamps limit to this
 	maxTitle           = 200
 	maxSummary         = 4000

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -151,41 +150,29 @@ func TestProposals(t *testing.T) {
 		if got := list(t, outsider, ""); len(got) != 0 {
 			t.Fatalf("the outsider lists %+v", got)
 		}
+		// The tenancy table: another workspace's proposal is exactly an
+		// unknown one (a decided one, so the owner's own requests after
+		// each case change nothing).
+		decidedID := func(*testing.T, *apitest.Client) string { return secret.ID }
+		apitest.CheckTenancy(t, owner, outsider, []apitest.TenancyCase{
+			{Name: "get", Method: "GET", Path: "/api/proposals/{id}", Create: decidedID},
+			{Name: "approve", Method: "POST", Path: "/api/proposals/{id}/approve", Create: decidedID},
+			{Name: "reject", Method: "POST", Path: "/api/proposals/{id}/reject", Body: obj{"note": "no"}, Create: decidedID},
+		})
 		if r := outsider.Do("GET", "/api/proposals/count", nil); strings.TrimSpace(string(r.Body)) != "0" {
 			t.Fatalf("the outsider's count: %s", r.Body)
 		}
 
-		// Twenty approvals at once: one applies it.
-		var wg sync.WaitGroup
-		statuses := make([]int, 20)
-		bodies := make([][]byte, 20)
-		for i := range statuses {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := owner.Do("POST", "/api/proposals/"+wf.ID+"/approve", nil)
-				statuses[i], bodies[i] = r.Status, r.Body
-			}()
+		// Twenty approvals at once: one applies it, the others find it
+		// applied.
+		if won := apitest.Race(t, 20, http.StatusOK, http.StatusConflict, func() int {
+			return owner.Do("POST", "/api/proposals/"+wf.ID+"/approve", nil).Status
+		}); won != 1 {
+			t.Fatalf("%d approvals won", won)
 		}
-		wg.Wait()
+		fixture.WantError(t, owner.Do("POST", "/api/proposals/"+wf.ID+"/approve", nil), http.StatusConflict, "conflict", "applied already")
 		var applied proposals.Proposal
-		won := 0
-		for i, st := range statuses {
-			switch st {
-			case http.StatusOK:
-				won++
-				json.Unmarshal(bodies[i], &applied)
-			case http.StatusConflict:
-				if !strings.Contains(string(bodies[i]), "applied already") {
-					t.Fatalf("a losing approval: %s", bodies[i])
-				}
-			default:
-				t.Fatalf("approval %d: %d %s", i, st, bodies[i])
-			}
-		}
-		if won != 1 {
-			t.Fatalf("%d approvals won: %v", won, statuses)
-		}
+		owner.Do("GET", "/api/proposals/"+wf.ID, nil).JSON(t, &applied)
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM workflows WHERE workspace_id = $1 AND name = 'Nightly digest'", ws); n != 1 {
 			t.Fatalf("%d workflows made", n)
 		}
@@ -268,6 +255,21 @@ func TestProposalStaleWorkflow(t *testing.T) {
 		r = owner.Do("GET", "/api/workflows/"+kept, nil)
 		if !strings.Contains(string(r.Body), `"expression":"2"`) {
 			t.Fatalf("the replaced workflow: %s", r.Body)
+		}
+	})
+}
+
+// TestProposalsPerTaskBound: an agent that prints proposals without end
+// has its task's first MaxPerTask recorded, the rest dropped.
+func TestProposalsPerTaskBound(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		project := f.Project(t, f.Owner, "Chatty")
+		prompt := `i=0; while [ $i -lt 130 ]; do printf '{"type":"proposal","id":"p%d","kind":"spaceship","title":"Launch %d","payload":{}}\n' $i $i; i=$((i+1)); done`
+		task := f.Task(t, f.Owner, project, prompt, obj{"hold": false})
+		fixture.AwaitTask(t, f.Owner, task.ID)
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM proposals WHERE task_id = $1", task.ID); n != proposals.MaxPerTask {
+			t.Fatalf("%d proposals recorded, want %d", n, proposals.MaxPerTask)
 		}
 	})
 }

@@ -79,6 +79,16 @@ func (s *Service) AgentReported(ctx context.Context, tx *db.Tx, r *runs.Run, pro
 		if err := json.Unmarshal(e.Payload, &line); err != nil || line.ID == "" {
 			continue // not a proposal that can be named
 		}
+		if r.TaskID != nil {
+			n, err := countOfTask(ctx, tx, r.WorkspaceID, *r.TaskID)
+			if err != nil {
+				return err
+			}
+			if n >= MaxPerTask {
+				s.log.Warn("proposals: a task's agent made more than the bound; the rest are dropped", "task", *r.TaskID, "max", MaxPerTask)
+				return nil
+			}
+		}
 		if _, _, err := s.propose(ctx, tx, r.WorkspaceID, r.TaskID, proposedBy, r.ID+":"+text.Clip(line.ID, 200), line); err != nil {
 			return err
 		}

@@ -103,6 +103,15 @@ func countStatus(ctx context.Context, q db.Queryer, workspaceID, status string) 
 	return n, nil
 }
 
+// countOfTask counts the proposals a task's agents made.
+func countOfTask(ctx context.Context, q db.Queryer, workspaceID, taskID string) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM proposals WHERE workspace_id = $1 AND task_id = $2`, workspaceID, taskID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("proposals: count of a task: %w", err)
+	}
+	return n, nil
+}
+
 // countByStatus counts the workspace's proposals by status.
 func countByStatus(ctx context.Context, q db.Queryer, workspaceID string) (map[string]int, error) {
 	rows, err := q.QueryContext(ctx, `SELECT status, COUNT(*) FROM proposals WHERE workspace_id = $1 GROUP BY status`, workspaceID)

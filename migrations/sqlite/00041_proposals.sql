@@ -3,9 +3,9 @@
 -- making it. payload is what the change would be (a kind's own JSON);
 -- target names what it changes (a workflow, an env var's key and scope),
 -- target_id the existing object it replaces ('' for a new one), and
--- fingerprint that target's state when it was proposed: an approval applies the change only while the target is
--- still as it was. result is what the approval applied, materialized_id
--- the object it made or changed.
+-- fingerprint that target's state when it was proposed: an approval
+-- applies the change only while the target is still as it was. result is
+-- what the approval applied, materialized_id the object it made or changed.
 CREATE TABLE proposals (
     id              TEXT PRIMARY KEY,
     workspace_id    TEXT NOT NULL REFERENCES workspaces (id) ON DELETE CASCADE,
@@ -29,6 +29,7 @@ CREATE TABLE proposals (
     UNIQUE (workspace_id, source_key)
 );
 CREATE INDEX proposals_board ON proposals (workspace_id, status, created_at, id);
+CREATE INDEX proposals_task ON proposals (task_id) WHERE task_id IS NOT NULL;
 
 -- +goose Down
 -- Slipway only migrates up.

@@ -247,11 +247,12 @@ const OutputTruncated = "output_truncated"
 
 // IsOutput reports whether events of a type are output an agent or script
 // printed, which counts toward a run's output limits: log lines, messages,
-// tool calls and tool results. Results, approval requests, costs, subtasks
-// and the worker's own events always pass.
+// tool calls, tool results and proposals (which an agent may print as
+// often and as large as it likes). Results, approval requests, costs,
+// subtasks and the worker's own events always pass.
 func IsOutput(eventType string) bool {
 	switch eventType {
-	case OutLog, OutMessage, OutToolCall, OutToolResult:
+	case OutLog, OutMessage, OutToolCall, OutToolResult, OutProposal:
 		return true
 	}
 	return false
