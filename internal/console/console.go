@@ -29,7 +29,7 @@ var Pages = []string{
 	"/tasks/{id}", "/projects", "/workflows", "/workflows/{id}", "/workflows/runs/{id}",
 	"/runs", "/runs/{id}", "/runners", "/members", "/admin/", "/admin", "/operator", "/reports/operations", "/plans",
 	"/projects/{id}/settings", "/resources", "/resources/{id}", "/activity",
-	"/apps", "/apps/{id}", "/inbox", "/proposals", "/proposals/{id}",
+	"/apps", "/apps/{id}", "/inbox", "/inbox/notifications", "/proposals", "/proposals/{id}",
 }
 
 // Shared are paths that are both an API operation and a console page (the

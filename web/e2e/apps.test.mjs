@@ -7,7 +7,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import path from 'node:path'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, apiSession, browser, startServer, adminSession } from './harness.mjs'
 
 let server, chrome, ctx, page, call
 const shots = process.env.SCREENSHOTS // a directory: screenshots go there
@@ -27,13 +27,7 @@ before(async () => {
   page.setDefaultTimeout(20_000)
   // Setup the test does not click through: the first admin (approved as
   // listed in SERVICE_INITIAL_ADMIN_EMAILS).
-  const r = await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
-  })
-  assert.ok(r.ok, `register: ${r.status}`)
-  call = await apiSession(server.url, admin.email, admin.password)
+  call = await adminSession(server.url)
 })
 
 after(async () => {

@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import path from 'node:path'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, browser, startServer, adminSession } from './harness.mjs'
 
 let server, chrome, page, call, gh
 const shots = process.env.SCREENSHOTS // a directory: screenshots go there
@@ -126,13 +126,7 @@ before(async () => {
   const ctx = await chrome.newContext({ viewport: { width: 1600, height: 1000 } })
   page = await ctx.newPage()
   page.setDefaultTimeout(20_000)
-  const r = await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
-  })
-  assert.ok(r.ok, `register: ${r.status}`)
-  call = await apiSession(server.url, admin.email, admin.password)
+  call = await adminSession(server.url)
 })
 
 after(async () => {

@@ -4,7 +4,7 @@
 // settings card edits the workspace's page the same way.
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, browser, startServer, adminSession } from './harness.mjs'
 
 let server, chrome, page, call
 /** PUTs the page sent to an error-page operation, in order. */
@@ -20,13 +20,7 @@ before(async () => {
   })
   // Setup the test does not click through: the first admin (approved as
   // listed in SERVICE_INITIAL_ADMIN_EMAILS).
-  const r = await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
-  })
-  assert.ok(r.ok, `register: ${r.status}`)
-  call = await apiSession(server.url, admin.email, admin.password)
+  call = await adminSession(server.url)
 })
 
 after(async () => {

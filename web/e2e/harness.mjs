@@ -235,3 +235,14 @@ export async function apiSession(url, email, password) {
     return text ? JSON.parse(text) : null
   }
 }
+
+/** Registers the admin (the server's initial admin) and answers an API session of theirs. */
+export async function adminSession(url) {
+  const r = await fetch(url + '/api/auth/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
+  })
+  if (!r.ok) throw new Error(`register: ${r.status} ${await r.text()}`)
+  return apiSession(url, admin.email, admin.password)
+}

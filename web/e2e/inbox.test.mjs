@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, browser, startServer, adminSession } from './harness.mjs'
 
 let server, chrome, page, call
 const state = {}
@@ -19,13 +19,7 @@ before(async () => {
   const ctx = await chrome.newContext({ viewport: { width: 1400, height: 1000 } })
   page = await ctx.newPage()
   page.setDefaultTimeout(20_000)
-  const r = await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
-  })
-  assert.ok(r.ok, `register: ${r.status}`)
-  call = await apiSession(server.url, admin.email, admin.password)
+  call = await adminSession(server.url)
 })
 
 after(async () => {
@@ -100,6 +94,7 @@ test('the inbox decides a gate and rejects a proposal in place', async () => {
   // The gate, two proposals, two failed tasks (the proposal and gate notifications are the decisions themselves).
   await until('five items', async () => (await items.count()) === 5 || (await items.count()))
   await until('three decisions', async () => (await page.getByTestId('inbox-actionable').textContent()).startsWith('3 decisions') || (await page.getByTestId('inbox-actionable').textContent()))
+  await until('the nav counts them', async () => (await page.getByTestId('inbox-decisions').textContent()) === '3' || (await page.getByTestId('inbox-decisions').textContent()))
   await page.getByTestId('inbox-chip-gate').click()
   await until('only the gate', async () => (await items.count()) === 1 || (await items.count()))
   await items.first().getByTestId('inbox-approve').click()
@@ -126,6 +121,7 @@ test('the inbox decides a gate and rejects a proposal in place', async () => {
 test("a proposal's page shows the change and approves it", async () => {
   await page.getByRole('link', { name: 'Proposals' }).first().click()
   await page.waitForURL(/\/proposals/)
+  await until('the status chips count', async () => (await page.getByTestId('proposals-status').innerText()).replace(/\s+/g, ' ').includes('Pending · 1') || (await page.getByTestId('proposals-status').innerText()))
   await page.getByTestId('proposal-row').filter({ hasText: 'Set MODE to fast' }).getByRole('link').click()
   await page.waitForURL(/\/proposals\/[0-9a-f-]+$/)
   assert.match(await page.getByTestId('proposal-payload').textContent(), /"key": "MODE"/)
@@ -136,6 +132,23 @@ test("a proposal's page shows the change and approves it", async () => {
   assert.equal(mode?.value, 'fast')
   assert.equal(await page.getByTestId('proposal-materialized').textContent(), mode.id)
   assert.equal(await call('GET', '/api/inbox/decisions/count'), 0)
+})
+
+test('the notifications page filters, reads and deletes', async () => {
+  await page.getByTestId('bell').click()
+  await page.getByTestId('bell-all').click()
+  await page.waitForURL(/\/inbox\/notifications$/)
+  const items = page.getByTestId('notification')
+  const total = (await call('GET', '/notifications')).total
+  await until('every notification listed', async () => (await items.count()) === total || (await items.count()))
+  await page.getByTestId('notifications-source-run_failed').click()
+  await until('the failed ones', async () => (await items.count()) === 2 || (await items.count()))
+  await page.getByTestId('notifications-search').fill('Broken again')
+  await page.getByTestId('notifications-search').press('Enter')
+  await until('the search', async () => (await items.count()) === 1 || (await items.count()))
+  await items.first().getByTestId('notification-delete').click()
+  await until('deleted', async () => (await items.count()) === 0 || (await items.count()))
+  assert.equal((await call('GET', '/notifications?source=run_failed')).total, 1)
 })
 
 test('mark all read empties the bell', async () => {

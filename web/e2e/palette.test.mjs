@@ -4,7 +4,7 @@
 // then listed.
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
-import { admin, apiSession, browser, startServer } from './harness.mjs'
+import { admin, browser, startServer, adminSession } from './harness.mjs'
 
 let server, chrome, page, call, project
 const prompt = 'echo from the palette; sleep 120'
@@ -16,13 +16,7 @@ before(async () => {
   page = await (await chrome.newContext({ viewport: { width: 1360, height: 860 } })).newPage()
   page.setDefaultTimeout(20_000)
   // Setup the test does not click through: the first admin and a project.
-  const r = await fetch(server.url + '/api/auth/register', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ email: admin.email, password: admin.password, display_name: admin.name }),
-  })
-  assert.ok(r.ok, `register: ${r.status}`)
-  call = await apiSession(server.url, admin.email, admin.password)
+  call = await adminSession(server.url)
   project = await call('POST', '/api/projects', { name: 'demo', repo_url: server.repo })
 })
 

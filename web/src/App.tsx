@@ -3,7 +3,7 @@ import { useDisclosure } from '@mantine/hooks'
 import { lazy, Suspense, useEffect, useState } from 'react'
 import { Link, Navigate, Route, Routes, useLocation } from 'react-router-dom'
 import { ApprovalsWaiting } from './Approvals'
-import { Bell } from './Bell'
+import { Bell, InboxLabel } from './Bell'
 import { onConnection } from './live'
 import { Palette } from './Palette'
 import { SessionProvider, useSession } from './session'
@@ -32,6 +32,7 @@ const Settings = lazy(() => import('./pages/Settings'))
 const ProjectSettings = lazy(() => import('./pages/ProjectSettings'))
 const Plans = lazy(() => import('./pages/Plans'))
 const Inbox = lazy(() => import('./pages/Inbox').then((m) => ({ default: m.Inbox })))
+const Notifications = lazy(() => import('./pages/Notifications').then((m) => ({ default: m.Notifications })))
 const Proposals = lazy(() => import('./pages/Proposals').then((m) => ({ default: m.Proposals })))
 const ProposalPage = lazy(() => import('./pages/Proposals').then((m) => ({ default: m.ProposalPage })))
 
@@ -138,7 +139,13 @@ function Shell() {
       </AppShell.Header>
       <AppShell.Navbar p="xs">
         {nav.map((n) => (
-          <NavLink key={n.to} component={Link} to={n.to} label={n.label} active={loc.pathname.startsWith(n.to)} />
+          <NavLink
+            key={n.to}
+            component={Link}
+            to={n.to}
+            label={n.to === '/inbox' && workspace ? <InboxLabel key={workspace.id} workspace={workspace.id} /> : n.label}
+            active={loc.pathname.startsWith(n.to)}
+          />
         ))}
         {me.is_admin && <NavLink component={Link} to="/admin/?tab=users" label="Owner console" active={loc.pathname.startsWith('/admin')} />}
       </AppShell.Navbar>
@@ -161,6 +168,7 @@ function Shell() {
               <Route path="/runs" element={<Runs />} />
               <Route path="/activity" element={<Activity />} />
               <Route path="/inbox" element={<Inbox />} />
+              <Route path="/inbox/notifications" element={<Notifications />} />
               <Route path="/proposals" element={<Proposals />} />
               <Route path="/proposals/:id" element={<ProposalPage />} />
               <Route path="/runs/:id" element={<RunPage />} />

@@ -5,7 +5,7 @@ import { Badge, Button, Group, Menu, Text } from '@mantine/core'
 import { useEffect } from 'react'
 import { Link, useNavigate } from 'react-router-dom'
 import { get, post, put } from './api'
-import { watchNotifications } from './live'
+import { watchNotifications, watchTopic } from './live'
 import { useLoad, when } from './ui'
 
 export function Bell({ workspace }: { workspace: string }) {
@@ -54,24 +54,44 @@ export function Bell({ workspace }: { workspace: string }) {
           </Menu.Item>
         ))}
         <Menu.Divider />
-        <Group justify="space-between" px="xs" py={4}>
-          <Button size="compact-xs" variant="subtle" component={Link} to="/inbox" data-testid="bell-inbox">
-            Open the inbox
-          </Button>
-          <Button
-            size="compact-xs"
-            variant="subtle"
-            disabled={unread === 0}
-            data-testid="bell-read-all"
-            onClick={async () => {
-              await post('/notifications/read-all').catch(() => undefined)
-              reload()
-            }}
-          >
-            Mark all read
-          </Button>
-        </Group>
+        <Menu.Item component={Link} to="/inbox" data-testid="bell-inbox">
+          Open the inbox
+        </Menu.Item>
+        <Menu.Item component={Link} to="/inbox/notifications" data-testid="bell-all">
+          All notifications
+        </Menu.Item>
+        <Menu.Item
+          disabled={unread === 0}
+          data-testid="bell-read-all"
+          onClick={async () => {
+            await post('/notifications/read-all').catch(() => undefined)
+            reload()
+          }}
+        >
+          Mark all read
+        </Menu.Item>
       </Menu.Dropdown>
     </Menu>
+  )
+}
+
+/** The inbox's nav label: how many decisions wait for the signed-in person, kept current. */
+export function InboxLabel({ workspace }: { workspace: string }) {
+  const count = useLoad(() => get('/api/inbox/decisions/count'), [workspace])
+  const reload = count.reload
+  useEffect(() => {
+    const offs = [watchTopic('approvals', workspace, () => reload()), watchTopic('proposals', workspace, () => reload()), watchNotifications(() => reload())]
+    return () => offs.forEach((off) => off())
+  }, [workspace, reload])
+  const n = Number(count.data ?? 0)
+  return (
+    <Group gap={6} wrap="nowrap">
+      Inbox
+      {n > 0 && (
+        <Badge size="xs" color="yellow" variant="filled" data-testid="inbox-decisions">
+          {n}
+        </Badge>
+      )}
+    </Group>
   )
 }

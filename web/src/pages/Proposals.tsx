@@ -28,8 +28,11 @@ export function Proposals() {
   const [params, setParams] = useSearchParams()
   const status = (params.get('status') ?? 'pending') as 'pending' | 'applied' | 'rejected' | 'all'
   const list = useLoad(() => get('/api/proposals', { params: { query: { status: status === 'all' ? undefined : status, limit: 200 } } }), [ws, status])
+  const counts = useLoad(() => get('/api/proposals/board'), [ws])
   const reload = list.reload
-  useEffect(() => watchTopic('proposals', ws, () => reload()), [ws, reload])
+  const reloadCounts = counts.reload
+  useEffect(() => watchTopic('proposals', ws, () => (reload(), reloadCounts())), [ws, reload, reloadCounts])
+  const n = (s: string) => (counts.data ? ` · ${counts.data.counts[s] ?? 0}` : '')
   return (
     <Stack>
       <Title order={2}>Proposals</Title>
@@ -37,15 +40,16 @@ export function Proposals() {
         Changes agents asked for instead of making them. The workspace's owner or an admin approves (the change is made) or rejects them.
       </Text>
       <SegmentedControl
-        w={420}
+        w={480}
         value={status}
         onChange={(v) => setParams({ status: v })}
         data={[
-          { value: 'pending', label: 'Pending' },
-          { value: 'applied', label: 'Applied' },
-          { value: 'rejected', label: 'Rejected' },
+          { value: 'pending', label: `Pending${n('pending')}` },
+          { value: 'applied', label: `Applied${n('applied')}` },
+          { value: 'rejected', label: `Rejected${n('rejected')}` },
           { value: 'all', label: 'All' },
         ]}
+        data-testid="proposals-status"
       />
       <ErrorNote error={list.error} />
       {list.loading && !list.data && <Loading />}
