@@ -313,7 +313,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	}
 	a.Worker = a.NewWorker()
 
-	trig := triggers.NewService(d, clk, sealer, wf, conversationCards{backlog: bl, notifications: notes}, log, cfg.PublicURL)
+	trig := triggers.NewService(d, clk, sealer, wf, conversationCards{backlog: bl, notifications: notes}, resSvc, log, cfg.PublicURL)
 	a.Services = Services{Auth: authSvc, Tenancy: ten, Projects: proj, Runs: rs, Tasks: ts, Workflows: wf,
 		Scripts: scriptSvc, Triggers: trig, Templates: templates.NewService(trig),
 		Scans:     workflowscan.NewService(proj, wf, git),

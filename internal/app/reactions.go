@@ -334,6 +334,10 @@ func (r resourceNodes) Email(ctx context.Context, workspaceID, resourceID string
 	return r.s.Email(ctx, workspaceID, resourceID, to, subject, body)
 }
 
+func (r resourceNodes) AckMail(ctx context.Context, workspaceID, resourceID string, a workflows.MailAck) (any, error) {
+	return r.s.AckMail(ctx, workspaceID, resourceID, resources.MailAck(a))
+}
+
 func (r resourceNodes) Materialize(ctx context.Context, q db.Queryer, workspaceID, resourceID string) (string, string, bool, error) {
 	return r.s.Materialize(ctx, q, workspaceID, resourceID)
 }

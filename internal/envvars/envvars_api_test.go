@@ -127,20 +127,10 @@ func orgOf(t *testing.T, c *apitest.Client) string {
 	return c.Do("GET", "/organization", nil).Map(t)["id"].(string)
 }
 
-// member brings a new account into the owner's organization and makes it a
-// plain member of the owner's workspace, acting there.
+// member is a plain member of the owner's workspace.
 func member(t *testing.T, f *fixture.API, owner *apitest.Client, name string) *apitest.Client {
 	t.Helper()
-	ws, org := owner.DefaultWorkspace(), orgOf(t, owner)
-	c := f.App.Approved(f.Admin, name)
-	r := owner.Do("POST", "/organization/invites", obj{"email": c.Email, "role": "member", "workspace_ids": []string{ws}}, "X-Organization-Id", org)
-	fixture.Want(t, r, http.StatusCreated)
-	token := r.Map(t)["token"].(string)
-	f.App.Remember(token)
-	fixture.Want(t, c.Do("POST", "/organization/invites/accept", obj{"token": token}), http.StatusOK)
-	fixture.Want(t, owner.Do("PUT", "/api/workspaces/"+ws+"/members/"+c.ID, obj{"role": "member"}), http.StatusOK)
-	c.Workspace = ws
-	return c
+	return f.Member(t, owner, name)
 }
 
 // TestEnvVarsSaveListDelete: global and project env vars created, updated

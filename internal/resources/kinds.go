@@ -61,6 +61,10 @@ type IMAPConfig struct {
 	Security string `json:"security,omitempty" enum:"tls,starttls,none" doc:"Default tls"`
 	Username string `json:"username" minLength:"1" maxLength:"320"`
 	Mailbox  string `json:"mailbox,omitempty" maxLength:"200" doc:"Default INBOX"`
+	// Address is the mailbox's email address; email triggers give each
+	// workflow a plus address on it (inbox+alias@domain).
+	Address         string `json:"address,omitempty" maxLength:"320" format:"email" doc:"The mailbox's address, for email triggers' plus addresses (default: the username when it is an address)"`
+	UnroutedMailbox string `json:"unrouted_mailbox,omitempty" maxLength:"200" doc:"Where email triggers move mail no alias matches (default Unrouted)"`
 }
 
 // DiscordConfig posts as a bot; the secret is the bot token.

@@ -219,6 +219,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.app.Reconciler.Run(coreCtx)
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
+	go s.Services.Triggers.RunMail(workCtx)
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Billing.Run(coreCtx)
 	go s.Services.Apps.Run(coreCtx)

@@ -108,6 +108,8 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.RotateToken(ctx, ws(ctx), in.TriggerID))
 		})
 
+	registerEmail(api, s, ops, ws)
+
 	for _, provider := range []struct{ kind, name, headers string }{
 		{KindIntercom, "Intercom", "`X-Hub-Signature: sha1=<hex HMAC-SHA1 of the body>` (Intercom signs with the app's client secret)"},
 		{KindHelpScout, "Help Scout", "`X-HelpScout-Signature: <base64 HMAC-SHA1 of the body>` as Help Scout sends it, or `X-Hub-Signature: sha1=<hex>`; " +
@@ -154,4 +156,66 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		body, _ := json.Marshal(map[string]string{"run_id": d.RunID, "status": d.Status})
 		return &DeliveryOutput{Status: http.StatusAccepted, Body: body}, nil
 	})
+}
+
+type aliasTriggerInput struct {
+	TriggerID string `path:"tid" doc:"Trigger id"`
+}
+
+type aliasesInput struct {
+	WorkspaceID string `path:"wid" doc:"Workspace id: the active workspace"`
+	Limit       int    `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset      int    `query:"offset" minimum:"0"`
+}
+
+type unroutedInput struct {
+	UID        uint32 `path:"uid" minimum:"1" doc:"The message's UID in the mailbox's unrouted folder"`
+	ResourceID string `query:"resource_id" maxLength:"36" doc:"The mailbox (needed when the workspace reads more than one)"`
+}
+
+type createAliasInput struct {
+	UID  uint32 `path:"uid" minimum:"1" doc:"The message's UID in the mailbox's unrouted folder"`
+	Body CreateAliasInput
+}
+
+// registerEmail mounts the email trigger operations.
+func registerEmail(api huma.API, s *Service, ops httpx.Operations, ws func(context.Context) *actor.Workspace) {
+	huma.Register(api, ops.Op("get_api_workflow_triggers_tid_email_alias", http.MethodGet, "/api/workflow_triggers/{tid}/email_alias",
+		"An email_plus_address trigger's alias and address (404 when the trigger is missing, another workspace's, or of another kind)"),
+		func(ctx context.Context, in *aliasTriggerInput) (*httpx.Out[*EmailAlias], error) {
+			return httpx.Reply(s.EmailAlias(ctx, ws(ctx), in.TriggerID))
+		})
+	huma.Register(api, ops.Op("get_api_workspaces_wid_email_aliases", http.MethodGet, "/api/workspaces/{wid}/email_aliases",
+		"The workspace's email aliases, newest first (another workspace's id is 403)"),
+		func(ctx context.Context, in *aliasesInput) (*httpx.Out[*EmailAliasPage], error) {
+			return httpx.Reply(s.EmailAliases(ctx, ws(ctx), in.WorkspaceID, in.Limit, in.Offset))
+		})
+	huma.Register(api, ops.Op("get_api_workflows_email_unrouted", http.MethodGet, "/api/workflows/email-unrouted",
+		"Mail no email trigger took, from the unrouted folders of the workspace's mailboxes, newest first (workspace admins)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*UnroutedList], error) {
+			return httpx.Reply(s.Unrouted(ctx, ws(ctx)))
+		})
+	huma.Register(api, ops.Op("delete_api_workflows_email_unrouted_uid", http.MethodDelete, "/api/workflows/email-unrouted/{uid}",
+		"Delete an unrouted message from the mail server (workspace admins)"),
+		func(ctx context.Context, in *unroutedInput) (*httpx.DeletedOutput, error) {
+			ok, err := s.DeleteUnrouted(ctx, ws(ctx), in.UID, in.ResourceID)
+			if err != nil {
+				return nil, err
+			}
+			out := httpx.Deleted()
+			out.Body.Deleted = ok
+			return out, nil
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_workflows_email_unrouted_uid_create_alias", http.MethodPost,
+		"/api/workflows/email-unrouted/{uid}/create-alias",
+		"Mint an alias for a workflow (a new email_plus_address trigger) and move the message back to the inbox, where it is routed to it (workspace admins)")),
+		func(ctx context.Context, in *createAliasInput) (*httpx.Out[*AliasCreated], error) {
+			u, _ := actor.UserFrom(ctx)
+			return httpx.Reply(s.CreateAlias(ctx, ws(ctx), u, in.UID, in.Body))
+		})
+	huma.Register(api, ops.Op("post_api_workflows_triggers_trigger_id_migrate_email", http.MethodPost, "/api/workflows/triggers/{trigger_id}/migrate-email",
+		"Turn a legacy email trigger into an email_plus_address trigger with an alias of its own (workspace admins)"),
+		func(ctx context.Context, in *triggerIDInput) (*httpx.Out[*Trigger], error) {
+			return httpx.Reply(s.MigrateEmail(ctx, ws(ctx), in.TriggerID))
+		})
 }

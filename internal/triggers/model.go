@@ -43,7 +43,7 @@ const (
 type Trigger struct {
 	ID          string  `json:"id" format:"uuid"`
 	WorkflowID  string  `json:"workflow_id" format:"uuid"`
-	Kind        string  `json:"kind" enum:"webhook,schedule,intercom,helpscout"`
+	Kind        string  `json:"kind" enum:"webhook,schedule,intercom,helpscout,email,email_plus_address"`
 	Enabled     bool    `json:"enabled"`
 	Config      Config  `json:"config"`
 	HasSecret   bool    `json:"has_secret" doc:"Webhook: deliveries must carry X-Hub-Signature-256"`
@@ -51,11 +51,13 @@ type Trigger struct {
 	ReceiverURL *string `json:"receiver_url,omitempty" doc:"Webhook, conversation: where to deliver (POST), only in the answers that create or rotate the token"`
 	// SigningSecret is shown once, in the answer that creates a
 	// conversation trigger.
-	SigningSecret *string    `json:"signing_secret,omitempty" doc:"Conversation (intercom, helpscout): the secret deliveries are signed with, only in the answer that creates the trigger"`
-	NextFireAt    *time.Time `json:"next_fire_at" nullable:"true" doc:"Schedule: the next tick"`
-	LastFiredAt   *time.Time `json:"last_fired_at" nullable:"true"`
-	CreatedAt     time.Time  `json:"created_at"`
-	UpdatedAt     time.Time  `json:"updated_at"`
+	SigningSecret *string `json:"signing_secret,omitempty" doc:"Conversation (intercom, helpscout): the secret deliveries are signed with, only in the answer that creates the trigger"`
+	// EmailAddress is where mail starts the workflow (email_plus_address).
+	EmailAddress *string    `json:"email_address,omitempty" doc:"email_plus_address: the plus address that starts the workflow (inbox+alias@domain)"`
+	NextFireAt   *time.Time `json:"next_fire_at" nullable:"true" doc:"Schedule: the next tick"`
+	LastFiredAt  *time.Time `json:"last_fired_at" nullable:"true"`
+	CreatedAt    time.Time  `json:"created_at"`
+	UpdatedAt    time.Time  `json:"updated_at"`
 
 	workspaceID  string
 	createdBy    *string
@@ -71,11 +73,13 @@ type Config struct {
 	Timezone           string          `json:"timezone,omitempty" maxLength:"100" doc:"Schedule: the IANA time zone of the cron expression (default UTC)"`
 	IntervalSeconds    int64           `json:"interval_seconds,omitempty" minimum:"1" maximum:"31622400" doc:"Schedule: fire every this many seconds instead of a cron expression"`
 	Input              json.RawMessage `json:"input,omitempty" doc:"Schedule: the runs' input"`
+	ResourceID         string          `json:"resource_id,omitempty" maxLength:"36" doc:"email, email_plus_address: the imap resource whose mailbox is read"`
+	Alias              string          `json:"alias,omitempty" maxLength:"63" doc:"email_plus_address: the alias (mail to inbox+alias@domain starts the workflow); one is made from the workflow's name when none is given"`
 }
 
 // CreateInput creates a trigger.
 type CreateInput struct {
-	Kind    string `json:"kind" maxLength:"32" doc:"webhook, schedule, intercom or helpscout"`
+	Kind    string `json:"kind" maxLength:"32" doc:"webhook, schedule, intercom, helpscout, email_plus_address or email (legacy: every message of the mailbox that no alias takes)"`
 	Enabled *bool  `json:"enabled,omitempty" doc:"Default true"`
 	Config  Config `json:"config,omitempty"`
 	Secret  string `json:"secret,omitempty" maxLength:"256" doc:"Webhook: the HMAC signing secret deliveries must be signed with (never shown again). Intercom: the app's client secret (Intercom signs with it); Help Scout: the secret you paste there (one is made when none is given, and shown once)"`

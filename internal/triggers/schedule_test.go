@@ -41,7 +41,7 @@ func newScheduleEnv(t *testing.T, e db.Engine) *scheduleEnv {
 
 // service is one server's view: its own clock (a restart is a new one).
 func (e *scheduleEnv) service(clk clock.Clock) *triggers.Service {
-	return triggers.NewService(e.DB, clk, e.sealer, e.Workflows, nil, slog.New(slog.DiscardHandler), "")
+	return triggers.NewService(e.DB, clk, e.sealer, e.Workflows, nil, nil, slog.New(slog.DiscardHandler), "")
 }
 
 func (e *scheduleEnv) fire(t *testing.T, s *triggers.Service) int {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"slipway/internal/platform/actor"
@@ -40,15 +41,21 @@ type Service struct {
 	clock     clock.Clock
 	sealer    *vault.Sealer
 	workflows *workflows.Service
-	backlog   Backlog // conversation triggers' cards (nil: they refuse deliveries)
+	backlog   Backlog   // conversation triggers' cards (nil: they refuse deliveries)
+	mail      Mailboxes // email triggers' mailboxes (nil: no email triggers)
+	holder    string    // this replica, as it holds mailbox pollers
+	mailLease atomic.Int64
 	log       *slog.Logger
 	publicURL string // receiver URLs are absolute when set
 }
 
 // NewService returns the triggers service; bl takes conversation
-// triggers' messages onto their project's backlog.
-func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, wf *workflows.Service, bl Backlog, log *slog.Logger, publicURL string) *Service {
-	return &Service{db: d, clock: clk, sealer: sealer, workflows: wf, backlog: bl, log: log, publicURL: strings.TrimSuffix(publicURL, "/")}
+// triggers' messages onto their project's backlog, mail opens email
+// triggers' mailboxes.
+func NewService(d *db.DB, clk clock.Clock, sealer *vault.Sealer, wf *workflows.Service, bl Backlog, mail Mailboxes, log *slog.Logger,
+	publicURL string) *Service {
+	return &Service{db: d, clock: clk, sealer: sealer, workflows: wf, backlog: bl, mail: mail, holder: ids.New(), log: log,
+		publicURL: strings.TrimSuffix(publicURL, "/")}
 }
 
 func printable(field, s string) error {
@@ -82,6 +89,8 @@ func checkConfig(kind string, c *Config) (*schedule, error) {
 			return nil, apperr.BadRequest("config.sync_timeout_seconds applies to sync webhooks")
 		}
 		return nil, nil
+	case KindEmail, KindEmailPlus:
+		return nil, checkEmailConfig(kind, c)
 	case KindIntercom, KindHelpScout:
 		if c.ResponseMode != "" || c.SyncTimeoutSeconds != 0 || c.Cron != "" || c.Timezone != "" || c.IntervalSeconds != 0 || len(c.Input) > 0 {
 			return nil, apperr.BadRequest("config: a %s trigger takes no configuration", kind)
@@ -106,7 +115,7 @@ func checkConfig(kind string, c *Config) (*schedule, error) {
 		}
 		return sched, nil
 	}
-	return nil, apperr.BadRequest("unknown trigger kind %q: webhook, schedule, intercom or helpscout", kind)
+	return nil, apperr.BadRequest("unknown trigger kind %q: webhook, schedule, intercom, helpscout, email_plus_address or email", kind)
 }
 
 func checkSecret(secret string) error {
@@ -132,7 +141,11 @@ func (s *Service) List(ctx context.Context, ws *actor.Workspace, workflowID stri
 	if _, err := s.workflows.Get(ctx, ws, workflowID); err != nil {
 		return nil, err
 	}
-	return list(ctx, s.db.R, "workspace_id = $1 AND workflow_id = $2 ORDER BY created_at, id", ws.ID, workflowID)
+	ts, err := list(ctx, s.db.R, "workspace_id = $1 AND workflow_id = $2 ORDER BY created_at, id", ws.ID, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	return ts, s.withAddresses(ctx, s.db.R, ws.ID, ts)
 }
 
 // Get reads a trigger of the workspace.
@@ -140,7 +153,15 @@ func (s *Service) Get(ctx context.Context, ws *actor.Workspace, id string) (*Tri
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("trigger")
 	}
-	return getTrigger(ctx, s.db.R, ws.ID, id)
+	t, err := getTrigger(ctx, s.db.R, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	one := []Trigger{*t}
+	if err := s.withAddresses(ctx, s.db.R, ws.ID, one); err != nil {
+		return nil, err
+	}
+	return &one[0], nil
 }
 
 // Create adds a trigger to a workflow. A webhook's answer carries its
@@ -160,7 +181,8 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 // CreateTx is Create in tx, for callers that create the workflow in the
 // same transaction (a template's workflow with its triggers).
 func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, workflowID string, in CreateInput) (*Trigger, error) {
-	if _, err := s.workflows.GetTx(ctx, tx, ws, workflowID); err != nil {
+	w, err := s.workflows.GetTx(ctx, tx, ws, workflowID)
+	if err != nil {
 		return nil, err
 	}
 	sched, err := checkConfig(in.Kind, &in.Config)
@@ -202,9 +224,21 @@ func (s *Service) CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, 
 		}
 		next := sched.first(now)
 		t.NextFireAt = &next
+	case KindEmail, KindEmailPlus:
+		if in.Secret != "" {
+			return nil, apperr.BadRequest("secret applies to webhook and conversation triggers")
+		}
 	}
 	if err := insert(ctx, tx, t); err != nil {
 		return nil, err
+	}
+	if emailKind(t.Kind) {
+		if err := s.bindMailbox(ctx, tx, t, w.Name); err != nil {
+			return nil, err
+		}
+		if err := update(ctx, tx, t); err != nil { // the alias made
+			return nil, err
+		}
 	}
 	return t, nil
 }
@@ -255,9 +289,23 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, id string, in
 			t.NextFireAt = &next
 		}
 		t.UpdatedAt = now
+		if emailKind(t.Kind) && in.Config != nil {
+			w, err := s.workflows.GetTx(ctx, tx, ws, t.WorkflowID)
+			if err != nil {
+				return err
+			}
+			if err := s.bindMailbox(ctx, tx, t, w.Name); err != nil {
+				return err
+			}
+		}
 		out = t
 		return update(ctx, tx, t)
 	})
+	if err == nil && out.Kind == KindEmailPlus && out.EmailAddress == nil {
+		one := []Trigger{*out}
+		err = s.withAddresses(ctx, s.db.R, ws.ID, one)
+		out = &one[0]
+	}
 	return out, err
 }
 
@@ -400,7 +448,13 @@ func (s *Service) fresh(ts string) error {
 // Prune forgets delivery ids older than DeliveryMemory (every replica,
 // hourly).
 func (s *Service) Prune(ctx context.Context) (int, error) {
-	return pruneDeliveries(ctx, s.db.W, s.clock.Now().UTC().Add(-DeliveryMemory))
+	now := s.clock.Now().UTC()
+	n, err := pruneDeliveries(ctx, s.db.W, now.Add(-DeliveryMemory))
+	if err != nil {
+		return n, err
+	}
+	m, err := pruneMessages(ctx, s.db.W, now.Add(-MailMemory))
+	return n + m, err
 }
 
 func runEnded(status string) bool {

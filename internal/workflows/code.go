@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -235,6 +236,17 @@ func (h codeHandler) Start(ctx context.Context, tx *db.Tx, j *jobs.Job, w dispat
 		}
 		if lib, err = h.e.codeFiles.Library(ctx, tx, j.WorkspaceID); err != nil {
 			return nil, err
+		}
+	}
+	// The files the run came with (an email's attachments), unless a
+	// node file has the path.
+	extra, err := runFiles(ctx, tx, j.WorkspaceID, st.run.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range extra {
+		if !slices.ContainsFunc(files, func(n workport.ScriptFile) bool { return n.Path == f.Path }) {
+			files = append(files, f)
 		}
 	}
 	image := c.Image

@@ -169,6 +169,8 @@ func (e *Engine) executeNode(ctx context.Context, s step) outcome {
 		return e.notifyDiscord(ctx, s)
 	case "notify_email":
 		return e.notifyEmail(ctx, s)
+	case "imap_ack":
+		return e.imapAck(ctx, s)
 	case "connector":
 		return e.connector(ctx, s)
 	case "app":

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -19,6 +20,8 @@ type Resources interface {
 	Classify(ctx context.Context, workspaceID, resourceID, model, prompt string, categories []string) (label string, output any, err error)
 	Statement(ctx context.Context, workspaceID, resourceID string, q DBStatement) (any, error)
 	Email(ctx context.Context, workspaceID, resourceID string, to []string, subject, body string) (any, error)
+	// AckMail marks, flags or moves the message a run came from.
+	AckMail(ctx context.Context, workspaceID, resourceID string, a MailAck) (any, error)
 	// Materialize is a resource of the workspace as a script gets it: its
 	// JSON (kind, name, config, secret) and its secret, read through q.
 	Materialize(ctx context.Context, q db.Queryer, workspaceID, resourceID string) (value, secret string, found bool, err error)
@@ -48,7 +51,7 @@ type ConnectorCall struct {
 // any transaction, like the other kinds that do I/O.
 func usesResource(kind string) bool {
 	switch kind {
-	case "notify_telegram", "notify_discord", "notify_email", "connector", "llm_classify", "db_query", "db_execute":
+	case "notify_telegram", "notify_discord", "notify_email", "connector", "llm_classify", "db_query", "db_execute", "imap_ack":
 		return true
 	}
 	return false
@@ -220,6 +223,56 @@ func (e *Engine) notifyEmail(ctx context.Context, s step) outcome {
 		return failed("%v", errNoResources)
 	}
 	out, err := e.resources.Email(ctx, s.run.WorkspaceID, c.ResourceID, to, s.red.Text(subject), s.red.Text(body))
+	if err != nil {
+		return resourceFailed(nil, err)
+	}
+	return succeed(HandleOut, out)
+}
+
+// MailAck is an imap_ack node's acknowledgement of the run's message.
+type MailAck struct {
+	Folder      string // where the message is (the trigger's inbox)
+	UIDValidity uint32
+	UID         uint32
+	Action      string // seen, flag or move
+	Target      string // move: the folder
+}
+
+// imapAck acknowledges the message of an email-triggered run.
+func (e *Engine) imapAck(ctx context.Context, s step) outcome {
+	c, err := decodeConfig[ImapAckConfig](s.node.Config)
+	if err != nil {
+		return failed("config: %v", err)
+	}
+	var trig struct {
+		Kind        string `json:"kind"`
+		ResourceID  string `json:"resource_id"`
+		Mailbox     string `json:"mailbox"`
+		UIDValidity uint32 `json:"uid_validity"`
+		UID         uint32 `json:"uid"`
+	}
+	if err := json.Unmarshal(s.run.Trigger, &trig); err != nil || (trig.Kind != "email" && trig.Kind != "email_plus_address") || trig.UID == 0 {
+		return failed("imap_ack acknowledges the email that started the run; this run was not started by an email trigger")
+	}
+	if c.ResourceID != "" && c.ResourceID != trig.ResourceID {
+		return failed("resource_id: the run's email came from another mailbox (resource %s)", trig.ResourceID)
+	}
+	a := MailAck{Folder: trig.Mailbox, UIDValidity: trig.UIDValidity, UID: trig.UID, Action: c.Action}
+	if a.Action == "" {
+		a.Action = "seen"
+	}
+	if a.Action == "move" {
+		if a.Target, err = e.exprs.render(ctx, c.Folder, s.env); err != nil {
+			return failed("folder: %v", err)
+		}
+		if a.Target = strings.TrimSpace(a.Target); a.Target == "" {
+			return failed("folder: move needs the folder to move the message to")
+		}
+	}
+	if e.resources == nil {
+		return failed("%v", errNoResources)
+	}
+	out, err := e.resources.AckMail(ctx, s.run.WorkspaceID, trig.ResourceID, a)
 	if err != nil {
 		return resourceFailed(nil, err)
 	}

@@ -154,9 +154,12 @@ type LLMClassifyConfig struct {
 	Model      string   `json:"model,omitempty" maxLength:"200" doc:"Default the resource's model"`
 }
 
-// ImapAckConfig acknowledges the message that triggered the run.
+// ImapAckConfig acknowledges the message that triggered the run (an
+// email trigger's): marks it read, flags it or moves it to a folder.
 type ImapAckConfig struct {
-	ResourceID string `json:"resource_id" format:"uuid"`
+	ResourceID string `json:"resource_id,omitempty" format:"uuid" doc:"The imap resource; default the mailbox the run's message came from (another one fails the node)"`
+	Action     string `json:"action,omitempty" enum:"seen,flag,move" doc:"seen (default): mark it read; flag: add \\Flagged; move: move it to folder"`
+	Folder     string `json:"folder,omitempty" maxLength:"200" expr:"template" doc:"move: the folder (created when missing); a template"`
 }
 
 // AppConfig calls a backend function of a hosted app of the workspace.
@@ -211,7 +214,7 @@ var kindList = []*Kind{
 	{Slug: "loop", Name: "Loop", Category: "flow", Description: "Runs its frame once per item, in sequence or in parallel.", Handles: outError, Runs: true, config: reflect.TypeFor[LoopConfig]()},
 	{Slug: "wait_event", Name: "Wait for event", Category: "flow", Description: "Waits for a named event, or a timeout.", Handles: []string{HandleEvent, HandleTimeout}, Runs: true, config: reflect.TypeFor[WaitEventConfig]()},
 	{Slug: "llm_classify", Name: "Classify", Category: "agents", Description: "Asks a model to pick one of the categories; each category is a handle.", Runs: true, config: reflect.TypeFor[LLMClassifyConfig]()},
-	{Slug: "imap_ack", Name: "Acknowledge email", Category: "notify", Description: "Acknowledges the email that triggered the run.", Handles: outError, config: reflect.TypeFor[ImapAckConfig]()},
+	{Slug: "imap_ack", Name: "Acknowledge email", Category: "notify", Description: "Marks read, flags or moves the email that started the run.", Handles: outError, Runs: true, config: reflect.TypeFor[ImapAckConfig]()},
 	{Slug: "app", Name: "App action", Category: "apps", Description: "Calls a backend function of a hosted app.", Handles: outError, Runs: true, config: reflect.TypeFor[AppConfig]()},
 	{Slug: "connector", Name: "Connector", Category: "apps", Description: "Calls an HTTP resource with its auth.", Handles: outError, Runs: true, config: reflect.TypeFor[ConnectorConfig]()},
 }

@@ -918,7 +918,7 @@ func TestWorkflowsNodeTypes(t *testing.T) {
 			t.Fatalf("slugs = %v, want the 19 NodeKind values %v", slugs, apiNodeKinds)
 		}
 		available := []string{"agent", "gate", "human", "end", "code", "transform", "http_request", "loop", "wait_event", "notify_webhook",
-			"db_query", "db_execute", "notify_telegram", "notify_email", "notify_discord", "llm_classify", "connector", "app"}
+			"db_query", "db_execute", "notify_telegram", "notify_email", "notify_discord", "llm_classify", "connector", "app", "imap_ack"}
 		wantHandles := map[string][]string{
 			"agent": {"out", "error"}, "gate": {"true", "false"}, "human": {"approved", "rejected"}, "end": {},
 			"transform": {"out", "error"}, "loop": {"out", "error"}, "wait_event": {"event", "timeout"}, "http_request": {"out", "error"},

@@ -3430,6 +3430,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/workflow_triggers/{tid}/email_alias": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An email_plus_address trigger's alias and address (404 when the trigger is missing, another workspace's, or of another kind) */
+        get: operations["get_api_workflow_triggers_tid_email_alias"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/workflows": {
         parameters: {
             query?: never;
@@ -3476,6 +3493,57 @@ export interface paths {
         get: operations["get_api_workflows_board"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/email-unrouted": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Mail no email trigger took, from the unrouted folders of the workspace's mailboxes, newest first (workspace admins) */
+        get: operations["get_api_workflows_email_unrouted"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/email-unrouted/{uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete an unrouted message from the mail server (workspace admins) */
+        delete: operations["delete_api_workflows_email_unrouted_uid"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workflows/email-unrouted/{uid}/create-alias": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mint an alias for a workflow (a new email_plus_address trigger) and move the message back to the inbox, where it is routed to it (workspace admins) */
+        post: operations["post_api_workflows_email_unrouted_uid_create_alias"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3725,6 +3793,23 @@ export interface paths {
         head?: never;
         /** Enable, disable or reconfigure a trigger */
         patch: operations["patch_api_workflows_triggers_trigger_id"];
+        trace?: never;
+    };
+    "/api/workflows/triggers/{trigger_id}/migrate-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Turn a legacy email trigger into an email_plus_address trigger with an alias of its own (workspace admins) */
+        post: operations["post_api_workflows_triggers_trigger_id_migrate_email"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/workflows/triggers/{trigger_id}/rotate-token": {
@@ -3999,6 +4084,23 @@ export interface paths {
         post?: never;
         /** Remove someone from the workspace (or leave it) */
         delete: operations["delete_api_workspaces_id_members_user_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/workspaces/{wid}/email_aliases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's email aliases, newest first (another workspace's id is 403) */
+        get: operations["get_api_workspaces_wid_email_aliases"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -4683,6 +4785,11 @@ export interface components {
             /** Format: int64 */
             timeout_ns: number;
         };
+        AliasCreated: {
+            alias: components["schemas"]["EmailAlias"];
+            moved: boolean;
+            trigger: components["schemas"]["Trigger"];
+        };
         App: {
             /** Format: date-time */
             created_at: string;
@@ -5222,6 +5329,8 @@ export interface components {
             max_concurrent_runs: number | null;
         };
         Config: {
+            /** @description email_plus_address: the alias (mail to inbox+alias@domain starts the workflow); one is made from the workflow's name when none is given */
+            alias?: string;
             /** @description Schedule: a five-field cron expression or @hourly, @daily, … */
             cron?: string;
             /** @description Schedule: the runs' input */
@@ -5231,6 +5340,8 @@ export interface components {
              * @description Schedule: fire every this many seconds instead of a cron expression
              */
             interval_seconds?: number;
+            /** @description email, email_plus_address: the imap resource whose mailbox is read */
+            resource_id?: string;
             /**
              * @description Webhook: async (default) or sync
              * @enum {string}
@@ -5266,11 +5377,22 @@ export interface components {
             /** @enum {string} */
             status: "enqueued" | "skipped";
         };
+        CreateAliasInput: {
+            /** @description The mailbox (needed when the workspace reads more than one) */
+            resource_id?: string;
+            /** @description The alias (default: the one the message was sent to) */
+            slug?: string;
+            /**
+             * Format: uuid
+             * @description The workflow the alias starts
+             */
+            workflow_id: string;
+        };
         CreateInput: {
             config?: components["schemas"]["Config"];
             /** @description Default true */
             enabled?: boolean;
-            /** @description webhook, schedule, intercom or helpscout */
+            /** @description webhook, schedule, intercom, helpscout, email_plus_address or email (legacy: every message of the mailbox that no alias takes) */
             kind: string;
             /** @description Webhook: the HMAC signing secret deliveries must be signed with (never shown again). Intercom: the app's client secret (Intercom signs with it); Help Scout: the secret you paste there (one is made when none is given, and shown once) */
             secret?: string;
@@ -5417,6 +5539,29 @@ export interface components {
             /** @description Default: the source kind's default handle (out) */
             source_handle?: string;
             target: string;
+        };
+        EmailAlias: {
+            /** @description inbox+alias@domain */
+            address: string;
+            alias: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The imap resource whose mailbox receives the mail
+             */
+            resource_id: string;
+            /** Format: uuid */
+            trigger_id: string;
+            /** Format: uuid */
+            workflow_id: string;
+        };
+        EmailAliasPage: {
+            items: components["schemas"]["EmailAlias"][] | null;
+            /** Format: int64 */
+            total: number;
         };
         EnrollInputBody: {
             /** @description SERVICE_RUNNER_NAME, used when the token names no runner */
@@ -6101,6 +6246,12 @@ export interface components {
             /** @description Why, for the audit log */
             reason?: string;
             subject: string;
+        };
+        MailboxError: {
+            error: string;
+            mailbox: string;
+            /** Format: uuid */
+            resource_id: string;
         };
         Manifest: {
             build?: components["schemas"]["Build"];
@@ -7869,13 +8020,15 @@ export interface components {
             config: components["schemas"]["Config"];
             /** Format: date-time */
             created_at: string;
+            /** @description email_plus_address: the plus address that starts the workflow (inbox+alias@domain) */
+            email_address?: string;
             enabled: boolean;
             /** @description Webhook: deliveries must carry X-Hub-Signature-256 */
             has_secret: boolean;
             /** Format: uuid */
             id: string;
             /** @enum {string} */
-            kind: "webhook" | "schedule" | "intercom" | "helpscout";
+            kind: "webhook" | "schedule" | "intercom" | "helpscout" | "email" | "email_plus_address";
             /** Format: date-time */
             last_fired_at: string | null;
             /**
@@ -7893,6 +8046,28 @@ export interface components {
             updated_at: string;
             /** Format: uuid */
             workflow_id: string;
+        };
+        UnroutedEmail: {
+            /** @description The alias it was sent to (no trigger has it), or empty */
+            alias: string;
+            /** Format: date-time */
+            date: string;
+            from: string;
+            /** @description The imap resource's name */
+            mailbox: string;
+            message_id: string;
+            /** Format: uuid */
+            resource_id: string;
+            /** Format: int64 */
+            size: number;
+            subject: string;
+            to: string[] | null;
+            /** Format: int32 */
+            uid: number;
+        };
+        UnroutedList: {
+            errors: components["schemas"]["MailboxError"][] | null;
+            items: components["schemas"]["UnroutedEmail"][] | null;
         };
         UpdateInput: {
             /** @description Replaces the whole configuration */
@@ -15877,6 +16052,38 @@ export interface operations {
             };
         };
     };
+    get_api_workflow_triggers_tid_email_alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                tid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailAlias"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_workflows: {
         parameters: {
             query?: {
@@ -15998,6 +16205,106 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BoardWorkflow"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_workflows_email_unrouted: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnroutedList"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_workflows_email_unrouted_uid: {
+        parameters: {
+            query?: {
+                /** @description The mailbox (needed when the workspace reads more than one) */
+                resource_id?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The message's UID in the mailbox's unrouted folder */
+                uid: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_workflows_email_unrouted_uid_create_alias: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The message's UID in the mailbox's unrouted folder */
+                uid: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateAliasInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AliasCreated"];
                 };
             };
             /** @description Error */
@@ -16592,6 +16899,38 @@ export interface operations {
                 "application/json": components["schemas"]["UpdateInput"];
             };
         };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Trigger"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_workflows_triggers_trigger_id_migrate_email: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Trigger id */
+                trigger_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
         responses: {
             /** @description OK */
             200: {
@@ -17455,6 +17794,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_workspaces_wid_email_aliases: {
+        parameters: {
+            query?: {
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace id: the active workspace */
+                wid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailAliasPage"];
                 };
             };
             /** @description Error */
