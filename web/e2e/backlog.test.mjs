@@ -14,7 +14,7 @@ import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import http from 'node:http'
 import path from 'node:path'
-import { admin, browser, startServer, adminSession } from './harness.mjs'
+import { admin, browser, startServer, adminSession, until } from './harness.mjs'
 
 let server, chrome, page, call, gh
 const shots = process.env.SCREENSHOTS // a directory: screenshots go there
@@ -143,17 +143,6 @@ const cardsIn = async (s) =>
   (await column(s).locator('[data-testid^="backlog-card-"][data-item-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')))).map((t) =>
     Number(t.replace('backlog-card-', '')),
   )
-/** Waits until fn() holds (the board reloads after each change), failing with what it last saw. */
-async function until(what, fn, ms = 20_000) {
-  const end = Date.now() + ms
-  let last
-  for (;;) {
-    last = await fn()
-    if (last === true) return
-    if (Date.now() > end) assert.fail(`${what}: ${JSON.stringify(last)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 /** Where a drag takes a card: its top left corner, clear of its title link and its menu. */
 const grip = { x: 4, y: 4 }
 const apiBoard = () => call('GET', `/api/projects/${state.project}/backlog/board`)

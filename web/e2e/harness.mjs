@@ -9,6 +9,7 @@ import net from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { chromium } from 'playwright-core'
+import assert from 'node:assert/strict'
 
 /** The Stripe webhook secret the test server verifies events with. */
 export const stripeSecret = 'whsec_e2e_0123456789abcdef'
@@ -245,4 +246,75 @@ export async function adminSession(url) {
   })
   if (!r.ok) throw new Error(`register: ${r.status} ${await r.text()}`)
   return apiSession(url, admin.email, admin.password)
+}
+
+/** Waits until fn() holds (answers true), failing with what it last answered. */
+export async function until(what, fn, ms = 30_000) {
+  const end = Date.now() + ms
+  let last
+  for (;;) {
+    last = await fn()
+    if (last === true) return
+    if (Date.now() > end) assert.fail(`${what}: ${JSON.stringify(last)}`)
+    await new Promise((r) => setTimeout(r, 100))
+  }
+}
+
+/**
+ * Starts the tests' mail system (the mailtest program: an IMAP server with
+ * one mailbox and an SMTP server delivering into it); resolves with its
+ * addresses, a send function (plain SMTP) and a stop function.
+ */
+export async function startMail(user, password) {
+  const bin = process.env.MAILTEST_BIN
+  if (!bin) throw new Error('MAILTEST_BIN must name the mailtest program (web/e2e/run.sh builds it)')
+  const proc = spawn(bin, ['-user', user, '-password', password], { stdio: ['pipe', 'pipe', 'inherit'] })
+  const line = await new Promise((resolve, reject) => {
+    let out = ''
+    proc.stdout.on('data', (c) => {
+      out += c
+      if (out.includes('\n')) resolve(out.split('\n')[0])
+    })
+    proc.on('exit', (code) => reject(new Error(`mailtest exited ${code}`)))
+  })
+  const addrs = JSON.parse(line)
+  const [host, port] = addrs.imap.split(':')
+  return {
+    imapHost: host,
+    imapPort: Number(port),
+    send: (from, to, raw) => smtpSend(addrs.smtp, from, to, raw),
+    stop: () => new Promise((resolve) => (proc.on('exit', resolve), proc.stdin.end())),
+  }
+}
+
+/** Sends one message over SMTP: the dialogue, each answer checked. */
+async function smtpSend(addr, from, to, raw) {
+  const [host, port] = addr.split(':')
+  const sock = net.connect(Number(port), host)
+  let buf = ''
+  const waiting = []
+  sock.on('data', (c) => {
+    buf += c
+    while (buf.includes('\r\n')) {
+      const i = buf.indexOf('\r\n')
+      const l = buf.slice(0, i)
+      buf = buf.slice(i + 2)
+      if (l[3] !== '-') waiting.shift()?.(l)
+    }
+  })
+  const reply = () => new Promise((resolve) => waiting.push(resolve))
+  const expect = async (code, send) => {
+    const r = reply()
+    if (send !== undefined) sock.write(send + '\r\n')
+    const l = await r
+    if (!l.startsWith(code)) throw new Error(`SMTP ${send ?? 'greeting'}: ${l}`)
+  }
+  await expect('220')
+  await expect('250', 'HELO e2e.test')
+  await expect('250', `MAIL FROM:<${from}>`)
+  await expect('250', `RCPT TO:<${to}>`)
+  await expect('354', 'DATA')
+  await expect('250', raw.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..') + '\r\n.')
+  await expect('221', 'QUIT')
+  sock.end()
 }

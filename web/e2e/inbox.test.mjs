@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test'
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
-import { admin, browser, startServer, adminSession } from './harness.mjs'
+import { admin, browser, startServer, adminSession, until } from './harness.mjs'
 
 let server, chrome, page, call
 const state = {}
@@ -27,17 +27,6 @@ after(async () => {
   await server?.stop()
 })
 
-/** Waits until fn() holds, failing with what it last saw. */
-async function until(what, fn, ms = 30_000) {
-  const end = Date.now() + ms
-  let last
-  for (;;) {
-    last = await fn()
-    if (last === true) return
-    if (Date.now() > end) assert.fail(`${what}: ${JSON.stringify(last)}`)
-    await new Promise((r) => setTimeout(r, 100))
-  }
-}
 
 const proposalLine = (id, title, key, value) =>
   `echo '${JSON.stringify({ type: 'proposal', id, kind: 'env_var', title, summary: `so that ${key} is ${value}`, payload: { key, value } })}'`

@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(mktemp -d)/slipway
 ( cd .. && CGO_ENABLED=0 go build -o "$bin" ./cmd/slipway )
-SLIPWAY_BIN="$bin" SCREENSHOTS="${SCREENSHOTS:-}" node --test --test-concurrency=1 e2e/
+mailtest=$(dirname "$bin")/mailtest
+( cd .. && go build -o "$mailtest" ./internal/mailbox/mailtest/cmd/mailtest )
+MAILTEST_BIN="$mailtest" SLIPWAY_BIN="$bin" SCREENSHOTS="${SCREENSHOTS:-}" node --test --test-concurrency=1 e2e/

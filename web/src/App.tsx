@@ -18,6 +18,7 @@ import { TaskPage } from './pages/Task'
 const Workflows = lazy(() => import('./pages/Workflows'))
 const WorkflowPage = lazy(() => import('./pages/Workflow'))
 const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
+const Email = lazy(() => import('./pages/Email'))
 const Runs = lazy(() => import('./pages/Runs'))
 const Resources = lazy(() => import('./pages/Resources'))
 const ResourcePage = lazy(() => import('./pages/Resources').then((m) => ({ default: m.ResourcePage })))
@@ -159,6 +160,7 @@ function Shell() {
               <Route path="/projects" element={<Projects />} />
               <Route path="/projects/:id/settings" element={<ProjectSettings />} />
               <Route path="/workflows" element={<Workflows />} />
+              <Route path="/workflows/email" element={<Email />} />
               <Route path="/workflows/:id" element={<WorkflowPage />} />
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
               <Route path="/resources" element={<Resources />} />

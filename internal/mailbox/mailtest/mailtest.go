@@ -40,10 +40,22 @@ type Server struct {
 // offers IMAP4rev1 and IDLE only, so clients must copy and expunge to move.
 func Start(t testing.TB, user, password string, rev2 bool) *Server {
 	t.Helper()
+	s, stop, err := Run(user, password, rev2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	s.t = t
+	return s
+}
+
+// Run runs a mail system until stop is called (the browser tests' mail
+// server runs it as a program: cmd/mailtest).
+func Run(user, password string, rev2 bool) (*Server, func(), error) {
 	mem := imapmemserver.New()
 	u := imapmemserver.NewUser(user, password)
 	if err := u.Create("INBOX", nil); err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	mem.AddUser(u)
 	caps := imap.CapSet{imap.CapIMAP4rev1: {}}
@@ -60,23 +72,22 @@ func Start(t testing.TB, user, password string, rev2 bool) *Server {
 	})
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	go func() { _ = srv.Serve(iln) }()
-	t.Cleanup(func() { _ = srv.Close() })
 
-	s := &Server{t: t, User: user, Password: password, IMAPAddr: iln.Addr().String(), user: u}
+	s := &Server{User: user, Password: password, IMAPAddr: iln.Addr().String(), user: u}
 	sm := gosmtp.NewServer(backend{s})
 	sm.Domain = "mail.test"
 	sm.ErrorLog = log.New(io.Discard, "", 0)
 	sln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		_ = srv.Close()
+		return nil, nil, err
 	}
 	s.SMTPAddr = sln.Addr().String()
 	go func() { _ = sm.Serve(sln) }()
-	t.Cleanup(func() { _ = sm.Close() })
-	return s
+	return s, func() { _ = sm.Close(); _ = srv.Close() }, nil
 }
 
 // backend delivers every message it accepts into the user's INBOX (once,

@@ -10,7 +10,7 @@ import { ScriptLog } from '../events'
 import { Copy, ErrorNote, Loading, Status, useAction, useLoad, when } from '../ui'
 
 type Trigger = Schemas['Trigger']
-type Kind = 'webhook' | 'schedule' | 'intercom' | 'helpscout'
+type Kind = 'webhook' | 'schedule' | 'intercom' | 'helpscout' | 'email_plus_address' | 'email'
 
 /** Support products whose conversation webhooks start runs (a customer's message also becomes a backlog card). */
 const conversation: Partial<Record<Kind, string>> = { intercom: 'Intercom', helpscout: 'Help Scout' }
@@ -24,6 +24,10 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
   const [cron, setCron] = useState('0 9 * * 1-5')
   const [tz, setTz] = useState(Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC')
   const [shown, setShown] = useState<Trigger | null>(justCreated ?? null)
+  const [mailbox, setMailbox] = useState('')
+  const [alias, setAlias] = useState('')
+  const isEmail = kind === 'email_plus_address' || kind === 'email'
+  const mailboxes = useLoad(async () => (isEmail ? ((await get('/api/resources', { params: { query: { kind: 'imap' } } })) ?? []) : null), [isEmail])
   const preview = kind === 'schedule' ? nextTicks(cron, tz, 3) : null
 
   const add = (e: React.FormEvent) => {
@@ -34,9 +38,14 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
           ? { kind, config: { response_mode: mode }, ...(secret ? { secret } : {}) }
           : kind === 'schedule'
             ? { kind, config: { cron: cron.trim(), timezone: tz.trim() || 'UTC' } }
-            : { kind, ...(secret ? { secret } : {}) }
+            : kind === 'email_plus_address'
+              ? { kind, config: { resource_id: mailbox || mailboxes.data?.[0]?.id || '', ...(alias.trim() ? { alias: alias.trim() } : {}) } }
+              : kind === 'email'
+                ? { kind, config: { resource_id: mailbox || mailboxes.data?.[0]?.id || '' } }
+                : { kind, ...(secret ? { secret } : {}) }
       const t = await post('/api/workflows/{id}/triggers', { params: { path: { id: workflowId } }, body })
       setSecret('')
+      setAlias('')
       if (t.token) setShown(t)
       await triggers.reload()
     })
@@ -49,6 +58,11 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
   const remove = (t: Trigger) =>
     action.run(`remove-${t.id}`, async () => {
       await del('/api/workflows/triggers/{trigger_id}', { params: { path: { trigger_id: t.id } } })
+      await triggers.reload()
+    })
+  const migrate = (t: Trigger) =>
+    action.run(`migrate-${t.id}`, async () => {
+      await post('/api/workflows/triggers/{trigger_id}/migrate-email', { params: { path: { trigger_id: t.id } } })
       await triggers.reload()
     })
   const rotate = (t: Trigger) =>
@@ -80,6 +94,15 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                         <Code>{t.config.cron ?? `every ${t.config.interval_seconds} s`}</Code> {t.config.timezone ?? 'UTC'}
                         {t.next_fire_at && ` · next ${when(t.next_fire_at)}`}
                       </Text>
+                    ) : t.kind === 'email_plus_address' ? (
+                      <Group gap={4} wrap="nowrap">
+                        <Text size="xs">
+                          Mail to <Code data-testid="email-address">{t.email_address}</Code> starts a run
+                        </Text>
+                        {t.email_address && <Copy value={t.email_address} label="Copy" />}
+                      </Group>
+                    ) : t.kind === 'email' ? (
+                      <Text size="xs">Every message of the mailbox that no alias takes (legacy): give it an address of its own</Text>
                     ) : conversation[t.kind as Kind] ? (
                       <Text size="xs">{conversation[t.kind as Kind]}'s conversation webhook · signed deliveries · messages go to the backlog</Text>
                     ) : (
@@ -97,7 +120,12 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                   <Table.Td>
                     <Group gap={4} wrap="nowrap">
                       <Switch size="xs" checked={t.enabled} onChange={() => toggle(t)} label={t.enabled ? 'on' : 'off'} />
-                      {t.kind !== 'schedule' && (
+                      {t.kind === 'email' && (
+                        <Button size="compact-xs" variant="light" loading={action.busy === `migrate-${t.id}`} onClick={() => migrate(t)} data-testid="migrate-email">
+                          Give it an address
+                        </Button>
+                      )}
+                      {t.kind !== 'schedule' && t.kind !== 'email' && t.kind !== 'email_plus_address' && (
                         <Button size="compact-xs" variant="light" loading={action.busy === `rotate-${t.id}`} onClick={() => rotate(t)}>
                           New token
                         </Button>
@@ -124,6 +152,8 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                 { value: 'schedule', label: 'Schedule' },
                 { value: 'intercom', label: 'Intercom conversations' },
                 { value: 'helpscout', label: 'Help Scout conversations' },
+                { value: 'email_plus_address', label: 'Email (a plus address)' },
+                { value: 'email', label: 'Email (the whole mailbox, legacy)' },
               ]}
               data-testid="trigger-kind"
             />
@@ -141,6 +171,33 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
                   data-testid="trigger-mode"
                 />
                 <PasswordInput label="Signing secret (optional)" size="xs" value={secret} onChange={(e) => setSecret(e.currentTarget.value)} maxLength={256} w={200} />
+              </>
+            ) : isEmail ? (
+              <>
+                <NativeSelect
+                  label="Mailbox (an imap resource)"
+                  size="xs"
+                  value={mailbox}
+                  onChange={(e) => setMailbox(e.currentTarget.value)}
+                  data={(mailboxes.data ?? []).map((r) => ({ value: r.id, label: r.name }))}
+                  data-testid="trigger-mailbox"
+                />
+                {kind === 'email_plus_address' && (
+                  <TextInput
+                    label="Alias (optional: made from the name)"
+                    size="xs"
+                    value={alias}
+                    onChange={(e) => setAlias(e.currentTarget.value)}
+                    maxLength={63}
+                    w={200}
+                    data-testid="trigger-alias"
+                  />
+                )}
+                {mailboxes.data && mailboxes.data.length === 0 && (
+                  <Text size="xs" c="dimmed">
+                    No imap resource yet: <Anchor component={Link} to="/resources">add the mailbox</Anchor> first.
+                  </Text>
+                )}
               </>
             ) : conversation[kind] ? (
               <PasswordInput
@@ -168,7 +225,12 @@ export function TriggersCard({ workflowId, justCreated }: { workflowId: string; 
             {preview.error ? preview.error : `Next: ${preview.times.join(' · ')}`}
           </Text>
         )}
-        <ErrorNote error={action.error || triggers.error} />
+        {(triggers.data ?? []).some((t) => t.kind === 'email_plus_address' || t.kind === 'email') && (
+          <Text size="xs" c="dimmed">
+            Mail to an alias no trigger has waits among the <Anchor component={Link} to="/workflows/email">unrouted email</Anchor>.
+          </Text>
+        )}
+        <ErrorNote error={action.error || triggers.error || mailboxes.error} />
       </Stack>
       <Modal opened={!!shown} onClose={() => setShown(null)} title="The webhook's address, shown once" size="lg" closeOnClickOutside={false}>
         {shown && (

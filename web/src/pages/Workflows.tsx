@@ -19,7 +19,12 @@ export default function Workflows() {
 
   return (
     <Stack>
-      <Title order={2}>Workflows</Title>
+      <Group justify="space-between">
+        <Title order={2}>Workflows</Title>
+        <Anchor component={Link} to="/workflows/email" data-testid="email-link">
+          Email addresses and unrouted mail
+        </Anchor>
+      </Group>
       <NewWorkflow projects={(projects.data ?? []).filter((p) => !p.archived_at)} loading={projects.loading} />
       <ErrorNote error={projects.error} />
       <ErrorNote error={workflows.error} />
