@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +17,10 @@ import (
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
 	"slipway/internal/platform/ids"
+	"slipway/internal/proposals"
 	"slipway/internal/runs"
 	"slipway/internal/tasks"
+	"slipway/internal/workflows"
 )
 
 type obj = map[string]any
@@ -292,6 +295,222 @@ func TestCommandsAPI(t *testing.T) {
 		r = owner.Do("GET", "/api/workspaces/"+ws+"/autonomy", nil)
 		if !strings.Contains(string(r.Body), `"level":15`) {
 			t.Fatalf("autonomy after the command: %s", r.Body)
+		}
+	})
+}
+
+// awaitRun polls a workflow run until done says it is where it should be.
+func awaitRun(t *testing.T, c *apitest.Client, runID, what string, done func(v *workflows.RunView) bool) *workflows.RunView {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := c.Do("GET", "/api/workflows/runs/"+runID, nil)
+		fixture.Want(t, r, http.StatusOK)
+		var v workflows.RunView
+		r.JSON(t, &v)
+		if done(&v) {
+			return &v
+		}
+		if v.FinishedAt != nil || time.Now().After(deadline) {
+			t.Fatalf("run %s is not %s: %s", runID, what, r.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCommandsDecisions: approve and reject (any command surface, a chat
+// bot's as the console's) decide proposals and the human gates of workflow
+// runs as well as tool approvals, through the services the web uses: the
+// pending_approvals choices list all three; a proposal is applied, a stale
+// one refused with the reason, a member's approval refused as the service
+// refuses it; a gate is rejected and its run goes the rejected way. Another
+// workspace's proposal or gate — even a gate of the caller's own run there
+// — is answered as an unknown id is.
+func TestCommandsDecisions(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		ctx := context.Background()
+		f := fixture.NewAPI(t, e)
+		owner, outsider := f.Owner, f.Outsider
+		ws, theirWS := owner.DefaultWorkspace(), outsider.DefaultWorkspace()
+		// The outsider is also a plain member of the owner's workspace;
+		// member is them acting there.
+		f.Exec(t, `INSERT INTO workspace_members (workspace_id, user_id, role, created_at) VALUES ($1, $2, 'member', $3)`,
+			ws, outsider.ID, time.Now().UTC())
+		m := *outsider
+		m.Workspace = ws
+		member := &m
+
+		// A run of each waiting at a human node.
+		gated := func(c *apitest.Client, name string) string {
+			t.Helper()
+			project := f.Project(t, c, name+" project")
+			r := c.Do("POST", "/api/workflows", obj{"project_id": project, "name": name,
+				"nodes": []obj{
+					{"key": "ask", "kind": "human", "config": obj{"message": "Ship {{ input.version }}?"}},
+					{"key": "yes", "kind": "end", "config": obj{"output": "1"}},
+					{"key": "no", "kind": "end", "config": obj{"status": "failed", "message": "rejected by {{ nodes.ask.output.decided_by }}"}},
+				},
+				"edges": []obj{{"source": "ask", "source_handle": "approved", "target": "yes"}, {"source": "ask", "source_handle": "rejected", "target": "no"}}})
+			fixture.Want(t, r, http.StatusCreated)
+			r = c.Do("POST", "/api/workflows/"+r.Map(t)["id"].(string)+"/runs", obj{"input": obj{"version": "2.0"}})
+			fixture.Want(t, r, http.StatusCreated)
+			run := r.Map(t)["run_id"].(string)
+			awaitRun(t, c, run, "waiting at ask", func(v *workflows.RunView) bool { return slices.Contains(v.WaitingOn, "ask") })
+			return run
+		}
+		gate, theirGate := gated(owner, "Release"), gated(outsider, "Their release")
+
+		// Pending proposals, as an agent makes them.
+		propose := func(c *apitest.Client, wsID, title, key string) string {
+			t.Helper()
+			line, err := json.Marshal(protocol.Proposal{Type: "proposal", ID: key, Kind: "env_var", Title: title,
+				Payload: json.RawMessage(`{"key":"` + key + `","value":"on"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			run := &runs.Run{ID: ids.New(), WorkspaceID: wsID}
+			if err := f.App.DB.Tx(ctx, func(tx *db.Tx) error {
+				return f.App.Server.Services.Proposals.AgentReported(ctx, tx, run, &c.ID,
+					[]runs.NewEvent{{Type: protocol.OutProposal, Payload: line, At: time.Now().UTC()}})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			r := c.Do("GET", "/api/proposals?status=pending", nil)
+			fixture.Want(t, r, http.StatusOK)
+			var ps []proposals.Proposal
+			r.JSON(t, &ps)
+			for _, p := range ps {
+				if p.Title == title {
+					return p.ID
+				}
+			}
+			t.Fatalf("no pending proposal %q: %s", title, r.Body)
+			return ""
+		}
+		proposal := propose(owner, ws, "Turn on FEATURE_X", "FEATURE_X")
+		stale := propose(owner, ws, "Turn on FEATURE_Y", "FEATURE_Y")
+		theirProposal := propose(outsider, theirWS, "Their flag", "THEIR_FLAG")
+
+		// The choices: the proposals and the gate, labelled, newest first;
+		// nothing of another workspace, not even the caller's own gate there.
+		choices := func(c *apitest.Client, q string) map[string]commands.Choice {
+			t.Helper()
+			r := c.Do("GET", "/api/commands/options/pending_approvals?q="+q, nil)
+			fixture.Want(t, r, http.StatusOK)
+			var cs []commands.Choice
+			r.JSON(t, &cs)
+			out := map[string]commands.Choice{}
+			for _, ch := range cs {
+				out[ch.Value] = ch
+			}
+			return out
+		}
+		r := owner.Do("GET", "/api/commands/options/pending_approvals", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var ordered []commands.Choice
+		r.JSON(t, &ordered)
+		if len(ordered) != 3 || ordered[0].Value != stale || ordered[1].Value != proposal || ordered[2].Value != gate {
+			t.Fatalf("the owner's choices, newest first: %s", r.Body)
+		}
+		all := choices(owner, "")
+		if all[proposal].Label != "Proposal: Turn on FEATURE_X" || all[gate].Label != "Gate: Release — Ship 2.0?" {
+			t.Fatalf("labels: %+v", all)
+		}
+		if got := choices(owner, "release"); len(got) != 1 || got[gate].Value != gate {
+			t.Fatalf("filtered to the gate: %+v", got)
+		}
+		if got := choices(outsider, ""); len(got) != 2 || got[theirProposal].Value == "" || got[theirGate].Value == "" {
+			t.Fatalf("the outsider's own choices: %+v", got)
+		}
+		if got := choices(member, ""); len(got) != 2 || got[proposal].Value == "" || got[stale].Value == "" {
+			t.Fatalf("the member's choices in the owner's workspace (their own gate elsewhere left out; the owner's gate waits on the owner): %+v", got)
+		}
+
+		// Another workspace's id answers as an unknown one, resolved or
+		// invoked, whoever asks (the member started theirGate themselves).
+		unknown := ids.New()
+		for _, c := range []*apitest.Client{owner, member} {
+			for _, foreign := range []string{theirProposal, theirGate} {
+				for _, call := range []string{"approve/resolve", "reject/resolve", "approve/invoke", "deny/invoke"} {
+					got := c.Do("POST", "/api/commands/"+call, obj{"args": obj{"approval": foreign}})
+					want := c.Do("POST", "/api/commands/"+call, obj{"args": obj{"approval": unknown}})
+					fixture.Want(t, got, http.StatusOK)
+					if o := outcome(t, got); o.Status != "invalid" || o.Param != "approval" ||
+						strings.ReplaceAll(string(got.Body), foreign, "{id}") != strings.ReplaceAll(string(want.Body), unknown, "{id}") {
+						t.Fatalf("%s of another workspace's %s answers unlike an unknown id:\n%s\n%s", call, foreign, got.Body, want.Body)
+					}
+				}
+			}
+		}
+		if o := outcome(t, outsider.Do("POST", "/api/commands/approve/resolve", obj{"args": obj{"approval": theirGate}})); o.Status != "ready" {
+			t.Fatalf("in its own workspace the gate resolves: %+v", o)
+		}
+
+		// A member may see a proposal but not decide it: the service's 403.
+		if o := outcome(t, member.Do("POST", "/api/commands/approve/resolve", obj{"args": obj{"approval": proposal}})); o.Status != "ready" {
+			t.Fatalf("a member's approve resolves: %+v", o)
+		}
+		fixture.WantError(t, member.Do("POST", "/api/commands/approve/invoke", obj{"args": obj{"approval": proposal}}), http.StatusForbidden,
+			"forbidden", "only the workspace's owner or an admin decides proposals")
+		status := func(id string) string {
+			t.Helper()
+			r := owner.Do("GET", "/api/proposals/"+id, nil)
+			fixture.Want(t, r, http.StatusOK)
+			return r.Map(t)["status"].(string)
+		}
+		if s := status(proposal); s != proposals.StatusPending {
+			t.Fatalf("after a member's approve the proposal is %s", s)
+		}
+
+		// The owner approves: applied.
+		o := outcome(t, owner.Do("POST", "/api/commands/allow/invoke", obj{"args": obj{"approval": proposal}}))
+		if o.Status != "executed" || o.Invocation.Word != "approve" || o.Plan.Text != `Proposal "Turn on FEATURE_X" is applied.` {
+			t.Fatalf("approve a proposal: %+v %+v", o, o.Plan)
+		}
+		if s := status(proposal); s != proposals.StatusApplied {
+			t.Fatalf("the approved proposal is %s", s)
+		}
+		if r := owner.Do("GET", "/api/settings/env-vars", nil); !strings.Contains(string(r.Body), `"FEATURE_X"`) {
+			t.Fatalf("the applied env var: %s", r.Body)
+		}
+		if o := outcome(t, owner.Do("POST", "/api/commands/reject/resolve", obj{"args": obj{"approval": proposal}})); o.Status != "invalid" {
+			t.Fatalf("a decided proposal still resolves: %+v", o)
+		}
+		// A target that changed since: refused with the reason, still pending.
+		fixture.Want(t, owner.Do("POST", "/api/settings/env-vars", obj{"key": "FEATURE_Y", "value": "off"}), http.StatusOK)
+		fixture.WantError(t, owner.Do("POST", "/api/commands/approve/invoke", obj{"args": obj{"approval": stale}}), http.StatusConflict,
+			"conflict", "stale", "FEATURE_Y was created since it was proposed")
+		if s := status(stale); s != proposals.StatusPending {
+			t.Fatalf("the stale proposal is %s", s)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/reject/invoke", obj{"args": obj{"approval": stale}}))
+		if o.Status != "executed" || o.Plan.Text != `Proposal "Turn on FEATURE_Y" is rejected.` || status(stale) != proposals.StatusRejected {
+			t.Fatalf("reject a proposal: %+v %+v", o, o.Plan)
+		}
+
+		// The gate waits on the owner, who started the run: the member may
+		// not decide it (it is not theirs to see), the owner rejects it.
+		if o := outcome(t, member.Do("POST", "/api/commands/reject/resolve", obj{"args": obj{"approval": gate}})); o.Status != "invalid" {
+			t.Fatalf("a gate waiting on someone else resolves: %+v", o)
+		}
+		o = outcome(t, owner.Do("POST", "/api/commands/reject/invoke", obj{"args": obj{"approval": gate}}))
+		if o.Status != "executed" || o.Plan.Text != "The gate of workflow run "+gate+" (Release) is rejected." {
+			t.Fatalf("reject a gate: %+v %+v", o, o.Plan)
+		}
+		v := awaitRun(t, owner, gate, "finished", func(v *workflows.RunView) bool { return v.FinishedAt != nil })
+		if v.Status != workflows.RunFailed || v.Error != "rejected by "+owner.ID {
+			t.Fatalf("the rejected run: %+v", v)
+		}
+		for _, n := range v.Nodes {
+			if n.Key == "ask" && (n.Status != workflows.NodeSucceeded || n.Handle != "rejected") {
+				t.Fatalf("the gate after the command: %+v", n)
+			}
+		}
+		if got := choices(owner, ""); len(got) != 0 {
+			t.Fatalf("decided things are still offered: %+v", got)
+		}
+		if o := outcome(t, owner.Do("POST", "/api/commands/approve/resolve", obj{"args": obj{"approval": gate}})); o.Status != "invalid" {
+			t.Fatalf("a decided gate still resolves: %+v", o)
 		}
 	})
 }

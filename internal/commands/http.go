@@ -42,12 +42,14 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 	options := ops.Op("get_api_commands_options_provider_id", http.MethodGet, "/api/commands/options/{provider_id}", "Choices of a dynamic parameter")
 	options.Description = "Providers: recent_tasks, models, efforts, projects, agents, workflows, pending_approvals. At most 20 choices; an unregistered provider is 404."
 	huma.Register(api, options, func(ctx context.Context, in *optionsInput) (*httpx.Out[[]Choice], error) {
-		return httpx.Reply(s.Options(ctx, ws(ctx), in.ProviderID, in.Q))
+		u, _ := actor.UserFrom(ctx)
+		return httpx.Reply(s.Options(ctx, ws(ctx), u, in.ProviderID, in.Q))
 	})
 	resolve := ops.Op("post_api_commands_word_resolve", http.MethodPost, "/api/commands/{word}/resolve", "Check a command's input: ready, need_param or invalid")
 	resolve.Description = "Changes nothing. An unknown word, or one your role may not run, is 404."
 	huma.Register(api, resolve, func(ctx context.Context, in *wordInput) (*httpx.Out[*Outcome], error) {
-		return httpx.Reply(s.Resolve(ctx, ws(ctx), in.Word, args(in)))
+		u, _ := actor.UserFrom(ctx)
+		return httpx.Reply(s.Resolve(ctx, ws(ctx), u, in.Word, args(in)))
 	})
 	invoke := ops.Op("post_api_commands_word_invoke", http.MethodPost, "/api/commands/{word}/invoke", "Run a command whose input is ready")
 	invoke.Description = "An under-specified or invalid input gets the need_param or invalid guidance and runs nothing; a ready one runs and answers executed with the invocation and a plan."

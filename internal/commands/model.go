@@ -1,6 +1,6 @@
 // Package commands is the typed command protocol (CIP): a registry of
-// commands with typed parameters that any surface (the API here; a chat
-// bot or the console's palette later) lists, resolves step by step and
+// commands with typed parameters that any surface (the API, the console's
+// palette, a chat bot) lists, resolves step by step and
 // invokes. Resolving never changes anything: it says the input is ready,
 // which parameter is still needed (with its choices), or which value is
 // invalid (with a hint ready to show). Invoking resolves first and runs the

@@ -118,16 +118,6 @@ func runRerun(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.Use
 	return plan(fmt.Sprintf("Task %q runs again as a new task.", t.Title), taskAffordances(t.ID)[0]), nil
 }
 
-func decide(verdict string) func(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.User, args map[string]string) (*Plan, error) {
-	return func(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.User, args map[string]string) (*Plan, error) {
-		a, err := s.approvals.Decide(ctx, u, args["approval"], verdict)
-		if err != nil {
-			return nil, err
-		}
-		return plan(fmt.Sprintf("The %s call is %s; the agent goes on.", a.Tool, a.Status)), nil
-	}
-}
-
 func runWorkflow(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.User, args map[string]string) (*Plan, error) {
 	w, err := s.workflows.Get(ctx, ws, args["workflow"])
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"slipway/internal/platform/ids"
 	"slipway/internal/platform/text"
 	"slipway/internal/projects"
+	"slipway/internal/proposals"
 	"slipway/internal/tasks"
 	"slipway/internal/tenancy"
 	"slipway/internal/workflows"
@@ -32,18 +33,21 @@ type Service struct {
 	projects  *projects.Service
 	workflows *workflows.Service
 	approvals *approvals.Service
+	proposals *proposals.Service
 	tenancy   *tenancy.Service
 	commands  []*command
 	providers map[string]provider
 }
 
-// provider lists the choices of a dynamic option.
-type provider func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error)
+// provider lists the choices of a dynamic option for the caller (u is nil
+// only where no user is known; what waits on a person then lists nothing).
+type provider func(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.User) ([]Choice, error)
 
 // NewService returns the command service.
-func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *approvals.Service, ten *tenancy.Service) *Service {
-	return &Service{tasks: t, projects: p, workflows: w, approvals: a, tenancy: ten, commands: registry(), providers: map[string]provider{
-		"recent_tasks": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
+func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *approvals.Service, pr *proposals.Service,
+	ten *tenancy.Service) *Service {
+	return &Service{tasks: t, projects: p, workflows: w, approvals: a, proposals: pr, tenancy: ten, commands: registry(), providers: map[string]provider{
+		"recent_tasks": func(ctx context.Context, s *Service, ws *actor.Workspace, _ *actor.User) ([]Choice, error) {
 			names, err := s.tasks.Names(ctx, ws, 100)
 			out := make([]Choice, 0, len(names))
 			for _, n := range names {
@@ -51,7 +55,7 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 			}
 			return out, err
 		},
-		"models": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
+		"models": func(ctx context.Context, s *Service, ws *actor.Workspace, _ *actor.User) ([]Choice, error) {
 			ps, err := s.projects.Profiles(ctx, ws)
 			var out []Choice
 			for _, p := range ps {
@@ -61,8 +65,8 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 			}
 			return out, err
 		},
-		"efforts": func(context.Context, *Service, *actor.Workspace) ([]Choice, error) { return efforts, nil },
-		"projects": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
+		"efforts": func(context.Context, *Service, *actor.Workspace, *actor.User) ([]Choice, error) { return efforts, nil },
+		"projects": func(ctx context.Context, s *Service, ws *actor.Workspace, _ *actor.User) ([]Choice, error) {
 			ps, err := s.projects.List(ctx, ws)
 			var out []Choice
 			for _, p := range ps {
@@ -72,7 +76,7 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 			}
 			return out, err
 		},
-		"agents": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
+		"agents": func(ctx context.Context, s *Service, ws *actor.Workspace, _ *actor.User) ([]Choice, error) {
 			ps, err := s.projects.Profiles(ctx, ws)
 			out := make([]Choice, 0, len(ps))
 			for _, p := range ps {
@@ -80,7 +84,7 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 			}
 			return out, err
 		},
-		"workflows": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
+		"workflows": func(ctx context.Context, s *Service, ws *actor.Workspace, _ *actor.User) ([]Choice, error) {
 			wfs, err := s.workflows.List(ctx, ws, "")
 			out := make([]Choice, 0, len(wfs))
 			for _, w := range wfs {
@@ -88,11 +92,11 @@ func NewService(t *tasks.Service, p *projects.Service, w *workflows.Service, a *
 			}
 			return out, err
 		},
-		"pending_approvals": func(ctx context.Context, s *Service, ws *actor.Workspace) ([]Choice, error) {
-			as, err := s.approvals.Pending(ctx, ws, approvals.MaxLimit)
-			out := make([]Choice, 0, len(as))
-			for _, a := range as {
-				out = append(out, Choice{Value: a.ID, Label: a.Tool + " " + text.Clip(string(a.Arguments), 80), Hint: "task " + a.TaskID})
+		"pending_approvals": func(ctx context.Context, s *Service, ws *actor.Workspace, u *actor.User) ([]Choice, error) {
+			ds, err := s.pendingDecisions(ctx, ws, u)
+			out := make([]Choice, 0, len(ds))
+			for _, d := range ds {
+				out = append(out, d.choice())
 			}
 			return out, err
 		},
@@ -125,14 +129,14 @@ func (s *Service) List(ws *actor.Workspace) []Descriptor {
 	return out
 }
 
-// Options lists a provider's choices whose value or label contains q
+// Options lists a provider's choices for u whose value or label contains q
 // (case-insensitive), capped.
-func (s *Service) Options(ctx context.Context, ws *actor.Workspace, providerID, q string) ([]Choice, error) {
+func (s *Service) Options(ctx context.Context, ws *actor.Workspace, u *actor.User, providerID, q string) ([]Choice, error) {
 	p, ok := s.providers[providerID]
 	if !ok {
 		return nil, apperr.NotFound("option provider")
 	}
-	all, err := p(ctx, s, ws)
+	all, err := p(ctx, s, ws, u)
 	if err != nil {
 		return nil, err
 	}
@@ -158,12 +162,12 @@ type Args map[string]any
 
 // Resolve says whether a command's input is ready, which parameter it
 // still needs or which value is invalid. It changes nothing.
-func (s *Service) Resolve(ctx context.Context, ws *actor.Workspace, word string, raw Args) (*Outcome, error) {
+func (s *Service) Resolve(ctx context.Context, ws *actor.Workspace, u *actor.User, word string, raw Args) (*Outcome, error) {
 	c := s.visible(ws, word)
 	if c == nil {
 		return nil, apperr.NotFound("command")
 	}
-	_, out, err := s.resolve(ctx, ws, c, raw)
+	_, out, err := s.resolve(ctx, ws, u, c, raw)
 	return out, err
 }
 
@@ -175,7 +179,7 @@ func (s *Service) Invoke(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if c == nil {
 		return nil, apperr.NotFound("command")
 	}
-	in, out, err := s.resolve(ctx, ws, c, raw)
+	in, out, err := s.resolve(ctx, ws, u, c, raw)
 	if err != nil || out.Status != StatusReady {
 		return out, err
 	}
@@ -186,7 +190,7 @@ func (s *Service) Invoke(ctx context.Context, ws *actor.Workspace, u *actor.User
 	return &Outcome{Status: StatusExecuted, Invocation: in, Plan: p}, nil
 }
 
-func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, c *command, raw Args) (*Invocation, *Outcome, error) {
+func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, u *actor.User, c *command, raw Args) (*Invocation, *Outcome, error) {
 	names := make([]string, len(c.Params))
 	for i, p := range c.Params {
 		names[i] = p.Name
@@ -213,10 +217,10 @@ func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, c *command, 
 			if !p.Required {
 				continue
 			}
-			out, err := s.needParam(ctx, ws, p)
+			out, err := s.needParam(ctx, ws, u, p)
 			return nil, out, err
 		}
-		val, hint, err := s.check(ctx, ws, p, v)
+		val, hint, err := s.check(ctx, ws, u, p, v)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -228,7 +232,7 @@ func (s *Service) resolve(ctx context.Context, ws *actor.Workspace, c *command, 
 	return in, &Outcome{Status: StatusReady, Input: in}, nil
 }
 
-func (s *Service) needParam(ctx context.Context, ws *actor.Workspace, p Param) (*Outcome, error) {
+func (s *Service) needParam(ctx context.Context, ws *actor.Workspace, u *actor.User, p Param) (*Outcome, error) {
 	free := p.Kind == KindFreeText || p.Kind == KindIntRange
 	choices := []Choice{}
 	switch p.Options.Kind {
@@ -236,7 +240,7 @@ func (s *Service) needParam(ctx context.Context, ws *actor.Workspace, p Param) (
 		choices = p.Options.Values
 	case OptionsDynamic:
 		var err error
-		if choices, err = s.Options(ctx, ws, p.Options.Provider, ""); err != nil {
+		if choices, err = s.Options(ctx, ws, u, p.Options.Provider, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -260,7 +264,7 @@ func stringOf(v any) string {
 
 // check validates one given value: the normalised value, or a hint for
 // the person why it is refused.
-func (s *Service) check(ctx context.Context, ws *actor.Workspace, p Param, v any) (string, string, error) {
+func (s *Service) check(ctx context.Context, ws *actor.Workspace, u *actor.User, p Param, v any) (string, string, error) {
 	str := strings.TrimSpace(stringOf(v))
 	if _, isString := v.(string); !isString && p.Kind != KindIntRange {
 		return "", fmt.Sprintf("%s takes text, not %s", p.Name, stringOf(v)), nil
@@ -292,7 +296,7 @@ func (s *Service) check(ctx context.Context, ws *actor.Workspace, p Param, v any
 		}
 		return "", fmt.Sprintf("%s must be one of %s", p.Name, strings.Join(vals, ", ")), nil
 	case KindRef:
-		return s.checkRef(ctx, ws, p, str)
+		return s.checkRef(ctx, ws, u, p, str)
 	}
 	return "", fmt.Sprintf("%s cannot be given here", p.Name), nil
 }
@@ -300,7 +304,7 @@ func (s *Service) check(ctx context.Context, ws *actor.Workspace, p Param, v any
 // checkRef accepts a reference to something of the workspace: by id, or
 // (names being what people type) by an exact, case-insensitive label when
 // it names exactly one choice.
-func (s *Service) checkRef(ctx context.Context, ws *actor.Workspace, p Param, str string) (string, string, error) {
+func (s *Service) checkRef(ctx context.Context, ws *actor.Workspace, u *actor.User, p Param, str string) (string, string, error) {
 	notFound := fmt.Sprintf("no %s %q in this workspace; pick one from the %s options", p.RefKind, text.Clip(str, 80), p.Options.Provider)
 	if p.RefKind == "task" || p.RefKind == "project" || p.RefKind == "workflow" {
 		if ids.Valid(str) {
@@ -319,7 +323,14 @@ func (s *Service) checkRef(ctx context.Context, ws *actor.Workspace, p Param, st
 			return str, "", err
 		}
 	}
-	all, err := s.providers[p.Options.Provider](ctx, s, ws)
+	if p.RefKind == "approval" && ids.Valid(str) {
+		_, err := s.findDecision(ctx, ws, u, str)
+		if errors.Is(err, apperr.ErrNotFound) {
+			return "", notFound, nil
+		}
+		return str, "", err
+	}
+	all, err := s.providers[p.Options.Provider](ctx, s, ws, u)
 	if err != nil {
 		return "", "", err
 	}
