@@ -276,7 +276,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	envSvc := envvars.NewService(envvars.Deps{DB: d, Clock: clk, Vault: store, Log: log})
 	parts.Dispatch.Env = envSvc
 	disp := dispatch.New(d, q, rs, in, bus, parts.Dispatch, log)
-	conv := conversations.NewService(d, clk, ts, in)
+	conv := conversations.NewService(d, clk, ts, in, re)
 	scriptSvc := scripts.NewService(d, clk, rs, q, cfg.AgentImage)
 	// Hosted apps: app nodes call their backends.
 	pages := errorpages.NewService(errorpages.Deps{DB: d, Clock: clk})

@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"slipway/internal/agents/protocol"
@@ -53,16 +55,17 @@ type reactions struct {
 }
 
 var (
-	_ tenancy.Reactions    = (*reactions)(nil)
-	_ projects.Reactions   = (*reactions)(nil)
-	_ projects.ForgeEvents = (*reactions)(nil)
-	_ tasks.Reactions      = (*reactions)(nil)
-	_ approvals.Reactions  = (*reactions)(nil)
-	_ inbox.Reactions      = (*reactions)(nil)
-	_ runs.Reactions       = (*reactions)(nil)
-	_ workflows.Reactions  = (*reactions)(nil)
-	_ proposals.Reactions  = (*reactions)(nil)
-	_ triggers.Backlog     = conversationCards{}
+	_ tenancy.Reactions       = (*reactions)(nil)
+	_ projects.Reactions      = (*reactions)(nil)
+	_ projects.ForgeEvents    = (*reactions)(nil)
+	_ tasks.Reactions         = (*reactions)(nil)
+	_ approvals.Reactions     = (*reactions)(nil)
+	_ inbox.Reactions         = (*reactions)(nil)
+	_ runs.Reactions          = (*reactions)(nil)
+	_ workflows.Reactions     = (*reactions)(nil)
+	_ proposals.Reactions     = (*reactions)(nil)
+	_ conversations.Reactions = (*reactions)(nil)
+	_ triggers.Backlog        = conversationCards{}
 )
 
 // WorkspaceCreated: a new workspace gets the default agent profiles.
@@ -73,6 +76,55 @@ func (r *reactions) WorkspaceCreated(ctx context.Context, q db.Queryer, workspac
 // Offboarded: a person removed from an organization loses their sessions.
 func (r *reactions) Offboarded(ctx context.Context, tx *db.Tx, userID string) error {
 	return r.auth.RevokeSessions(ctx, tx, userID)
+}
+
+// MessageWritten: the members a task's message names (@olivia) are told,
+// but its author.
+func (r *reactions) MessageWritten(ctx context.Context, tx *db.Tx, m *conversations.AgentMessage) error {
+	if !strings.Contains(m.Text, "@") {
+		return nil
+	}
+	members, err := r.access.Members(ctx, tx, m.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	people := make([]notifications.Person, len(members))
+	by := "The agent"
+	for i, p := range members {
+		people[i] = notifications.Person{ID: p.UserID, Email: p.Email}
+		if m.AuthorID != nil && p.UserID == *m.AuthorID {
+			by = cmp.Or(p.DisplayName, p.Email)
+		}
+	}
+	named := notifications.Mentioned(m.Text, people)
+	if m.AuthorID != nil {
+		named = slices.DeleteFunc(named, func(id string) bool { return id == *m.AuthorID })
+	}
+	if len(named) == 0 {
+		return nil
+	}
+	t, err := r.tasks.GetIn(ctx, tx, m.WorkspaceID, m.TaskID)
+	if err != nil {
+		return err
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: m.WorkspaceID, Source: notifications.SourceMention,
+		Title: by + " mentioned you on " + t.Title, Body: m.Text, TargetKind: "task", TargetID: m.TaskID, Link: "/tasks/" + m.TaskID,
+		Key: "mention:" + m.ID}, named...)
+}
+
+// Invited: an account invited to an organization is told, on its own
+// (no workspace); the link to accept is in the invite's mail.
+func (r *reactions) Invited(ctx context.Context, tx *db.Tx, userID string, in tenancy.InviteNote) error {
+	return r.notifications.Notify(ctx, tx, notifications.Note{Source: notifications.SourceInvite,
+		Title: in.Inviter + " invited you to " + in.Organization,
+		Body: "Join as " + in.Role + " with the link in the invite mail sent to " + in.Email + "; it expires " +
+			in.ExpiresAt.UTC().Format("2 January 2006 15:04 MST") + ".",
+		TargetKind: "invite", TargetID: in.InviteID, Key: "invite:" + in.InviteID}, userID)
+}
+
+// InviteSettled: an accepted or revoked invite's notification is answered.
+func (r *reactions) InviteSettled(ctx context.Context, tx *db.Tx, inviteID string) error {
+	return r.notifications.Settle(ctx, tx, "invite:"+inviteID)
 }
 
 // ProjectDeleting: a deleted project stops its workflow runs before its

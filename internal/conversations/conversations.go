@@ -58,6 +58,13 @@ type Service struct {
 	clock clock.Clock
 	tasks *tasks.Service
 	inbox *inbox.Inbox
+	react Reactions
+}
+
+// Reactions are what other domains do when a message is written, inside
+// its transaction: the people it names (@someone) are told.
+type Reactions interface {
+	MessageWritten(ctx context.Context, tx *db.Tx, m *AgentMessage) error
 }
 
 // NewService returns the service. It reacts to three changes elsewhere
@@ -65,8 +72,15 @@ type Service struct {
 // delivers it (MessagesSeen), an agent's reports carry its messages
 // (AgentReported), and a task's end withdraws what its model never read
 // (TaskEnded).
-func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox) *Service {
-	return &Service{db: d, clock: clk, tasks: t, inbox: in}
+func NewService(d *db.DB, clk clock.Clock, t *tasks.Service, in *inbox.Inbox, re Reactions) *Service {
+	return &Service{db: d, clock: clk, tasks: t, inbox: in, react: re}
+}
+
+func (s *Service) written(ctx context.Context, tx *db.Tx, m *AgentMessage) error {
+	if s.react == nil {
+		return nil
+	}
+	return s.react.MessageWritten(ctx, tx, m)
 }
 
 // TaskEnded withdraws the messages of a task that ended before its agent
@@ -111,7 +125,10 @@ func (s *Service) Send(ctx context.Context, ws *actor.Workspace, u *actor.User, 
 			return err
 		}
 		m.jobID = &jobID
-		return insert(ctx, tx, m)
+		if err := insert(ctx, tx, m); err != nil {
+			return err
+		}
+		return s.written(ctx, tx, m)
 	})
 	if err != nil {
 		return nil, err
@@ -183,6 +200,9 @@ func (s *Service) AgentReported(ctx context.Context, tx *db.Tx, r *runs.Run, evs
 		m := &AgentMessage{ID: ids.New(), TaskID: *r.TaskID, WorkspaceID: r.WorkspaceID, Role: RoleAssistant,
 			Text: text.Clip(pm.Text, 4*MaxText), Status: StatusDelivered, CreatedAt: at.UTC()}
 		if err := insert(ctx, tx, m); err != nil {
+			return err
+		}
+		if err := s.written(ctx, tx, m); err != nil {
 			return err
 		}
 	}

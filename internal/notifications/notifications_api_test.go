@@ -275,3 +275,82 @@ func TestNotifications(t *testing.T) {
 		fixture.WantError(t, f.App.Anonymous().Do("GET", "/notifications", nil), http.StatusUnauthorized, "unauthorized")
 	})
 }
+
+// TestMentionsAndInvites: a task's message that names members (@ and
+// their address, or its part before the @) tells each of them, never its
+// author nor someone outside the workspace; the agent's own messages
+// mention too. An invite to an address with an account tells that account
+// (about itself, outside any workspace, without the invite's token), and
+// the notification is answered once the invite is accepted or revoked.
+func TestMentionsAndInvites(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner, outsider := f.Owner, f.Outsider
+		member := f.Member(t, owner, "Mia Member")
+		local := func(c *apitest.Client) string { return strings.Split(c.Email, "@")[0] }
+		_, working := f.BlockedProject(t, owner, "Mentions")
+
+		text := "@" + local(member) + " can you check the build? (cc @" + local(owner) + ", @" + outsider.Email + ")"
+		fixture.Want(t, owner.Do("POST", "/api/agent/messages", obj{"task_id": working, "text": text}), http.StatusCreated)
+		p := await(t, member, notifications.SourceMention, 1)
+		n := p.Items[0]
+		if n.TargetKind != "task" || n.TargetID != working || n.Link != "/tasks/"+working || n.Body != text ||
+			!strings.Contains(n.Title, "mentioned you on") || n.WorkspaceID == nil {
+			t.Fatalf("the mention: %+v", n)
+		}
+		if got := page(t, owner, "?source=mention").Total; got != 0 {
+			t.Fatalf("the author was told of their own mention: %d", got)
+		}
+		if got := page(t, outsider, "?source=mention").Total; got != 0 {
+			t.Fatalf("someone outside the workspace was told: %d", got)
+		}
+
+		// The agent names the owner in a message of its own.
+		project := f.Project(t, owner, "Agents")
+		line := `{"type":"message","role":"assistant","text":"Done. @` + local(owner) + ` please review the branch."}`
+		task := f.Task(t, owner, project, "echo '"+line+"'", obj{"hold": false, "title": "Reviewable"})
+		fixture.AwaitTask(t, owner, task.ID)
+		p = await(t, owner, notifications.SourceMention, 1)
+		if n := p.Items[0]; n.TargetID != task.ID || !strings.HasPrefix(n.Title, "The agent mentioned you on Reviewable") {
+			t.Fatalf("the agent's mention: %+v", n)
+		}
+
+		// An invite to the outsider's address: told, then answered.
+		org := owner.Do("GET", "/organization", nil).Map(t)["id"].(string)
+		r := owner.Do("POST", "/organization/invites", obj{"email": outsider.Email, "role": "member"}, "X-Organization-Id", org)
+		fixture.Want(t, r, http.StatusCreated)
+		token := r.Map(t)["token"].(string)
+		f.App.Remember(token)
+		p = await(t, outsider, notifications.SourceInvite, 1)
+		n = p.Items[0]
+		if n.WorkspaceID != nil || n.TargetKind != "invite" || n.Read || !strings.Contains(n.Title, "invited you to") ||
+			!strings.Contains(n.Body, outsider.Email) || strings.Contains(n.Body, token) || strings.Contains(n.Link, token) {
+			t.Fatalf("the invite's notification: %+v", n)
+		}
+		fixture.Want(t, outsider.Do("POST", "/organization/invites/accept", obj{"token": token}), http.StatusOK)
+		if n := page(t, outsider, "?source=invite").Items[0]; !n.Read {
+			t.Fatalf("an accepted invite's notification is still unread: %+v", n)
+		}
+		// A revoked one is answered too; an address without an account
+		// tells no one.
+		third := f.App.Approved(f.Admin, "Tim Third")
+		r = owner.Do("POST", "/organization/invites", obj{"email": third.Email}, "X-Organization-Id", org)
+		fixture.Want(t, r, http.StatusCreated)
+		f.App.Remember(r.Map(t)["token"].(string))
+		invite := r.Map(t)["id"].(string)
+		if n := await(t, third, notifications.SourceInvite, 1).Items[0]; n.Read {
+			t.Fatalf("a new invite's notification is read: %+v", n)
+		}
+		fixture.Want(t, owner.Do("DELETE", "/organization/invites/"+invite, nil, "X-Organization-Id", org), http.StatusOK)
+		if n := page(t, third, "?source=invite").Items[0]; !n.Read {
+			t.Fatalf("a revoked invite's notification is still unread: %+v", n)
+		}
+		before := f.App.Count(t, "SELECT COUNT(*) FROM notifications WHERE source = 'invite'")
+		r = owner.Do("POST", "/organization/invites", obj{"email": "nobody-yet@example.test"}, "X-Organization-Id", org)
+		fixture.Want(t, r, http.StatusCreated)
+		f.App.Remember(r.Map(t)["token"].(string))
+		if after := f.App.Count(t, "SELECT COUNT(*) FROM notifications WHERE source = 'invite'"); after != before {
+			t.Fatalf("an invite to an address without an account made a notification")
+		}
+	})
+}

@@ -38,6 +38,12 @@ func (a Access) MemberEmails(ctx context.Context, workspaceID string) ([]string,
 	return out, nil
 }
 
+// Members are the workspace's members, read through q (a reaction's
+// transaction).
+func (a Access) Members(ctx context.Context, q db.Queryer, workspaceID string) ([]WorkspaceMember, error) {
+	return workspaceMembers(ctx, q, workspaceID)
+}
+
 // WorkspaceAdmins are the ids of the workspace's owners and admins, read
 // through q (a reaction's transaction).
 func (a Access) WorkspaceAdmins(ctx context.Context, q db.Queryer, workspaceID string) ([]string, error) {

@@ -111,6 +111,32 @@ func (s *Service) mailInvite(ctx context.Context, tx *db.Tx, o *Organization, u 
 		"link": in.AcceptURL, "expires": in.ExpiresAt.Format("2 January 2006 15:04 MST")})
 }
 
+// tellInvited tells the account of an invited address (when there is
+// one) of its invite, inside tx.
+func (s *Service) tellInvited(ctx context.Context, tx *db.Tx, o *Organization, u *actor.User, in *Invite) error {
+	if s.react == nil {
+		return nil
+	}
+	uid, err := userIDByEmail(ctx, tx, in.Email)
+	if err != nil || uid == "" {
+		return err
+	}
+	inviter := u.DisplayName
+	if inviter == "" {
+		inviter = u.Email
+	}
+	return s.react.Invited(ctx, tx, uid, InviteNote{InviteID: in.ID, Organization: o.Name, Inviter: inviter, Role: in.Role, Email: in.Email,
+		ExpiresAt: in.ExpiresAt})
+}
+
+// settled tells the other domains an invite is answered, inside tx.
+func (s *Service) settled(ctx context.Context, tx *db.Tx, inviteID string) error {
+	if s.react == nil {
+		return nil
+	}
+	return s.react.InviteSettled(ctx, tx, inviteID)
+}
+
 // manager is the selected organization when the caller is its owner or
 // admin.
 func (s *Service) manager(ctx context.Context, q db.Queryer, u *actor.User, sel Selector, doing string) (*Organization, error) {
@@ -207,6 +233,9 @@ func (s *Service) issue(ctx context.Context, tx *db.Tx, o *Organization, u *acto
 		return nil, "", err
 	}
 	if err := s.mailInvite(ctx, tx, o, u, in); err != nil {
+		return nil, "", err
+	}
+	if err := s.tellInvited(ctx, tx, o, u, &in.Invite); err != nil {
 		return nil, "", err
 	}
 	return in, VerdictInvited, nil
@@ -306,6 +335,9 @@ func (s *Service) RevokeInvite(ctx context.Context, u *actor.User, sel Selector,
 		if err := deleteInvite(ctx, tx, in.OrganizationID, in.ID); err != nil {
 			return err
 		}
+		if err := s.settled(ctx, tx, in.ID); err != nil {
+			return err
+		}
 		return audit.Record(ctx, tx, s.clock.Now(), u.ID, "organization.invite.revoke", "invite", in.ID, in, nil)
 	})
 }
@@ -379,6 +411,9 @@ func (s *Service) AcceptInvite(ctx context.Context, u *actor.User, tok string) (
 			return err
 		}
 		s.changed(tx)
+		if err := s.settled(ctx, tx, in.ID); err != nil {
+			return err
+		}
 		out = &Accepted{OrganizationID: in.OrganizationID}
 		return audit.Record(ctx, tx, now, u.ID, "organization.invite.accept", "invite", in.ID, nil, map[string]any{"user_id": u.ID, "role": in.Role})
 	})

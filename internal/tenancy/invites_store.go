@@ -185,3 +185,16 @@ func invitingOrganizations(ctx context.Context, q db.Queryer, marks string, args
 	}
 	return out, rows.Err()
 }
+
+// userIDByEmail is the account of an address ("" when none).
+func userIDByEmail(ctx context.Context, q db.Queryer, email string) (string, error) {
+	var id string
+	err := q.QueryRowContext(ctx, "SELECT id FROM users WHERE email = $1", email).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("tenancy: user by email: %w", err)
+	}
+	return id, nil
+}

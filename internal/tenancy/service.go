@@ -103,6 +103,21 @@ type Reactions interface {
 	// Offboarded: a person left an organization (or was removed); their
 	// sessions are revoked.
 	Offboarded(ctx context.Context, tx *db.Tx, userID string) error
+	// Invited: an invite went to the address of an account (userID), which
+	// is told; InviteSettled: an invite was accepted or revoked.
+	Invited(ctx context.Context, tx *db.Tx, userID string, in InviteNote) error
+	InviteSettled(ctx context.Context, tx *db.Tx, inviteID string) error
+}
+
+// InviteNote is what an invited account is told of its invite (never its
+// token: the link to accept is in the invite's mail).
+type InviteNote struct {
+	InviteID     string
+	Organization string
+	Inviter      string
+	Role         string
+	Email        string
+	ExpiresAt    time.Time
 }
 
 func (s *Service) newWorkspace(ctx context.Context, q db.Queryer, id, orgID, name, userID string, now time.Time) error {
