@@ -286,7 +286,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		Agents: agents{ts}, Scripts: scriptSvc, CodeFiles: codefiles.Contents{}, Resources: resourceNodes{resSvc}, Apps: appSvc, Env: envSvc, Quota: bill, Reactions: re}, parts.Engine)
 	wf := workflows.NewService(d, clk, rs, eng, proj, scriptSvc, bill)
 	bl := backlog.NewService(backlog.Deps{DB: d, Clock: clk, Log: log, Projects: proj, Tasks: ts, Hub: hub})
-	notes := notifications.NewService(notifications.Deps{DB: d, Clock: clk, Hub: hub})
+	notes := notifications.NewService(notifications.Deps{DB: d, Clock: clk, Hub: hub, Mailer: outbox, PublicURL: cfg.PublicURL})
 	props := proposals.NewService(proposals.Deps{DB: d, Clock: clk, Hub: hub, Reactions: re, Log: log,
 		Kinds: map[string]proposals.Kind{"workflow": workflowProposals{wf}, "env_var": envVarProposals{envSvc}}})
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in, backlog: bl,

@@ -22,6 +22,9 @@ const (
 	TemplateReset  = "reset"
 	TemplateVerify = "verify"
 	TemplateMagic  = "magic"
+	// TemplateNotification mails a notification to a person who asked for
+	// it (their notification settings).
+	TemplateNotification = "notification"
 )
 
 // MailTemplate is a transactional mail template: plain text with {{variable}}
@@ -61,6 +64,12 @@ var defaults = map[string]builtin{
 		subject: "Confirm your address for Slipway",
 		body:    "Hello {{name}},\n\nConfirm that this address is yours by opening:\n{{link}}\n\nThe link works once and expires on {{expires}}.\n",
 		vars:    []string{"name", "link", "expires"},
+	},
+	TemplateNotification: {
+		subject: "{{title}}",
+		body: "Hello {{name}},\n\n{{title}}\n\n{{body}}\n\nOpen it in Slipway: {{link}}\n\n" +
+			"You get this mail because of your notification settings (Inbox, Notifications).\n",
+		vars: []string{"name", "title", "body", "link"},
 	},
 	TemplateMagic: {
 		subject: "Your Slipway sign-in link",

@@ -11,6 +11,10 @@ import (
 	"slipway/internal/platform/httpx"
 )
 
+type settingsInput struct {
+	Body Settings
+}
+
 type idInput struct {
 	ID string `path:"id" doc:"Notification id"`
 }
@@ -35,6 +39,25 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
 		return u, w, nil
 	}
+
+	huma.Register(api, ops.Op("get_api_notifications_settings", http.MethodGet, "/api/notifications/settings",
+		"My notification settings: whether notifications are also mailed"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*Settings], error) {
+			u, _, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Settings(ctx, u))
+		})
+	huma.Register(api, ops.Op("put_api_notifications_settings", http.MethodPut, "/api/notifications/settings",
+		"Save my notification settings (mail: off, decisions or all; at most 20 mails an hour, the rest wait in the inbox)"),
+		func(ctx context.Context, in *settingsInput) (*httpx.Out[*Settings], error) {
+			u, _, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SaveSettings(ctx, u, in.Body))
+		})
 
 	list := ops.Op("get_notifications", http.MethodGet, "/notifications", "The caller's notifications, newest first, with counts by source")
 	list.Description = "Those of the active workspace and those about the caller's account (an invite). `facets.source` counts each " +

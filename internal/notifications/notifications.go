@@ -9,6 +9,7 @@ package notifications
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"slipway/internal/platform/actor"
@@ -105,18 +106,29 @@ type Deps struct {
 	DB    *db.DB
 	Clock clock.Clock
 	Hub   *realtime.Hub // nil: nothing is live
+	// Mailer mails notifications to the people who asked for it (nil:
+	// none are); PublicURL makes their links absolute.
+	Mailer    Mailer
+	PublicURL string
+}
+
+// Mailer queues a templated mail in a transaction (package mail).
+type Mailer interface {
+	Queue(ctx context.Context, tx *db.Tx, to, key string, vars map[string]string) error
 }
 
 // Service stores and serves notifications.
 type Service struct {
-	db    *db.DB
-	clock clock.Clock
-	hub   *realtime.Hub
+	db        *db.DB
+	clock     clock.Clock
+	hub       *realtime.Hub
+	mailer    Mailer
+	publicURL string
 }
 
 // NewService returns the notifications service.
 func NewService(d Deps) *Service {
-	return &Service{db: d.DB, clock: d.Clock, hub: d.Hub}
+	return &Service{db: d.DB, clock: d.Clock, hub: d.Hub, mailer: d.Mailer, publicURL: strings.TrimRight(d.PublicURL, "/")}
 }
 
 // Notify gives each recipient the note, inside tx (the transaction of the
@@ -144,6 +156,9 @@ func (s *Service) Notify(ctx context.Context, tx *db.Tx, n Note, recipients ...s
 		}
 		if added {
 			if err := s.hub.NotifyUserTx(ctx, tx, uid, Topic, id); err != nil {
+				return err
+			}
+			if err := s.mail(ctx, tx, uid, id, n, now); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,8 @@ package notifications_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"slipway/internal/apitest"
 	"slipway/internal/fixture"
+	"slipway/internal/mailbox/mailtest"
 	"slipway/internal/notifications"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/db/dbtest"
@@ -351,6 +354,87 @@ func TestMentionsAndInvites(t *testing.T) {
 		f.App.Remember(r.Map(t)["token"].(string))
 		if after := f.App.Count(t, "SELECT COUNT(*) FROM notifications WHERE source = 'invite'"); after != before {
 			t.Fatalf("an invite to an address without an account made a notification")
+		}
+	})
+}
+
+// TestNotificationMail: a person who asks for it is also mailed their
+// notifications — decisions only, or all — through the instance's mail
+// server (a real SMTP server delivering into a real IMAP mailbox), once
+// each, at most 20 an hour; no one else is; the setting is theirs alone.
+func TestNotificationMail(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		mail := mailtest.Start(t, "everyone@example.test", "imap-pw-notify", true)
+		host, port, _ := net.SplitHostPort(mail.SMTPAddr)
+		f := fixture.NewAPI(t, e, "SERVICE_SMTP_HOST", host, "SERVICE_SMTP_PORT", port, "SERVICE_SMTP_FROM", "slipway@mail.test",
+			"SERVICE_SMTP_SECURITY", "none", "PUBLIC_URL", "https://slipway.example")
+		owner := f.Owner
+		member := f.Member(t, owner, "Max Mailed")
+		settings := func(c *apitest.Client) string {
+			return c.Do("GET", "/api/notifications/settings", nil).Map(t)["mail"].(string)
+		}
+		if settings(owner) != "off" {
+			t.Fatal("mail is not off by default")
+		}
+		fixture.WantError(t, owner.Do("PUT", "/api/notifications/settings", obj{"mail": "sometimes"}), http.StatusBadRequest, "bad_request")
+		fixture.WantError(t, f.App.Anonymous().Do("GET", "/api/notifications/settings", nil), http.StatusUnauthorized, "unauthorized")
+		r := owner.Do("PUT", "/api/notifications/settings", obj{"mail": "decisions"})
+		fixture.Want(t, r, http.StatusOK)
+		if settings(owner) != "decisions" || settings(member) != "off" {
+			t.Fatalf("settings: owner %s, member %s", settings(owner), settings(member))
+		}
+		// The mails of notifications (the member's invite mail is there too).
+		subjects := func() []string {
+			var out []string
+			for _, m := range mail.Folder("INBOX") {
+				if !strings.Contains(m.Subject, "invited you") {
+					out = append(out, m.Subject)
+				}
+			}
+			return out
+		}
+
+		// A failed task is not a decision: not mailed. A human gate is.
+		project := f.Project(t, owner, "Mailed")
+		task := f.Task(t, owner, project, "exit 4", obj{"hold": false, "title": "Broken"})
+		fixture.AwaitTask(t, owner, task.ID)
+		await(t, owner, notifications.SourceRunFailed, 1)
+		r = owner.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Ship", "nodes": []obj{{"key": "ask", "kind": "human",
+			"config": obj{"message": "Ship it?"}}}})
+		fixture.Want(t, r, http.StatusCreated)
+		fixture.Want(t, owner.Do("POST", "/api/workflows/"+r.Map(t)["id"].(string)+"/runs", obj{}), http.StatusCreated)
+		gate := await(t, owner, notifications.SourceGate, 1).Items[0]
+		waitMail := func(what string, n int) {
+			t.Helper()
+			deadline := time.Now().Add(30 * time.Second)
+			for len(subjects()) < n {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: %d mails, want %d: %v", what, len(subjects()), n, subjects())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		waitMail("the gate's mail", 1)
+		if got := subjects(); len(got) != 1 || got[0] != gate.Title {
+			t.Fatalf("mailed: %v, want the gate's %q", got, gate.Title)
+		}
+
+		// The member asks for everything: twenty-five mentions make twenty
+		// mails (the hourly bound), the rest wait in the inbox.
+		fixture.Want(t, member.Do("PUT", "/api/notifications/settings", obj{"mail": "all"}), http.StatusOK)
+		_, working := f.BlockedProject(t, owner, "Talky")
+		for i := range 25 {
+			fixture.Want(t, owner.Do("POST", "/api/agent/messages", obj{"task_id": working, "text": fmt.Sprintf("@%s note %d", strings.Split(member.Email, "@")[0], i)}),
+				http.StatusCreated)
+		}
+		await(t, member, notifications.SourceMention, 25)
+		waitMail("the mentions' mails", 21)
+		time.Sleep(time.Second)
+		if n := len(subjects()); n != 21 {
+			t.Fatalf("%d mails, want 21 (the gate's and 20 mentions)", n)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM notifications WHERE mailed"); n != 21 {
+			t.Fatalf("%d notifications marked mailed", n)
 		}
 	})
 }

@@ -253,3 +253,55 @@ func prune(ctx context.Context, d *db.DB, cutoff time.Time, keep int) (int, erro
 	}
 	return total, nil
 }
+
+// mailSetting is a person's mail setting (off when never set).
+func mailSetting(ctx context.Context, q db.Queryer, userID string) (string, error) {
+	var mode string
+	err := q.QueryRowContext(ctx, "SELECT mail FROM notification_settings WHERE user_id = $1", userID).Scan(&mode)
+	if errors.Is(err, sql.ErrNoRows) {
+		return MailOff, nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("notifications: settings: %w", err)
+	}
+	return mode, nil
+}
+
+func saveMailSetting(ctx context.Context, tx *db.Tx, userID, mode string, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO notification_settings (user_id, mail, updated_at) VALUES ($1, $2, $3)
+		ON CONFLICT (user_id) DO UPDATE SET mail = excluded.mail, updated_at = excluded.updated_at`, userID, mode, now)
+	if err != nil {
+		return fmt.Errorf("notifications: settings: %w", err)
+	}
+	return nil
+}
+
+// mailTarget is where a person who asked for mail gets it: their address,
+// name and setting ("" address: they did not ask).
+func mailTarget(ctx context.Context, q db.Queryer, userID string) (to, name, mode string, err error) {
+	err = q.QueryRowContext(ctx, `SELECT u.email, u.display_name, s.mail FROM notification_settings s JOIN users u ON u.id = s.user_id
+		WHERE s.user_id = $1 AND s.mail <> 'off'`, userID).Scan(&to, &name, &mode)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", "", nil
+	}
+	if err != nil {
+		return "", "", "", fmt.Errorf("notifications: mail target: %w", err)
+	}
+	return to, name, mode, nil
+}
+
+// mailedSince counts a person's notifications mailed since a time.
+func mailedSince(ctx context.Context, q db.Queryer, userID string, since time.Time) (int, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM notifications WHERE user_id = $1 AND mailed AND created_at >= $2", userID, since).Scan(&n); err != nil {
+		return 0, fmt.Errorf("notifications: mailed: %w", err)
+	}
+	return n, nil
+}
+
+func markMailed(ctx context.Context, tx *db.Tx, userID, id string) error {
+	if _, err := tx.ExecContext(ctx, "UPDATE notifications SET mailed = TRUE WHERE user_id = $1 AND id = $2", userID, id); err != nil {
+		return fmt.Errorf("notifications: mailed: %w", err)
+	}
+	return nil
+}

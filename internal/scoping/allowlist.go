@@ -42,6 +42,8 @@ var Unscoped = []Exception{
 	{"notifications.list", []string{"notifications"}, personal},
 	{"notifications.markAllRead", []string{"notifications"}, personal},
 	{"notifications.markRead", []string{"notifications"}, personal},
+	{"notifications.mailedSince", []string{"notifications"}, "a person's notifications mailed within the hour, across their workspaces: the bound on mail is the person's, wherever the notifications are from"},
+	{"notifications.markMailed", []string{"notifications"}, "marks mailed the notification just made for its recipient (by the recipient and its id, inside the transaction that made it)"},
 	{"notifications.remove", []string{"notifications"}, personal},
 	{"notifications.unreadOf", []string{"notifications"}, personal},
 	{"notifications.settle", []string{"notifications"}, "a decision taken (an approval, a gate, a proposal: each its workspace's own, named by its key) settles its notifications, whoever received them"},

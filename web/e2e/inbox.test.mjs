@@ -140,6 +140,14 @@ test('the notifications page filters, reads and deletes', async () => {
   assert.equal((await call('GET', '/notifications?source=run_failed')).total, 1)
 })
 
+test('the notifications page sets whether notifications are also mailed', async () => {
+  assert.equal((await call('GET', '/api/notifications/settings')).mail, 'off')
+  await page.getByTestId('mail-setting').getByText('Decisions').click()
+  await until('saved', async () => (await call('GET', '/api/notifications/settings')).mail === 'decisions' || 'not yet')
+  await page.reload()
+  await until('shown after a reload', async () => (await page.getByTestId('mail-setting').locator('input:checked').inputValue()) === 'decisions' || 'not yet')
+})
+
 test('mark all read empties the bell', async () => {
   await page.getByTestId('bell').click()
   await page.getByTestId('bell-read-all').click()

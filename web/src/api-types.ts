@@ -1563,6 +1563,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/notifications/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My notification settings: whether notifications are also mailed */
+        get: operations["get_api_notifications_settings"];
+        /** Save my notification settings (mail: off, decisions or all; at most 20 mails an hour, the rest wait in the inbox) */
+        put: operations["put_api_notifications_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organization/members/board": {
         parameters: {
             query?: never;
@@ -7579,6 +7597,13 @@ export interface components {
             task_id: string;
             text: string;
         };
+        Settings: {
+            /**
+             * @description Also mail notifications: off (default), decisions (approvals, gates, proposals) or all
+             * @enum {string}
+             */
+            mail: "off" | "decisions" | "all";
+        };
         Setup: {
             /** @description A solved captcha is asked for on reset, verification and magic-link requests */
             captcha: boolean;
@@ -11669,6 +11694,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BoardNotification"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_notifications_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Settings"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_notifications_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["Settings"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Settings"];
                 };
             };
             /** @description Error */

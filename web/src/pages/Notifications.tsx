@@ -1,7 +1,7 @@
 // Every notification of the signed-in person (the active workspace's and
 // their account's), newest first: chips by source and by state, a search of
 // titles, and each one read, opened or deleted; "mark all read" for the rest.
-import { Anchor, Button, Card, Chip, Group, Pagination, Stack, Text, TextInput, Title } from '@mantine/core'
+import { Anchor, Button, Card, Chip, Group, Pagination, SegmentedControl, Stack, Text, TextInput, Title } from '@mantine/core'
 import { useEffect, useState } from 'react'
 import { Link, useSearchParams } from 'react-router-dom'
 import { del, get, post, put } from '../api'
@@ -42,6 +42,7 @@ export function Notifications() {
     <Stack>
       <Group justify="space-between">
         <Title order={2}>Notifications</Title>
+        <MailSetting />
         <Button size="xs" variant="light" onClick={() => act.run('all', async () => (await post('/notifications/read-all'), reload()))} data-testid="notifications-read-all">
           Mark all read
         </Button>
@@ -112,5 +113,33 @@ export function Notifications() {
       ))}
       {pages > 1 && <Pagination value={page} total={pages} onChange={(p) => set('page', String(p))} size="sm" />}
     </Stack>
+  )
+}
+
+/** Whether notifications are also mailed: off, decisions (approvals, gates, proposals) or all. */
+function MailSetting() {
+  const setting = useLoad(() => get('/api/notifications/settings'), [])
+  const act = useAction()
+  const save = (mail: string) =>
+    act.run('mail', async () => setting.setData(await put('/api/notifications/settings', { body: { mail: mail as 'off' | 'decisions' | 'all' } })))
+  return (
+    <Group gap="xs">
+      <Text size="sm" c="dimmed">
+        Also by mail
+      </Text>
+      <SegmentedControl
+        size="xs"
+        value={setting.data?.mail ?? 'off'}
+        onChange={save}
+        disabled={!setting.data || act.busy === 'mail'}
+        data={[
+          { value: 'off', label: 'Off' },
+          { value: 'decisions', label: 'Decisions' },
+          { value: 'all', label: 'Everything' },
+        ]}
+        data-testid="mail-setting"
+      />
+      <ErrorNote error={act.error || setting.error} />
+    </Group>
   )
 }
