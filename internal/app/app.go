@@ -288,7 +288,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	bl := backlog.NewService(backlog.Deps{DB: d, Clock: clk, Log: log, Projects: proj, Tasks: ts, Hub: hub})
 	notes := notifications.NewService(notifications.Deps{DB: d, Clock: clk, Hub: hub, Mailer: outbox, PublicURL: cfg.PublicURL})
 	props := proposals.NewService(proposals.Deps{DB: d, Clock: clk, Hub: hub, Reactions: re, Log: log,
-		Kinds: map[string]proposals.Kind{"workflow": workflowProposals{wf}, "env_var": envVarProposals{envSvc}}})
+		Kinds: map[string]proposals.Kind{"workflow": workflowProposals{wf}, "env_var": envVarProposals{envSvc}, "resource": resourceProposals{resSvc},
+			"backlog_item": backlogProposals{bl}, "repo_change": repoChangeProposals{tasks: ts, projects: proj}}})
 	*re = reactions{auth: authSvc, projects: proj, tasks: ts, workflows: wf, engine: eng, runs: rs, conversations: conv, inbox: in, backlog: bl,
 		notifications: notes, proposals: props, access: access}
 

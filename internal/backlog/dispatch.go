@@ -62,6 +62,9 @@ func (s *Service) Dispatch(ctx context.Context, workspaceID string, p *projects.
 
 // taskOf is the prompt and title of a card's task.
 func taskOf(it *itemRow, repo string) (prompt, title string) {
+	if it.Source == SourceProposal {
+		return fmt.Sprintf("In %s: %s\n\n%s\n\nMake the change in the repository.", repo, it.Title, strings.TrimSpace(it.body)), it.Title
+	}
 	if it.IssueNumber == nil {
 		return fmt.Sprintf("A customer wrote (%s), in %s:\n\n%s\n\nWork out what they need and make the change in the repository.",
 			it.Title, repo, strings.TrimSpace(it.body)), it.Title

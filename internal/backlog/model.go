@@ -54,7 +54,7 @@ func allowed(from, to string) bool {
 type Item struct {
 	ID            string     `json:"id" format:"uuid"`
 	ProjectID     string     `json:"project_id" format:"uuid"`
-	Source        string     `json:"source" enum:"forge,conversation,email" doc:"Where the card came from: a forge issue, a customer's message of a conversation trigger"`
+	Source        string     `json:"source" enum:"forge,conversation,email,proposal" doc:"Where the card came from: a forge issue, a customer's message of a conversation trigger, an agent's approved proposal"`
 	IssueNumber   *int64     `json:"issue_number" nullable:"true" doc:"The forge issue's number (null for a card that is not an issue)"`
 	Title         string     `json:"title"`
 	URL           string     `json:"url" doc:"The issue on the forge; \"\" for a card that is not an issue"`

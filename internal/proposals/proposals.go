@@ -48,7 +48,7 @@ const (
 type Proposal struct {
 	ID             string          `json:"id" format:"uuid"`
 	WorkspaceID    string          `json:"workspace_id" format:"uuid"`
-	Kind           string          `json:"kind" doc:"What the change is: workflow or env_var"`
+	Kind           string          `json:"kind" doc:"What the change is: workflow, env_var, resource, backlog_item or repo_change"`
 	Title          string          `json:"title"`
 	Summary        string          `json:"summary"`
 	Payload        json.RawMessage `json:"payload" doc:"The change, as the kind's own API takes it"`

@@ -30,7 +30,9 @@ func line(t *testing.T, id, kind, title, targetID string, payload any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "echo '" + strings.ReplaceAll(string(b), "'", `'\''`) + "'"
+	// printf, not echo: dash's echo turns the JSON's \n escapes into
+	// line breaks.
+	return "printf '%s\\n' '" + strings.ReplaceAll(string(b), "'", `'\''`) + "'"
 }
 
 func list(t *testing.T, c *apitest.Client, query string) []proposals.Proposal {
@@ -94,7 +96,7 @@ func TestProposals(t *testing.T) {
 		if env.Status != proposals.StatusPending || env.Target != "env_var:global:FEATURE_X" {
 			t.Fatalf("the env var proposal: %+v", env)
 		}
-		if ship.Status != proposals.StatusRejected || ship.ReviewNote == nil || !strings.Contains(*ship.ReviewNote, "kind must be one of env_var, workflow") {
+		if ship.Status != proposals.StatusRejected || ship.ReviewNote == nil || !strings.Contains(*ship.ReviewNote, "kind must be one of backlog_item, env_var, repo_change, resource, workflow") {
 			t.Fatalf("an unknown kind is recorded refused: %+v", ship)
 		}
 		if secret.Status != proposals.StatusRejected || !strings.Contains(*secret.ReviewNote, "secret env var cannot be proposed") {
@@ -270,6 +272,104 @@ func TestProposalsPerTaskBound(t *testing.T) {
 		fixture.AwaitTask(t, f.Owner, task.ID)
 		if n := f.App.Count(t, "SELECT COUNT(*) FROM proposals WHERE task_id = $1", task.ID); n != proposals.MaxPerTask {
 			t.Fatalf("%d proposals recorded, want %d", n, proposals.MaxPerTask)
+		}
+	})
+}
+
+// TestProposalKinds: an agent proposes a resource (never with a secret), a
+// backlog item and a repository change; each approval makes the thing
+// through its own domain, once, and audits it with what it made; a
+// resource whose name was taken since it was proposed is refused as stale.
+func TestProposalKinds(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		owner := f.Owner
+		project := f.Project(t, owner, "Kinds")
+		patch := "--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n # demo\n+Run make test before pushing.\n"
+		prompt := strings.Join([]string{
+			line(t, "r1", "resource", "Add the metrics API", "", obj{"kind": "http", "name": "Metrics API", "config": obj{"base_url": "https://metrics.example"}}),
+			line(t, "r2", "resource", "Add a database", "", obj{"kind": "postgresql", "name": "Warehouse",
+				"config": obj{"host": "db.example", "database": "dw", "user": "etl"}}),
+			line(t, "r3", "resource", "Add a keyed API", "", obj{"kind": "http", "name": "Keyed", "config": obj{"base_url": "https://k.example"}, "secret": "hunter2-hunter2"}),
+			line(t, "b1", "backlog_item", "Flaky login test", "", obj{"project_id": project, "title": "Fix the flaky login test",
+				"body": "It fails one run in ten.", "labels": []string{"tests"}}),
+			line(t, "c1", "repo_change", "Document the test step", "", obj{"project_id": project, "title": "Document make test",
+				"description": "Tell contributors to run the tests.", "patch": patch}),
+			line(t, "c2", "repo_change", "Not a patch", "", obj{"project_id": project, "title": "x", "description": "x", "patch": "just words"}),
+			"exit 0",
+		}, "\n")
+		task := f.Task(t, owner, project, prompt, obj{"hold": false, "title": "Propose things"})
+		fixture.AwaitTask(t, owner, task.ID)
+		p := byTitle(list(t, owner, ""))
+		res, db2, keyed, card, change, notPatch := p["Add the metrics API"], p["Add a database"], p["Add a keyed API"], p["Flaky login test"],
+			p["Document the test step"], p["Not a patch"]
+		if keyed.Status != proposals.StatusRejected || !strings.Contains(*keyed.ReviewNote, "no secret") {
+			t.Fatalf("a resource with a secret is refused: %+v", keyed)
+		}
+		if notPatch.Status != proposals.StatusRejected || !strings.Contains(*notPatch.ReviewNote, "unified diff") {
+			t.Fatalf("a patch that is none is refused: %+v", notPatch)
+		}
+		if n := f.App.Count(t, "SELECT COUNT(*) FROM proposals WHERE payload LIKE '%hunter2%'"); n != 0 {
+			t.Fatal("a refused proposal's secret was stored")
+		}
+		for _, pr := range []proposals.Proposal{res, db2, card, change} {
+			if pr.Status != proposals.StatusPending {
+				t.Fatalf("not pending: %+v (of %+v)", pr, p)
+			}
+		}
+		approve := func(pr proposals.Proposal) proposals.Proposal {
+			t.Helper()
+			r := owner.Do("POST", "/api/proposals/"+pr.ID+"/approve", nil)
+			fixture.Want(t, r, http.StatusOK)
+			var out proposals.Proposal
+			r.JSON(t, &out)
+			if out.Status != proposals.StatusApplied || out.MaterializedID == nil {
+				t.Fatalf("approved: %+v", out)
+			}
+			entries := f.App.AuditEntries(t, "proposal.approve", pr.ID)
+			if len(entries) != 1 || entries[0].After["materialized_id"] != *out.MaterializedID {
+				t.Fatalf("the approval's audit: %+v", entries)
+			}
+			return out
+		}
+
+		// The resource: made, without a secret.
+		made := approve(res)
+		r := owner.Do("GET", "/api/resources/"+*made.MaterializedID, nil)
+		fixture.Want(t, r, http.StatusOK)
+		if m := r.Map(t); m["name"] != "Metrics API" || m["has_secret"] != false || m["kind"] != "http" {
+			t.Fatalf("the resource: %s", r.Body)
+		}
+		// A resource of the proposed name made meanwhile: stale.
+		fixture.Want(t, owner.Do("POST", "/api/resources", obj{"kind": "postgresql", "name": "Warehouse",
+			"config": obj{"host": "other.example", "database": "dw", "user": "etl"}}), http.StatusCreated)
+		fixture.WantError(t, owner.Do("POST", "/api/proposals/"+db2.ID+"/approve", nil), http.StatusConflict, "conflict", "stale",
+			"a resource named Warehouse was made since it was proposed")
+
+		// The card: in the project's ready column, from the proposal.
+		made = approve(card)
+		var item struct {
+			Source, State, Title string
+			Labels               []string
+		}
+		r = owner.Do("GET", "/api/projects/"+project+"/backlog/items/"+*made.MaterializedID, nil)
+		fixture.Want(t, r, http.StatusOK)
+		r.JSON(t, &item)
+		if item.Source != "proposal" || item.Title != "Fix the flaky login test" || len(item.Labels) != 1 || item.Labels[0] != "tests" ||
+			(item.State != "ready" && item.State != "in_progress") {
+			t.Fatalf("the card: %s", r.Body)
+		}
+		if len(f.App.AuditEntries(t, "backlog.item.propose", *made.MaterializedID)) != 1 {
+			t.Fatal("the card's creation is not audited")
+		}
+
+		// The repository change: a task of the project, the patch in its
+		// prompt, started by the approver.
+		made = approve(change)
+		got := fixture.GetTask(t, owner, *made.MaterializedID)
+		if got.Title != "Document make test" || got.ProjectID != project || !strings.Contains(got.Prompt, "Run make test before pushing.") ||
+			!strings.Contains(got.Prompt, "Tell contributors to run the tests.") || got.CreatedBy == nil || *got.CreatedBy != owner.ID {
+			t.Fatalf("the change's task: %+v", got)
 		}
 	})
 }

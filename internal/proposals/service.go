@@ -105,8 +105,11 @@ func (s *Service) propose(ctx context.Context, tx *db.Tx, workspaceID string, ta
 	if p.Title == "" {
 		p.Title = "Proposed " + p.Kind
 	}
+	// A proposal refused when proposed is kept with why, not with what: its
+	// payload may be what made it refused (a secret, say), and a payload
+	// is stored as it is.
 	refuse := func(why string) {
-		p.Status, p.ReviewNote, p.DecidedAt = StatusRejected, &why, &now
+		p.Status, p.ReviewNote, p.DecidedAt, p.Payload = StatusRejected, &why, &now, json.RawMessage("null")
 	}
 	plan, err := s.plan(ctx, tx, workspaceID, in.Kind, in.TargetID, in.Payload)
 	switch {

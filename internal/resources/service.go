@@ -213,6 +213,72 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	return r, nil
 }
 
+// checkProposed checks a proposed resource (an agent's, applied when a
+// person approves): a resource create without a secret — a proposal's
+// payload is stored as it is, and a secret never is.
+func (s *Service) checkProposed(in ResourceCreate) (*Resource, error) {
+	if in.Secret != nil {
+		return nil, apperr.BadRequest("a proposed resource has no secret: a person sets it once the resource exists")
+	}
+	name, err := text.Name("name", in.Name, 100)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkDescription(in.Description); err != nil {
+		return nil, err
+	}
+	kind := KindOf(in.Kind)
+	if kind == nil {
+		return nil, apperr.BadRequest("kind must be one of %s", strings.Join(KindSlugs(), ", "))
+	}
+	config, err := s.checkConfig(kind, in.Config, in.RLSManaged)
+	if err != nil {
+		return nil, err
+	}
+	return &Resource{Name: name, Kind: kind.Slug, Description: in.Description, Config: config, RLSManaged: in.RLSManaged}, nil
+}
+
+// CheckProposed checks a proposed resource through q and says what it
+// targets (its name) and what is there now: "" for nothing, else the id
+// of the resource of that name (which the approval would collide with).
+func (s *Service) CheckProposed(ctx context.Context, q db.Queryer, ws *actor.Workspace, in ResourceCreate) (target, state string, err error) {
+	r, err := s.checkProposed(in)
+	if err != nil {
+		return "", "", err
+	}
+	id, err := idByName(ctx, q, ws.ID, r.Name)
+	if err != nil {
+		return "", "", err
+	}
+	return "resource:" + r.Name, id, nil
+}
+
+// CreateProposedTx makes an approved proposed resource in tx (without a
+// secret).
+func (s *Service) CreateProposedTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, in ResourceCreate) (*Resource, error) {
+	r, err := s.checkProposed(in)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	r.ID, r.CreatedAt, r.UpdatedAt = ids.New(), now, now
+	n, err := count(ctx, tx, ws.ID)
+	if err != nil {
+		return nil, err
+	}
+	if n >= MaxPerWorkspace {
+		return nil, apperr.BadRequest("a workspace holds at most %d resources", MaxPerWorkspace)
+	}
+	var by string
+	if u != nil {
+		by = u.ID
+	}
+	if err := insert(ctx, tx, ws.ID, by, r); err != nil {
+		return nil, s.conflictOnName(err, r.Name)
+	}
+	return r, nil
+}
+
 func (s *Service) conflictOnName(err error, name string) error {
 	if err != nil && s.DB.Dialect.IsUniqueViolation(err) {
 		return apperr.New(apperr.CodeConflict, "a resource named %q exists in this workspace", name)

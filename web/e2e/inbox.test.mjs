@@ -193,3 +193,22 @@ test("a workflow's Help Scout conversations trigger: its secret shown once, a cu
   assert.equal(await card.getAttribute('data-state'), 'inbox')
   assert.match(await card.innerText(), /Message · Vera Bear: The export button does nothing\./)
 })
+
+// Last: the approved change's task runs (and, its prompt being prose to
+// the tests' shell agent, fails), which the counts above must not see.
+test("an approved repository change opens the task that makes it", async () => {
+  const payload = { project_id: state.project, title: 'Document the tests', description: 'Say how to run the tests in the README.' }
+  const line = JSON.stringify({ type: 'proposal', id: 'rc', kind: 'repo_change', title: 'Document the tests', payload })
+  const t = await call('POST', '/api/tasks', { project_id: state.project, title: 'Propose docs', prompt: `printf '%s\\n' '${line}'` })
+  await taskEnds(t.id)
+  const [p] = await call('GET', '/api/proposals?status=pending')
+  assert.equal(p.kind, 'repo_change')
+  await page.goto(`${server.url}/proposals/${p.id}`)
+  assert.match(await page.getByText(/A repo change change/).textContent(), /repo:/)
+  await page.getByTestId('proposal-approve').click()
+  await page.getByTestId('proposal-open').click()
+  await page.waitForURL(/\/tasks\/[0-9a-f-]+$/)
+  const made = (await call('GET', `/api/proposals/${p.id}`)).materialized_id
+  assert.ok(page.url().endsWith(`/tasks/${made}`))
+  assert.equal((await call('GET', `/api/tasks/${made}`)).title, 'Document the tests')
+})

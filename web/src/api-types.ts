@@ -6124,10 +6124,10 @@ export interface components {
             /** Format: uuid */
             project_id: string;
             /**
-             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger
+             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger, an agent's approved proposal
              * @enum {string}
              */
-            source: "forge" | "conversation" | "email";
+            source: "forge" | "conversation" | "email" | "proposal";
             /** @enum {string} */
             state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
             /** @description The task working on it (the latest dispatched) */
@@ -6171,10 +6171,10 @@ export interface components {
             /** @description The tasks dispatched for it, newest first */
             runs: components["schemas"]["Dispatch"][] | null;
             /**
-             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger
+             * @description Where the card came from: a forge issue, a customer's message of a conversation trigger, an agent's approved proposal
              * @enum {string}
              */
-            source: "forge" | "conversation" | "email";
+            source: "forge" | "conversation" | "email" | "proposal";
             /** @enum {string} */
             state: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
             /** @description The task working on it (the latest dispatched) */
@@ -6809,7 +6809,7 @@ export interface components {
             decided_at: string | null;
             /** Format: uuid */
             id: string;
-            /** @description What the change is: workflow or env_var */
+            /** @description What the change is: workflow, env_var, resource, backlog_item or repo_change */
             kind: string;
             /** @description The object the approval made or changed */
             materialized_id: string | null;

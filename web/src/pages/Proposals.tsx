@@ -107,7 +107,7 @@ export function ProposalPage() {
       </Group>
       {pr.summary && <Text>{pr.summary}</Text>}
       <Text size="sm" c="dimmed">
-        A {pr.kind.replace('_', ' ')} change to <Code>{pr.target || '—'}</Code>, proposed {when(pr.created_at)}
+        A {pr.kind.replaceAll('_', ' ')} change to <Code>{pr.target || '—'}</Code>, proposed {when(pr.created_at)}
         {pr.task_id && (
           <>
             {' '}
@@ -137,9 +137,9 @@ export function ProposalPage() {
           <Text fw={600} size="sm" mb="xs">
             Applied {when(pr.decided_at)}: made <Code data-testid="proposal-materialized">{pr.materialized_id}</Code>
           </Text>
-          {pr.kind === 'workflow' && pr.materialized_id && (
-            <Anchor component={Link} to={`/workflows/${pr.materialized_id}`}>
-              Open the workflow
+          {pr.materialized_id && made(pr) && (
+            <Anchor component={Link} to={made(pr)!.to} data-testid="proposal-open">
+              {made(pr)!.label}
             </Anchor>
           )}
         </Card>
@@ -167,4 +167,23 @@ export function ProposalPage() {
       {pr.status === 'pending' && !admin && <Text c="dimmed">The workspace's owner or an admin decides this proposal.</Text>}
     </Stack>
   )
+}
+
+/** Where what an applied proposal made is shown. */
+function made(pr: Proposal): { to: string; label: string } | null {
+  const id = pr.materialized_id
+  const payload = (pr.payload ?? {}) as { project_id?: string }
+  switch (pr.kind) {
+    case 'workflow':
+      return { to: `/workflows/${id}`, label: 'Open the workflow' }
+    case 'resource':
+      return { to: `/resources/${id}`, label: 'Open the resource (set its secret there)' }
+    case 'backlog_item':
+      return payload.project_id ? { to: `/projects/${payload.project_id}/settings?tab=backlog`, label: "Open the project's backlog" } : null
+    case 'repo_change':
+      return { to: `/tasks/${id}`, label: 'Open the task making the change' }
+    case 'env_var':
+      return { to: '/settings', label: 'Open the env vars' }
+  }
+  return null
 }
