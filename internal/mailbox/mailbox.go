@@ -36,6 +36,9 @@ type Session interface {
 	// Wait returns when new mail may have arrived (IMAP IDLE), after at
 	// most d, or when ctx ends.
 	Wait(ctx context.Context, d time.Duration) error
+	// Closed reports a session that no longer answers (a failed call may
+	// close it).
+	Closed() bool
 	Close()
 }
 

@@ -180,6 +180,15 @@ func (m *imapSession) fail(format string, args ...any) func(error) error {
 	}
 }
 
+func (m *imapSession) Closed() bool {
+	select {
+	case <-m.c.Closed():
+		return true
+	default:
+		return false
+	}
+}
+
 func (m *imapSession) Close() {
 	m.once.Do(func() {
 		_ = m.c.Close()
@@ -194,6 +203,11 @@ func (m *imapSession) Select(ctx context.Context, folder string) (mailbox.Folder
 	})
 	if err != nil {
 		return mailbox.Folder{}, m.fail("opening the folder %s", folder)(err)
+	}
+	// The folder's own EXISTS is no news: Wait waits for mail after this.
+	select {
+	case <-m.newMail:
+	default:
 	}
 	return mailbox.Folder{Name: folder, UIDValidity: sd.UIDValidity, UIDNext: uint32(sd.UIDNext)}, nil
 }

@@ -66,16 +66,20 @@ func TestMailboxSession(t *testing.T) {
 				t.Fatalf("a missing UID: %+v %v", none, err)
 			}
 			// IDLE wakes on new mail, well before its bound.
+			sent := make(chan error, 1)
 			go func() {
 				time.Sleep(300 * time.Millisecond)
-				mail.Send("b@x.test", []string{mail.User}, mailtest.Mail("b@x.test", mail.User, "two", "2@x.test", "second"))
+				sent <- mail.SendErr("b@x.test", []string{mail.User}, mailtest.Mail("b@x.test", mail.User, "two", "2@x.test", "second"))
 			}()
 			start := time.Now()
 			if err := s.Wait(ctx, 20*time.Second); err != nil {
 				t.Fatal(err)
 			}
-			if time.Since(start) > 10*time.Second {
-				t.Fatalf("IDLE did not wake: %s", time.Since(start))
+			if err := <-sent; err != nil {
+				t.Fatal(err)
+			}
+			if time.Since(start) > 10*time.Second || time.Since(start) < 250*time.Millisecond {
+				t.Fatalf("IDLE woke after %s, not on the new mail", time.Since(start))
 			}
 			uids, err = s.Search(ctx, uids[0], time.Time{}, 10)
 			if err != nil || len(uids) != 1 {

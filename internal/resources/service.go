@@ -163,8 +163,9 @@ func (s *Service) checkConfig(kind *Kind, config map[string]any, rls bool) (json
 	return raw, nil
 }
 
-// Create adds a resource; its secret goes to the vault first.
-func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in ResourceCreate) (*Resource, error) {
+// checkCreate checks a new resource but its secret: the row it would be
+// (without id and times).
+func (s *Service) checkCreate(in ResourceCreate) (*Resource, error) {
 	name, err := text.Name("name", in.Name, 100)
 	if err != nil {
 		return nil, err
@@ -180,9 +181,17 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 	if err != nil {
 		return nil, err
 	}
-	now := s.Clock.Now()
-	r := &Resource{ID: ids.New(), Name: name, Kind: kind.Slug, Description: in.Description, Config: config, RLSManaged: in.RLSManaged,
-		CreatedAt: now, UpdatedAt: now}
+	return &Resource{Name: name, Kind: kind.Slug, Description: in.Description, Config: config, RLSManaged: in.RLSManaged}, nil
+}
+
+// Create adds a resource; its secret goes to the vault first.
+func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in ResourceCreate) (*Resource, error) {
+	r, err := s.checkCreate(in)
+	if err != nil {
+		return nil, err
+	}
+	name, now := r.Name, s.Clock.Now()
+	r.ID, r.CreatedAt, r.UpdatedAt = ids.New(), now, now
 	if in.Secret != nil && *in.Secret != "" {
 		if err := checkSecret(*in.Secret); err != nil {
 			return nil, err
@@ -220,22 +229,7 @@ func (s *Service) checkProposed(in ResourceCreate) (*Resource, error) {
 	if in.Secret != nil {
 		return nil, apperr.BadRequest("a proposed resource has no secret: a person sets it once the resource exists")
 	}
-	name, err := text.Name("name", in.Name, 100)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkDescription(in.Description); err != nil {
-		return nil, err
-	}
-	kind := KindOf(in.Kind)
-	if kind == nil {
-		return nil, apperr.BadRequest("kind must be one of %s", strings.Join(KindSlugs(), ", "))
-	}
-	config, err := s.checkConfig(kind, in.Config, in.RLSManaged)
-	if err != nil {
-		return nil, err
-	}
-	return &Resource{Name: name, Kind: kind.Slug, Description: in.Description, Config: config, RLSManaged: in.RLSManaged}, nil
+	return s.checkCreate(in)
 }
 
 // CheckProposed checks a proposed resource through q and says what it

@@ -225,7 +225,13 @@ func (s *Service) deliverMail(ctx context.Context, sess mailbox.Session, m mailb
 		// in the unrouted folder, not in the inbox (it is not there to
 		// be moved twice).
 		if err := sess.Move(ctx, uid, info.Unrouted); err != nil {
-			return err
+			if ctx.Err() != nil || sess.Closed() {
+				return err // tried again with the next session
+			}
+			// The server refuses this one move (a full quota, a folder it
+			// will not make): the message stays in the inbox, handled, so
+			// that it does not hold up the mail behind it.
+			s.log.Warn("an unrouted message could not be moved; it stays in the inbox", "resource_id", m.resourceID, "uid", uid, "err", err)
 		}
 		return s.db.Tx(ctx, func(tx *db.Tx) error {
 			_, err := handleMessage(ctx, tx, m, st.uidValidity, uid, e.MessageID, "unrouted", 0, now)

@@ -114,9 +114,15 @@ func (*session) Logout() error { return nil }
 // Send sends a message over SMTP (the raw RFC 5322 text, CRLF line ends).
 func (s *Server) Send(from string, to []string, raw string) {
 	s.t.Helper()
-	if err := smtp.SendMail(s.SMTPAddr, nil, from, to, []byte(raw)); err != nil {
+	if err := s.SendErr(from, to, raw); err != nil {
 		s.t.Fatalf("mailtest: send: %v", err)
 	}
+}
+
+// SendErr is Send for another goroutine than the test's: it answers the
+// error.
+func (s *Server) SendErr(from string, to []string, raw string) error {
+	return smtp.SendMail(s.SMTPAddr, nil, from, to, []byte(raw))
 }
 
 // Message is a message as a mail client lists it.
