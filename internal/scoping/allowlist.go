@@ -95,7 +95,7 @@ var Unscoped = []Exception{
 	{"tasks.claimPRActions", []string{"pr_actions"}, "the pull requests to open on forges: taken when due for every workspace (each carries its workspace for the task it opens)"},
 	{"triggers.byTokenHash", []string{"workflow_triggers"}, "a webhook delivery finds its trigger by its token's hash"},
 	{"triggers.due", []string{"workflow_triggers"}, sweep + ": schedules whose tick has come"},
-	{"triggers.activeMailboxes", []string{"workflow_triggers"}, sweep + ": the mailboxes with an enabled email trigger, to poll (each poller then names its workspace)"},
+	{"triggers.activeMailboxes", []string{"workflow_triggers", "email_mailboxes"}, sweep + ": the mailboxes with an enabled email trigger, to poll (each poller then names its workspace)"},
 	{"triggers.pruneDeliveries", []string{"webhook_deliveries"}, sweep + ": delivery ids older than a day"},
 	{"triggers.pruneMessages", []string{"email_messages"}, sweep + ": handled email messages older than 30 days"},
 

@@ -128,10 +128,13 @@ func watchMailbox(ctx context.Context, tx *db.Tx, workspaceID, resourceID string
 // mailboxRef names a mailbox that email triggers read.
 type mailboxRef struct{ workspaceID, resourceID string }
 
-// activeMailboxes lists the mailboxes with an enabled email trigger.
+// activeMailboxes lists the mailboxes with an enabled email trigger (a
+// deleted resource's mailbox state goes with it, and so its poller).
 func activeMailboxes(ctx context.Context, d *db.DB) ([]mailboxRef, error) {
-	rows, err := d.R.QueryContext(ctx, "SELECT DISTINCT workspace_id, "+d.Dialect.JSONText("config", "resource_id")+
-		" FROM workflow_triggers WHERE kind IN ('email', 'email_plus_address') AND enabled")
+	col := d.Dialect.JSONText("t.config", "resource_id")
+	rows, err := d.R.QueryContext(ctx, "SELECT DISTINCT t.workspace_id, "+col+" FROM workflow_triggers t"+
+		" JOIN email_mailboxes m ON m.workspace_id = t.workspace_id AND m.resource_id = "+col+
+		" WHERE t.kind IN ('email', 'email_plus_address') AND t.enabled")
 	if err != nil {
 		return nil, fmt.Errorf("triggers: mailboxes: %w", err)
 	}
