@@ -38,6 +38,7 @@ import (
 	"slipway/internal/executor/process"
 	"slipway/internal/inbox"
 	"slipway/internal/mail"
+	"slipway/internal/marketplace"
 	"slipway/internal/n8nimport"
 	"slipway/internal/notifications"
 	"slipway/internal/platform/clock"
@@ -74,6 +75,7 @@ type Services struct {
 	Notifications *notifications.Service
 	Proposals     *proposals.Service
 	Attention     *attention.Service
+	Marketplace   *marketplace.Service
 	Auth          *auth.Service
 	Tenancy       *tenancy.Service
 	Projects      *projects.Service
@@ -337,6 +339,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Backlog = bl
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
+	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, Reactions: re})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})

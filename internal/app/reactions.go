@@ -14,6 +14,7 @@ import (
 	"slipway/internal/conversations"
 	"slipway/internal/forge"
 	"slipway/internal/inbox"
+	"slipway/internal/marketplace"
 	"slipway/internal/notifications"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/db"
@@ -65,6 +66,7 @@ var (
 	_ workflows.Reactions     = (*reactions)(nil)
 	_ proposals.Reactions     = (*reactions)(nil)
 	_ conversations.Reactions = (*reactions)(nil)
+	_ marketplace.Reactions   = (*reactions)(nil)
 	_ triggers.Backlog        = conversationCards{}
 )
 
@@ -110,6 +112,34 @@ func (r *reactions) MessageWritten(ctx context.Context, tx *db.Tx, m *conversati
 	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: m.WorkspaceID, Source: notifications.SourceMention,
 		Title: by + " mentioned you on " + t.Title, Body: m.Text, TargetKind: "task", TargetID: m.TaskID, Link: "/tasks/" + m.TaskID,
 		Key: "mention:" + m.ID}, named...)
+}
+
+// UpdateHeld: an auto-update that would give an install more
+// capabilities waits for the person who installed it, who is told.
+func (r *reactions) UpdateHeld(ctx context.Context, tx *db.Tx, workspaceID string, installedBy *string, in *marketplace.MarketInstall, item, version, reason string) error {
+	if installedBy == nil {
+		return nil
+	}
+	return r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: workspaceID, Source: notifications.SourceApproval,
+		Title: "Update " + item + " to " + version + "?", Body: reason, TargetKind: "marketplace_install", TargetID: in.ID,
+		Key: "marketplace_held:" + in.ID + ":" + version}, *installedBy)
+}
+
+// TakenDown: the admins of every workspace that installed a taken-down
+// item are told (what they installed keeps running).
+func (r *reactions) TakenDown(ctx context.Context, tx *db.Tx, workspaceIDs []string, itemID, item string) error {
+	for _, ws := range workspaceIDs {
+		admins, err := r.access.WorkspaceAdmins(ctx, tx, ws)
+		if err != nil {
+			return err
+		}
+		if err := r.notifications.Notify(ctx, tx, notifications.Note{WorkspaceID: ws, Source: notifications.SourceApproval,
+			Title: item + " was taken down from the marketplace", Body: "What you installed keeps running; it can no longer be installed or updated.",
+			TargetKind: "marketplace_item", TargetID: itemID, Key: "marketplace_takedown:" + itemID}, admins...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Invited: an account invited to an organization is told, on its own

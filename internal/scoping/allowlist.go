@@ -20,6 +20,7 @@ const (
 	queue    = "the queue: jobs are claimed, leased, renewed, finished and rescued by id, holder or pool for every workspace (a job carries its workspace for the work it starts)"
 	sweep    = "a sweep over every workspace"
 	personal = "a person's own notifications: every statement names the recipient, and the active workspace as workspace_id = $2 OR workspace_id IS NULL (those about the account itself, such as an invite)"
+	catalog  = "the marketplace catalog is read across workspaces under one rule (`visible`: a workspace's own items, the official source's, the instance-verified ones, and those a workspace source grants it); writes to an item are the publisher's (checked before) or an instance admin's"
 	fixedT   = "test fixture (excluded from the moves, see the report): sets up and inspects rows by id"
 )
 
@@ -36,6 +37,25 @@ var Unscoped = []Exception{
 	{"approvals.expiring", []string{"tool_approvals"}, sweep + ": pending approvals whose time is up"},
 
 	{"conversations.delivered", []string{"agent_messages"}, "the inbox's reaction names the messages a worker took by id only; app.reactions (not this issue's to change) passes no workspace"},
+
+	{"marketplace.sourcesOf", []string{"marketplace_sources", "marketplace_items"}, catalog + ": the official source (no workspace) with the workspace's own, and their item counts"},
+	{"marketplace.sourceOf", []string{"marketplace_sources", "marketplace_items"}, catalog + ": a source the workspace sees (its own or the official one)"},
+	{"marketplace.ownSource", []string{"marketplace_items"}, catalog + ": the item count of the workspace's own source"},
+	{"marketplace.officialSource", []string{"marketplace_sources"}, "the official source belongs to no workspace"},
+	{"marketplace.officialItemBySlug", []string{"marketplace_items"}, "the official source's items belong to no workspace"},
+	{"marketplace.markSynced", []string{"marketplace_sources"}, "the official source belongs to no workspace"},
+	{"marketplace.listItems", []string{"marketplace_items", "marketplace_sources"}, catalog},
+	{"marketplace.itemFor", []string{"marketplace_items", "marketplace_sources"}, catalog},
+	{"marketplace.anyItem", []string{"marketplace_items"}, "an instance admin's review, takedown and restore act on any item"},
+	{"marketplace.reviewQueue", []string{"marketplace_items"}, "an instance admin's review queue spans every workspace"},
+	{"marketplace.touchItem", []string{"marketplace_items"}, catalog + ": the publisher's item, read by its workspace in the same transaction"},
+	{"marketplace.reviewItem", []string{"marketplace_items"}, "an instance admin's review decision, or the official catalog's seed"},
+	{"marketplace.listItem", []string{"marketplace_items"}, "an instance admin's takedown or restore"},
+	{"marketplace.installsOf", []string{"marketplace_items"}, catalog + ": an install's item name (the install itself is the workspace's)"},
+	{"marketplace.installOf", []string{"marketplace_items"}, catalog + ": an install's item name (the install itself is the workspace's)"},
+	{"marketplace.installOfItem", []string{"marketplace_items"}, catalog + ": an install's item name (the install itself is the workspace's)"},
+	{"marketplace.autoUpdating", []string{"marketplace_installs", "marketplace_items"}, sweep + ": an item's new version goes to every install with auto-update armed (each update then names its workspace)"},
+	{"marketplace.installingWorkspaces", []string{"marketplace_installs"}, "a takedown tells every workspace that installed the item"},
 
 	{"notifications.counts", []string{"notifications"}, personal},
 	{"notifications.get", []string{"notifications"}, personal},

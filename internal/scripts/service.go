@@ -115,8 +115,8 @@ func (s *Service) uniqueViolation(err error, name, slug string) error {
 	return err
 }
 
-// Create validates and stores a script with its first revision.
-func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in ScriptCreate) (*Script, error) {
+// checkCreate validates a new script: the script it would be.
+func (s *Service) checkCreate(u *actor.User, in ScriptCreate) (*Script, error) {
 	name, err := cleanName(in.Name)
 	if err != nil {
 		return nil, err
@@ -135,22 +135,67 @@ func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User
 		return nil, err
 	}
 	now := s.clock.Now()
-	sc := &Script{ID: ids.New(), Name: name, Slug: in.Slug, Language: in.Language, Description: desc, Source: in.Source, Version: 1,
-		CreatedAt: now, UpdatedAt: now, CreatedBy: userID(u)}
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if err := unique(ctx, tx, ws.ID, "", sc.Name, sc.Slug); err != nil {
-			return err
-		}
-		if err := insertScript(ctx, tx, ws.ID, sc); err != nil {
-			return s.uniqueViolation(err, sc.Name, sc.Slug)
-		}
-		return insertRevision(ctx, tx, ws.ID, &revisionRow{ID: ids.New(), ScriptID: sc.ID,
-			ScriptRevision: ScriptRevision{Version: 1, Language: sc.Language, Source: sc.Source, CreatedAt: now, CreatedBy: sc.CreatedBy}})
-	})
+	return &Script{ID: ids.New(), Name: name, Slug: in.Slug, Language: in.Language, Description: desc, Source: in.Source, Version: 1,
+		CreatedAt: now, UpdatedAt: now, CreatedBy: userID(u)}, nil
+}
+
+// insertTx stores a new script with its first revision, in tx.
+func (s *Service) insertTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, sc *Script) error {
+	if err := unique(ctx, tx, ws.ID, "", sc.Name, sc.Slug); err != nil {
+		return err
+	}
+	if err := insertScript(ctx, tx, ws.ID, sc); err != nil {
+		return s.uniqueViolation(err, sc.Name, sc.Slug)
+	}
+	return insertRevision(ctx, tx, ws.ID, &revisionRow{ID: ids.New(), ScriptID: sc.ID,
+		ScriptRevision: ScriptRevision{Version: 1, Language: sc.Language, Source: sc.Source, CreatedAt: sc.CreatedAt, CreatedBy: sc.CreatedBy}})
+}
+
+// Create validates and stores a script with its first revision.
+func (s *Service) Create(ctx context.Context, ws *actor.Workspace, u *actor.User, in ScriptCreate) (*Script, error) {
+	sc, err := s.checkCreate(u, in)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.db.Tx(ctx, func(tx *db.Tx) error { return s.insertTx(ctx, tx, ws, sc) }); err != nil {
+		return nil, err
+	}
 	return sc, nil
+}
+
+// InstallTx writes a script a marketplace install brings, in tx: a new
+// one, or, given the id of the one an earlier version of the install
+// made, a new revision of it (when its source or language changed).
+func (s *Service) InstallTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, id string, in ScriptCreate) (*Script, error) {
+	sc, err := s.checkCreate(u, in)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return sc, s.insertTx(ctx, tx, ws, sc)
+	}
+	cur, err := lockScript(ctx, tx, ws.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	revised := cur.Source != sc.Source || cur.Language != sc.Language
+	if !revised && cur.Name == sc.Name && cur.Slug == sc.Slug && equalDesc(cur.Description, sc.Description) {
+		return cur, nil
+	}
+	if cur.Name != sc.Name || cur.Slug != sc.Slug {
+		if err := unique(ctx, tx, ws.ID, cur.ID, sc.Name, sc.Slug); err != nil {
+			return nil, err
+		}
+	}
+	cur.Name, cur.Slug, cur.Language, cur.Source, cur.Description, cur.UpdatedAt = sc.Name, sc.Slug, sc.Language, sc.Source, sc.Description, sc.UpdatedAt
+	if revised {
+		cur.Version++
+		if err := insertRevision(ctx, tx, ws.ID, &revisionRow{ID: ids.New(), ScriptID: cur.ID,
+			ScriptRevision: ScriptRevision{Version: cur.Version, Language: cur.Language, Source: cur.Source, CreatedAt: cur.UpdatedAt, CreatedBy: userID(u)}}); err != nil {
+			return nil, err
+		}
+	}
+	return cur, s.uniqueViolation(updateScript(ctx, tx, ws.ID, cur), cur.Name, cur.Slug)
 }
 
 // Get reads a script of the workspace with its source.

@@ -11,6 +11,7 @@ import (
 	"slipway/internal/commands"
 	"slipway/internal/conversations"
 	"slipway/internal/mail"
+	"slipway/internal/marketplace"
 	"slipway/internal/runnerapi"
 	"slipway/internal/undo"
 	"strings"
@@ -144,6 +145,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	backlog.Register(pub, svc.Backlog, svc.Tenancy.WorkspaceScoped(pub))
 	notifications.Register(pub, svc.Notifications, svc.Tenancy.WorkspaceScoped(pub))
 	proposals.Register(pub, svc.Proposals, svc.Tenancy.WorkspaceScoped(pub))
+	marketplace.Register(pub, svc.Marketplace, svc.Tenancy.WorkspaceScoped(pub))
 	attention.Register(pub, svc.Attention, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))

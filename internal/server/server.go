@@ -220,6 +220,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, tlsCfg *tls.Config,
 	go s.Engine.Run(workCtx)
 	go s.Services.Triggers.Run(workCtx)
 	go s.Services.Triggers.RunMail(workCtx)
+	go func() {
+		// The official catalog as this server ships it (another replica
+		// seeding at once makes one of the two fail: logged, harmless).
+		if err := s.Services.Marketplace.Seed(coreCtx); err != nil && coreCtx.Err() == nil {
+			s.log.Warn("seeding the official marketplace source failed", "err", err)
+		}
+	}()
 	go s.Services.Tenancy.Run(coreCtx)
 	go s.Services.Billing.Run(coreCtx)
 	go s.Services.Apps.Run(coreCtx)

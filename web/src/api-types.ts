@@ -136,6 +136,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/marketplace/items/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore a taken-down item: versions un-withdrawn, verified stays false (instance admins) */
+        post: operations["post_api_admin_marketplace_items_id_restore"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/items/{id}/review/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve an item: verified, installable across the instance (instance admins) */
+        post: operations["post_api_admin_marketplace_items_id_review_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/items/{id}/review/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Reject an item (an optional reason): verified stays false (instance admins) */
+        post: operations["post_api_admin_marketplace_items_id_review_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/items/{id}/takedown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take an item down: every version withdrawn, installs blocked, verified cleared (instance admins) */
+        post: operations["post_api_admin_marketplace_items_id_takedown"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Items no review decided yet, oldest first (instance admins) */
+        get: operations["get_api_admin_marketplace_review"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/organizations/{organization_id}/plan": {
         parameters: {
             query?: never;
@@ -1391,6 +1476,280 @@ export interface paths {
         get: operations["get_api_inbox_decisions_count"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/installs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's installs, newest first */
+        get: operations["get_api_marketplace_installs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/installs/{id}/auto_update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Arm or disarm auto-update (workspace admins): versions within the range apply by themselves unless their capabilities grew */
+        post: operations["post_api_marketplace_installs_id_auto_update"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/installs/{id}/update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Update the install (workspace admins): to the latest version within its range, or the one named */
+        post: operations["post_api_marketplace_installs_id_update"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/installs/{id}/update_preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What updating the install would change: each file's diff and the capability diff (a dry run) */
+        post: operations["post_api_marketplace_installs_id_update_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The items the workspace sees, newest first: the official ones, the verified ones, its own and those granted to it */
+        get: operations["get_api_marketplace_items"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An item */
+        get: operations["get_api_marketplace_items_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/preview/script": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A script item's script, as an install would make it */
+        get: operations["get_api_marketplace_items_id_preview_script"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/review": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The item's latest review verdict (null when none): the verdict, its reason and when */
+        get: operations["get_api_marketplace_items_id_review"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An item's versions, newest first, each with its manifest: objects, files with their digests, capabilities */
+        get: operations["get_api_marketplace_items_id_versions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/versions/{version}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One version of an item */
+        get: operations["get_api_marketplace_items_id_versions_version"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/versions/{version}/install": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Install the version (workspace admins): its objects made in one transaction, pinned to its digest; 200 when installed already */
+        post: operations["post_api_marketplace_items_id_versions_version_install"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/versions/{version}/install_preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What installing the version would make (a dry run) */
+        post: operations["post_api_marketplace_items_id_versions_version_install_preview"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/scripts/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish a script of the workspace as a new version of its item (workspace admins; semver, higher than every earlier version) */
+        post: operations["post_api_marketplace_scripts_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The official source and the active workspace's own */
+        get: operations["get_api_marketplace_sources"];
+        put?: never;
+        /** Add the workspace's source of its published items, with the workspaces it grants them to (workspace admins) */
+        post: operations["post_api_marketplace_sources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/sources/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Delete a source without published items (409 with items; the official source is read-only) */
+        delete: operations["delete_api_marketplace_sources_id"];
+        options?: never;
+        head?: never;
+        /** Rename, enable, disable or change the grants of a source (workspace admins; the official source is read-only) */
+        patch: operations["patch_api_marketplace_sources_id"];
+        trace?: never;
+    };
+    "/api/marketplace/sources/{id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read a source again (the official one: the items this server ships) */
+        post: operations["post_api_marketplace_sources_id_sync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5037,6 +5396,11 @@ export interface components {
             target_id: string;
             target_kind: string;
         };
+        AutoUpdateInput: {
+            enabled: boolean;
+            /** @description A new semver range (default: keep) */
+            range?: string;
+        };
         Automation: {
             /** Format: date-time */
             created_at: string;
@@ -5266,6 +5630,25 @@ export interface components {
         BulkVerdicts: {
             /** @description One per address, in the order given */
             results: components["schemas"]["BulkVerdict"][] | null;
+        };
+        Capabilities: {
+            /** @description Node kinds it adds */
+            node_kinds?: string[] | null;
+            /** @description Host names it calls (example.com, *.example.com) */
+            outbound_hosts?: string[] | null;
+            /** @description Kinds of resource it reads */
+            resource_kinds?: string[] | null;
+            /** @description Runner labels it needs */
+            runner_labels?: string[] | null;
+            /** @description Env var or secret names it reads */
+            secrets?: string[] | null;
+        };
+        CapabilityDiff: {
+            /** @description What the new version may do that the installed one may not ("outbound_hosts: api.example.com") */
+            added: string[] | null;
+            /** @description Something was added: an update waits for a person */
+            grew: boolean;
+            removed: string[] | null;
         };
         Challenge: {
             /**
@@ -5847,6 +6230,19 @@ export interface components {
             insertions: number;
             path: string;
         };
+        FileDiff: {
+            /** @description A unified diff of its lines (empty when too large to show) */
+            patch: string;
+            path: string;
+            /** @enum {string} */
+            status: "added" | "removed" | "changed";
+        };
+        FileEntry: {
+            path: string;
+            sha256: string;
+            /** Format: int64 */
+            size: number;
+        };
         FileInfo: {
             /** Format: date-time */
             created_at: string;
@@ -6013,6 +6409,22 @@ export interface components {
              */
             project_id?: string;
             steps?: components["schemas"]["StepInput"][] | null;
+        };
+        InstallInput: {
+            /** @description Semver range for updates (default ^version) */
+            range?: string;
+        };
+        InstallPreview: {
+            capabilities: components["schemas"]["Capabilities"];
+            digest: string;
+            /** @description The version installed already, if any */
+            installed: string | null;
+            objects: components["schemas"]["ObjectPlan"][] | null;
+            version: string;
+        };
+        InstallUpdate: {
+            /** @description Default: the latest version within the install's range */
+            version?: string;
         };
         Instance: {
             triggers: components["schemas"]["Trigger"][] | null;
@@ -6193,6 +6605,30 @@ export interface components {
             /** @enum {string} */
             state?: "inbox" | "ready" | "in_progress" | "review" | "blocked" | "done";
         };
+        ItemVerdict: {
+            /** Format: date-time */
+            decided_at: string;
+            reason: string | null;
+            /** @enum {string} */
+            verdict: "approved" | "rejected";
+        };
+        ItemVersion: {
+            capabilities: components["schemas"]["Capabilities"];
+            changelog: string;
+            /** Format: date-time */
+            created_at: string;
+            /** @description sha256: of the manifest, which holds every file's digest */
+            digest: string;
+            files: components["schemas"]["FileEntry"][] | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            item_id: string;
+            objects: components["schemas"]["Object"][] | null;
+            version: string;
+            /** @description A takedown withdrew it: it cannot be installed */
+            withdrawn: boolean;
+        };
         Lease: {
             /** Format: int64 */
             attempt: number;
@@ -6287,6 +6723,96 @@ export interface components {
             /** @description Workspace resources the functions may use, by name */
             resources: string[] | null;
             routes: components["schemas"]["Route"][] | null;
+        };
+        MarketInstall: {
+            auto_update: boolean;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The installed version's digest */
+            digest: string;
+            held_reason: string | null;
+            /** @description A version auto-update did not apply: its capabilities grew (it waits for a person) */
+            held_version: string | null;
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            item_id: string;
+            item_name: string;
+            /** @description What it made, by manifest key: the objects' ids */
+            objects: {
+                [key: string]: string;
+            };
+            /** @description Semver range auto-update keeps within */
+            range: string;
+            /** Format: date-time */
+            updated_at: string;
+            version: string;
+        };
+        MarketItem: {
+            /** Format: date-time */
+            created_at: string;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "bundle" | "node" | "script" | "app";
+            latest_version: string;
+            /** @description False after a takedown */
+            listed: boolean;
+            /** @description Published by the active workspace */
+            mine: boolean;
+            name: string;
+            paid: boolean;
+            /** Format: double */
+            rating_average: number | null;
+            /** Format: int64 */
+            rating_count: number;
+            slug: string;
+            /** Format: uuid */
+            source_id: string;
+            summary: string;
+            tags: string[] | null;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description Approved by the instance's review: installable across the instance */
+            verified: boolean;
+        };
+        MarketItemPage: {
+            items: components["schemas"]["MarketItem"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
+        MarketSource: {
+            /** @description git: the branch read */
+            branch: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description workspace: the workspaces (ids) that see and may install its items */
+            grants: string[] | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: int64
+             * @description Items it lists
+             */
+            items: number;
+            /** @enum {string} */
+            kind: "official" | "git" | "workspace";
+            /** @description sync_error: why the last sync failed */
+            last_error: string | null;
+            name: string;
+            /** @enum {string} */
+            status: "enabled" | "disabled" | "sync_error";
+            /** Format: date-time */
+            synced_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description git: the repository */
+            url: string | null;
+            /**
+             * Format: uuid
+             * @description The owner; null for the official source
+             */
+            workspace_id: string | null;
         };
         Media: {
             /** @description Inline data (base64) */
@@ -6487,6 +7013,24 @@ export interface components {
         };
         OKBody: {
             ok: boolean;
+        };
+        Object: {
+            /** @description Names it within the item, across its versions */
+            key: string;
+            /** @description The file that defines it */
+            path: string;
+            /**
+             * @description What it is
+             * @enum {string}
+             */
+            type: "script";
+        };
+        ObjectPlan: {
+            /** @enum {string} */
+            action: "create" | "update" | "unchanged";
+            key: string;
+            name: string;
+            type: string;
         };
         Onboarding: {
             /** Format: int64 */
@@ -6862,6 +7406,25 @@ export interface components {
             interval: "month" | "year" | "one_time" | "custom";
             name: string;
         };
+        PublishScript: {
+            /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
+            capabilities?: components["schemas"]["Capabilities"];
+            changelog: string;
+            /** @description Default the script's */
+            name?: string;
+            /** Format: uuid */
+            script_id: string;
+            /** @description The item's slug (default the script's) */
+            slug?: string;
+            summary?: string;
+            tags?: string[] | null;
+            /** @description Semver, as 1.2.0; higher than every published one */
+            version: string;
+        };
+        Published: {
+            item: components["schemas"]["MarketItem"];
+            version: components["schemas"]["ItemVersion"];
+        };
         PullRequest: {
             base: string;
             branch: string;
@@ -7108,6 +7671,9 @@ export interface components {
             exit_code?: number;
             logged?: string[] | null;
             result?: unknown;
+        };
+        ReviewInput: {
+            reason?: string;
         };
         RoleInputBody: {
             /** @enum {string} */
@@ -7402,6 +7968,13 @@ export interface components {
              */
             version: number;
         };
+        ScriptContent: {
+            description?: string;
+            language: string;
+            name: string;
+            slug: string;
+            source: string;
+        };
         ScriptCreate: {
             description?: string | null;
             /** @enum {string} */
@@ -7641,6 +8214,26 @@ export interface components {
              * @description Pixels, read from the served file (0 when it cannot be read)
              */
             width: number;
+        };
+        SourceCreate: {
+            /** @description git: default main */
+            branch?: string;
+            /** @description workspace: workspace ids that see its items */
+            grants?: string[] | null;
+            /**
+             * @description workspace: the workspace's own published items, granted to the workspaces named; git: a repository of published items
+             * @enum {string}
+             */
+            kind: "git" | "workspace";
+            name: string;
+            /** @description git: the repository */
+            url?: string;
+        };
+        SourcePatch: {
+            grants?: string[];
+            name?: string;
+            /** @enum {string} */
+            status?: "enabled" | "disabled";
         };
         Start: {
             agent_type: string;
@@ -8106,6 +8699,13 @@ export interface components {
         UpdateMeInputBody: {
             display_name: string;
         };
+        UpdatePreview: {
+            capabilities: components["schemas"]["CapabilityDiff"];
+            files: components["schemas"]["FileDiff"][] | null;
+            from: string;
+            objects: components["schemas"]["ObjectPlan"][] | null;
+            to: string;
+        };
         UploadInfo: {
             content_type: string;
             /** Format: date-time */
@@ -8479,6 +9079,175 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OutboxMail"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_items_id_restore: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReviewInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_items_id_review_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReviewInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_items_id_review_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReviewInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_items_id_takedown: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReviewInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_review: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"][] | null;
                 };
             };
             /** @description Error */
@@ -11368,6 +12137,597 @@ export interface operations {
                 };
                 content: {
                     "application/json": number;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_installs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketInstall"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_installs_id_auto_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AutoUpdateInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketInstall"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_installs_id_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["InstallUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketInstall"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_installs_id_update_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["InstallUpdate"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdatePreview"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items: {
+        parameters: {
+            query?: {
+                /** @description Words of the name, slug, summary or tags */
+                q?: string;
+                kind?: "bundle" | "node" | "script" | "app";
+                source_id?: string;
+                price?: "free" | "paid";
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItemPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_preview_script: {
+        parameters: {
+            query?: {
+                /** @description Default the latest */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScriptContent"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_review: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemVerdict"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_versions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemVersion"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_versions_version: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ItemVersion"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_items_id_versions_version_install: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["InstallInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketInstall"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_items_id_versions_version_install_preview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                version: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstallPreview"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_scripts_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishScript"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_sources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSource"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_sources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourceCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_marketplace_sources_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_marketplace_sources_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SourcePatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSource"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_sources_id_sync: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MarketSource"];
                 };
             };
             /** @description Error */
