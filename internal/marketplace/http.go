@@ -63,6 +63,17 @@ type reviewInput struct {
 
 type publishScriptInput struct{ Body PublishScript }
 
+type rateInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body RatingInput
+}
+
+type ratingsInput struct {
+	ID     string `path:"id" maxLength:"64"`
+	Limit  int    `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset int    `query:"offset" minimum:"0" maximum:"100000"`
+}
+
 // InstallOutput answers an install: 201 when it made the install, 200
 // when the version was installed already.
 type InstallOutput struct {
@@ -267,6 +278,48 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				return nil, err
 			}
 			return httpx.Reply(s.SetAutoUpdate(ctx, ws, u, in.ID, in.Body))
+		})
+
+	huma.Register(api, ops.Op("put_api_marketplace_items_id_rating", http.MethodPut, "/api/marketplace/items/{id}/rating",
+		"Rate an item the workspace installed (1 to 5 stars, a comment)"),
+		func(ctx context.Context, in *rateInput) (*httpx.Out[*Rating], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Rate(ctx, ws, u, in.ID, in.Body))
+		})
+	huma.Register(api, ops.Op("delete_api_marketplace_items_id_rating", http.MethodDelete, "/api/marketplace/items/{id}/rating", "Remove my rating"),
+		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			ok, err := s.Unrate(ctx, ws, u, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			out := httpx.Deleted()
+			out.Body.Deleted = ok
+			return out, nil
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_rating_mine", http.MethodGet, "/api/marketplace/items/{id}/rating/mine",
+		"My rating of an item (null when none)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*Rating], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.MyRating(ctx, ws, u, in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_ratings", http.MethodGet, "/api/marketplace/items/{id}/ratings",
+		"An item's ratings, newest first, with their total"),
+		func(ctx context.Context, in *ratingsInput) (*httpx.Out[*RatingPage], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Ratings(ctx, ws, in.ID, in.Limit, in.Offset))
 		})
 
 	admin := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}

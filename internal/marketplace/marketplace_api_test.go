@@ -188,6 +188,29 @@ func TestMarketplaceCatalog(t *testing.T) {
 			t.Fatal("the updates are not audited")
 		}
 
+		// Ratings: only what the workspace installed; public to who sees
+		// the item; one per person, kept in the item's average.
+		fixture.WantError(t, pub.Do("PUT", "/api/marketplace/items/"+item+"/rating", obj{"stars": 5}), http.StatusForbidden, "forbidden", "installed")
+		fixture.WantError(t, buyer.Do("PUT", "/api/marketplace/items/"+item+"/rating", obj{"stars": 6}), http.StatusBadRequest, "bad_request")
+		fixture.Want(t, buyer.Do("PUT", "/api/marketplace/items/"+item+"/rating", obj{"stars": 3, "comment": "ok"}), http.StatusOK)
+		fixture.Want(t, buyer.Do("PUT", "/api/marketplace/items/"+item+"/rating", obj{"stars": 4, "comment": "Works well."}), http.StatusOK)
+		if mine := buyer.Do("GET", "/api/marketplace/items/"+item+"/rating/mine", nil).Map(t); mine["stars"] != float64(4) {
+			t.Fatalf("my rating: %+v", mine)
+		}
+		var rp marketplace.RatingPage
+		pub.Do("GET", "/api/marketplace/items/"+item+"/ratings?limit=10", nil).JSON(t, &rp)
+		if rp.Total != 1 || rp.Items[0].Stars != 4 || rp.Items[0].Comment != "Works well." {
+			t.Fatalf("the ratings: %+v", rp)
+		}
+		var rated marketplace.MarketItem
+		buyer.Do("GET", "/api/marketplace/items/"+item, nil).JSON(t, &rated)
+		if rated.RatingCount != 1 || rated.RatingAverage == nil || *rated.RatingAverage != 4 {
+			t.Fatalf("the item's rating: %+v", rated)
+		}
+		if r := buyer.Do("GET", "/api/marketplace/items/"+ids.New()+"/ratings", nil); r.Status != http.StatusNotFound {
+			t.Fatalf("an unknown item's ratings: %d", r.Status)
+		}
+
 		// Another workspace's install is an unknown one.
 		apitest.CheckTenancy(t, buyer, pub, []apitest.TenancyCase{
 			{Name: "update preview", Method: "POST", Path: "/api/marketplace/installs/{id}/update_preview",

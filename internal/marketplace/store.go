@@ -515,3 +515,69 @@ func markSynced(ctx context.Context, q db.Queryer, sourceID string, now time.Tim
 		sourceID, now)
 	return err
 }
+
+// Ratings.
+
+func saveRating(ctx context.Context, q db.Queryer, itemID, userID, workspaceID string, stars int, comment string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `INSERT INTO marketplace_ratings (item_id, user_id, workspace_id, stars, comment, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $6) ON CONFLICT (item_id, user_id) DO UPDATE SET workspace_id = excluded.workspace_id, stars = excluded.stars,
+		comment = excluded.comment, updated_at = excluded.updated_at`, itemID, userID, workspaceID, stars, comment, now)
+	if err != nil {
+		return fmt.Errorf("marketplace: rate: %w", err)
+	}
+	return nil
+}
+
+func deleteRating(ctx context.Context, q db.Queryer, itemID, userID string) (bool, error) {
+	res, err := q.ExecContext(ctx, "DELETE FROM marketplace_ratings WHERE item_id = $1 AND user_id = $2", itemID, userID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+const ratingColumns = `r.stars, r.comment, COALESCE(NULLIF(u.display_name, ''), 'Someone'), r.created_at, r.updated_at
+	FROM marketplace_ratings r JOIN users u ON u.id = r.user_id`
+
+func ratingOf(ctx context.Context, q db.Queryer, itemID, userID string) (*Rating, error) {
+	var r Rating
+	err := q.QueryRowContext(ctx, "SELECT "+ratingColumns+" WHERE r.item_id = $1 AND r.user_id = $2", itemID, userID).
+		Scan(&r.Stars, &r.Comment, &r.Author, db.UTC(&r.CreatedAt), db.UTC(&r.UpdatedAt))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("rating")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("marketplace: rating: %w", err)
+	}
+	return &r, nil
+}
+
+func ratingsOf(ctx context.Context, q db.Queryer, itemID string, limit, offset int) ([]Rating, int, error) {
+	var total int
+	if err := q.QueryRowContext(ctx, "SELECT COUNT(*) FROM marketplace_ratings WHERE item_id = $1", itemID).Scan(&total); err != nil {
+		return nil, 0, fmt.Errorf("marketplace: ratings: %w", err)
+	}
+	rows, err := q.QueryContext(ctx, "SELECT "+ratingColumns+" WHERE r.item_id = $1 ORDER BY r.updated_at DESC, r.user_id DESC LIMIT $2 OFFSET $3",
+		itemID, limit, offset)
+	if err != nil {
+		return nil, 0, fmt.Errorf("marketplace: ratings: %w", err)
+	}
+	defer rows.Close()
+	out := []Rating{}
+	for rows.Next() {
+		var r Rating
+		if err := rows.Scan(&r.Stars, &r.Comment, &r.Author, db.UTC(&r.CreatedAt), db.UTC(&r.UpdatedAt)); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, r)
+	}
+	return out, total, rows.Err()
+}
+
+// recount keeps an item's rating count and sum.
+func recount(ctx context.Context, q db.Queryer, itemID string) error {
+	_, err := q.ExecContext(ctx, `UPDATE marketplace_items SET rating_count = (SELECT COUNT(*) FROM marketplace_ratings WHERE item_id = $1),
+		rating_sum = (SELECT COALESCE(SUM(stars), 0) FROM marketplace_ratings WHERE item_id = $1) WHERE id = $1`, itemID)
+	return err
+}

@@ -55,6 +55,10 @@ var Unscoped = []Exception{
 	{"marketplace.installOf", []string{"marketplace_items"}, catalog + ": an install's item name (the install itself is the workspace's)"},
 	{"marketplace.installOfItem", []string{"marketplace_items"}, catalog + ": an install's item name (the install itself is the workspace's)"},
 	{"marketplace.autoUpdating", []string{"marketplace_installs", "marketplace_items"}, sweep + ": an item's new version goes to every install with auto-update armed (each update then names its workspace)"},
+	{"marketplace.deleteRating", []string{"marketplace_ratings"}, "a person's own rating of an item they see, by the person and the item"},
+	{"marketplace.ratingOf", []string{"marketplace_ratings"}, "a person's own rating of an item they see, by the person and the item"},
+	{"marketplace.ratingsOf", []string{"marketplace_ratings"}, catalog + ": an item's ratings are public to whoever sees the item"},
+	{"marketplace.recount", []string{"marketplace_items", "marketplace_ratings"}, catalog + ": an item's rating count and sum, from every rater"},
 	{"marketplace.installingWorkspaces", []string{"marketplace_installs"}, "a takedown tells every workspace that installed the item"},
 
 	{"notifications.counts", []string{"notifications"}, personal},
