@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -174,27 +175,41 @@ func listItems(ctx context.Context, q db.Queryer, workspaceID string, f itemFilt
 		where += " AND i.paid"
 	}
 	from := " FROM marketplace_items i JOIN marketplace_sources s ON s.id = i.source_id WHERE " + where
-	var total int
-	if err := q.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&total); err != nil {
-		return nil, 0, fmt.Errorf("marketplace: items: %w", err)
-	}
-	args = append(args, limit, offset)
-	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+from+fmt.Sprintf(" ORDER BY i.updated_at DESC, i.id DESC LIMIT $%d OFFSET $%d", len(args)-1, len(args)),
-		args...)
+	// One pass: the page, each row with the total (a window count).
+	pageArgs := append(slices.Clone(args), limit, offset)
+	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+", COUNT(*) OVER ()"+from+
+		fmt.Sprintf(" ORDER BY i.updated_at DESC, i.id DESC LIMIT $%d OFFSET $%d", len(pageArgs)-1, len(pageArgs)), pageArgs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("marketplace: items: %w", err)
 	}
 	defer rows.Close()
 	out := []MarketItem{}
+	total := 0
 	for rows.Next() {
-		it, err := scanItem(rows, workspaceID)
+		it, err := scanItem(countingRow{rows, &total}, workspaceID)
 		if err != nil {
 			return nil, 0, fmt.Errorf("marketplace: items: %w", err)
 		}
 		out = append(out, *it)
 	}
-	return out, total, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if len(out) == 0 && offset > 0 { // past the end: the total alone
+		if err := q.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("marketplace: items: %w", err)
+		}
+	}
+	return out, total, nil
 }
+
+// countingRow scans an item row that ends with the window total.
+type countingRow struct {
+	rows  *sql.Rows
+	total *int
+}
+
+func (c countingRow) Scan(dest ...any) error { return c.rows.Scan(append(dest, c.total)...) }
 
 // itemFor reads an item the workspace sees (not found otherwise).
 func itemFor(ctx context.Context, q db.Queryer, workspaceID, id string) (*MarketItem, error) {
