@@ -26,7 +26,7 @@ import (
 // and /settings; the rest are the console's own.
 var Pages = []string{
 	"/{$}", "/login", "/register", "/settings", "/invite", "/reset", "/magic/confirm",
-	"/tasks/{id}", "/projects", "/workflows", "/workflows/email", "/workflows/{id}", "/workflows/runs/{id}",
+	"/tasks/{id}", "/projects", "/workflows", "/workflows/email", "/workflows/{id}", "/marketplace", "/marketplace/{id}", "/workflows/runs/{id}",
 	"/runs", "/runs/{id}", "/runners", "/members", "/admin/", "/admin", "/operator", "/reports/operations", "/plans",
 	"/projects/{id}/settings", "/resources", "/resources/{id}", "/activity",
 	"/apps", "/apps/{id}", "/inbox", "/inbox/notifications", "/proposals", "/proposals/{id}",

@@ -19,6 +19,8 @@ const Workflows = lazy(() => import('./pages/Workflows'))
 const WorkflowPage = lazy(() => import('./pages/Workflow'))
 const WorkflowRunPage = lazy(() => import('./pages/WorkflowRun'))
 const Email = lazy(() => import('./pages/Email'))
+const Marketplace = lazy(() => import('./pages/Marketplace'))
+const MarketItemPage = lazy(() => import('./pages/Marketplace').then((m) => ({ default: m.MarketItemPage })))
 const Runs = lazy(() => import('./pages/Runs'))
 const Resources = lazy(() => import('./pages/Resources'))
 const ResourcePage = lazy(() => import('./pages/Resources').then((m) => ({ default: m.ResourcePage })))
@@ -75,6 +77,7 @@ const nav = [
   { to: '/tasks/board', label: 'Tasks' },
   { to: '/projects', label: 'Projects' },
   { to: '/workflows', label: 'Workflows' },
+  { to: '/marketplace', label: 'Marketplace' },
   { to: '/resources', label: 'Resources' },
   { to: '/apps', label: 'Apps' },
   { to: '/runs', label: 'Runs' },
@@ -161,6 +164,8 @@ function Shell() {
               <Route path="/projects/:id/settings" element={<ProjectSettings />} />
               <Route path="/workflows" element={<Workflows />} />
               <Route path="/workflows/email" element={<Email />} />
+              <Route path="/marketplace" element={<Marketplace />} />
+              <Route path="/marketplace/:id" element={<MarketItemPage />} />
               <Route path="/workflows/:id" element={<WorkflowPage />} />
               <Route path="/workflows/runs/:runId" element={<WorkflowRunPage />} />
               <Route path="/resources" element={<Resources />} />

@@ -1601,6 +1601,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/items/{id}/rating": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /** Rate an item the workspace installed (1 to 5 stars, a comment) */
+        put: operations["put_api_marketplace_items_id_rating"];
+        post?: never;
+        /** Remove my rating */
+        delete: operations["delete_api_marketplace_items_id_rating"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/rating/mine": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My rating of an item (null when none) */
+        get: operations["get_api_marketplace_items_id_rating_mine"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/ratings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An item's ratings, newest first, with their total */
+        get: operations["get_api_marketplace_items_id_ratings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/items/{id}/review": {
         parameters: {
             query?: never;
@@ -7499,6 +7551,27 @@ export interface components {
             /** Format: date-time */
             updated_at: string | null;
         };
+        Rating: {
+            /** @description Who rated it (their display name) */
+            author: string;
+            comment: string;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: int64 */
+            stars: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        RatingInput: {
+            comment?: string;
+            /** Format: int64 */
+            stars: number;
+        };
+        RatingPage: {
+            items: components["schemas"]["Rating"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         ReadAllOutputBody: {
             /**
              * Format: int64
@@ -12374,6 +12447,138 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ScriptContent"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_marketplace_items_id_rating: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RatingInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rating"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_marketplace_items_id_rating: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_rating_mine: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Rating"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_ratings: {
+        parameters: {
+            query?: {
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RatingPage"];
                 };
             };
             /** @description Error */

@@ -8,6 +8,7 @@ import { ErrorPageTab } from './AdminErrorPage'
 import { OverridesTab, PlansTab } from './AdminBilling'
 import { CustomersTab, QueuesTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
+import { MarketplaceReviewTab } from './Marketplace'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
@@ -25,6 +26,7 @@ const tabs = [
   { key: 'queues', label: 'Queues' },
   { key: 'error-page', label: 'Error page' },
   { key: 'audit', label: 'Audit' },
+  { key: 'marketplace-review', label: 'Marketplace review' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
 
@@ -76,6 +78,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="error-page" pt="md">
           <ErrorPageTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="marketplace-review" pt="md">
+          <MarketplaceReviewTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />
