@@ -339,7 +339,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Backlog = bl
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
-	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, Reactions: re})
+	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Reactions: re})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})

@@ -63,6 +63,8 @@ type reviewInput struct {
 
 type publishScriptInput struct{ Body PublishScript }
 
+type publishNodeInput struct{ Body PublishNode }
+
 type rateInput struct {
 	ID   string `path:"id" maxLength:"64"`
 	Body RatingInput
@@ -153,6 +155,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.PublishScript(ctx, ws, u, in.Body))
 		})
 
+	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_nodes_publish", http.MethodPost, "/api/marketplace/nodes/publish",
+		"Publish a node type of the workspace, with its script, as a new version of its item (workspace admins)")),
+		func(ctx context.Context, in *publishNodeInput) (*httpx.Out[*Published], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PublishNode(ctx, ws, u, in.Body))
+		})
 	huma.Register(api, ops.Op("get_api_marketplace_items", http.MethodGet, "/api/marketplace/items",
 		"The items the workspace sees, newest first: the official ones, the verified ones, its own and those granted to it"),
 		func(ctx context.Context, in *itemsInput) (*httpx.Out[*MarketItemPage], error) {

@@ -273,3 +273,57 @@ func TestMarketplaceCatalog(t *testing.T) {
 			"does not match its digest")
 	})
 }
+
+// TestMarketplaceNodeTypes: a node type is published with its script (the
+// node kind it adds among its capabilities); another workspace installs
+// both, in one transaction, and a workflow there can use the node; an
+// update changes the node type's schema and its script in place.
+func TestMarketplaceNodeTypes(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		pub, buyer, admin := f.Owner, f.Outsider, f.Admin
+		r := pub.Do("POST", "/api/scripts", obj{"name": "Shout", "slug": "shout", "language": "sh", "source": "echo '{\"loud\": true}'\n"})
+		fixture.Want(t, r, http.StatusCreated)
+		script := r.Map(t)["id"].(string)
+		schema := obj{"type": "object", "properties": obj{"word": obj{"type": "string"}}}
+		r = pub.Do("POST", "/api/workflow-node-types", obj{"slug": "shouter", "name": "Shouter", "script_id": script, "config_schema": schema})
+		fixture.Want(t, r, http.StatusCreated)
+		node := r.Map(t)["id"].(string)
+		r = pub.Do("POST", "/api/marketplace/nodes/publish", obj{"node_type_id": node, "version": "1.0.0", "changelog": "First."})
+		fixture.Want(t, r, http.StatusCreated)
+		var p marketplace.Published
+		r.JSON(t, &p)
+		if p.Item.Kind != "node" || len(p.Version.Objects) != 2 || !slices.Equal(p.Version.Capabilities.NodeKinds, []string{"shouter"}) {
+			t.Fatalf("published: %+v", p)
+		}
+		fixture.WantError(t, pub.Do("POST", "/api/marketplace/nodes/publish", obj{"node_type_id": ids.New(), "version": "1.0.1", "changelog": "x"}),
+			http.StatusBadRequest, "bad_request", "node_type_id")
+		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/approve", nil), http.StatusOK)
+
+		r = buyer.Do("POST", "/api/marketplace/items/"+p.Item.ID+"/versions/1.0.0/install", nil)
+		fixture.Want(t, r, http.StatusCreated)
+		var inst marketplace.MarketInstall
+		r.JSON(t, &inst)
+		nt := buyer.Do("GET", "/api/workflow-node-types/"+inst.Objects["node_type"], nil).Map(t)
+		if nt["slug"] != "shouter" || nt["script_id"] != inst.Objects["script"] {
+			t.Fatalf("the installed node type: %+v (install %+v)", nt, inst)
+		}
+		project := f.Project(t, buyer, "Uses it")
+		fixture.Want(t, buyer.Do("POST", "/api/workflows", obj{"project_id": project, "name": "Loud",
+			"nodes": []obj{{"key": "s", "kind": "code", "config": obj{"node_type": "shouter", "params": obj{"word": "hey"}}}}}), http.StatusCreated)
+
+		// An update: the schema gains a field, the script changes.
+		fixture.Want(t, pub.Do("PATCH", "/api/scripts/"+script, obj{"source": "echo '{\"loud\": 2}'\n"}), http.StatusOK)
+		f.Exec(t, "UPDATE workflow_node_types SET config_schema = $1 WHERE id = $2",
+			`{"type":"object","properties":{"word":{"type":"string"},"times":{"type":"integer"}}}`, node)
+		fixture.Want(t, pub.Do("POST", "/api/marketplace/nodes/publish", obj{"node_type_id": node, "version": "1.1.0", "changelog": "Times."}), http.StatusCreated)
+		fixture.Want(t, buyer.Do("POST", "/api/marketplace/installs/"+inst.ID+"/update", nil), http.StatusOK)
+		nt = buyer.Do("GET", "/api/workflow-node-types/"+inst.Objects["node_type"], nil).Map(t)
+		if !strings.Contains(fmt.Sprint(nt["config_schema"]), "times") {
+			t.Fatalf("the updated node type: %+v", nt)
+		}
+		if sc := buyer.Do("GET", "/api/scripts/"+inst.Objects["script"], nil).Map(t); sc["source"] != "echo '{\"loud\": 2}'\n" {
+			t.Fatalf("the updated script: %+v", sc)
+		}
+	})
+}

@@ -145,6 +145,29 @@ type PublishScript struct {
 	Capabilities Capabilities `json:"capabilities,omitempty" doc:"What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs"`
 }
 
+// PublishNode publishes a node type of the workspace (with its script).
+type PublishNode struct {
+	NodeTypeID   string       `json:"node_type_id" format:"uuid"`
+	Slug         string       `json:"slug,omitempty" maxLength:"63" doc:"The item's slug (default the node type's)"`
+	Name         string       `json:"name,omitempty" maxLength:"200" doc:"Default the node type's"`
+	Summary      string       `json:"summary,omitempty" maxLength:"500"`
+	Tags         []string     `json:"tags,omitempty" maxItems:"10"`
+	Version      string       `json:"version" maxLength:"50" doc:"Semver, as 1.2.0; higher than every published one"`
+	Changelog    string       `json:"changelog" minLength:"1" maxLength:"20000"`
+	Capabilities Capabilities `json:"capabilities,omitempty" doc:"What it may do (the node kind it adds is added)"`
+}
+
+// NodeTypeContent is a node item's node type as an install makes it; its
+// script is the version's object of that key.
+type NodeTypeContent struct {
+	Slug         string          `json:"slug"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Category     string          `json:"category"`
+	ConfigSchema json.RawMessage `json:"config_schema"`
+	Script       string          `json:"script" doc:"The key of its script among the version's objects"`
+}
+
 // Published answers a publish.
 type Published struct {
 	Item    MarketItem  `json:"item"`

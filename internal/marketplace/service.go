@@ -18,6 +18,7 @@ import (
 	"slipway/internal/platform/text"
 	"slipway/internal/scripts"
 	"slipway/internal/tenancy"
+	"slipway/internal/workflows"
 )
 
 // Scripts is what the catalog needs of scripts: read one to publish it,
@@ -25,6 +26,13 @@ import (
 type Scripts interface {
 	Get(ctx context.Context, ws *actor.Workspace, id string) (*scripts.Script, error)
 	InstallTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, id string, in scripts.ScriptCreate) (*scripts.Script, error)
+}
+
+// NodeTypes is what the catalog needs of node types: read one to publish
+// it, write one an install brings.
+type NodeTypes interface {
+	GetNodeType(ctx context.Context, ws *actor.Workspace, id string) (*workflows.NodeType, error)
+	InstallNodeTypeTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, id string, in workflows.NodeTypeCreate) (*workflows.NodeType, error)
 }
 
 // Reactions are what other domains do when the catalog changes, inside its
@@ -41,6 +49,7 @@ type Deps struct {
 	Clock     clock.Clock
 	Log       *slog.Logger
 	Scripts   Scripts
+	NodeTypes NodeTypes
 	Reactions Reactions // nil: no one is told
 }
 
@@ -356,6 +365,35 @@ func (s *Service) PublishScript(ctx context.Context, ws *actor.Workspace, u *act
 		[]Object{{Type: "script", Key: "script", Path: path}}, map[string][]byte{path: file})
 }
 
+// PublishNode publishes a node type of the workspace, with its script, as
+// a new version of its item (the workspace's admins); the node kind it
+// adds is among its capabilities.
+func (s *Service) PublishNode(ctx context.Context, ws *actor.Workspace, u *actor.User, in PublishNode) (*Published, error) {
+	if err := wsAdmin(ws, "publishing to the marketplace"); err != nil {
+		return nil, err
+	}
+	nt, err := s.NodeTypes.GetNodeType(ctx, ws, in.NodeTypeID)
+	if e, ok := apperr.As(err); (ok && e.Code == apperr.CodeNotFound) || (err == nil && nt.ScriptID == nil) {
+		return nil, apperr.BadRequest("node_type_id: no such node type in this workspace")
+	}
+	if err != nil {
+		return nil, err
+	}
+	sc, err := s.Scripts.Get(ctx, ws, *nt.ScriptID)
+	if err != nil {
+		return nil, err
+	}
+	script, _ := json.MarshalIndent(ScriptContent{Slug: sc.Slug, Name: sc.Name, Language: sc.Language, Description: sc.Description, Source: sc.Source}, "", "  ")
+	node, _ := json.MarshalIndent(NodeTypeContent{Slug: nt.Slug, Name: nt.Name, Description: nt.Description, Category: nt.Category,
+		ConfigSchema: nt.ConfigSchema, Script: "script"}, "", "  ")
+	scriptPath, nodePath := "scripts/"+sc.Slug+".json", "node_types/"+nt.Slug+".json"
+	caps := in.Capabilities
+	caps.NodeKinds = append(slices.Clone(caps.NodeKinds), nt.Slug)
+	return s.publish(ctx, ws, u, KindNode, cmpOr(in.Slug, strings.ReplaceAll(nt.Slug, "_", "-")), cmpOr(in.Name, nt.Name), in.Summary, in.Tags, in.Version,
+		in.Changelog, caps, []Object{{Type: "script", Key: "script", Path: scriptPath}, {Type: "node_type", Key: "node_type", Path: nodePath}},
+		map[string][]byte{scriptPath: script, nodePath: node})
+}
+
 func cmpOr(a, b string) string {
 	if strings.TrimSpace(a) != "" {
 		return a
@@ -659,6 +697,21 @@ func (s *Service) materialize(ctx context.Context, tx *db.Tx, ws *actor.Workspac
 				return nil, err
 			}
 			out[o.Key] = sc.ID
+		case "node_type":
+			var f NodeTypeContent
+			if err := json.Unmarshal(files[o.Path], &f); err != nil {
+				return nil, apperr.New(apperr.CodeConflict, "the node type of %s does not read: %v", o.Key, err)
+			}
+			script, ok := out[f.Script]
+			if !ok {
+				return nil, apperr.New(apperr.CodeConflict, "the node type of %s names a script the version does not have", o.Key)
+			}
+			nt, err := s.NodeTypes.InstallNodeTypeTx(ctx, tx, ws, u, made[o.Key], workflows.NodeTypeCreate{Slug: f.Slug, Name: f.Name,
+				Description: f.Description, Category: f.Category, ScriptID: script, ConfigSchema: f.ConfigSchema})
+			if err != nil {
+				return nil, err
+			}
+			out[o.Key] = *nt.ID
 		default:
 			return nil, apperr.BadRequest("objects of type %s cannot be installed by this server", o.Type)
 		}

@@ -55,6 +55,20 @@ func (s *Service) GetNodeType(ctx context.Context, ws *actor.Workspace, id strin
 // JSON Schema its params must meet. A slug taken by a built-in kind or
 // another node type is a 400.
 func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *actor.User, in NodeTypeCreate) (*NodeType, error) {
+	var t *NodeType
+	err := s.db.Tx(ctx, func(tx *db.Tx) (err error) {
+		t, err = s.InstallNodeTypeTx(ctx, tx, ws, u, "", in)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// checkNodeType validates a node type's definition: the node type it
+// would be (without id and times).
+func checkNodeType(in NodeTypeCreate) (*NodeType, error) {
 	switch {
 	case !nodeTypeSlug.MatchString(in.Slug):
 		return nil, apperr.BadRequest("slug must be lowercase letters, digits, _ and -, starting with a letter")
@@ -77,37 +91,60 @@ func (s *Service) CreateNodeType(ctx context.Context, ws *actor.Workspace, u *ac
 	if _, err := paramsSchema(in.ConfigSchema); err != nil {
 		return nil, err
 	}
-	if !ids.Valid(in.ScriptID) || s.scripts == nil {
+	if !ids.Valid(in.ScriptID) {
 		return nil, apperr.BadRequest("script_id: no such script in this workspace")
 	}
+	return &NodeType{Slug: in.Slug, Name: name, Description: in.Description, Category: category, Available: true, ConfigSchema: in.ConfigSchema,
+		Handles: append([]string{}, outError...), ScriptID: &in.ScriptID}, nil
+}
+
+// InstallNodeTypeTx writes a node type in tx: a new one (id ""), or the
+// one of that id (a marketplace install's, from an earlier version)
+// changed to the definition given.
+func (s *Service) InstallNodeTypeTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, id string, in NodeTypeCreate) (*NodeType, error) {
+	t, err := checkNodeType(in)
+	if err != nil {
+		return nil, err
+	}
+	if s.scripts == nil {
+		return nil, apperr.BadRequest("script_id: no such script in this workspace")
+	}
+	if _, _, err := s.scripts.Current(ctx, tx, ws.ID, in.ScriptID); errors.Is(err, apperr.ErrNotFound) {
+		return nil, apperr.BadRequest("script_id: no such script in this workspace")
+	} else if err != nil {
+		return nil, err
+	}
 	now := s.clock.Now()
-	t := &NodeType{Slug: in.Slug, Name: name, Description: in.Description, Category: category, Available: true, ConfigSchema: in.ConfigSchema,
-		Handles: append([]string{}, outError...)}
-	id := ids.New()
-	t.ID, t.ScriptID, t.CreatedAt = &id, &in.ScriptID, &now
+	t.CreatedAt = &now
+	if id != "" {
+		cur, err := getNodeType(ctx, tx, "workspace_id = $1 AND id = $2", ws.ID, id)
+		if err != nil {
+			return nil, err
+		}
+		if cur.Slug != t.Slug {
+			if taken, err := nodeTypeSlugTaken(ctx, tx, ws.ID, t.Slug); err != nil {
+				return nil, err
+			} else if taken {
+				return nil, apperr.BadRequest("slug %q is already a node type of this workspace", t.Slug)
+			}
+		}
+		t.ID, t.CreatedAt = cur.ID, cur.CreatedAt
+		return t, updateNodeType(ctx, tx, ws.ID, id, t, now)
+	}
+	taken, err := nodeTypeSlugTaken(ctx, tx, ws.ID, t.Slug)
+	if err != nil {
+		return nil, err
+	}
+	if taken {
+		return nil, apperr.BadRequest("slug %q is already a node type of this workspace", t.Slug)
+	}
+	newID := ids.New()
+	t.ID = &newID
 	var createdBy *string
 	if u != nil {
 		createdBy = &u.ID
 	}
-	err = s.db.Tx(ctx, func(tx *db.Tx) error {
-		if _, _, err := s.scripts.Current(ctx, tx, ws.ID, in.ScriptID); errors.Is(err, apperr.ErrNotFound) {
-			return apperr.BadRequest("script_id: no such script in this workspace")
-		} else if err != nil {
-			return err
-		}
-		taken, err := nodeTypeSlugTaken(ctx, tx, ws.ID, in.Slug)
-		if err != nil {
-			return err
-		}
-		if taken {
-			return apperr.BadRequest("slug %q is already a node type of this workspace", in.Slug)
-		}
-		return insertNodeType(ctx, tx, ws.ID, id, t, createdBy, now)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return t, insertNodeType(ctx, tx, ws.ID, newID, t, createdBy, now)
 }
 
 // paramsSchema reads a node type's config schema: a JSON object schema

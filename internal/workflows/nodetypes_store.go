@@ -76,3 +76,13 @@ func insertNodeType(ctx context.Context, tx *db.Tx, workspaceID, id string, t *N
 	}
 	return nil
 }
+
+func updateNodeType(ctx context.Context, tx *db.Tx, workspaceID, id string, t *NodeType, now time.Time) error {
+	_, err := tx.ExecContext(ctx, `UPDATE workflow_node_types SET slug = $3, name = $4, description = $5, category = $6, script_id = $7,
+		config_schema = $8, updated_at = $9 WHERE workspace_id = $1 AND id = $2`,
+		workspaceID, id, t.Slug, t.Name, t.Description, t.Category, *t.ScriptID, string(t.ConfigSchema), now)
+	if err != nil {
+		return fmt.Errorf("workflows: update node type: %w", err)
+	}
+	return nil
+}

@@ -1738,6 +1738,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/nodes/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish a node type of the workspace, with its script, as a new version of its item (workspace admins) */
+        post: operations["post_api_marketplace_nodes_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/scripts/publish": {
         parameters: {
             query?: never;
@@ -7075,7 +7092,7 @@ export interface components {
              * @description What it is
              * @enum {string}
              */
-            type: "script";
+            type: "script" | "node_type";
         };
         ObjectPlan: {
             /** @enum {string} */
@@ -7457,6 +7474,21 @@ export interface components {
             /** @enum {string} */
             interval: "month" | "year" | "one_time" | "custom";
             name: string;
+        };
+        PublishNode: {
+            /** @description What it may do (the node kind it adds is added) */
+            capabilities?: components["schemas"]["Capabilities"];
+            changelog: string;
+            /** @description Default the node type's */
+            name?: string;
+            /** Format: uuid */
+            node_type_id: string;
+            /** @description The item's slug (default the node type's) */
+            slug?: string;
+            summary?: string;
+            tags?: string[] | null;
+            /** @description Semver, as 1.2.0; higher than every published one */
+            version: string;
         };
         PublishScript: {
             /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
@@ -12741,6 +12773,39 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["InstallPreview"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_nodes_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishNode"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
                 };
             };
             /** @description Error */
