@@ -58,6 +58,19 @@ test('publish from the Publish tab, approve in the owner console', async () => {
   await until('gone from the queue', async () => (await page.getByTestId('review-greeter').count()) === 0)
 })
 
+test('publish a node type, with its script, from the Publish tab', async () => {
+  const script = await call('POST', '/api/scripts', { name: 'Shout', slug: 'shout', language: 'sh', source: "echo '{}'\n" })
+  await call('POST', '/api/workflow-node-types', { slug: 'shouter', name: 'Shouter', script_id: script.id, config_schema: { type: 'object' } })
+  await page.goto(server.url + '/marketplace?tab=publish')
+  await page.getByTestId('publish-what').selectOption('node')
+  await until('the node type offered', async () => (await page.getByTestId('publish-node').locator('option').count()) === 1 || 'none')
+  await page.getByTestId('publish-changelog').fill('First version.')
+  await page.getByTestId('publish').click()
+  await page.getByTestId('published').waitFor()
+  const [node] = (await call('GET', '/api/marketplace/items?kind=node')).items
+  assert.equal(node.slug, 'shouter')
+})
+
 test("another workspace's admin searches, previews and installs it", async () => {
   // Bea, with a workspace of her own, in a browser of her own.
   const r = await fetch(server.url + '/api/auth/register', {

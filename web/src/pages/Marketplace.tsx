@@ -364,7 +364,10 @@ function Installed() {
 function Publish() {
   const { workspace } = useSession()
   const scripts = useLoad(() => get('/api/scripts'), [workspace?.id])
+  const nodeTypes = useLoad(async () => ((await get('/api/workflow-node-types')) ?? []).filter((n) => !n.builtin), [workspace?.id])
+  const [what, setWhat] = useState<'script' | 'node'>('script')
   const [script, setScript] = useState('')
+  const [nodeType, setNodeType] = useState('')
   const [version, setVersion] = useState('1.0.0')
   const [summary, setSummary] = useState('')
   const [changelog, setChangelog] = useState('')
@@ -378,10 +381,11 @@ function Publish() {
         .split(/[\s,]+/)
         .map((h) => h.trim())
         .filter(Boolean)
+      const common = { version: version.trim(), changelog, summary, capabilities: { outbound_hosts } }
       setDone(
-        await post('/api/marketplace/scripts/publish', {
-          body: { script_id: script || scripts.data?.[0]?.id || '', version: version.trim(), changelog, summary, capabilities: { outbound_hosts } },
-        }),
+        what === 'script'
+          ? await post('/api/marketplace/scripts/publish', { body: { script_id: script || scripts.data?.[0]?.id || '', ...common } })
+          : await post('/api/marketplace/nodes/publish', { body: { node_type_id: nodeType || nodeTypes.data?.[0]?.id || '', ...common } }),
       )
     })
   }
@@ -392,12 +396,25 @@ function Publish() {
           Publish a script of this workspace as a version of its item. Versions are semver and immutable; other workspaces see it once the instance's
           review approves it, or when your source grants it to them.
         </Text>
-        <NativeSelect label="Script" value={script} onChange={(e) => setScript(e.currentTarget.value)} data={(scripts.data ?? []).map((s) => ({ value: s.id, label: s.name }))} data-testid="publish-script" />
+        <NativeSelect
+          label="What"
+          value={what}
+          onChange={(e) => setWhat(e.currentTarget.value as 'script' | 'node')}
+          data={[
+            { value: 'script', label: 'A script' },
+            { value: 'node', label: 'A node type (with its script)' },
+          ]}
+          data-testid="publish-what"
+        />
+        {what === 'node' && (
+          <NativeSelect label="Node type" value={nodeType} onChange={(e) => setNodeType(e.currentTarget.value)} data={(nodeTypes.data ?? []).map((n) => ({ value: n.id ?? '', label: n.name }))} data-testid="publish-node" />
+        )}
+        {what === 'script' && <NativeSelect label="Script" value={script} onChange={(e) => setScript(e.currentTarget.value)} data={(scripts.data ?? []).map((s) => ({ value: s.id, label: s.name }))} data-testid="publish-script" />}
         <TextInput label="Version" value={version} onChange={(e) => setVersion(e.currentTarget.value)} maxLength={50} data-testid="publish-version" />
         <TextInput label="Summary" value={summary} onChange={(e) => setSummary(e.currentTarget.value)} maxLength={500} />
         <Textarea label="Changelog" value={changelog} onChange={(e) => setChangelog(e.currentTarget.value)} required maxLength={20000} data-testid="publish-changelog" />
         <TextInput label="Hosts it calls (comma-separated)" value={hosts} onChange={(e) => setHosts(e.currentTarget.value)} maxLength={2000} data-testid="publish-hosts" />
-        <ErrorNote error={act.error || scripts.error} />
+        <ErrorNote error={act.error || scripts.error || nodeTypes.error} />
         <Button type="submit" w="fit-content" loading={act.busy === 'publish'} data-testid="publish">
           Publish
         </Button>
