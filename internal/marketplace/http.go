@@ -217,6 +217,24 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			}
 			return httpx.Reply(s.PreviewScript(ctx, ws, in.ID, in.Version))
 		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_preview_node", http.MethodGet, "/api/marketplace/items/{id}/preview/node",
+		"A node item's node type and script, as an install would make them"),
+		func(ctx context.Context, in *previewInput) (*httpx.Out[*NodePreview], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PreviewNode(ctx, ws, in.ID, in.Version))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_files", http.MethodGet, "/api/marketplace/items/{id}/files",
+		"A version's files with their digests and contents (the latest unless ?version=; a paid item's need a license)"),
+		func(ctx context.Context, in *previewInput) (*httpx.Out[[]VersionFile], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Files(ctx, ws, in.ID, in.Version))
+		})
 	huma.Register(api, ops.Op("post_api_marketplace_items_id_versions_version_install_preview", http.MethodPost,
 		"/api/marketplace/items/{id}/versions/{version}/install_preview", "What installing the version would make (a dry run)"),
 		func(ctx context.Context, in *versionInput) (*httpx.Out[*InstallPreview], error) {

@@ -296,6 +296,17 @@ func TestMarketplaceNodeTypes(t *testing.T) {
 		if p.Item.Kind != "node" || len(p.Version.Objects) != 2 || !slices.Equal(p.Version.Capabilities.NodeKinds, []string{"shouter"}) {
 			t.Fatalf("published: %+v", p)
 		}
+		var prev marketplace.NodePreview
+		pub.Do("GET", "/api/marketplace/items/"+p.Item.ID+"/preview/node", nil).JSON(t, &prev)
+		if prev.NodeType.Slug != "shouter" || prev.NodeType.Script != "script" || prev.Script.Slug != "shout" {
+			t.Fatalf("the node preview: %+v", prev)
+		}
+		var files []marketplace.VersionFile
+		pub.Do("GET", "/api/marketplace/items/"+p.Item.ID+"/files?version=1.0.0", nil).JSON(t, &files)
+		if len(files) != 2 || files[0].Path != "node_types/shouter.json" || !strings.Contains(files[1].Content, "loud") {
+			t.Fatalf("the files: %+v", files)
+		}
+		fixture.WantError(t, pub.Do("GET", "/api/marketplace/items/"+p.Item.ID+"/preview/script", nil), http.StatusBadRequest, "bad_request", "not a script")
 		fixture.WantError(t, pub.Do("POST", "/api/marketplace/nodes/publish", obj{"node_type_id": ids.New(), "version": "1.0.1", "changelog": "x"}),
 			http.StatusBadRequest, "bad_request", "node_type_id")
 		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/approve", nil), http.StatusOK)

@@ -340,6 +340,75 @@ func (s *Service) PreviewScript(ctx context.Context, ws *actor.Workspace, id, ve
 	return nil, apperr.NotFound("script")
 }
 
+// VersionFile is a file of a version with its content.
+type VersionFile struct {
+	Path    string `json:"path"`
+	SHA256  string `json:"sha256"`
+	Size    int64  `json:"size"`
+	Content string `json:"content"`
+}
+
+// Files are a version's files (the latest unless one is named); a paid
+// item's need a license.
+func (s *Service) Files(ctx context.Context, ws *actor.Workspace, id, version string) ([]VersionFile, error) {
+	it, v, files, err := s.versionFiles(ctx, ws, id, version)
+	if err != nil {
+		return nil, err
+	}
+	if it.Paid && !it.Mine {
+		return nil, apperr.New(apperr.CodeForbidden, "%s is a paid item: its files need a license", it.Slug)
+	}
+	out := make([]VersionFile, 0, len(v.Files))
+	for _, f := range v.Files {
+		out = append(out, VersionFile{Path: f.Path, SHA256: f.SHA256, Size: f.Size, Content: string(files[f.Path])})
+	}
+	return out, nil
+}
+
+func (s *Service) versionFiles(ctx context.Context, ws *actor.Workspace, id, version string) (*MarketItem, *ItemVersion, map[string][]byte, error) {
+	it, err := s.Item(ctx, ws, id)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if version == "" {
+		version = it.LatestVersion
+	}
+	v, err := versionOf(ctx, s.DB.R, it.ID, version)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	files, err := filesOf(ctx, s.DB.R, v.ID)
+	return it, v, files, err
+}
+
+// NodePreview is a node item's node type with its script.
+type NodePreview struct {
+	NodeType NodeTypeContent `json:"node_type"`
+	Script   ScriptContent   `json:"script"`
+}
+
+// PreviewNode is a node item's node type and script at its latest (or a
+// given) version.
+func (s *Service) PreviewNode(ctx context.Context, ws *actor.Workspace, id, version string) (*NodePreview, error) {
+	it, v, files, err := s.versionFiles(ctx, ws, id, version)
+	if err != nil {
+		return nil, err
+	}
+	if it.Kind != KindNode {
+		return nil, apperr.BadRequest("item %s is a %s, not a node", it.Slug, it.Kind)
+	}
+	var out NodePreview
+	for _, o := range v.Objects {
+		switch o.Type {
+		case "node_type":
+			_ = json.Unmarshal(files[o.Path], &out.NodeType)
+		case "script":
+			_ = json.Unmarshal(files[o.Path], &out.Script)
+		}
+	}
+	return &out, nil
+}
+
 // Publishing.
 
 // PublishScript publishes a script of the workspace as a new version of

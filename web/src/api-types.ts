@@ -1584,6 +1584,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/items/{id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A version's files with their digests and contents (the latest unless ?version=; a paid item's need a license) */
+        get: operations["get_api_marketplace_items_id_files"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/preview/node": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A node item's node type and script, as an install would make them */
+        get: operations["get_api_marketplace_items_id_preview_node"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/items/{id}/preview/script": {
         parameters: {
             query?: never;
@@ -6961,6 +6995,10 @@ export interface components {
             parent_node_key?: string | null;
             position?: components["schemas"]["Position"];
         };
+        NodePreview: {
+            node_type: components["schemas"]["NodeTypeContent"];
+            script: components["schemas"]["ScriptContent"];
+        };
         NodeRunView: {
             /** Format: int64 */
             attempt: number;
@@ -7037,6 +7075,15 @@ export interface components {
              * @description A user node type's script
              */
             script_id: string | null;
+            slug: string;
+        };
+        NodeTypeContent: {
+            category: string;
+            config_schema: unknown;
+            description: string;
+            name: string;
+            /** @description The key of its script among the version's objects */
+            script: string;
             slug: string;
         };
         NodeTypeCreate: {
@@ -8851,6 +8898,13 @@ export interface components {
             /** @description A solved captcha (required when a captcha is configured) */
             captcha?: components["schemas"]["Envelope"];
             email: string;
+        };
+        VersionFile: {
+            content: string;
+            path: string;
+            sha256: string;
+            /** Format: int64 */
+            size: number;
         };
         VersionOutputBody: {
             /** @description Version of the management API's OpenAPI document */
@@ -12445,6 +12499,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_files: {
+        parameters: {
+            query?: {
+                /** @description Default the latest */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VersionFile"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_preview_node: {
+        parameters: {
+            query?: {
+                /** @description Default the latest */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NodePreview"];
                 };
             };
             /** @description Error */

@@ -8,7 +8,7 @@ import { ErrorPageTab } from './AdminErrorPage'
 import { OverridesTab, PlansTab } from './AdminBilling'
 import { CustomersTab, QueuesTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
-import { MarketplaceReviewTab } from './Marketplace'
+import { MarketplaceReviewTab, Sources as MarketplaceSourcesTab } from './Marketplace'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
@@ -27,6 +27,7 @@ const tabs = [
   { key: 'error-page', label: 'Error page' },
   { key: 'audit', label: 'Audit' },
   { key: 'marketplace-review', label: 'Marketplace review' },
+  { key: 'marketplace-sources', label: 'Marketplace sources' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
 
@@ -81,6 +82,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="marketplace-review" pt="md">
           <MarketplaceReviewTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="marketplace-sources" pt="md">
+          <MarketplaceSourcesTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />

@@ -428,7 +428,8 @@ function Publish() {
   )
 }
 
-function Sources() {
+/** The active workspace's sources (the marketplace page and the owner console's marketplace-sources tab). */
+export function Sources() {
   const { workspace } = useSession()
   const sources = useLoad(() => get('/api/marketplace/sources'), [workspace?.id])
   const act = useAction()
