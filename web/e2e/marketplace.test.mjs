@@ -56,6 +56,9 @@ test('publish from the Publish tab, approve in the owner console', async () => {
   await page.getByTestId('review-greeter').getByTestId('review-approve').click()
   await until('approved', async () => (await call('GET', `/api/marketplace/items/${state.item}`)).verified === true || 'not yet')
   await until('gone from the queue', async () => (await page.getByTestId('review-greeter').count()) === 0)
+  // The sources tab: the official source and this workspace's own, with its item.
+  await page.getByTestId('tab-marketplace-sources').click()
+  await until('the sources', async () => /Official[\s\S]*Published here[\s\S]*1 items/.test(await page.locator('table').innerText()) || (await page.locator('table').innerText()))
 })
 
 test('publish a node type, with its script, from the Publish tab', async () => {
