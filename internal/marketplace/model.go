@@ -132,12 +132,10 @@ type ItemVerdict struct {
 	DecidedAt time.Time `json:"decided_at"`
 }
 
-// PublishScript publishes a script of the workspace as a version of an
-// item (the item is made with the first version).
-type PublishScript struct {
-	ScriptID     string       `json:"script_id" format:"uuid"`
-	Slug         string       `json:"slug,omitempty" maxLength:"63" doc:"The item's slug (default the script's)"`
-	Name         string       `json:"name,omitempty" maxLength:"200" doc:"Default the script's"`
+// Listing is what every publish says of the item and its new version.
+type Listing struct {
+	Slug         string       `json:"slug,omitempty" maxLength:"63" doc:"The item's slug (default the published object's)"`
+	Name         string       `json:"name,omitempty" maxLength:"200" doc:"Default the published object's"`
 	Summary      string       `json:"summary,omitempty" maxLength:"500"`
 	Tags         []string     `json:"tags,omitempty" maxItems:"10"`
 	Version      string       `json:"version" maxLength:"50" doc:"Semver, as 1.2.0; higher than every published one"`
@@ -145,16 +143,18 @@ type PublishScript struct {
 	Capabilities Capabilities `json:"capabilities,omitempty" doc:"What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs"`
 }
 
-// PublishNode publishes a node type of the workspace (with its script).
+// PublishScript publishes a script of the workspace as a version of an
+// item (the item is made with the first version).
+type PublishScript struct {
+	ScriptID string `json:"script_id" format:"uuid"`
+	Listing
+}
+
+// PublishNode publishes a node type of the workspace (with its script);
+// the node kind it adds joins its capabilities.
 type PublishNode struct {
-	NodeTypeID   string       `json:"node_type_id" format:"uuid"`
-	Slug         string       `json:"slug,omitempty" maxLength:"63" doc:"The item's slug (default the node type's)"`
-	Name         string       `json:"name,omitempty" maxLength:"200" doc:"Default the node type's"`
-	Summary      string       `json:"summary,omitempty" maxLength:"500"`
-	Tags         []string     `json:"tags,omitempty" maxItems:"10"`
-	Version      string       `json:"version" maxLength:"50" doc:"Semver, as 1.2.0; higher than every published one"`
-	Changelog    string       `json:"changelog" minLength:"1" maxLength:"20000"`
-	Capabilities Capabilities `json:"capabilities,omitempty" doc:"What it may do (the node kind it adds is added)"`
+	NodeTypeID string `json:"node_type_id" format:"uuid"`
+	Listing
 }
 
 // NodeTypeContent is a node item's node type as an install makes it; its

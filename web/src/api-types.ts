@@ -7523,14 +7523,14 @@ export interface components {
             name: string;
         };
         PublishNode: {
-            /** @description What it may do (the node kind it adds is added) */
+            /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
             capabilities?: components["schemas"]["Capabilities"];
             changelog: string;
-            /** @description Default the node type's */
+            /** @description Default the published object's */
             name?: string;
             /** Format: uuid */
             node_type_id: string;
-            /** @description The item's slug (default the node type's) */
+            /** @description The item's slug (default the published object's) */
             slug?: string;
             summary?: string;
             tags?: string[] | null;
@@ -7541,11 +7541,11 @@ export interface components {
             /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
             capabilities?: components["schemas"]["Capabilities"];
             changelog: string;
-            /** @description Default the script's */
+            /** @description Default the published object's */
             name?: string;
             /** Format: uuid */
             script_id: string;
-            /** @description The item's slug (default the script's) */
+            /** @description The item's slug (default the published object's) */
             slug?: string;
             summary?: string;
             tags?: string[] | null;
