@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"slipway/internal/audit"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
 )
@@ -107,11 +106,9 @@ func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o offic
 	if err := insertVersion(ctx, tx, v, nil); err != nil {
 		return err
 	}
-	if err := insertFile(ctx, tx, v.ID, path, file); err != nil {
-		return err
-	}
-	return audit.Record(ctx, tx, now, "", "marketplace.publish", "marketplace_item", it.ID, nil,
-		map[string]any{"slug": o.Slug, "version": o.Version, "digest": v.Digest, "source": "official"})
+	// Not audited: no one published it; this server ships it (its
+	// version and digest are on the version's row).
+	return insertFile(ctx, tx, v.ID, path, file)
 }
 
 // normalCaps is a shipped capability set, cleaned (the shipped ones are
