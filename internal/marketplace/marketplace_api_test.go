@@ -307,6 +307,11 @@ func TestMarketplaceNodeTypes(t *testing.T) {
 			t.Fatalf("the files: %+v", files)
 		}
 		fixture.WantError(t, pub.Do("GET", "/api/marketplace/items/"+p.Item.ID+"/preview/script", nil), http.StatusBadRequest, "bad_request", "not a script")
+		// A rejection, audited with its reason, before the approval.
+		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/reject", obj{"reason": "needs a README"}), http.StatusOK)
+		if a := f.App.AuditEntries(t, "marketplace.review.reject", p.Item.ID); len(a) != 1 || a[0].After["reason"] != "needs a README" || a[0].After["verified"] != false {
+			t.Fatalf("the rejection's audit: %+v", a)
+		}
 		fixture.WantError(t, pub.Do("POST", "/api/marketplace/nodes/publish", obj{"node_type_id": ids.New(), "version": "1.0.1", "changelog": "x"}),
 			http.StatusBadRequest, "bad_request", "node_type_id")
 		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/approve", nil), http.StatusOK)

@@ -620,7 +620,8 @@ func (s *Service) Review(ctx context.Context, u *actor.User, id, verdict, reason
 		if out, err = anyItem(ctx, tx, id); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, now, u.ID, "marketplace.review."+strings.TrimSuffix(verdict, "d"), "marketplace_item", id, before,
+		action := map[string]string{"approved": "marketplace.review.approve", "rejected": "marketplace.review.reject"}[verdict]
+		return audit.Record(ctx, tx, now, u.ID, action, "marketplace_item", id, before,
 			map[string]any{"verified": out.Verified, "review": verdict, "reason": why})
 	})
 	return out, err
