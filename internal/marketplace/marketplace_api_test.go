@@ -267,6 +267,28 @@ func TestMarketplaceCatalog(t *testing.T) {
 		}
 		fixture.Want(t, pub.Do("POST", "/api/marketplace/sources/"+official+"/sync", nil), http.StatusOK)
 
+		// The tenancy table: an item (unreviewed) and a source of another
+		// workspace answer exactly like unknown ones.
+		r = pub.Do("POST", "/api/scripts", obj{"name": "Hidden", "slug": "hidden", "language": "sh", "source": "true\n"})
+		fixture.Want(t, r, http.StatusCreated)
+		r = pub.Do("POST", "/api/marketplace/scripts/publish", obj{"script_id": r.Map(t)["id"], "version": "1.0.0", "changelog": "First."})
+		fixture.Want(t, r, http.StatusCreated)
+		var hidden marketplace.Published
+		r.JSON(t, &hidden)
+		itemID := func(*testing.T, *apitest.Client) string { return hidden.Item.ID }
+		sourceID := func(*testing.T, *apitest.Client) string { return own }
+		apitest.CheckTenancy(t, pub, admin, []apitest.TenancyCase{
+			{Name: "item", Method: "GET", Path: "/api/marketplace/items/{id}", Create: itemID},
+			{Name: "versions", Method: "GET", Path: "/api/marketplace/items/{id}/versions", Create: itemID},
+			{Name: "files", Method: "GET", Path: "/api/marketplace/items/{id}/files", Create: itemID},
+			{Name: "review", Method: "GET", Path: "/api/marketplace/items/{id}/review", Create: itemID},
+			{Name: "preview", Method: "GET", Path: "/api/marketplace/items/{id}/preview/script", Create: itemID},
+			{Name: "ratings", Method: "GET", Path: "/api/marketplace/items/{id}/ratings", Create: itemID},
+			{Name: "install preview", Method: "POST", Path: "/api/marketplace/items/{id}/versions/1.0.0/install_preview", Create: itemID},
+			{Name: "source patch", Method: "PATCH", Path: "/api/marketplace/sources/{id}", Body: obj{"name": "Published here"}, Create: sourceID},
+			{Name: "source sync", Method: "POST", Path: "/api/marketplace/sources/{id}/sync", Create: sourceID},
+		})
+
 		// A file tampered with after publishing: refused by its digest.
 		f.Exec(t, fmt.Sprintf("UPDATE marketplace_files SET content = $1 WHERE version_id = '%s'", vs[0].ID), []byte("tampered"))
 		fixture.WantError(t, buyer.Do("POST", "/api/marketplace/items/"+item+"/versions/1.2.0/install_preview", nil), http.StatusConflict, "conflict",
