@@ -93,6 +93,7 @@ test("another workspace's admin searches, previews and installs it", async () =>
   await buyerPage.locator('input[type=password]').fill(buyer.password)
   await buyerPage.getByRole('button', { name: 'Sign in' }).click()
   await buyerPage.waitForURL(/\/tasks\/board|\/projects/)
+  state.adminPage = page
   page = buyerPage
   call = buyerCall
   await page.goto(server.url + '/marketplace')
@@ -124,4 +125,14 @@ test('rate the install', async () => {
   const four = await page.getByTestId('rating').locator('input[value="4"]').getAttribute('id')
   await page.locator(`label[for="${four}"]`).click()
   await until('rated', async () => (await call('GET', `/api/marketplace/items/${state.item}/rating/mine`))?.stars === 4 || 'not yet')
+})
+
+test('an instance admin takes the item down and restores it from its page', async () => {
+  const p = state.adminPage
+  await p.goto(`${server.url}/marketplace/${state.item}`)
+  await p.getByTestId('takedown').click()
+  await until('taken down', async () => (await state.admin('GET', `/api/marketplace/items/${state.item}`)).listed === false || 'not yet')
+  await until('the button says restore', async () => (await p.getByTestId('takedown').textContent()) === 'Restore' || 'not yet')
+  await p.getByTestId('takedown').click()
+  await until('restored', async () => (await state.admin('GET', `/api/marketplace/items/${state.item}`)).listed === true || 'not yet')
 })

@@ -153,7 +153,7 @@ function Browse() {
 /** An item: its versions, install (with a preview), its install's update and auto-update, ratings. */
 export function MarketItemPage() {
   const { id = '' } = useParams()
-  const { workspace } = useSession()
+  const { workspace, me } = useSession()
   const item = useLoad(() => get('/api/marketplace/items/{id}', { params: { path: { id } } }), [id, workspace?.id])
   const versions = useLoad(() => get('/api/marketplace/items/{id}/versions', { params: { path: { id } } }), [id, workspace?.id])
   const installs = useLoad(() => get('/api/marketplace/installs'), [workspace?.id])
@@ -173,6 +173,24 @@ export function MarketItemPage() {
           {it.verified && <Badge color="teal">verified</Badge>}
           {!it.listed && <Badge color="red">taken down</Badge>}
           <Badge variant="light">{it.kind}</Badge>
+          {me?.is_admin && (
+            <Button
+              size="xs"
+              color={it.listed ? 'red' : 'teal'}
+              variant="light"
+              loading={act.busy === 'list'}
+              onClick={() =>
+                act.run('list', async () => {
+                  if (it.listed) await post('/api/admin/marketplace/items/{id}/takedown', { params: { path: { id } } })
+                  else await post('/api/admin/marketplace/items/{id}/restore', { params: { path: { id } } })
+                  await item.reload()
+                })
+              }
+              data-testid="takedown"
+            >
+              {it.listed ? 'Take down' : 'Restore'}
+            </Button>
+          )}
         </Group>
       </Group>
       <Text>{it.summary}</Text>
