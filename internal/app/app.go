@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slipway/internal/activity"
 	"slipway/internal/admin"
+	"slipway/internal/platform/actor"
 	"strconv"
 	"time"
 
@@ -339,7 +340,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Backlog = bl
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
-	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Reactions: re})
+	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
+		Refs: marketRefs{res: resSvc, apps: appSvc}, Reactions: re})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
@@ -518,4 +520,27 @@ func (r appRuns) StartRunTx(ctx context.Context, tx *db.Tx, workspaceID string, 
 		return "", err
 	}
 	return started.ID, nil
+}
+
+// marketRefs reads what a marketplace bundle's workflows reference: a
+// resource's kind and name, an app's name (workspace-scoped).
+type marketRefs struct {
+	res  *resources.Service
+	apps *apps.Service
+}
+
+func (m marketRefs) ResourceRef(ctx context.Context, ws *actor.Workspace, id string) (string, string, error) {
+	r, err := m.res.Get(ctx, ws, id)
+	if err != nil {
+		return "", "", err
+	}
+	return r.Kind, r.Name, nil
+}
+
+func (m marketRefs) AppRef(ctx context.Context, ws *actor.Workspace, id string) (string, error) {
+	a, err := m.apps.Get(ctx, ws, &actor.User{}, id)
+	if err != nil {
+		return "", err
+	}
+	return a.Name, nil
 }

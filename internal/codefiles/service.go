@@ -229,6 +229,75 @@ func (s *Service) Delete(ctx context.Context, ws *actor.Workspace, set Set, rawP
 	return deleteFile(ctx, s.db.W, sc, p)
 }
 
+// ReplaceNodeTx makes a code node's files exactly files (path → content)
+// in tx, for a marketplace install of a bundle: each path and content is
+// checked as a PUT checks them, and the set's limits hold; files not named
+// are removed, unchanged ones are left as they are.
+func ReplaceNodeTx(ctx context.Context, tx *db.Tx, clk clock.Clock, workspaceID, workflowID, nodeKey string, files map[string]string) error {
+	sc := scope{WorkspaceID: workspaceID, WorkflowID: workflowID, NodeKey: nodeKey}
+	if len(files) > MaxFiles {
+		return apperr.BadRequest("too many files: %s holds at most %d files", sc.what(), MaxFiles)
+	}
+	var total int64
+	clean := make(map[string]string, len(files))
+	for raw, content := range files {
+		p, err := CleanPath(raw)
+		if err != nil {
+			return err
+		}
+		if err := checkContent(content); err != nil {
+			return err
+		}
+		total += int64(len(content))
+		clean[p] = content
+	}
+	if total > MaxTotalBytes {
+		return apperr.BadRequest("files too large together: %s holds at most %d bytes (4 MiB) in all", sc.what(), MaxTotalBytes)
+	}
+	for p := range clean {
+		for o := range clean {
+			if strings.HasPrefix(o, p+"/") {
+				return apperr.BadRequest("path %s is a directory: it holds %s", p, o)
+			}
+		}
+	}
+	if err := lockWorkflow(ctx, tx, workspaceID, workflowID); err != nil {
+		return err
+	}
+	infos, err := listInfos(ctx, tx, sc)
+	if err != nil {
+		return err
+	}
+	now := clk.Now()
+	old := map[string]FileInfo{}
+	for _, o := range infos {
+		if _, keep := clean[o.Path]; !keep {
+			if _, err := deleteFile(ctx, tx, sc, o.Path); err != nil {
+				return err
+			}
+			continue
+		}
+		old[o.Path] = o
+	}
+	for p, content := range clean {
+		sum := sha256.Sum256([]byte(content))
+		f := &File{Path: p, Content: content, Size: int64(len(content)), SHA256: hex.EncodeToString(sum[:]), CreatedAt: now, UpdatedAt: now}
+		o, ok := old[p]
+		switch {
+		case ok && o.SHA256 == f.SHA256:
+		case ok:
+			f.CreatedAt = o.CreatedAt
+			err = updateFile(ctx, tx, sc, f)
+		default:
+			err = insertFile(ctx, tx, ids.New(), sc, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Contents hands code runs their files (workflows.CodeFiles, and the
 // library to scripts). It reads in the caller's transaction and needs
 // nothing else, so the engine gets it before the service exists.

@@ -45,7 +45,11 @@ func lines(s string) []string {
 	if s == "" {
 		return nil
 	}
-	return strings.SplitAfter(s, "\n")
+	out := strings.SplitAfter(s, "\n")
+	if out[len(out)-1] == "" { // the text ends with a newline
+		out = out[:len(out)-1]
+	}
+	return out
 }
 
 // unified is a whole-file unified diff of two line lists (one hunk, every
@@ -79,12 +83,12 @@ func unified(path string, a, b []string) string {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			line(" ", a[i])
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
+			line("-", a[i]) // what goes before what comes
+			i++
+		default:
 			line("+", b[j])
 			j++
-		default:
-			line("-", a[i])
-			i++
 		}
 	}
 	return sb.String()

@@ -63,6 +63,8 @@ type reviewInput struct {
 
 type publishScriptInput struct{ Body PublishScript }
 
+type publishBundleInput struct{ Body PublishBundle }
+
 type publishNodeInput struct{ Body PublishNode }
 
 type rateInput struct {
@@ -164,6 +166,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			}
 			return httpx.Reply(s.PublishNode(ctx, ws, u, in.Body))
 		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_bundles_publish", http.MethodPost, "/api/marketplace/bundles/publish",
+		"Publish workflows of the workspace, with the scripts, node types and code files they use, as a new version of a bundle (workspace admins)")),
+		func(ctx context.Context, in *publishBundleInput) (*httpx.Out[*Published], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PublishBundle(ctx, ws, u, in.Body))
+		})
 	huma.Register(api, ops.Op("get_api_marketplace_items", http.MethodGet, "/api/marketplace/items",
 		"The items the workspace sees, newest first: the official ones, the verified ones, its own and those granted to it"),
 		func(ctx context.Context, in *itemsInput) (*httpx.Out[*MarketItemPage], error) {
@@ -225,6 +236,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				return nil, err
 			}
 			return httpx.Reply(s.PreviewNode(ctx, ws, in.ID, in.Version))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_preview_graph", http.MethodGet, "/api/marketplace/items/{id}/preview/graph",
+		"A bundle's workflows as graphs, and what they need bound"),
+		func(ctx context.Context, in *previewInput) (*httpx.Out[*BundleGraph], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PreviewGraph(ctx, ws, in.ID, in.Version))
 		})
 	huma.Register(api, ops.Op("get_api_marketplace_items_id_files", http.MethodGet, "/api/marketplace/items/{id}/files",
 		"A version's files with their digests and contents (the latest unless ?version=; a paid item's need a license)"),

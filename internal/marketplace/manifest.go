@@ -24,12 +24,23 @@ type VersionManifest struct {
 	Objects      []Object     `json:"objects"`
 	Files        []FileEntry  `json:"files"`
 	Capabilities Capabilities `json:"capabilities"`
+	Needs        []Need       `json:"needs,omitempty"`
+}
+
+// Need is something a bundle's workflows read that the installing
+// workspace binds to its own: a resource of a kind, or an app. The
+// workflows name it as "need:<key>" where they named the publisher's.
+type Need struct {
+	Key  string `json:"key" doc:"Names it in the version (the installer binds it by this key)"`
+	Type string `json:"type" enum:"resource,app"`
+	Kind string `json:"kind" doc:"resource: the kind a bound resource must have (postgresql, smtp, …); app: app"`
+	Name string `json:"name" doc:"What the publisher's was called (a hint)"`
 }
 
 // Object is one thing an install makes in the workspace, defined by the
 // file at Path.
 type Object struct {
-	Type string `json:"type" enum:"script,node_type" doc:"What it is"`
+	Type string `json:"type" enum:"script,node_type,workflow,code_file" doc:"What it is"`
 	Key  string `json:"key" doc:"Names it within the item, across its versions"`
 	Path string `json:"path" doc:"The file that defines it"`
 }

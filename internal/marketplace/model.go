@@ -119,6 +119,7 @@ type ItemVersion struct {
 	Objects      []Object     `json:"objects"`
 	Files        []FileEntry  `json:"files"`
 	Capabilities Capabilities `json:"capabilities"`
+	Needs        []Need       `json:"needs" doc:"bundle: what its workflows read, bound by the installer"`
 	CreatedAt    time.Time    `json:"created_at"`
 
 	manifest VersionManifest
@@ -186,6 +187,8 @@ type MarketInstall struct {
 	HeldVersion *string           `json:"held_version" nullable:"true" doc:"A version auto-update did not apply: its capabilities grew (it waits for a person)"`
 	HeldReason  *string           `json:"held_reason" nullable:"true"`
 	Objects     map[string]string `json:"objects" doc:"What it made, by manifest key: the objects' ids"`
+	ProjectID   *string           `json:"project_id" nullable:"true" format:"uuid" doc:"bundle: the project its workflows joined"`
+	Bindings    map[string]string `json:"bindings" doc:"bundle: each need's key → the workspace's resource or app"`
 	CreatedAt   time.Time         `json:"created_at"`
 	UpdatedAt   time.Time         `json:"updated_at"`
 
@@ -195,7 +198,9 @@ type MarketInstall struct {
 
 // InstallInput installs a version.
 type InstallInput struct {
-	Range string `json:"range,omitempty" maxLength:"100" doc:"Semver range for updates (default ^version)"`
+	Range     string            `json:"range,omitempty" maxLength:"100" doc:"Semver range for updates (default ^version)"`
+	ProjectID string            `json:"project_id,omitempty" format:"uuid" doc:"bundle: the project its workflows join (required)"`
+	Bindings  map[string]string `json:"bindings,omitempty" maxProperties:"50" doc:"bundle: each need's key → a resource (or app) of the workspace; every need is bound"`
 }
 
 // ObjectPlan is what an install or update does to one object.
@@ -213,6 +218,7 @@ type InstallPreview struct {
 	Objects      []ObjectPlan `json:"objects"`
 	Capabilities Capabilities `json:"capabilities"`
 	Installed    *string      `json:"installed" nullable:"true" doc:"The version installed already, if any"`
+	Needs        []Need       `json:"needs" doc:"bundle: what the installer binds"`
 }
 
 // FileDiff is how one file differs between two versions.
@@ -230,11 +236,14 @@ type UpdatePreview struct {
 	Files        []FileDiff     `json:"files"`
 	Capabilities CapabilityDiff `json:"capabilities"`
 	Objects      []ObjectPlan   `json:"objects"`
+	Needs        []Need         `json:"needs" doc:"bundle: what the new version reads"`
+	Unbound      []string       `json:"unbound" doc:"bundle: needs the install has no binding for (the update must bind them)"`
 }
 
 // InstallUpdate updates an install.
 type InstallUpdate struct {
-	Version string `json:"version,omitempty" maxLength:"50" doc:"Default: the latest version within the install's range"`
+	Version  string            `json:"version,omitempty" maxLength:"50" doc:"Default: the latest version within the install's range"`
+	Bindings map[string]string `json:"bindings,omitempty" maxProperties:"50" doc:"bundle: bindings for needs the new version adds (or to change)"`
 }
 
 // AutoUpdateInput arms or disarms auto-update.

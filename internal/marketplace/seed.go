@@ -8,6 +8,7 @@ import (
 
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
+	"slipway/internal/templates"
 )
 
 // officialItem is an item the official source ships with this server.
@@ -58,7 +59,25 @@ func (s *Service) Seed(ctx context.Context) error {
 			}
 		}
 		for _, o := range official {
-			if err := s.seedItem(ctx, tx, srcID, o); err != nil {
+			file, _ := json.MarshalIndent(o.Script, "", "  ")
+			path := "scripts/" + o.Script.Slug + ".json"
+			caps := o.Capabilities
+			caps.OutboundHosts = slices.DeleteFunc(slices.Clone(caps.OutboundHosts), func(h string) bool { return strings.TrimSpace(h) == "" })
+			o.Capabilities = normalCaps(caps)
+			if err := s.seedItem(ctx, tx, srcID, o, KindScript, []Object{{Type: ObjectScript, Key: "script", Path: path}}, map[string][]byte{path: file}); err != nil {
+				return err
+			}
+		}
+		docs, err := templates.Documents()
+		if err != nil {
+			return err
+		}
+		for _, d := range docs {
+			path := "workflows/" + d.Slug + ".yaml"
+			o := officialItem{Slug: d.Slug, Name: d.Name, Summary: clip(strings.Join(strings.Fields(d.Description), " "), MaxSummary), Version: "1.0.0",
+				Changelog: "First version (the shipped workflow template).", Tags: []string{"template", d.Category}, Capabilities: normalCaps(Capabilities{})}
+			if err := s.seedItem(ctx, tx, srcID, o, KindBundle, []Object{{Type: ObjectWorkflow, Key: "workflow:" + d.Slug, Path: path}},
+				map[string][]byte{path: d.YAML}); err != nil {
 				return err
 			}
 		}
@@ -66,7 +85,7 @@ func (s *Service) Seed(ctx context.Context) error {
 	})
 }
 
-func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o officialItem) error {
+func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o officialItem, kind string, objects []Object, files map[string][]byte) error {
 	now := s.Clock.Now()
 	it, err := officialItemBySlug(ctx, tx, srcID, o.Slug)
 	if err != nil {
@@ -81,14 +100,13 @@ func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o offic
 			return err
 		}
 	}
-	file, _ := json.MarshalIndent(o.Script, "", "  ")
-	path := "scripts/" + o.Script.Slug + ".json"
-	caps := o.Capabilities
-	caps.OutboundHosts = slices.DeleteFunc(slices.Clone(caps.OutboundHosts), func(h string) bool { return strings.TrimSpace(h) == "" })
-	m := VersionManifest{Kind: KindScript, Objects: []Object{{Type: "script", Key: "script", Path: path}},
-		Files: []FileEntry{{Path: path, SHA256: sha(file), Size: int64(len(file))}}, Capabilities: normalCaps(caps)}
+	m := VersionManifest{Kind: kind, Objects: objects, Capabilities: o.Capabilities}
+	for p, b := range files {
+		m.Files = append(m.Files, FileEntry{Path: p, SHA256: sha(b), Size: int64(len(b))})
+	}
+	slices.SortFunc(m.Files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	if it == nil {
-		it = &MarketItem{ID: ids.New(), SourceID: srcID, Kind: KindScript, Slug: o.Slug, Name: o.Name, Summary: o.Summary, Tags: o.Tags, Verified: true,
+		it = &MarketItem{ID: ids.New(), SourceID: srcID, Kind: kind, Slug: o.Slug, Name: o.Name, Summary: o.Summary, Tags: o.Tags, Verified: true,
 			Listed: true, LatestVersion: o.Version, CreatedAt: now, UpdatedAt: now}
 		if err := insertItem(ctx, tx, it); err != nil {
 			return err
@@ -108,7 +126,12 @@ func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o offic
 	}
 	// Not audited: no one published it; this server ships it (its
 	// version and digest are on the version's row).
-	return insertFile(ctx, tx, v.ID, path, file)
+	for p, b := range files {
+		if err := insertFile(ctx, tx, v.ID, p, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // normalCaps is a shipped capability set, cleaned (the shipped ones are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 
@@ -35,6 +36,23 @@ type NodeTypes interface {
 	InstallNodeTypeTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, id string, in workflows.NodeTypeCreate) (*workflows.NodeType, error)
 }
 
+// Workflows is what the catalog needs of workflows: read them to publish a
+// bundle, make and replace them when one is installed or updated.
+type Workflows interface {
+	Get(ctx context.Context, ws *actor.Workspace, id string) (*workflows.Workflow, error)
+	ListNodeTypes(ctx context.Context, ws *actor.Workspace) ([]workflows.NodeType, error)
+	CreateTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, in workflows.Input) (*workflows.Workflow, error)
+	ReplaceTx(ctx context.Context, tx *db.Tx, ws *actor.Workspace, id string, in workflows.Input) (*workflows.Workflow, error)
+}
+
+// Refs reads what a bundle's workflows reference in a workspace: a
+// resource's kind and name, an app's name (apperr not found for another
+// workspace's).
+type Refs interface {
+	ResourceRef(ctx context.Context, ws *actor.Workspace, id string) (kind, name string, err error)
+	AppRef(ctx context.Context, ws *actor.Workspace, id string) (name string, err error)
+}
+
 // Reactions are what other domains do when the catalog changes, inside its
 // transaction: who installed an item is told when an update waits for
 // them, and when the item is taken down.
@@ -50,6 +68,8 @@ type Deps struct {
 	Log       *slog.Logger
 	Scripts   Scripts
 	NodeTypes NodeTypes
+	Workflows Workflows
+	Refs      Refs
 	Reactions Reactions // nil: no one is told
 }
 
@@ -431,7 +451,7 @@ func (s *Service) PublishScript(ctx context.Context, ws *actor.Workspace, u *act
 	name := cmpOr(in.Name, sc.Name)
 	path := "scripts/" + sc.Slug + ".json"
 	return s.publish(ctx, ws, u, KindScript, slug, name, in.Summary, in.Tags, in.Version, in.Changelog, in.Capabilities,
-		[]Object{{Type: "script", Key: "script", Path: path}}, map[string][]byte{path: file})
+		[]Object{{Type: "script", Key: "script", Path: path}}, nil, map[string][]byte{path: file})
 }
 
 // PublishNode publishes a node type of the workspace, with its script, as
@@ -460,7 +480,7 @@ func (s *Service) PublishNode(ctx context.Context, ws *actor.Workspace, u *actor
 	caps.NodeKinds = append(slices.Clone(caps.NodeKinds), nt.Slug)
 	return s.publish(ctx, ws, u, KindNode, cmpOr(in.Slug, strings.ReplaceAll(nt.Slug, "_", "-")), cmpOr(in.Name, nt.Name), in.Summary, in.Tags, in.Version,
 		in.Changelog, caps, []Object{{Type: "script", Key: "script", Path: scriptPath}, {Type: "node_type", Key: "node_type", Path: nodePath}},
-		map[string][]byte{scriptPath: script, nodePath: node})
+		nil, map[string][]byte{scriptPath: script, nodePath: node})
 }
 
 func cmpOr(a, b string) string {
@@ -473,7 +493,7 @@ func cmpOr(a, b string) string {
 // publish stores a version of an item of the workspace's own source, in
 // one transaction (the source and the item are made on first use).
 func (s *Service) publish(ctx context.Context, ws *actor.Workspace, u *actor.User, kind, slug, name, summary string, tags []string, version, changelog string,
-	caps Capabilities, objects []Object, files map[string][]byte) (*Published, error) {
+	caps Capabilities, objects []Object, needs []Need, files map[string][]byte) (*Published, error) {
 	if !slugPattern.MatchString(slug) {
 		return nil, apperr.BadRequest("slug must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter")
 	}
@@ -500,14 +520,17 @@ func (s *Service) publish(ctx context.Context, ws *actor.Workspace, u *actor.Use
 	if caps, err = caps.clean(); err != nil {
 		return nil, err
 	}
-	m := VersionManifest{Kind: kind, Objects: objects, Capabilities: caps}
+	m := VersionManifest{Kind: kind, Objects: objects, Capabilities: caps, Needs: needs}
 	for p, b := range files {
 		m.Files = append(m.Files, FileEntry{Path: p, SHA256: sha(b), Size: int64(len(b))})
 	}
 	slices.SortFunc(m.Files, func(a, b FileEntry) int { return strings.Compare(a.Path, b.Path) })
 	now := s.Clock.Now()
 	v := &ItemVersion{ID: ids.New(), Version: sv.String(), Changelog: changelog, Digest: m.Digest(), CreatedAt: now, manifest: m,
-		Objects: m.Objects, Files: m.Files, Capabilities: m.Capabilities}
+		Objects: m.Objects, Files: m.Files, Capabilities: m.Capabilities, Needs: needs}
+	if v.Needs == nil {
+		v.Needs = []Need{}
+	}
 	var out *Published
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		src, err := ownSource(ctx, tx, ws.ID)
@@ -713,10 +736,7 @@ func plan(v *ItemVersion, files map[string][]byte, made map[string]string, old m
 	out := []ObjectPlan{}
 	for _, o := range v.Objects {
 		p := ObjectPlan{Key: o.Key, Type: o.Type, Action: "create"}
-		var f ScriptContent
-		if json.Unmarshal(files[o.Path], &f) == nil {
-			p.Name = f.Name
-		}
+		p.Name = objectName(o, files[o.Path])
 		if _, ok := made[o.Key]; ok {
 			p.Action = "update"
 			if oldVersion != nil {
@@ -732,6 +752,25 @@ func plan(v *ItemVersion, files map[string][]byte, made map[string]string, old m
 	return out
 }
 
+// objectName is what an object is called: a script's or node type's name,
+// a workflow's, a code file's path.
+func objectName(o Object, file []byte) string {
+	switch o.Type {
+	case ObjectWorkflow:
+		if in, err := workflows.ParseYAML(file); err == nil {
+			return in.Name
+		}
+	case ObjectCodeFile:
+		return strings.TrimPrefix(o.Key, "code:")
+	default:
+		var f ScriptContent
+		if json.Unmarshal(file, &f) == nil {
+			return f.Name
+		}
+	}
+	return o.Key
+}
+
 // InstallPreview says what installing a version would do.
 func (s *Service) InstallPreview(ctx context.Context, ws *actor.Workspace, itemID, version string) (*InstallPreview, error) {
 	it, v, files, err := s.installable(ctx, s.DB.R, ws, itemID, version)
@@ -742,7 +781,7 @@ func (s *Service) InstallPreview(ctx context.Context, ws *actor.Workspace, itemI
 	if err != nil {
 		return nil, err
 	}
-	out := &InstallPreview{Version: v.Version, Digest: v.Digest, Capabilities: v.Capabilities, Objects: plan(v, files, nil, nil, nil)}
+	out := &InstallPreview{Version: v.Version, Digest: v.Digest, Capabilities: v.Capabilities, Objects: plan(v, files, nil, nil, nil), Needs: v.Needs}
 	if existing != nil {
 		out.Installed = &existing.Version
 	}
@@ -752,8 +791,9 @@ func (s *Service) InstallPreview(ctx context.Context, ws *actor.Workspace, itemI
 // materialize makes (or updates) a version's objects in the workspace,
 // in tx; it answers their ids by key.
 func (s *Service) materialize(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, v *ItemVersion, files map[string][]byte,
-	made map[string]string) (map[string]string, error) {
+	made map[string]string, projectID *string, bindings map[string]string) (map[string]string, error) {
 	out := map[string]string{}
+	flows := false
 	for _, o := range v.Objects {
 		switch o.Type {
 		case "script":
@@ -782,8 +822,15 @@ func (s *Service) materialize(ctx context.Context, tx *db.Tx, ws *actor.Workspac
 				return nil, err
 			}
 			out[o.Key] = *nt.ID
+		case ObjectWorkflow, ObjectCodeFile:
+			flows = true
 		default:
 			return nil, apperr.BadRequest("objects of type %s cannot be installed by this server", o.Type)
+		}
+	}
+	if flows {
+		if err := s.installWorkflows(ctx, tx, ws, v, files, made, out, projectID, bindings); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
@@ -822,13 +869,26 @@ func (s *Service) Install(ctx context.Context, ws *actor.Workspace, u *actor.Use
 			}
 			return apperr.New(apperr.CodeConflict, "%s is installed at %s: update the install instead", it.Slug, existing.Version)
 		}
-		objects, err := s.materialize(ctx, tx, ws, u, v, files, map[string]string{})
+		var project *string
+		if slices.ContainsFunc(v.Objects, func(o Object) bool { return o.Type == ObjectWorkflow }) {
+			if in.ProjectID == "" {
+				return apperr.BadRequest("project_id: a bundle's workflows join a project of this workspace: name it")
+			}
+			project = &in.ProjectID
+		} else if in.ProjectID != "" || len(in.Bindings) > 0 {
+			return apperr.BadRequest("project_id and bindings are for bundles; %s is a %s", it.Slug, it.Kind)
+		}
+		bindings, err := s.bindings(ctx, ws, v.Needs, in.Bindings, nil)
+		if err != nil {
+			return err
+		}
+		objects, err := s.materialize(ctx, tx, ws, u, v, files, map[string]string{}, project, bindings)
 		if err != nil {
 			return err
 		}
 		now := s.Clock.Now()
 		out = &MarketInstall{ID: ids.New(), ItemID: it.ID, ItemName: it.Name, Version: v.Version, Digest: v.Digest, Range: rng, Objects: objects,
-			CreatedAt: now, UpdatedAt: now, workspaceID: ws.ID, installedBy: userRef(u)}
+			ProjectID: project, Bindings: bindings, CreatedAt: now, UpdatedAt: now, workspaceID: ws.ID, installedBy: userRef(u)}
 		created = true
 		if err := saveInstall(ctx, tx, out, true); err != nil {
 			return err
@@ -901,7 +961,8 @@ func (s *Service) UpdatePreview(ctx context.Context, ws *actor.Workspace, id str
 		return nil, err
 	}
 	return &UpdatePreview{From: inst.Version, To: v.Version, Files: diffFiles(old, files),
-		Capabilities: diffCapabilities(cur.Capabilities, v.Capabilities), Objects: plan(v, files, inst.Objects, old, cur)}, nil
+		Capabilities: diffCapabilities(cur.Capabilities, v.Capabilities), Objects: plan(v, files, inst.Objects, old, cur),
+		Needs: v.Needs, Unbound: unbound(v.Needs, inst.Bindings)}, nil
 }
 
 // Update moves an install to another version (its admins): the latest
@@ -924,25 +985,30 @@ func (s *Service) Update(ctx context.Context, ws *actor.Workspace, u *actor.User
 		if err != nil {
 			return err
 		}
-		out, err = s.apply(ctx, tx, ws, u, inst, to, "marketplace.update")
+		out, err = s.apply(ctx, tx, ws, u, inst, to, in.Bindings, "marketplace.update")
 		return err
 	})
 	return out, err
 }
 
 // apply moves an install to a version, in tx.
-func (s *Service) apply(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, inst *MarketInstall, to, action string) (*MarketInstall, error) {
+func (s *Service) apply(ctx context.Context, tx *db.Tx, ws *actor.Workspace, u *actor.User, inst *MarketInstall, to string, given map[string]string,
+	action string) (*MarketInstall, error) {
 	_, v, files, err := s.installable(ctx, tx, ws, inst.ItemID, to)
 	if err != nil {
 		return nil, err
 	}
 	before := *inst
-	if v.Version != inst.Version {
-		objects, err := s.materialize(ctx, tx, ws, u, v, files, inst.Objects)
+	bindings, err := s.bindings(ctx, ws, v.Needs, given, inst.Bindings)
+	if err != nil {
+		return nil, err
+	}
+	if v.Version != inst.Version || !maps.Equal(bindings, inst.Bindings) {
+		objects, err := s.materialize(ctx, tx, ws, u, v, files, inst.Objects, inst.ProjectID, bindings)
 		if err != nil {
 			return nil, err
 		}
-		inst.Objects = objects
+		inst.Objects, inst.Bindings = objects, bindings
 	}
 	inst.Version, inst.Digest, inst.HeldVersion, inst.HeldReason, inst.UpdatedAt = v.Version, v.Digest, nil, nil, s.Clock.Now()
 	if err := saveInstall(ctx, tx, inst, false); err != nil {
@@ -1023,8 +1089,12 @@ func (s *Service) autoUpdate(ctx context.Context, snapshot *MarketInstall) error
 		if err != nil {
 			return err
 		}
-		if d := diffCapabilities(cur.Capabilities, next.Capabilities); d.Grew {
+		d := diffCapabilities(cur.Capabilities, next.Capabilities)
+		if open := unbound(next.Needs, inst.Bindings); d.Grew || len(open) > 0 {
 			reason := "version " + to + " may do more than " + inst.Version + ": " + strings.Join(d.Added, ", ")
+			if !d.Grew {
+				reason = "version " + to + " reads what the install has not bound: " + strings.Join(open, ", ")
+			}
 			before := *inst
 			inst.HeldVersion, inst.HeldReason, inst.UpdatedAt = &to, &reason, s.Clock.Now()
 			if err := saveInstall(ctx, tx, inst, false); err != nil {
@@ -1042,7 +1112,7 @@ func (s *Service) autoUpdate(ctx context.Context, snapshot *MarketInstall) error
 		if inst.installedBy != nil {
 			by = &actor.User{ID: *inst.installedBy}
 		}
-		_, err = s.apply(ctx, tx, ws, by, inst, to, "marketplace.auto_update.apply")
+		_, err = s.apply(ctx, tx, ws, by, inst, to, nil, "marketplace.auto_update.apply")
 		return err
 	})
 }

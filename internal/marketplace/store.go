@@ -328,7 +328,10 @@ func scanVersion(row interface{ Scan(...any) error }) (*ItemVersion, error) {
 	if err := json.Unmarshal([]byte(manifest), &v.manifest); err != nil {
 		return nil, fmt.Errorf("marketplace: manifest of %s: %w", v.ID, err)
 	}
-	v.Objects, v.Files, v.Capabilities = v.manifest.Objects, v.manifest.Files, v.manifest.Capabilities
+	v.Objects, v.Files, v.Capabilities, v.Needs = v.manifest.Objects, v.manifest.Files, v.manifest.Capabilities, v.manifest.Needs
+	if v.Needs == nil {
+		v.Needs = []Need{}
+	}
 	return &v, nil
 }
 
@@ -400,17 +403,18 @@ func filesOf(ctx context.Context, q db.Queryer, versionID string) (map[string][]
 // Installs.
 
 const installColumns = `n.id, n.workspace_id, n.item_id, i.name, n.version, n.digest, n.version_range, n.auto_update, n.held_version, n.held_reason,
-	n.objects, n.installed_by, n.created_at, n.updated_at`
+	n.objects, n.project_id, n.bindings, n.installed_by, n.created_at, n.updated_at`
 
 func scanInstall(row interface{ Scan(...any) error }) (*MarketInstall, error) {
 	var in MarketInstall
-	var objects string
+	var objects, bindings string
 	if err := row.Scan(&in.ID, &in.workspaceID, &in.ItemID, &in.ItemName, &in.Version, &in.Digest, &in.Range, &in.AutoUpdate, &in.HeldVersion,
-		&in.HeldReason, &objects, &in.installedBy, db.UTC(&in.CreatedAt), db.UTC(&in.UpdatedAt)); err != nil {
+		&in.HeldReason, &objects, &in.ProjectID, &bindings, &in.installedBy, db.UTC(&in.CreatedAt), db.UTC(&in.UpdatedAt)); err != nil {
 		return nil, err
 	}
-	in.Objects = map[string]string{}
+	in.Objects, in.Bindings = map[string]string{}, map[string]string{}
 	_ = json.Unmarshal([]byte(objects), &in.Objects)
+	_ = json.Unmarshal([]byte(bindings), &in.Bindings)
 	return &in, nil
 }
 
@@ -477,16 +481,20 @@ func autoUpdating(ctx context.Context, q db.Queryer, itemID string) ([]MarketIns
 
 func saveInstall(ctx context.Context, q db.Queryer, in *MarketInstall, insert bool) error {
 	objects, _ := json.Marshal(in.Objects)
+	if in.Bindings == nil {
+		in.Bindings = map[string]string{}
+	}
+	bindings, _ := json.Marshal(in.Bindings)
 	var err error
 	if insert {
 		_, err = q.ExecContext(ctx, `INSERT INTO marketplace_installs (id, workspace_id, item_id, version, digest, version_range, auto_update, held_version,
-			held_reason, objects, installed_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			held_reason, objects, project_id, bindings, installed_by, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 			in.ID, in.workspaceID, in.ItemID, in.Version, in.Digest, in.Range, in.AutoUpdate, in.HeldVersion, in.HeldReason, string(objects),
-			in.installedBy, in.CreatedAt, in.UpdatedAt)
+			in.ProjectID, string(bindings), in.installedBy, in.CreatedAt, in.UpdatedAt)
 	} else {
 		_, err = q.ExecContext(ctx, `UPDATE marketplace_installs SET version = $3, digest = $4, version_range = $5, auto_update = $6, held_version = $7,
-			held_reason = $8, objects = $9, updated_at = $10 WHERE workspace_id = $1 AND id = $2`,
-			in.workspaceID, in.ID, in.Version, in.Digest, in.Range, in.AutoUpdate, in.HeldVersion, in.HeldReason, string(objects), in.UpdatedAt)
+			held_reason = $8, objects = $9, bindings = $10, updated_at = $11 WHERE workspace_id = $1 AND id = $2`,
+			in.workspaceID, in.ID, in.Version, in.Digest, in.Range, in.AutoUpdate, in.HeldVersion, in.HeldReason, string(objects), string(bindings), in.UpdatedAt)
 	}
 	if err != nil {
 		return fmt.Errorf("marketplace: save install: %w", err)

@@ -74,3 +74,24 @@ func (s *Service) Instantiate(ctx context.Context, ws *actor.Workspace, u *actor
 	out := &Instance{WorkflowID: w.ID, Triggers: ts}
 	return out, nil
 }
+
+// Document is a shipped template's workflow document (its YAML, without
+// the template: header) with what the catalog says of it.
+type Document struct {
+	Template
+	YAML []byte
+}
+
+// Documents are the shipped templates' workflow documents, by slug (the
+// marketplace's official source lists them as bundles).
+func Documents() ([]Document, error) {
+	all, err := catalog()
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	out := make([]Document, 0, len(all))
+	for _, e := range all {
+		out = append(out, Document{Template: e.Template, YAML: e.doc})
+	}
+	return out, nil
+}
