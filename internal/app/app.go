@@ -160,6 +160,8 @@ type App struct {
 	Backend    executor.Backend
 	Git        *repo.Git
 	Parts      Parts
+	// tunnel carries Git sources' fetches through the outbound check.
+	tunnel *outbound.Tunnel
 	Retention  *retention.Service
 	// Gate keeps tenant code off a process backend that contains nothing
 	// (nil: the backend contains it).
@@ -306,7 +308,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	disp.Handle(apps.BuildJob, workport.WorkScript, appSvc.Builder())
 
 	a := &App{Log: log, Bus: bus, Queue: q, Dispatcher: disp, Engine: eng, Backend: backend, Git: git,
-		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log), Vault: store}
+		Parts: parts, Retention: retention.New(d, clk, cfg.RunRetentionDays, log), Vault: store,
+		tunnel: outbound.NewTunnel(outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...))}
 	a.Reconciler = vault.NewReconciler(vault.ReconcileDeps{Backend: store, DB: d, Clock: clk, Log: log,
 		Claims: map[string]vault.Claims{resources.SecretKind: resSvc.Claims, resources.RLSSecretKind: resSvc.ClaimsRLS, envvars.SecretKind: envSvc.Claims}}, cfg.ResourceSecretReconcileInterval)
 	// Where the process backend can contain nothing, only instance
@@ -341,7 +344,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
-		Refs: marketRefs{res: resSvc, apps: appSvc}, Reactions: re})
+		Refs: marketRefs{res: resSvc, apps: appSvc}, Git: marketGit{git: git, tunnel: a.tunnel}, Reactions: re})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
@@ -482,7 +485,12 @@ func (a *App) RewrapVault(ctx context.Context) {
 }
 
 // Close releases what Build holds open (the notification bus).
-func (a *App) Close() { a.Bus.Close() }
+func (a *App) Close() {
+	a.Bus.Close()
+	if a.tunnel != nil {
+		a.tunnel.Close()
+	}
+}
 
 // appErrorPages renders an app's error page through the cascade: the
 // app's own, its workspace's, the instance's, the built-in one.
@@ -544,3 +552,36 @@ func (m marketRefs) AppRef(ctx context.Context, ws *actor.Workspace, id string) 
 	}
 	return a.Name, nil
 }
+
+// marketGit reads Git sources with the host-side git: each source has a
+// mirror of its own (keyed marketplace-<id>), fetched over https through
+// the outbound tunnel, so every connection is checked where it lands.
+type marketGit struct {
+	git    *repo.Git
+	tunnel *outbound.Tunnel
+}
+
+func (m marketGit) key(sourceID string) string { return "marketplace-" + sourceID }
+
+func (m marketGit) Read(ctx context.Context, sourceID, url, branch string) (map[string][]byte, string, error) {
+	proxy, err := m.tunnel.URL()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := m.git.Sync(ctx, m.key(sourceID), repo.Remote{URL: url, Proxy: proxy}); err != nil {
+		return nil, "", err
+	}
+	files, commit, err := m.git.Files(ctx, m.key(sourceID), branch, marketplace.GitDir, []string{""}, marketplace.MaxGitFiles, marketplace.MaxGitFileBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make(map[string][]byte, len(files))
+	for _, f := range files {
+		if f.Content != nil { // nil: larger than a file may be (its version is refused)
+			out[f.Path] = f.Content
+		}
+	}
+	return out, commit, nil
+}
+
+func (m marketGit) Forget(sourceID string) { _ = m.git.RemoveMirror(m.key(sourceID)) }

@@ -108,43 +108,43 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			return httpx.Reply(s.Sources(ctx, ws))
 		})
 	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_sources", http.MethodPost, "/api/marketplace/sources",
-		"Add the workspace's source of its published items, with the workspaces it grants them to (workspace admins)")),
+		"Add a source (workspace admins): the workspace's own, of its published items, with the workspaces it grants them to; or a Git repository of published items (synced at once)")),
 		func(ctx context.Context, in *sourceCreateInput) (*httpx.Out[*MarketSource], error) {
-			_, ws, err := who(ctx)
+			u, ws, err := who(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return httpx.Reply(s.CreateSource(ctx, ws, in.Body))
+			return httpx.Reply(s.CreateSource(ctx, ws, u, in.Body))
 		})
 	huma.Register(api, ops.Op("patch_api_marketplace_sources_id", http.MethodPatch, "/api/marketplace/sources/{id}",
 		"Rename, enable, disable or change the grants of a source (workspace admins; the official source is read-only)"),
 		func(ctx context.Context, in *sourcePatchInput) (*httpx.Out[*MarketSource], error) {
-			_, ws, err := who(ctx)
+			u, ws, err := who(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return httpx.Reply(s.UpdateSource(ctx, ws, in.ID, in.Body))
+			return httpx.Reply(s.UpdateSource(ctx, ws, u, in.ID, in.Body))
 		})
 	huma.Register(api, ops.Op("delete_api_marketplace_sources_id", http.MethodDelete, "/api/marketplace/sources/{id}",
-		"Delete a source without published items (409 with items; the official source is read-only)"),
+		"Delete a source (409 while it has published items, or a Git source's items are installed; the official source is read-only)"),
 		func(ctx context.Context, in *idInput) (*httpx.DeletedOutput, error) {
-			_, ws, err := who(ctx)
+			u, ws, err := who(ctx)
 			if err != nil {
 				return nil, err
 			}
-			if _, err := s.DeleteSource(ctx, ws, in.ID); err != nil {
+			if _, err := s.DeleteSource(ctx, ws, u, in.ID); err != nil {
 				return nil, err
 			}
 			return httpx.Deleted(), nil
 		})
 	huma.Register(api, ops.Op("post_api_marketplace_sources_id_sync", http.MethodPost, "/api/marketplace/sources/{id}/sync",
-		"Read a source again (the official one: the items this server ships)"),
+		"Read a source again (the official one: the items this server ships; a Git source: its repository, versions that do not match their digests refused)"),
 		func(ctx context.Context, in *idInput) (*httpx.Out[*MarketSource], error) {
-			_, ws, err := who(ctx)
+			u, ws, err := who(ctx)
 			if err != nil {
 				return nil, err
 			}
-			return httpx.Reply(s.SyncSource(ctx, ws, in.ID))
+			return httpx.Reply(s.SyncSource(ctx, ws, u, in.ID))
 		})
 
 	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_scripts_publish", http.MethodPost, "/api/marketplace/scripts/publish",

@@ -87,7 +87,7 @@ func (s *Service) Seed(ctx context.Context) error {
 
 func (s *Service) seedItem(ctx context.Context, tx *db.Tx, srcID string, o officialItem, kind string, objects []Object, files map[string][]byte) error {
 	now := s.Clock.Now()
-	it, err := officialItemBySlug(ctx, tx, srcID, o.Slug)
+	it, err := sourceItemBySlug(ctx, tx, srcID, o.Slug)
 	if err != nil {
 		return err
 	}

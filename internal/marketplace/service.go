@@ -70,6 +70,7 @@ type Deps struct {
 	NodeTypes NodeTypes
 	Workflows Workflows
 	Refs      Refs
+	Git       GitReader // nil: no Git sources
 	Reactions Reactions // nil: no one is told
 }
 
@@ -126,7 +127,7 @@ func cleanGrants(ws *actor.Workspace, in []string) ([]string, error) {
 // CreateSource adds a source to the workspace (its admins). A workspace
 // has one source of its own published items (kind workspace), which names
 // the workspaces it grants them to.
-func (s *Service) CreateSource(ctx context.Context, ws *actor.Workspace, in SourceCreate) (*MarketSource, error) {
+func (s *Service) CreateSource(ctx context.Context, ws *actor.Workspace, u *actor.User, in SourceCreate) (*MarketSource, error) {
 	if err := wsAdmin(ws, "adding a marketplace source"); err != nil {
 		return nil, err
 	}
@@ -134,23 +135,39 @@ func (s *Service) CreateSource(ctx context.Context, ws *actor.Workspace, in Sour
 	if err != nil {
 		return nil, err
 	}
+	now := s.Clock.Now()
+	src := &MarketSource{ID: ids.New(), Kind: in.Kind, Name: name, WorkspaceID: &ws.ID, Grants: []string{}, Status: StatusEnabled, CreatedAt: now, UpdatedAt: now}
 	switch in.Kind {
 	case SourceWorkspace:
+		if in.URL != "" || in.Branch != "" {
+			return nil, apperr.BadRequest("url and branch are for Git sources")
+		}
+		if src.Grants, err = cleanGrants(ws, in.Grants); err != nil {
+			return nil, err
+		}
 	case SourceGit:
-		return nil, apperr.BadRequest("kind git: Git sources are not available on this server yet; publish from a workspace")
+		if s.Git == nil {
+			return nil, apperr.BadRequest("kind git: Git sources are not available on this server")
+		}
+		if len(in.Grants) > 0 {
+			return nil, apperr.BadRequest("grants are for the workspace's own source: a Git source's items are this workspace's to install")
+		}
+		repoURL, err := gitURL(in.URL)
+		if err != nil {
+			return nil, err
+		}
+		branch := cmpOr(strings.TrimSpace(in.Branch), "main")
+		if !branchPattern.MatchString(branch) || strings.Contains(branch, "..") || strings.HasSuffix(branch, "/") || strings.HasSuffix(branch, ".lock") {
+			return nil, apperr.BadRequest("branch: a branch name (letters, digits and ._/-)")
+		}
+		src.URL, src.Branch = &repoURL, &branch
 	default:
 		return nil, apperr.BadRequest("kind must be workspace or git (the official source is the instance's)")
 	}
-	grants, err := cleanGrants(ws, in.Grants)
-	if err != nil {
-		return nil, err
-	}
-	now := s.Clock.Now()
-	src := &MarketSource{ID: ids.New(), Kind: in.Kind, Name: name, WorkspaceID: &ws.ID, Grants: grants, Status: StatusEnabled, CreatedAt: now, UpdatedAt: now}
 	err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 		if own, err := ownSource(ctx, tx, ws.ID); err != nil {
 			return err
-		} else if own != nil {
+		} else if own != nil && in.Kind == SourceWorkspace {
 			return apperr.New(apperr.CodeConflict, "the workspace has its source already (%s): change its grants", own.ID)
 		}
 		if n, err := countSources(ctx, tx, ws.ID); err != nil {
@@ -161,17 +178,23 @@ func (s *Service) CreateSource(ctx context.Context, ws *actor.Workspace, in Sour
 		if err := insertSource(ctx, tx, src); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, now, "", "marketplace.source.create", "marketplace_source", src.ID, nil, src)
+		return audit.Record(ctx, tx, now, actorID(u), "marketplace.source.create", "marketplace_source", src.ID, nil, src)
 	})
 	if err != nil {
 		return nil, err
+	}
+	if src.Kind == SourceGit {
+		if err := s.syncGit(ctx, ws, u, src); err != nil {
+			return nil, err
+		}
+		return sourceOf(ctx, s.DB.R, ws.ID, src.ID)
 	}
 	return src, nil
 }
 
 // UpdateSource renames, enables or disables a source, or changes its
 // grants (the workspace's admins); the official source is read-only.
-func (s *Service) UpdateSource(ctx context.Context, ws *actor.Workspace, id string, in SourcePatch) (*MarketSource, error) {
+func (s *Service) UpdateSource(ctx context.Context, ws *actor.Workspace, u *actor.User, id string, in SourcePatch) (*MarketSource, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("source")
 	}
@@ -200,6 +223,9 @@ func (s *Service) UpdateSource(ctx context.Context, ws *actor.Workspace, id stri
 			src.Status = *in.Status
 		}
 		if in.Grants != nil {
+			if src.Kind != SourceWorkspace {
+				return apperr.BadRequest("grants are for the workspace's own source")
+			}
 			if src.Grants, err = cleanGrants(ws, *in.Grants); err != nil {
 				return err
 			}
@@ -209,13 +235,16 @@ func (s *Service) UpdateSource(ctx context.Context, ws *actor.Workspace, id stri
 			return err
 		}
 		out = src
-		return audit.Record(ctx, tx, src.UpdatedAt, "", "marketplace.source.update", "marketplace_source", src.ID, before, src)
+		return audit.Record(ctx, tx, src.UpdatedAt, actorID(u), "marketplace.source.update", "marketplace_source", src.ID, before, src)
 	})
 	return out, err
 }
 
-// DeleteSource removes a source without items (the workspace's admins).
-func (s *Service) DeleteSource(ctx context.Context, ws *actor.Workspace, id string) (bool, error) {
+// DeleteSource removes a source (the workspace's admins): the workspace's
+// own once it has no published items; a Git source with the items it
+// synced, unless one of them is installed (nothing is uninstalled
+// silently).
+func (s *Service) DeleteSource(ctx context.Context, ws *actor.Workspace, u *actor.User, id string) (bool, error) {
 	if !ids.Valid(id) {
 		return false, apperr.NotFound("source")
 	}
@@ -230,20 +259,32 @@ func (s *Service) DeleteSource(ctx context.Context, ws *actor.Workspace, id stri
 		switch {
 		case src.Kind == SourceOfficial:
 			return apperr.New(apperr.CodeForbidden, "the official source is read-only (it can only be synced)")
-		case src.Items > 0:
+		case src.Kind == SourceWorkspace && src.Items > 0:
 			return apperr.New(apperr.CodeConflict, "the source still has %d published items", src.Items)
+		case src.Kind == SourceGit:
+			if n, err := sourceInstalls(ctx, tx, ws.ID, id); err != nil {
+				return err
+			} else if n > 0 {
+				return apperr.New(apperr.CodeConflict, "%d installs use the source's items: remove them first (nothing is uninstalled silently)", n)
+			}
+			if err := deleteGitItems(ctx, tx, ws.ID, id); err != nil {
+				return err
+			}
 		}
 		if err := deleteSource(ctx, tx, ws.ID, id); err != nil {
 			return err
 		}
-		return audit.Record(ctx, tx, s.Clock.Now(), "", "marketplace.source.delete", "marketplace_source", src.ID, src, nil)
+		return audit.Record(ctx, tx, s.Clock.Now(), actorID(u), "marketplace.source.delete", "marketplace_source", src.ID, src, nil)
 	})
+	if err == nil && s.Git != nil {
+		s.Git.Forget(id)
+	}
 	return err == nil, err
 }
 
 // SyncSource reads a source again: the official one is reseeded from
 // what this server ships; a workspace's is its own items already.
-func (s *Service) SyncSource(ctx context.Context, ws *actor.Workspace, id string) (*MarketSource, error) {
+func (s *Service) SyncSource(ctx context.Context, ws *actor.Workspace, u *actor.User, id string) (*MarketSource, error) {
 	if !ids.Valid(id) {
 		return nil, apperr.NotFound("source")
 	}
@@ -254,11 +295,16 @@ func (s *Service) SyncSource(ctx context.Context, ws *actor.Workspace, id string
 	if err != nil {
 		return nil, err
 	}
-	if src.Kind == SourceOfficial {
+	switch src.Kind {
+	case SourceOfficial:
 		if err := s.Seed(ctx); err != nil {
 			return nil, err
 		}
-	} else {
+	case SourceGit:
+		if err := s.syncGit(ctx, ws, u, src); err != nil {
+			return nil, err
+		}
+	default:
 		err = s.DB.Tx(ctx, func(tx *db.Tx) error {
 			now := s.Clock.Now()
 			src.SyncedAt, src.UpdatedAt, src.LastError = &now, now, nil

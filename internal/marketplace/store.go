@@ -115,6 +115,39 @@ func updateSource(ctx context.Context, q db.Queryer, workspaceID string, s *Mark
 	return nil
 }
 
+// setSyncResult records a Git source's sync: its status, error and when.
+func setSyncResult(ctx context.Context, q db.Queryer, workspaceID, id, status string, lastError *string, now time.Time) error {
+	_, err := q.ExecContext(ctx, `UPDATE marketplace_sources SET status = $3, last_error = $4, synced_at = $5, updated_at = $5
+		WHERE workspace_id = $1 AND id = $2`, workspaceID, id, status, lastError, now)
+	if err != nil {
+		return fmt.Errorf("marketplace: sync result: %w", err)
+	}
+	return nil
+}
+
+// sourceInstalls counts the installs of a workspace's source's items (in
+// any workspace).
+func sourceInstalls(ctx context.Context, q db.Queryer, workspaceID, id string) (int, error) {
+	var n int
+	err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM marketplace_installs n JOIN marketplace_items i ON i.id = n.item_id
+		JOIN marketplace_sources s ON s.id = i.source_id WHERE s.workspace_id = $1 AND s.id = $2`, workspaceID, id).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("marketplace: source installs: %w", err)
+	}
+	return n, nil
+}
+
+// deleteGitItems removes a workspace's Git source's items (with their
+// versions, files and ratings).
+func deleteGitItems(ctx context.Context, q db.Queryer, workspaceID, id string) error {
+	_, err := q.ExecContext(ctx, `DELETE FROM marketplace_items WHERE workspace_id IS NULL AND source_id IN
+		(SELECT s.id FROM marketplace_sources s WHERE s.workspace_id = $1 AND s.id = $2 AND s.kind = 'git')`, workspaceID, id)
+	if err != nil {
+		return fmt.Errorf("marketplace: delete source items: %w", err)
+	}
+	return nil
+}
+
 func deleteSource(ctx context.Context, q db.Queryer, workspaceID, id string) error {
 	_, err := q.ExecContext(ctx, "DELETE FROM marketplace_sources WHERE workspace_id = $1 AND id = $2", workspaceID, id)
 	return err
@@ -144,9 +177,10 @@ func scanItem(row interface{ Scan(...any) error }, viewer string) (*MarketItem, 
 
 // visible is the condition under which a workspace ($1) sees an item: its
 // own; else, listed, from an enabled source, and official, verified by the
-// instance's review, or of a workspace source that grants it.
+// instance's review, of a workspace source that grants it, or of its own
+// Git source.
 const visible = `s.status <> 'disabled' AND (i.workspace_id = $1 OR (i.listed AND (s.kind = 'official' OR i.verified
-	OR (s.kind = 'workspace' AND s.grants LIKE '%"' || $1 || '"%'))))`
+	OR (s.kind = 'workspace' AND s.grants LIKE '%"' || $1 || '"%') OR (s.kind = 'git' AND s.workspace_id = $1))))`
 
 // itemFilter narrows a listing.
 type itemFilter struct {
@@ -299,7 +333,9 @@ func listItem(ctx context.Context, q db.Queryer, id string, listed bool, now tim
 
 // reviewQueue lists undecided items, oldest first.
 func reviewQueue(ctx context.Context, q db.Queryer, limit int) ([]MarketItem, error) {
-	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+" FROM marketplace_items i WHERE i.review IS NULL ORDER BY i.created_at, i.id LIMIT $1", limit)
+	// A Git source's items (owned by no workspace) are its workspace's
+	// alone: the instance does not review them.
+	rows, err := q.QueryContext(ctx, "SELECT "+itemColumns+" FROM marketplace_items i WHERE i.review IS NULL AND i.workspace_id IS NOT NULL ORDER BY i.created_at, i.id LIMIT $1", limit)
 	if err != nil {
 		return nil, fmt.Errorf("marketplace: review queue: %w", err)
 	}
@@ -520,8 +556,9 @@ func installingWorkspaces(ctx context.Context, q db.Queryer, itemID string) ([]s
 	return out, rows.Err()
 }
 
-// officialItemBySlug is an item of the official source (nil if none).
-func officialItemBySlug(ctx context.Context, q db.Queryer, sourceID, slug string) (*MarketItem, error) {
+// sourceItemBySlug is an item of the official source or of a Git source
+// (owned by no workspace; nil if none).
+func sourceItemBySlug(ctx context.Context, q db.Queryer, sourceID, slug string) (*MarketItem, error) {
 	it, err := scanItem(q.QueryRowContext(ctx, "SELECT "+itemColumns+" FROM marketplace_items i WHERE i.source_id = $1 AND i.slug = $2 AND i.workspace_id IS NULL",
 		sourceID, slug), "")
 	if errors.Is(err, sql.ErrNoRows) {

@@ -28,6 +28,10 @@ type Remote struct {
 	Username      string
 	Token         string
 	SSHPrivateKey string
+	// Proxy, when set, is an HTTP proxy every https connection goes
+	// through (outbound.Tunnel: each one checked where it lands), and no
+	// other transport is allowed.
+	Proxy string
 }
 
 // Git manages mirrors and worktrees under a data directory.
@@ -65,6 +69,19 @@ func (g *Git) lock(projectID string) func() {
 // MirrorPath is the bare mirror of a project.
 func (g *Git) MirrorPath(projectID string) string {
 	return filepath.Join(g.root, "mirrors", projectID+".git")
+}
+
+// RemoveMirror removes a mirror that is not wanted any more.
+func (g *Git) RemoveMirror(key string) error {
+	defer g.lock(key)()
+	g.fetched.Range(func(k, _ any) bool {
+		if strings.HasPrefix(k.(string), key+"\x00") {
+			g.fetched.Delete(k)
+		}
+		return true
+	})
+	g.urls.Delete(key)
+	return os.RemoveAll(g.MirrorPath(key))
 }
 
 // WorktreePath is a task's worktree.
@@ -134,6 +151,15 @@ type authEnv struct {
 // this process's environment for https, a private key file for ssh.
 func (g *Git) auth(r Remote) (*authEnv, error) {
 	a := &authEnv{cleanup: func() {}, secrets: []string{r.Token, r.SSHPrivateKey}}
+	if r.Proxy != "" {
+		a.secrets = append(a.secrets, r.Proxy)
+		// GIT_CONFIG_COUNT adds to every git command's config: the proxy,
+		// and https as the only transport (no file://, ssh or ext).
+		a.env = append(a.env, "GIT_CONFIG_COUNT=4", "GIT_CONFIG_KEY_0=http.proxy", "GIT_CONFIG_VALUE_0="+r.Proxy,
+			"GIT_CONFIG_KEY_1=protocol.allow", "GIT_CONFIG_VALUE_1=never", "GIT_CONFIG_KEY_2=protocol.https.allow", "GIT_CONFIG_VALUE_2=always",
+			"GIT_CONFIG_KEY_3=http.proxyAuthMethod", "GIT_CONFIG_VALUE_3=basic",
+			"NO_PROXY=", "no_proxy=") // nothing bypasses it
+	}
 	if r.Token != "" || r.Username != "" {
 		askpass := filepath.Join(g.root, "auth", "askpass.sh")
 		script := "#!/bin/sh\ncase \"$1\" in\n  Username*) printf '%s' \"$SLIPWAY_GIT_USERNAME\" ;;\n  *) printf '%s' \"$SLIPWAY_GIT_PASSWORD\" ;;\nesac\n"
@@ -464,14 +490,26 @@ func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []s
 			out = append(out, f) // Content nil: too large to read
 			continue
 		}
-		blob, err := g.run(ctx, "cat-file", mirror, nil, "cat-file", "blob", fields[2])
+		blob, err := g.blob(ctx, mirror, fields[2])
 		if err != nil {
 			return nil, "", err
 		}
-		f.Content = []byte(blob)
+		f.Content = blob
 		out = append(out, f)
 	}
 	return out, commit, nil
+}
+
+// blob reads an object's bytes as they are (run trims its output).
+func (g *Git) blob(ctx context.Context, dir, object string) ([]byte, error) {
+	cmd, _ := command(ctx, dir, nil, []string{"cat-file", "blob", object})
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, &Error{Op: "cat-file", Output: lastLines(strings.TrimSpace(stderr.String()), 6)}
+	}
+	return out, nil
 }
 
 // Revert pushes a commit onto the remote's branch that reverts sha (undo of
