@@ -161,8 +161,8 @@ type App struct {
 	Git        *repo.Git
 	Parts      Parts
 	// tunnel carries Git sources' fetches through the outbound check.
-	tunnel *outbound.Tunnel
-	Retention  *retention.Service
+	tunnel    *outbound.Tunnel
+	Retention *retention.Service
 	// Gate keeps tenant code off a process backend that contains nothing
 	// (nil: the backend contains it).
 	Gate *CodeGate
