@@ -344,7 +344,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
-		Refs: marketRefs{res: resSvc, apps: appSvc}, Git: marketGit{git: git, tunnel: a.tunnel}, Reactions: re})
+		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Reactions: re})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})

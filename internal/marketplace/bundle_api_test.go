@@ -209,3 +209,74 @@ func TestMarketplaceBundles(t *testing.T) {
 		}
 	})
 }
+
+// TestMarketplaceApps, on both databases: an app is published as a source
+// listing (its manifest and files, bytes as they are); another workspace
+// installs it (the app made, not deployed), an update makes it the new
+// version's source (a file gone, one changed), and a name taken there is
+// a conflict that changes nothing.
+func TestMarketplaceApps(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		f := fixture.NewAPI(t, e)
+		pub, buyer, admin := f.Owner, f.Outsider, f.Admin
+		const manifest = "name: Orders\nentry: index.html\nroutes:\n  - path: /orders/*\n    file: index.html\n"
+		r := pub.Do("POST", "/api/apps", obj{"name": "Orders", "description": "Track orders", "manifest_yaml": manifest})
+		fixture.Want(t, r, http.StatusCreated)
+		app := r.Map(t)["id"].(string)
+		put := func(c *apitest.Client, id, path string, body obj) {
+			t.Helper()
+			r := c.Do("PUT", "/api/apps/"+id+"/files/"+path, body)
+			if r.Status != http.StatusOK && r.Status != http.StatusCreated {
+				t.Fatalf("put %s: %d %s", path, r.Status, r.Body)
+			}
+		}
+		put(pub, app, "index.html", obj{"content": "<h1>Orders</h1>\n"})
+		put(pub, app, "logo.png", obj{"content": "iVBORw0KGgoAAP8=", "encoding": "base64"})
+		put(pub, app, "old.js", obj{"content": "old()\n"})
+		publish := func(version string) marketplace.Published {
+			t.Helper()
+			r := pub.Do("POST", "/api/marketplace/publish", obj{"app_id": app, "version": version, "changelog": "Version " + version})
+			fixture.Want(t, r, http.StatusCreated)
+			var p marketplace.Published
+			r.JSON(t, &p)
+			return p
+		}
+		fixture.WantError(t, pub.Do("POST", "/api/marketplace/publish", obj{"app_id": "01a21a95-7016-7775-b916-812b96407fb5", "version": "1.0.0",
+			"changelog": "x"}), http.StatusBadRequest, "bad_request", "app_id")
+		p := publish("1.0.0")
+		if p.Item.Kind != "app" || p.Item.Slug != "orders" || len(p.Version.Files) != 4 {
+			t.Fatalf("published: %+v", p)
+		}
+		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/approve", nil), http.StatusOK)
+
+		// A name taken in the buyer's workspace: a conflict, nothing made.
+		r = buyer.Do("POST", "/api/apps", obj{"name": "Orders", "manifest_yaml": manifest})
+		fixture.Want(t, r, http.StatusCreated)
+		mine := r.Map(t)["id"].(string)
+		base := "/api/marketplace/items/" + p.Item.ID + "/versions/1.0.0/install"
+		fixture.WantError(t, buyer.Do("POST", base, nil), http.StatusConflict, "conflict", "already has an app named")
+		fixture.Want(t, buyer.Do("DELETE", "/api/apps/"+mine, nil), http.StatusOK)
+		r = buyer.Do("POST", base, nil)
+		fixture.Want(t, r, http.StatusCreated)
+		var inst marketplace.MarketInstall
+		r.JSON(t, &inst)
+		got := inst.Objects["app"]
+		a := buyer.Do("GET", "/api/apps/"+got, nil).Map(t)
+		if a["name"] != "Orders" || a["manifest_yaml"] != manifest || a["deployment"] != nil {
+			t.Fatalf("the installed app: %+v", a)
+		}
+		if fl := buyer.Do("GET", "/api/apps/"+got+"/files/logo.png", nil).Map(t); fl["encoding"] != "base64" || fl["content"] != "iVBORw0KGgoAAP8=" {
+			t.Fatalf("the installed binary file: %+v", fl)
+		}
+
+		// 1.1.0: a file changed, one gone.
+		put(pub, app, "index.html", obj{"content": "<h1>Orders 2</h1>\n"})
+		fixture.Want(t, pub.Do("DELETE", "/api/apps/"+app+"/files/old.js", nil), http.StatusOK)
+		publish("1.1.0")
+		fixture.Want(t, buyer.Do("POST", "/api/marketplace/installs/"+inst.ID+"/update", obj{}), http.StatusOK)
+		if fl := buyer.Do("GET", "/api/apps/"+got+"/files/index.html", nil).Map(t); fl["content"] != "<h1>Orders 2</h1>\n" {
+			t.Fatalf("the updated file: %+v", fl)
+		}
+		fixture.WantError(t, buyer.Do("GET", "/api/apps/"+got+"/files/old.js", nil), http.StatusNotFound, "not_found")
+	})
+}

@@ -139,8 +139,8 @@ func readCatalog(files map[string][]byte) ([]*gitEntry, []string) {
 		case !slugPattern.MatchString(slug):
 			problems = append(problems, fmt.Sprintf("%s: not a slug (lower-case letters, digits and hyphens)", slug))
 			continue
-		case !slices.Contains([]string{KindBundle, KindNode, KindScript}, e.item.Kind):
-			problems = append(problems, fmt.Sprintf("%s: kind %q: bundle, node or script", slug, clip(e.item.Kind, 20)))
+		case !slices.Contains([]string{KindBundle, KindNode, KindScript, KindApp}, e.item.Kind):
+			problems = append(problems, fmt.Sprintf("%s: kind %q: bundle, node, script or app", slug, clip(e.item.Kind, 20)))
 			continue
 		}
 		name, err := text.Name("name", e.item.Name, 200)
@@ -208,7 +208,7 @@ func gitVersion(kind, version string, raw []byte, files map[string][]byte) (*Ite
 		paths[f.Path] = true
 	}
 	for _, o := range m.Objects {
-		if !paths[o.Path] || !slices.Contains([]string{ObjectScript, ObjectNodeType, ObjectWorkflow, ObjectCodeFile}, o.Type) {
+		if !paths[o.Path] || !slices.Contains([]string{ObjectScript, ObjectNodeType, ObjectWorkflow, ObjectCodeFile, ObjectApp}, o.Type) {
 			return nil, nil, fmt.Errorf("object %s: a known type and a file of the manifest", clip(o.Key, 100))
 		}
 	}

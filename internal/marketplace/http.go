@@ -65,6 +65,8 @@ type publishScriptInput struct{ Body PublishScript }
 
 type publishBundleInput struct{ Body PublishBundle }
 
+type publishAppInput struct{ Body PublishApp }
+
 type publishNodeInput struct{ Body PublishNode }
 
 type rateInput struct {
@@ -174,6 +176,15 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				return nil, err
 			}
 			return httpx.Reply(s.PublishBundle(ctx, ws, u, in.Body))
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_publish", http.MethodPost, "/api/marketplace/publish",
+		"Publish an app of the workspace as a source listing: its manifest and files, as a new version of its item (workspace admins)")),
+		func(ctx context.Context, in *publishAppInput) (*httpx.Out[*Published], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PublishApp(ctx, ws, u, in.Body))
 		})
 	huma.Register(api, ops.Op("get_api_marketplace_items", http.MethodGet, "/api/marketplace/items",
 		"The items the workspace sees, newest first: the official ones, the verified ones, its own and those granted to it"),

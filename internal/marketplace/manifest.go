@@ -40,7 +40,7 @@ type Need struct {
 // Object is one thing an install makes in the workspace, defined by the
 // file at Path.
 type Object struct {
-	Type string `json:"type" enum:"script,node_type,workflow,code_file" doc:"What it is"`
+	Type string `json:"type" enum:"script,node_type,workflow,code_file,app" doc:"What it is"`
 	Key  string `json:"key" doc:"Names it within the item, across its versions"`
 	Path string `json:"path" doc:"The file that defines it"`
 }

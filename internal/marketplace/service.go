@@ -70,6 +70,7 @@ type Deps struct {
 	NodeTypes NodeTypes
 	Workflows Workflows
 	Refs      Refs
+	Apps      Apps      // nil: no app listings
 	Git       GitReader // nil: no Git sources
 	Reactions Reactions // nil: no one is told
 }
@@ -870,6 +871,12 @@ func (s *Service) materialize(ctx context.Context, tx *db.Tx, ws *actor.Workspac
 			out[o.Key] = *nt.ID
 		case ObjectWorkflow, ObjectCodeFile:
 			flows = true
+		case ObjectApp:
+			id, err := s.installApp(ctx, tx, ws, u, o, files, made[o.Key])
+			if err != nil {
+				return nil, err
+			}
+			out[o.Key] = id
 		default:
 			return nil, apperr.BadRequest("objects of type %s cannot be installed by this server", o.Type)
 		}
