@@ -1482,6 +1482,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/bundles/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish workflows of the workspace, with the scripts, node types and code files they use, as a new version of a bundle (workspace admins) */
+        post: operations["post_api_marketplace_bundles_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/installs": {
         parameters: {
             query?: never;
@@ -1593,6 +1610,23 @@ export interface paths {
         };
         /** A version's files with their digests and contents (the latest unless ?version=; a paid item's need a license) */
         get: operations["get_api_marketplace_items_id_files"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/items/{id}/preview/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A bundle's workflows as graphs, and what they need bound */
+        get: operations["get_api_marketplace_items_id_preview_graph"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1789,6 +1823,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Publish an app of the workspace as a source listing: its manifest and files, as a new version of its item (workspace admins) */
+        post: operations["post_api_marketplace_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/scripts/publish": {
         parameters: {
             query?: never;
@@ -1816,7 +1867,7 @@ export interface paths {
         /** The official source and the active workspace's own */
         get: operations["get_api_marketplace_sources"];
         put?: never;
-        /** Add the workspace's source of its published items, with the workspaces it grants them to (workspace admins) */
+        /** Add a source (workspace admins): the workspace's own, of its published items, with the workspaces it grants them to; or a Git repository of published items (synced at once) */
         post: operations["post_api_marketplace_sources"];
         delete?: never;
         options?: never;
@@ -1834,7 +1885,7 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete a source without published items (409 with items; the official source is read-only) */
+        /** Delete a source (409 while it has published items, or a Git source's items are installed; the official source is read-only) */
         delete: operations["delete_api_marketplace_sources_id"];
         options?: never;
         head?: never;
@@ -1851,7 +1902,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Read a source again (the official one: the items this server ships) */
+        /** Read a source again (the official one: the items this server ships; a Git source: its repository, versions that do not match their digests refused) */
         post: operations["post_api_marketplace_sources_id_sync"];
         delete?: never;
         options?: never;
@@ -5734,6 +5785,17 @@ export interface components {
             /** @description One per address, in the order given */
             results: components["schemas"]["BulkVerdict"][] | null;
         };
+        BundleGraph: {
+            needs: components["schemas"]["Need"][] | null;
+            version: string;
+            workflows: components["schemas"]["BundleWorkflow"][] | null;
+        };
+        BundleWorkflow: {
+            edges: components["schemas"]["EdgeInput"][] | null;
+            key: string;
+            name: string;
+            nodes: components["schemas"]["NodeInput"][] | null;
+        };
         Capabilities: {
             /** @description Node kinds it adds */
             node_kinds?: string[] | null;
@@ -6514,6 +6576,15 @@ export interface components {
             steps?: components["schemas"]["StepInput"][] | null;
         };
         InstallInput: {
+            /** @description bundle: each need's key → a resource (or app) of the workspace; every need is bound */
+            bindings?: {
+                [key: string]: string;
+            };
+            /**
+             * Format: uuid
+             * @description bundle: the project its workflows join (required)
+             */
+            project_id?: string;
             /** @description Semver range for updates (default ^version) */
             range?: string;
         };
@@ -6522,10 +6593,16 @@ export interface components {
             digest: string;
             /** @description The version installed already, if any */
             installed: string | null;
+            /** @description bundle: what the installer binds */
+            needs: components["schemas"]["Need"][] | null;
             objects: components["schemas"]["ObjectPlan"][] | null;
             version: string;
         };
         InstallUpdate: {
+            /** @description bundle: bindings for needs the new version adds (or to change) */
+            bindings?: {
+                [key: string]: string;
+            };
             /** @description Default: the latest version within the install's range */
             version?: string;
         };
@@ -6727,6 +6804,8 @@ export interface components {
             id: string;
             /** Format: uuid */
             item_id: string;
+            /** @description bundle: what its workflows read, bound by the installer */
+            needs: components["schemas"]["Need"][] | null;
             objects: components["schemas"]["Object"][] | null;
             version: string;
             /** @description A takedown withdrew it: it cannot be installed */
@@ -6829,6 +6908,10 @@ export interface components {
         };
         MarketInstall: {
             auto_update: boolean;
+            /** @description bundle: each need's key → the workspace's resource or app */
+            bindings: {
+                [key: string]: string;
+            };
             /** Format: date-time */
             created_at: string;
             /** @description The installed version's digest */
@@ -6845,6 +6928,11 @@ export interface components {
             objects: {
                 [key: string]: string;
             };
+            /**
+             * Format: uuid
+             * @description bundle: the project its workflows joined
+             */
+            project_id: string | null;
             /** @description Semver range auto-update keeps within */
             range: string;
             /** Format: date-time */
@@ -6962,6 +7050,16 @@ export interface components {
             warnings: string[] | null;
             /** Format: uuid */
             workflow_id: string;
+        };
+        Need: {
+            /** @description Names it in the version (the installer binds it by this key) */
+            key: string;
+            /** @description resource: the kind a bound resource must have (postgresql, smtp, …); app: app */
+            kind: string;
+            /** @description What the publisher's was called (a hint) */
+            name: string;
+            /** @enum {string} */
+            type: "resource" | "app";
         };
         Node: {
             config: {
@@ -7139,7 +7237,7 @@ export interface components {
              * @description What it is
              * @enum {string}
              */
-            type: "script" | "node_type";
+            type: "script" | "node_type" | "workflow" | "code_file" | "app";
         };
         ObjectPlan: {
             /** @enum {string} */
@@ -7521,6 +7619,36 @@ export interface components {
             /** @enum {string} */
             interval: "month" | "year" | "one_time" | "custom";
             name: string;
+        };
+        PublishApp: {
+            /** Format: uuid */
+            app_id: string;
+            /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
+            capabilities?: components["schemas"]["Capabilities"];
+            changelog: string;
+            /** @description Default the published object's */
+            name?: string;
+            /** @description The item's slug (default the published object's) */
+            slug?: string;
+            summary?: string;
+            tags?: string[] | null;
+            /** @description Semver, as 1.2.0; higher than every published one */
+            version: string;
+        };
+        PublishBundle: {
+            /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
+            capabilities?: components["schemas"]["Capabilities"];
+            changelog: string;
+            /** @description Default the published object's */
+            name?: string;
+            /** @description The item's slug (default the published object's) */
+            slug?: string;
+            summary?: string;
+            tags?: string[] | null;
+            /** @description Semver, as 1.2.0; higher than every published one */
+            version: string;
+            /** @description The workflows, with what they use */
+            workflow_ids: string[] | null;
         };
         PublishNode: {
             /** @description What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs */
@@ -8855,8 +8983,12 @@ export interface components {
             capabilities: components["schemas"]["CapabilityDiff"];
             files: components["schemas"]["FileDiff"][] | null;
             from: string;
+            /** @description bundle: what the new version reads */
+            needs: components["schemas"]["Need"][] | null;
             objects: components["schemas"]["ObjectPlan"][] | null;
             to: string;
+            /** @description bundle: needs the install has no binding for (the update must bind them) */
+            unbound: string[] | null;
         };
         UploadInfo: {
             content_type: string;
@@ -12309,6 +12441,39 @@ export interface operations {
             };
         };
     };
+    post_api_marketplace_bundles_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishBundle"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_marketplace_installs: {
         parameters: {
             query?: never;
@@ -12533,6 +12698,40 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["VersionFile"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_items_id_preview_graph: {
+        parameters: {
+            query?: {
+                /** @description Default the latest */
+                version?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BundleGraph"];
                 };
             };
             /** @description Error */
@@ -12918,6 +13117,39 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["PublishNode"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Published"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_publish: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PublishApp"];
             };
         };
         responses: {
