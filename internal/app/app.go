@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"path/filepath"
@@ -568,10 +569,15 @@ func (m marketGit) Read(ctx context.Context, sourceID, url, branch string) (map[
 	if err != nil {
 		return nil, "", err
 	}
-	if err := m.git.Sync(ctx, m.key(sourceID), repo.Remote{URL: url, Proxy: proxy}); err != nil {
+	if err := m.git.Sync(ctx, m.key(sourceID), repo.Remote{URL: url, Proxy: proxy, Shallow: true}); err != nil {
 		return nil, "", err
 	}
-	files, commit, err := m.git.Files(ctx, m.key(sourceID), branch, marketplace.GitDir, []string{""}, marketplace.MaxGitFiles, marketplace.MaxGitFileBytes)
+	if size := dirSize(m.git.MirrorPath(m.key(sourceID))); size > marketGitMaxMirror {
+		m.Forget(sourceID)
+		return nil, "", fmt.Errorf("the repository takes %d MiB on disk, more than the %d MiB a Git source may", size>>20, marketGitMaxMirror>>20)
+	}
+	files, commit, err := m.git.FilesWithin(ctx, m.key(sourceID), branch, marketplace.GitDir, []string{""}, marketplace.MaxGitFiles,
+		marketplace.MaxGitFileBytes, marketplace.MaxGitBytes)
 	if err != nil {
 		return nil, "", err
 	}
@@ -585,3 +591,21 @@ func (m marketGit) Read(ctx context.Context, sourceID, url, branch string) (map[
 }
 
 func (m marketGit) Forget(sourceID string) { _ = m.git.RemoveMirror(m.key(sourceID)) }
+
+// marketGitMaxMirror bounds a Git source's mirror on disk (its branches'
+// tips, fetched shallow).
+const marketGitMaxMirror = 256 << 20
+
+// dirSize is the bytes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -49,6 +49,7 @@ const (
 	GitDir            = "marketplace/"
 	MaxGitFiles       = 5000
 	MaxGitFileBytes   = 1 << 20
+	MaxGitBytes       = 64 << 20 // all of a catalog's files
 	MaxItemsPerSource = 500
 	gitSyncTimeout    = 2 * time.Minute
 	maxProblems       = 5

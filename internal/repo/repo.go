@@ -32,6 +32,9 @@ type Remote struct {
 	// through (outbound.Tunnel: each one checked where it lands), and no
 	// other transport is allowed.
 	Proxy string
+	// Shallow fetches only each branch's tip (a catalog read at its tip
+	// needs no history).
+	Shallow bool
 }
 
 // Git manages mirrors and worktrees under a data directory.
@@ -145,12 +148,13 @@ type authEnv struct {
 	env     []string
 	secrets []string
 	cleanup func()
+	shallow bool
 }
 
 // auth prepares credentials for r: an askpass script that reads them from
 // this process's environment for https, a private key file for ssh.
 func (g *Git) auth(r Remote) (*authEnv, error) {
-	a := &authEnv{cleanup: func() {}, secrets: []string{r.Token, r.SSHPrivateKey}}
+	a := &authEnv{cleanup: func() {}, secrets: []string{r.Token, r.SSHPrivateKey}, shallow: r.Shallow}
 	if r.Proxy != "" {
 		a.secrets = append(a.secrets, r.Proxy)
 		// GIT_CONFIG_COUNT adds to every git command's config: the proxy,
@@ -256,7 +260,11 @@ func (g *Git) sync(ctx context.Context, projectID string, r Remote) error {
 }
 
 func (g *Git) fetch(ctx context.Context, dir string, a *authEnv) error {
-	_, err := g.run(ctx, "fetch", dir, a, "fetch", "--prune", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*")
+	args := []string{"fetch", "--prune", "--no-tags"}
+	if a != nil && a.shallow {
+		args = append(args, "--depth=1")
+	}
+	_, err := g.run(ctx, "fetch", dir, a, append(args, "origin", "+refs/heads/*:refs/remotes/origin/*")...)
 	return err
 }
 
@@ -454,9 +462,18 @@ var ErrTooMany = errors.New("too many files")
 
 // Files reads the files under dir (a repository path, "" for all) whose
 // names end in one of exts, at the tip of the mirror's copy of branch (Sync
-// first): at most max files of at most maxBytes each. It returns them by
-// path with the commit they were read at.
+// first): at most max files of at most maxBytes each, byte for byte. It
+// returns them by path with the commit they were read at.
 func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []string, max int, maxBytes int64) ([]File, string, error) {
+	return g.FilesWithin(ctx, projectID, branch, dir, exts, max, maxBytes, 0)
+}
+
+// ErrTooLarge reports files larger together than a reader takes.
+var ErrTooLarge = errors.New("files too large together")
+
+// FilesWithin is Files reading at most maxTotal bytes in all (0: no
+// bound); past it, ErrTooLarge.
+func (g *Git) FilesWithin(ctx context.Context, projectID, branch, dir string, exts []string, max int, maxBytes, maxTotal int64) ([]File, string, error) {
 	defer g.lock(projectID)()
 	mirror := g.MirrorPath(projectID)
 	commit, err := g.run(ctx, "rev-parse", mirror, nil, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+branch+"^{commit}")
@@ -472,6 +489,7 @@ func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []s
 		return nil, "", err
 	}
 	var out []File
+	var total int64
 	for _, entry := range strings.Split(list, "\x00") {
 		// <mode> SP <type> SP <object> SP+ <size> TAB <path>
 		meta, path, ok := strings.Cut(entry, "\t")
@@ -486,9 +504,13 @@ func (g *Git) Files(ctx context.Context, projectID, branch, dir string, exts []s
 			return nil, "", fmt.Errorf("%w: more than %d under %s", ErrTooMany, max, dir)
 		}
 		f := File{Path: path}
-		if size, err := strconv.ParseInt(fields[3], 10, 64); err != nil || size > maxBytes {
+		size, err := strconv.ParseInt(fields[3], 10, 64)
+		if err != nil || size > maxBytes {
 			out = append(out, f) // Content nil: too large to read
 			continue
+		}
+		if total += size; maxTotal > 0 && total > maxTotal {
+			return nil, "", fmt.Errorf("%w: more than %d bytes under %s", ErrTooLarge, maxTotal, dir)
 		}
 		blob, err := g.blob(ctx, mirror, fields[2])
 		if err != nil {
