@@ -217,6 +217,8 @@ func TestMarketplaceCatalog(t *testing.T) {
 				Create: func(*testing.T, *apitest.Client) string { return inst.ID }},
 			{Name: "auto update", Method: "POST", Path: "/api/marketplace/installs/{id}/auto_update", Body: obj{"enabled": false},
 				Create: func(*testing.T, *apitest.Client) string { return inst.ID }},
+			{Name: "update", Method: "POST", Path: "/api/marketplace/installs/{id}/update", Body: obj{},
+				Create: func(*testing.T, *apitest.Client) string { return inst.ID }},
 		})
 
 		// Takedown: every version withdrawn, installs blocked, what was
@@ -263,6 +265,9 @@ func TestMarketplaceCatalog(t *testing.T) {
 		if !has(items(t, buyer, ""), "greeter") {
 			t.Fatal("a granted item is not visible")
 		}
+		if has(items(t, admin, ""), "greeter") { // a grant names whom it grants, no one else
+			t.Fatal("a workspace the source does not name sees its item")
+		}
 		fixture.Want(t, pub.Do("POST", "/api/marketplace/sources/"+official+"/sync", nil), http.StatusOK)
 
 		// The tenancy table: an item (unreviewed) and a source of another
@@ -282,6 +287,10 @@ func TestMarketplaceCatalog(t *testing.T) {
 			{Name: "review", Method: "GET", Path: "/api/marketplace/items/{id}/review", Create: itemID},
 			{Name: "preview", Method: "GET", Path: "/api/marketplace/items/{id}/preview/script", Create: itemID},
 			{Name: "ratings", Method: "GET", Path: "/api/marketplace/items/{id}/ratings", Create: itemID},
+			{Name: "rate", Method: "PUT", Path: "/api/marketplace/items/{id}/rating", Body: obj{"stars": 1}, Create: itemID},
+			{Name: "my rating", Method: "GET", Path: "/api/marketplace/items/{id}/rating/mine", Create: itemID},
+			{Name: "unrate", Method: "DELETE", Path: "/api/marketplace/items/{id}/rating", Create: itemID},
+			{Name: "graph", Method: "GET", Path: "/api/marketplace/items/{id}/preview/graph", Create: itemID},
 			{Name: "install preview", Method: "POST", Path: "/api/marketplace/items/{id}/versions/1.0.0/install_preview", Create: itemID},
 			{Name: "source patch", Method: "PATCH", Path: "/api/marketplace/sources/{id}", Body: obj{"name": "Published here"}, Create: sourceID},
 			{Name: "source sync", Method: "POST", Path: "/api/marketplace/sources/{id}/sync", Create: sourceID},
