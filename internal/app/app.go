@@ -14,12 +14,11 @@ import (
 	"log/slog"
 	"net/url"
 	"path/filepath"
-	"slipway/internal/activity"
-	"slipway/internal/admin"
-	"slipway/internal/platform/actor"
 	"strconv"
 	"time"
 
+	"slipway/internal/activity"
+	"slipway/internal/admin"
 	"slipway/internal/approvals"
 	"slipway/internal/apps"
 	"slipway/internal/attention"
@@ -31,6 +30,7 @@ import (
 	"slipway/internal/changes"
 	"slipway/internal/codefiles"
 	"slipway/internal/commands"
+	"slipway/internal/commerce"
 	"slipway/internal/config"
 	"slipway/internal/conversations"
 	"slipway/internal/dispatch"
@@ -43,6 +43,7 @@ import (
 	"slipway/internal/marketplace"
 	"slipway/internal/n8nimport"
 	"slipway/internal/notifications"
+	"slipway/internal/platform/actor"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/jobs"
@@ -78,6 +79,7 @@ type Services struct {
 	Proposals     *proposals.Service
 	Attention     *attention.Service
 	Marketplace   *marketplace.Service
+	Commerce      *commerce.Service
 	Auth          *auth.Service
 	Tenancy       *tenancy.Service
 	Projects      *projects.Service
@@ -345,7 +347,9 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Notifications = notes
 	a.Services.Proposals = props
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
-		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Reactions: re})
+		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Commerce: commerce.Licenses{}, Reactions: re})
+	a.Services.Commerce = commerce.NewService(commerce.Deps{DB: d, Clock: clk, Log: log, Sealer: sealer, Catalog: a.Services.Marketplace,
+		Provider: payments != nil})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})

@@ -68,7 +68,7 @@ func (s *Service) PublishApp(ctx context.Context, ws *actor.Workspace, u *actor.
 		return nil, apperr.BadRequest("a listing holds at most %d files and %d bytes", maxBundleFiles, maxBundleBytes)
 	}
 	return s.publish(ctx, ws, u, KindApp, cmpOr(in.Slug, keyOf(src.Name, func(string) bool { return false })), cmpOr(in.Name, src.Name), in.Summary,
-		in.Tags, in.Version, in.Changelog, in.Capabilities, []Object{{Type: ObjectApp, Key: ObjectApp, Path: "app/app.json"}}, nil, files)
+		in.Tags, in.Version, in.Changelog, in.Capabilities, in.Price, []Object{{Type: ObjectApp, Key: ObjectApp, Path: "app/app.json"}}, nil, files)
 }
 
 // installApp makes or updates the app of an app item's version, in tx.

@@ -324,7 +324,7 @@ func (s *Service) PublishBundle(ctx context.Context, ws *actor.Workspace, u *act
 	objects := slices.Concat(b.scripts, b.types, b.flows, b.code)
 	firstKey := strings.TrimPrefix(b.flows[0].Key, "workflow:")
 	return s.publish(ctx, ws, u, KindBundle, cmpOr(in.Slug, firstKey), cmpOr(in.Name, first.Name), in.Summary, in.Tags, in.Version, in.Changelog, caps,
-		objects, b.needs, b.files)
+		in.Price, objects, b.needs, b.files)
 }
 
 // PreviewGraph is a bundle's workflows at its latest (or a given) version,

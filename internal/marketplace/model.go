@@ -87,6 +87,7 @@ type MarketItem struct {
 	Summary       string    `json:"summary"`
 	Tags          []string  `json:"tags"`
 	Paid          bool      `json:"paid"`
+	Price         *Price    `json:"price,omitempty" required:"false" doc:"A paid item's price (absent when free)"`
 	Verified      bool      `json:"verified" doc:"Approved by the instance's review: installable across the instance"`
 	Listed        bool      `json:"listed" doc:"False after a takedown"`
 	LatestVersion string    `json:"latest_version"`
@@ -97,6 +98,7 @@ type MarketItem struct {
 	UpdatedAt     time.Time `json:"updated_at"`
 
 	workspaceID *string
+	sellerID    *string
 	review      *string
 	reason      *string
 	reviewedAt  *time.Time
@@ -133,6 +135,14 @@ type ItemVerdict struct {
 	DecidedAt time.Time `json:"decided_at"`
 }
 
+// Price is a paid item's price: integer minor units of a currency, once or
+// every month.
+type Price struct {
+	AmountMinor int64  `json:"amount_minor" minimum:"1" maximum:"100000000" doc:"Integer minor units (cents): 1 to 100,000,000"`
+	Currency    string `json:"currency" pattern:"^[A-Z]{3}$" doc:"ISO 4217, as EUR"`
+	Interval    string `json:"interval" enum:"once,month" doc:"once: bought for good; month: a subscription"`
+}
+
 // Listing is what every publish says of the item and its new version.
 type Listing struct {
 	Slug         string       `json:"slug,omitempty" maxLength:"63" doc:"The item's slug (default the published object's)"`
@@ -142,6 +152,7 @@ type Listing struct {
 	Version      string       `json:"version" maxLength:"50" doc:"Semver, as 1.2.0; higher than every published one"`
 	Changelog    string       `json:"changelog" minLength:"1" maxLength:"20000"`
 	Capabilities Capabilities `json:"capabilities,omitempty" doc:"What it may do: its hosts, the resource kinds and secrets it reads, node kinds it adds, runner labels it needs"`
+	Price        *Price       `json:"price,omitempty" doc:"Sell it: the publisher's seller profile is paid for each license (an item once paid stays paid; a later price applies to new purchases)"`
 }
 
 // PublishScript publishes a script of the workspace as a version of an

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 
@@ -53,6 +54,14 @@ type Refs interface {
 	AppRef(ctx context.Context, ws *actor.Workspace, id string) (name string, err error)
 }
 
+// Commerce is what the catalog needs of purchases and sellers: whether a
+// workspace holds a license to a paid item, and a person's seller profile
+// (a paid listing is sold by one). It reads in the caller's transaction.
+type Commerce interface {
+	Licensed(ctx context.Context, q db.Queryer, workspaceID, itemID string, now time.Time) (bool, error)
+	SellerOf(ctx context.Context, q db.Queryer, userID string) (string, error) // "" without a profile
+}
+
 // Reactions are what other domains do when the catalog changes, inside its
 // transaction: who installed an item is told when an update waits for
 // them, and when the item is taken down.
@@ -72,6 +81,7 @@ type Deps struct {
 	Refs      Refs
 	Apps      Apps      // nil: no app listings
 	Git       GitReader // nil: no Git sources
+	Commerce  Commerce  // nil: paid items are listed, never licensed
 	Reactions Reactions // nil: no one is told
 }
 
@@ -422,8 +432,10 @@ func (s *Service) Files(ctx context.Context, ws *actor.Workspace, id, version st
 	if err != nil {
 		return nil, err
 	}
-	if it.Paid && !it.Mine {
-		return nil, apperr.New(apperr.CodeForbidden, "%s is a paid item: its files need a license", it.Slug)
+	if ok, err := s.licensed(ctx, s.DB.R, ws, it); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, apperr.New(apperr.CodeForbidden, "%s is a paid item: its files need a license (POST /api/marketplace/checkout/{version_id})", it.Slug)
 	}
 	out := make([]VersionFile, 0, len(v.Files))
 	for _, f := range v.Files {
@@ -497,7 +509,7 @@ func (s *Service) PublishScript(ctx context.Context, ws *actor.Workspace, u *act
 	slug := cmpOr(in.Slug, sc.Slug)
 	name := cmpOr(in.Name, sc.Name)
 	path := "scripts/" + sc.Slug + ".json"
-	return s.publish(ctx, ws, u, KindScript, slug, name, in.Summary, in.Tags, in.Version, in.Changelog, in.Capabilities,
+	return s.publish(ctx, ws, u, KindScript, slug, name, in.Summary, in.Tags, in.Version, in.Changelog, in.Capabilities, in.Price,
 		[]Object{{Type: "script", Key: "script", Path: path}}, nil, map[string][]byte{path: file})
 }
 
@@ -526,7 +538,7 @@ func (s *Service) PublishNode(ctx context.Context, ws *actor.Workspace, u *actor
 	caps := in.Capabilities
 	caps.NodeKinds = append(slices.Clone(caps.NodeKinds), nt.Slug)
 	return s.publish(ctx, ws, u, KindNode, cmpOr(in.Slug, strings.ReplaceAll(nt.Slug, "_", "-")), cmpOr(in.Name, nt.Name), in.Summary, in.Tags, in.Version,
-		in.Changelog, caps, []Object{{Type: "script", Key: "script", Path: scriptPath}, {Type: "node_type", Key: "node_type", Path: nodePath}},
+		in.Changelog, caps, in.Price, []Object{{Type: "script", Key: "script", Path: scriptPath}, {Type: "node_type", Key: "node_type", Path: nodePath}},
 		nil, map[string][]byte{scriptPath: script, nodePath: node})
 }
 
@@ -540,7 +552,7 @@ func cmpOr(a, b string) string {
 // publish stores a version of an item of the workspace's own source, in
 // one transaction (the source and the item are made on first use).
 func (s *Service) publish(ctx context.Context, ws *actor.Workspace, u *actor.User, kind, slug, name, summary string, tags []string, version, changelog string,
-	caps Capabilities, objects []Object, needs []Need, files map[string][]byte) (*Published, error) {
+	caps Capabilities, price *Price, objects []Object, needs []Need, files map[string][]byte) (*Published, error) {
 	if !slugPattern.MatchString(slug) {
 		return nil, apperr.BadRequest("slug must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter")
 	}
@@ -566,6 +578,9 @@ func (s *Service) publish(ctx context.Context, ws *actor.Workspace, u *actor.Use
 	}
 	if caps, err = caps.clean(); err != nil {
 		return nil, err
+	}
+	if price != nil && s.Commerce == nil {
+		return nil, apperr.BadRequest("price: paid listings are not available on this server")
 	}
 	m := VersionManifest{Kind: kind, Objects: objects, Capabilities: caps, Needs: needs}
 	for p, b := range files {
@@ -630,6 +645,19 @@ func (s *Service) publish(ctx context.Context, ws *actor.Workspace, u *actor.Use
 			}
 			it.Name, it.Summary, it.Tags, it.LatestVersion, it.UpdatedAt = name, summary, tags, v.Version, now
 			if err := touchItem(ctx, tx, it); err != nil {
+				return err
+			}
+		}
+		if price != nil {
+			seller, err := s.Commerce.SellerOf(ctx, tx, actorID(u))
+			if err != nil {
+				return err
+			}
+			if seller == "" {
+				return apperr.BadRequest("price: a paid listing needs your seller profile first (POST /api/marketplace/seller/profile)")
+			}
+			it.Paid, it.Price, it.sellerID = true, price, &seller
+			if err := priceItem(ctx, tx, it); err != nil {
 				return err
 			}
 		}
@@ -748,6 +776,45 @@ func (s *Service) list(ctx context.Context, u *actor.User, id string, listed boo
 
 // Installs.
 
+// licensed reports whether the workspace may have a paid item's files: its
+// publisher may, and a workspace holding a license.
+func (s *Service) licensed(ctx context.Context, q db.Queryer, ws *actor.Workspace, it *MarketItem) (bool, error) {
+	if !it.Paid || it.Mine {
+		return true, nil
+	}
+	if s.Commerce == nil {
+		return false, nil
+	}
+	return s.Commerce.Licensed(ctx, q, ws.ID, it.ID, s.Clock.Now())
+}
+
+// CheckoutVersion reads a version by its id with its item, as the active
+// workspace may buy it: seen, paid, listed, not its own, not withdrawn.
+func (s *Service) CheckoutVersion(ctx context.Context, q db.Queryer, ws *actor.Workspace, versionID string) (*MarketItem, *ItemVersion, string, error) {
+	if !ids.Valid(versionID) {
+		return nil, nil, "", apperr.NotFound("version")
+	}
+	v, err := versionByID(ctx, q, versionID)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	it, err := itemFor(ctx, q, ws.ID, v.ItemID)
+	if e, ok := apperr.As(err); ok && e.Code == apperr.CodeNotFound {
+		return nil, nil, "", apperr.NotFound("version")
+	}
+	switch {
+	case err != nil:
+		return nil, nil, "", err
+	case !it.Paid || it.Price == nil || it.sellerID == nil:
+		return nil, nil, "", apperr.New(apperr.CodeConflict, "%s is free: install it, there is nothing to buy", it.Slug)
+	case it.Mine:
+		return nil, nil, "", apperr.New(apperr.CodeConflict, "%s is this workspace's own item", it.Slug)
+	case v.Withdrawn || !it.Listed:
+		return nil, nil, "", apperr.New(apperr.CodeConflict, "version %s of %s was withdrawn (the item was taken down)", v.Version, it.Slug)
+	}
+	return it, v, *it.sellerID, nil
+}
+
 // installable reads the version of an item the workspace may install.
 func (s *Service) installable(ctx context.Context, q db.Queryer, ws *actor.Workspace, itemID, version string) (*MarketItem, *ItemVersion, map[string][]byte, error) {
 	if !ids.Valid(itemID) {
@@ -764,8 +831,11 @@ func (s *Service) installable(ctx context.Context, q db.Queryer, ws *actor.Works
 	switch {
 	case v.Withdrawn || !it.Listed:
 		return nil, nil, nil, apperr.New(apperr.CodeConflict, "version %s of %s was withdrawn (the item was taken down)", v.Version, it.Slug)
-	case it.Paid && !it.Mine:
-		return nil, nil, nil, apperr.New(apperr.CodeForbidden, "%s is a paid item: installing it needs a license", it.Slug)
+	}
+	if ok, err := s.licensed(ctx, q, ws, it); err != nil {
+		return nil, nil, nil, err
+	} else if !ok {
+		return nil, nil, nil, apperr.New(apperr.CodeForbidden, "%s is a paid item: installing it needs a license (POST /api/marketplace/checkout/{version_id})", it.Slug)
 	}
 	files, err := filesOf(ctx, q, v.ID)
 	if err != nil {

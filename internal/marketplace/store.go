@@ -155,18 +155,25 @@ func deleteSource(ctx context.Context, q db.Queryer, workspaceID, id string) err
 
 // Items.
 
-const itemColumns = `i.id, i.source_id, i.workspace_id, i.kind, i.slug, i.name, i.summary, i.tags, i.paid, i.verified, i.listed, i.latest_version,
+const itemColumns = `i.id, i.source_id, i.workspace_id, i.kind, i.slug, i.name, i.summary, i.tags, i.paid, i.price_minor, i.currency, i.price_interval,
+	i.seller_id, i.verified, i.listed, i.latest_version,
 	i.rating_count, i.rating_sum, i.review, i.review_reason, i.reviewed_at, i.created_at, i.updated_at`
 
 func scanItem(row interface{ Scan(...any) error }, viewer string) (*MarketItem, error) {
 	var it MarketItem
 	var tags string
 	var sum int64
-	if err := row.Scan(&it.ID, &it.SourceID, &it.workspaceID, &it.Kind, &it.Slug, &it.Name, &it.Summary, &tags, &it.Paid, &it.Verified, &it.Listed,
+	var amount *int64
+	var currency, interval *string
+	if err := row.Scan(&it.ID, &it.SourceID, &it.workspaceID, &it.Kind, &it.Slug, &it.Name, &it.Summary, &tags, &it.Paid, &amount, &currency, &interval,
+		&it.sellerID, &it.Verified, &it.Listed,
 		&it.LatestVersion, &it.RatingCount, &sum, &it.review, &it.reason, db.NullUTC(&it.reviewedAt), db.UTC(&it.CreatedAt), db.UTC(&it.UpdatedAt)); err != nil {
 		return nil, err
 	}
 	it.Tags = decodeStrings(tags)
+	if it.Paid && amount != nil && currency != nil && interval != nil {
+		it.Price = &Price{AmountMinor: *amount, Currency: *currency, Interval: *interval}
+	}
 	if it.RatingCount > 0 {
 		avg := float64(sum) / float64(it.RatingCount)
 		it.RatingAverage = &avg
@@ -306,6 +313,28 @@ func insertItem(ctx context.Context, q db.Queryer, it *MarketItem) error {
 }
 
 // touchItem records an item's new latest version and listing text.
+// priceItem makes an item paid at a price, sold by a seller.
+func priceItem(ctx context.Context, q db.Queryer, it *MarketItem) error {
+	_, err := q.ExecContext(ctx, `UPDATE marketplace_items SET paid = TRUE, price_minor = $2, currency = $3, price_interval = $4, seller_id = $5
+		WHERE id = $1`, it.ID, it.Price.AmountMinor, it.Price.Currency, it.Price.Interval, it.sellerID)
+	if err != nil {
+		return fmt.Errorf("marketplace: price item: %w", err)
+	}
+	return nil
+}
+
+// versionByID reads a version by its id (its item is checked after).
+func versionByID(ctx context.Context, q db.Queryer, id string) (*ItemVersion, error) {
+	v, err := scanVersion(q.QueryRowContext(ctx, "SELECT "+versionColumns+" FROM marketplace_versions WHERE id = $1", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, apperr.NotFound("version")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("marketplace: version: %w", err)
+	}
+	return v, nil
+}
+
 func touchItem(ctx context.Context, q db.Queryer, it *MarketItem) error {
 	tags, _ := json.Marshal(it.Tags)
 	_, err := q.ExecContext(ctx, `UPDATE marketplace_items SET name = $2, summary = $3, tags = $4, latest_version = $5, search = $6, updated_at = $7

@@ -4,23 +4,17 @@ import (
 	"context"
 	"net/http"
 	"reflect"
-	"slipway/internal/activity"
-	"slipway/internal/app"
-	"slipway/internal/approvals"
-	"slipway/internal/attention"
-	"slipway/internal/commands"
-	"slipway/internal/conversations"
-	"slipway/internal/mail"
-	"slipway/internal/marketplace"
-	"slipway/internal/runnerapi"
-	"slipway/internal/undo"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"slipway/internal/activity"
 	"slipway/internal/admin"
+	"slipway/internal/app"
+	"slipway/internal/approvals"
 	"slipway/internal/apps"
+	"slipway/internal/attention"
 	"slipway/internal/audit"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
@@ -29,8 +23,13 @@ import (
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
 	"slipway/internal/codefiles"
+	"slipway/internal/commands"
+	"slipway/internal/commerce"
+	"slipway/internal/conversations"
 	"slipway/internal/envvars"
 	"slipway/internal/errorpages"
+	"slipway/internal/mail"
+	"slipway/internal/marketplace"
 	"slipway/internal/n8nimport"
 	"slipway/internal/notifications"
 	"slipway/internal/platform/actor"
@@ -39,6 +38,7 @@ import (
 	"slipway/internal/projects"
 	"slipway/internal/proposals"
 	"slipway/internal/resources"
+	"slipway/internal/runnerapi"
 	"slipway/internal/runners"
 	"slipway/internal/runs"
 	"slipway/internal/scripts"
@@ -46,6 +46,7 @@ import (
 	"slipway/internal/templates"
 	"slipway/internal/tenancy"
 	"slipway/internal/triggers"
+	"slipway/internal/undo"
 	"slipway/internal/workflows"
 	"slipway/internal/workflowscan"
 )
@@ -146,6 +147,7 @@ func NewAPIs(mux *httpx.Mux, svc Services) APIs {
 	notifications.Register(pub, svc.Notifications, svc.Tenancy.WorkspaceScoped(pub))
 	proposals.Register(pub, svc.Proposals, svc.Tenancy.WorkspaceScoped(pub))
 	marketplace.Register(pub, svc.Marketplace, svc.Tenancy.WorkspaceScoped(pub))
+	commerce.Register(pub, svc.Commerce, svc.Tenancy.WorkspaceScoped(pub))
 	attention.Register(pub, svc.Attention, svc.Tenancy.WorkspaceScoped(pub))
 	workflowscan.Register(pub, svc.Scans, svc.Tenancy.WorkspaceScoped(pub))
 	tasks.Register(pub, svc.Tasks, svc.Tenancy.WorkspaceScoped(pub))

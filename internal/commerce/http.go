@@ -1,0 +1,206 @@
+package commerce
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"slipway/internal/platform/actor"
+	"slipway/internal/platform/httpx"
+)
+
+type versionIDInput struct {
+	VersionID string `path:"version_id" maxLength:"64"`
+}
+
+type purchaseIDInput struct {
+	PurchaseID string `path:"purchase_id" maxLength:"64"`
+}
+
+type idInput struct {
+	ID string `path:"id" maxLength:"64"`
+}
+
+type pageInput struct {
+	Status string `query:"status" enum:"pending,active,cancelled,ended"`
+	Limit  int    `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset int    `query:"offset" minimum:"0" maximum:"100000"`
+}
+
+type ledgerInput struct {
+	Status string `query:"status" enum:"pending,available,held,paid"`
+	Limit  int    `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset int    `query:"offset" minimum:"0" maximum:"100000"`
+}
+
+type cancelInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body CancelInput
+}
+
+// CheckoutOutput is a checkout's answer: 201 with a new pending purchase,
+// 200 with the one pending already.
+type CheckoutOutput struct {
+	Status int
+	Body   *Checkout
+}
+
+// Register mounts purchases (the active workspace's), the seller's side
+// (the person's) and the fee settings (instance admins).
+func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Context))) {
+	ops := httpx.Operations{Tags: []string{"Marketplace"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{scoped}}
+	who := func(ctx context.Context) (*actor.User, *actor.Workspace, error) {
+		u, err := actor.RequireApproved(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, _ := actor.WorkspaceFrom(ctx) // the middleware guarantees one
+		return u, w, nil
+	}
+
+	checkout := ops.Op("post_api_marketplace_checkout_version_id", http.MethodPost, "/api/marketplace/checkout/{version_id}",
+		"Buy a paid item (workspace admins): a pending purchase at its price; 200 with the one pending already")
+	checkout.DefaultStatus = http.StatusCreated
+	huma.Register(api, checkout, func(ctx context.Context, in *versionIDInput) (*CheckoutOutput, error) {
+		u, ws, err := who(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c, created, err := s.Checkout(ctx, ws, u, in.VersionID)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			return &CheckoutOutput{Status: http.StatusCreated, Body: c}, nil
+		}
+		return &CheckoutOutput{Status: http.StatusOK, Body: c}, nil
+	})
+	huma.Register(api, ops.Op("post_api_marketplace_checkout_purchase_id_dev_complete", http.MethodPost,
+		"/api/marketplace/checkout/{purchase_id}/dev/complete", "Complete a pending purchase without a payment provider (development; refused while one is configured)"),
+		func(ctx context.Context, in *purchaseIDInput) (*httpx.Out[*Purchase], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.DevComplete(ctx, ws, u, in.PurchaseID))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_purchases", http.MethodGet, "/api/marketplace/purchases", "The workspace's purchases, newest first"),
+		func(ctx context.Context, in *pageInput) (*httpx.Out[*PurchasePage], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Purchases(ctx, ws, in.Status, in.Limit, in.Offset))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_purchases_id", http.MethodGet, "/api/marketplace/purchases/{id}", "A purchase (its buyer only)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*Purchase], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Purchase(ctx, ws, u, in.ID))
+		})
+	huma.Register(api, ops.Op("post_api_marketplace_purchases_id_cancel", http.MethodPost, "/api/marketplace/purchases/{id}/cancel",
+		"Cancel a subscription (its buyer): at the end of the paid period, or now with a refund of the unused remainder"),
+		func(ctx context.Context, in *cancelInput) (*httpx.Out[*Purchase], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Cancel(ctx, ws, u, in.ID, in.Body))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_purchases_id_invoices", http.MethodGet, "/api/marketplace/purchases/{id}/invoices",
+		"A purchase's invoices and credit notes (its buyer only)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[[]Invoice], error) {
+			u, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Invoices(ctx, ws, u, in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_items_id_subscription", http.MethodGet, "/api/marketplace/items/{id}/subscription",
+		"The workspace's purchase of the item (its latest that is not pending), or null"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*Purchase], error) {
+			_, ws, err := who(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Subscription(ctx, ws, in.ID))
+		})
+
+	// The seller's side: the person's, whatever the workspace.
+	seller := httpx.Operations{Tags: []string{"Marketplace"}, Security: httpx.SessionSecurity}
+	huma.Register(api, seller.Op("get_api_marketplace_seller_profile", http.MethodGet, "/api/marketplace/seller/profile", "Your seller profile"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*SellerProfile], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Profile(ctx, u))
+		})
+	huma.Register(api, httpx.Created(seller.Op("post_api_marketplace_seller_profile", http.MethodPost, "/api/marketplace/seller/profile",
+		"Become a seller: your profile (one per person; reviewed before the first payout)")),
+		func(ctx context.Context, in *struct{ Body SellerProfileInput }) (*httpx.Out[*SellerProfile], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.CreateProfile(ctx, u, in.Body))
+		})
+	huma.Register(api, httpx.Created(seller.Op("post_api_marketplace_seller_payout_account", http.MethodPost, "/api/marketplace/seller/payout-account",
+		"Add a payout account (IBAN and BIC, validated; the IBAN is stored sealed and shown masked)")),
+		func(ctx context.Context, in *struct{ Body PayoutAccountInput }) (*httpx.Out[*PayoutAccount], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.AddAccount(ctx, u, in.Body))
+		})
+	huma.Register(api, seller.Op("get_api_marketplace_seller_payout_accounts", http.MethodGet, "/api/marketplace/seller/payout-accounts",
+		"Your payout accounts, IBANs masked"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]PayoutAccount], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Accounts(ctx, u))
+		})
+	huma.Register(api, seller.Op("get_api_marketplace_seller_purchases", http.MethodGet, "/api/marketplace/seller/purchases",
+		"The purchases of your items, newest first"),
+		func(ctx context.Context, in *pageInput) (*httpx.Out[*PurchasePage], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SellerPurchases(ctx, u, in.Status, in.Limit, in.Offset))
+		})
+	huma.Register(api, seller.Op("get_api_marketplace_seller_ledger", http.MethodGet, "/api/marketplace/seller/ledger",
+		"Your ledger, newest first, with your balances (its entries' sum per currency)"),
+		func(ctx context.Context, in *ledgerInput) (*httpx.Out[*LedgerPage], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Ledger(ctx, u, in.Status, in.Limit, in.Offset))
+		})
+
+	admin := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
+	huma.Register(api, admin.Op("get_api_admin_marketplace_fee_settings", http.MethodGet, "/api/admin/marketplace/fee-settings",
+		"The platform's fees (instance admins)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[*FeeSettings], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Fees(ctx))
+		})
+	huma.Register(api, admin.Op("put_api_admin_marketplace_fee_settings", http.MethodPut, "/api/admin/marketplace/fee-settings",
+		"Set the platform's fees, 0 to 100 percent each (instance admins); future sales settle with them"),
+		func(ctx context.Context, in *struct{ Body FeeSettings }) (*httpx.Out[*FeeSettings], error) {
+			u, err := actor.RequireAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SetFees(ctx, u, in.Body))
+		})
+}
