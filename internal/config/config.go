@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -79,6 +80,8 @@ type Config struct {
 	// elsewhere (a local double).
 	StripeSecretKey Secret
 	StripeAPIBase   string
+	// Payouts: who pays the marketplace's sellers, and through which bank.
+	Payouts Payouts
 	// LLMProviderBaseURL is the one provider LLM_PROVIDER_API_KEY is sent
 	// to: a profile or node pointing elsewhere never gets the key.
 	LLMProviderBaseURL string
@@ -320,6 +323,16 @@ func load(lookup Lookup) (*Config, *reader) {
 	if c.StripeAPIBase = r.str("STRIPE_API_BASE", ""); c.StripeAPIBase != "" {
 		r.httpURL("STRIPE_API_BASE", c.StripeAPIBase)
 	}
+	c.Payouts = Payouts{DebtorName: r.str("SERVICE_PAYOUT_DEBTOR_NAME", ""), DebtorIBAN: r.str("SERVICE_PAYOUT_DEBTOR_IBAN", ""),
+		DebtorBIC: r.str("SERVICE_PAYOUT_DEBTOR_BIC", ""), PainVersion: r.oneOf("SERVICE_PAYOUT_PAIN_VERSION", "09", "09", "03"),
+		Bank: r.oneOf("SERVICE_PAYOUT_BANK", "file", "file", "api"), Dir: r.str("SERVICE_PAYOUT_DIR", filepath.Join(c.DataDir, "payouts")),
+		BankURL: r.str("SERVICE_PAYOUT_BANK_URL", ""), BankToken: Secret(r.str("SERVICE_PAYOUT_BANK_TOKEN", ""))}
+	if c.Payouts.BankURL != "" {
+		r.httpURL("SERVICE_PAYOUT_BANK_URL", c.Payouts.BankURL)
+	}
+	if c.Payouts.Bank == "api" && c.Payouts.BankURL == "" {
+		r.failf("SERVICE_PAYOUT_BANK", "api needs SERVICE_PAYOUT_BANK_URL")
+	}
 	c.LLMProviderAPIKey = Secret(r.str("LLM_PROVIDER_API_KEY", ""))
 	c.LLMProviderBaseURL = strings.TrimRight(r.str("LLM_PROVIDER_BASE_URL", protocol.DefaultBaseURL), "/")
 	r.httpURL("LLM_PROVIDER_BASE_URL", c.LLMProviderBaseURL)
@@ -484,4 +497,20 @@ type OpenBao struct {
 // SECRET_BACKEND=auto then picks openbao.
 func (o OpenBao) HasAuth() bool {
 	return o.Addr != "" && (o.Token != "" || (o.RoleID != "" && o.SecretID != ""))
+}
+
+// Payouts configure the marketplace's payouts: the platform's account the
+// SEPA transfers are paid from, the pain.001 version the bank takes, and
+// the bank connection (file: each batch written to Dir for upload, its
+// pain.002 status report read back from there; api: the bank's payment
+// API at BankURL).
+type Payouts struct {
+	DebtorName  string
+	DebtorIBAN  string
+	DebtorBIC   string
+	PainVersion string // 09 or 03
+	Bank        string // file or api
+	Dir         string
+	BankURL     string
+	BankToken   Secret
 }
