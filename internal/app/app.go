@@ -25,6 +25,7 @@ import (
 	"slipway/internal/audit"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
+	"slipway/internal/bank"
 	"slipway/internal/billing"
 	"slipway/internal/captcha"
 	"slipway/internal/changes"
@@ -212,7 +213,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	llmKey, speechKey := keys[InstanceLLMKey], keys[InstanceSpeechKey]
 	red := opts.Redactor
 	if red == nil {
-		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey, cfg.StripeSecretKey.Reveal(), cfg.StripeWebhookSecret.Reveal())
+		red = redact.New(cfg.JWTSecret.Reveal(), speechKey, llmKey, cfg.StripeSecretKey.Reveal(), cfg.StripeWebhookSecret.Reveal(),
+			cfg.Payouts.BankToken.Reveal())
 	}
 	parts := derive(cfg, binary)
 	parts.Tasks.LLMKey, parts.Tasks.LLMBase = llmKey, cfg.LLMProviderBaseURL
@@ -349,7 +351,8 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
 		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Commerce: commerce.Licenses{}, Reactions: re})
 	a.Services.Commerce = commerce.NewService(commerce.Deps{DB: d, Clock: clk, Log: log, Sealer: sealer, Catalog: a.Services.Marketplace,
-		Provider: payments != nil})
+		Provider: payments != nil, Bank: payoutBank(cfg.Payouts),
+		Debtor: commerce.Debtor{Name: cfg.Payouts.DebtorName, IBAN: cfg.Payouts.DebtorIBAN, BIC: cfg.Payouts.DebtorBIC, Version: cfg.Payouts.PainVersion}})
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})
@@ -612,4 +615,12 @@ func dirSize(dir string) int64 {
 		return nil
 	})
 	return n
+}
+
+// payoutBank is the bank connection payouts use.
+func payoutBank(p config.Payouts) bank.Bank {
+	if p.Bank == "api" {
+		return bank.API{Base: p.BankURL, Token: p.BankToken.Reveal()}
+	}
+	return bank.File{Dir: p.Dir}
 }

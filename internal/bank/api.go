@@ -81,7 +81,7 @@ func refusal(status int, body []byte) error {
 func batchPath(ref, tail string) string { return "/v1/payments/batches/" + url.PathEscape(ref) + tail }
 
 // Submit uploads the batch.
-func (a API) Submit(ctx context.Context, messageID string, pain001 []byte) (string, *Challenge, error) {
+func (a API) Submit(ctx context.Context, messageID string, pain001 []byte) (string, *BankChallenge, error) {
 	status, body, err := a.do(ctx, http.MethodPost, "/v1/payments/batches", "application/xml", pain001, map[string]string{"X-Message-Id": messageID})
 	if err != nil {
 		return "", nil, err
@@ -90,20 +90,20 @@ func (a API) Submit(ctx context.Context, messageID string, pain001 []byte) (stri
 		return "", nil, refusal(status, body)
 	}
 	var out struct {
-		ID        string     `json:"id"`
-		Status    string     `json:"status"`
-		Challenge *Challenge `json:"challenge"`
+		ID            string         `json:"id"`
+		Status        string         `json:"status"`
+		BankChallenge *BankChallenge `json:"challenge"`
 	}
 	if err := json.Unmarshal(body, &out); err != nil || out.ID == "" {
 		return "", nil, fmt.Errorf("bank: the upload's answer does not read: %s", strings.TrimSpace(string(body[:min(len(body), 200)])))
 	}
-	if out.Status == "challenge" && out.Challenge == nil {
+	if out.Status == "challenge" && out.BankChallenge == nil {
 		return "", nil, fmt.Errorf("bank: a challenge without its id")
 	}
 	if out.Status != "challenge" {
-		out.Challenge = nil
+		out.BankChallenge = nil
 	}
-	return out.ID, out.Challenge, nil
+	return out.ID, out.BankChallenge, nil
 }
 
 // ConfirmTAN forwards the TAN.

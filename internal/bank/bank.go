@@ -21,7 +21,7 @@ type Bank interface {
 	// Submit hands a batch (its pain.001 file) to the bank; ref names it
 	// there. A challenge, when the bank asks for a TAN before it executes
 	// the batch, is answered with ConfirmTAN.
-	Submit(ctx context.Context, messageID string, pain001 []byte) (ref string, challenge *Challenge, err error)
+	Submit(ctx context.Context, messageID string, pain001 []byte) (ref string, challenge *BankChallenge, err error)
 	// ConfirmTAN answers a challenge.
 	ConfirmTAN(ctx context.Context, ref, challengeID, tan string) error
 	// Status reads what the bank did with each transfer, by end-to-end id
@@ -31,8 +31,8 @@ type Bank interface {
 	Cancel(ctx context.Context, ref string) error
 }
 
-// Challenge is a bank's request for a TAN.
-type Challenge struct {
+// BankChallenge is a bank's request for a TAN.
+type BankChallenge struct {
 	ID      string `json:"id"`
 	Message string `json:"message" doc:"What the bank says to do (e.g. confirm in the banking app and enter the TAN it shows)"`
 }

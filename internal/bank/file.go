@@ -29,7 +29,7 @@ func (f File) path(ref, kind string) (string, error) {
 
 // Submit writes the batch's file (atomically, readable by the server's
 // user only); submitting the same batch again writes the same file.
-func (f File) Submit(_ context.Context, messageID string, pain001 []byte) (string, *Challenge, error) {
+func (f File) Submit(_ context.Context, messageID string, pain001 []byte) (string, *BankChallenge, error) {
 	p, err := f.path(messageID, "pain001")
 	if err != nil {
 		return "", nil, err

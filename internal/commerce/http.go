@@ -39,6 +39,28 @@ type cancelInput struct {
 	Body CancelInput
 }
 
+type batchesInput struct {
+	Status string `query:"status" enum:"draft,approved,submitting,submitted,reconciled,cancelled"`
+	Limit  int    `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset int    `query:"offset" minimum:"0" maximum:"100000"`
+}
+
+type queueInput struct {
+	Limit  int `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
+	Offset int `query:"offset" minimum:"0" maximum:"100000"`
+}
+
+type tanInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body TANInput
+}
+
+type fileOutput struct {
+	ContentType string `header:"Content-Type"`
+	ETag        string `header:"ETag"`
+	Body        []byte
+}
+
 // CheckoutOutput is a checkout's answer: 201 with a new pending purchase,
 // 200 with the one pending already.
 type CheckoutOutput struct {
@@ -186,6 +208,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		})
 
 	admin := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
+	registerPayouts(api, s, admin)
 	huma.Register(api, admin.Op("get_api_admin_marketplace_fee_settings", http.MethodGet, "/api/admin/marketplace/fee-settings",
 		"The platform's fees (instance admins)"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[*FeeSettings], error) {
@@ -202,5 +225,108 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 				return nil, err
 			}
 			return httpx.Reply(s.SetFees(ctx, u, in.Body))
+		})
+}
+
+// registerPayouts mounts the payout routes (instance admins).
+func registerPayouts(api huma.API, s *Service, admin httpx.Operations) {
+	const base = "/api/admin/marketplace/payouts"
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_queue", http.MethodGet, base+"/queue",
+		"What each seller may be paid now, largest first (instance admins)"),
+		func(ctx context.Context, in *queueInput) (*httpx.Out[*QueuePage], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Queue(ctx, in.Limit, in.Offset))
+		})
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_negative_balances", http.MethodGet, base+"/negative-balances",
+		"Sellers whose ledgers sum below zero (instance admins)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]NegativeBalance], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.NegativeBalances(ctx))
+		})
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_batches", http.MethodGet, base+"/batches",
+		"Payout batches, newest first (instance admins)"),
+		func(ctx context.Context, in *batchesInput) (*httpx.Out[*BatchPage], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Batches(ctx, in.Status, in.Limit, in.Offset))
+		})
+	huma.Register(api, httpx.Created(admin.Op("post_api_admin_marketplace_payouts_batches", http.MethodPost, base+"/batches",
+		"Draft a batch from seller, account and amount entries, never above what a seller has available (instance admins)")),
+		func(ctx context.Context, in *struct{ Body BatchCreate }) (*httpx.Out[*PayoutBatch], error) {
+			u, err := actor.RequireAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.CreateBatch(ctx, u, in.Body))
+		})
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_batches_id", http.MethodGet, base+"/batches/{id}",
+		"A batch with its transfers (instance admins)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*PayoutBatch], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Batch(ctx, in.ID))
+		})
+	for _, op := range []struct {
+		id, path, summary string
+		do                func(ctx context.Context, u *actor.User, id string) (*PayoutBatch, error)
+	}{
+		{"post_api_admin_marketplace_payouts_batches_id_approve", "/approve", "Approve a draft: its SEPA file written once and hashed", s.ApproveBatch},
+		{"post_api_admin_marketplace_payouts_batches_id_cancel", "/cancel", "Cancel a batch before it is complete (a submitted one if the bank withdraws it)",
+			s.CancelBatch},
+	} {
+		do := op.do
+		huma.Register(api, admin.Op(op.id, http.MethodPost, base+"/batches/{id}"+op.path, op.summary+" (instance admins)"),
+			func(ctx context.Context, in *idInput) (*httpx.Out[*PayoutBatch], error) {
+				u, err := actor.RequireAdmin(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return httpx.Reply(do(ctx, u, in.ID))
+			})
+	}
+	huma.Register(api, admin.Op("post_api_admin_marketplace_payouts_batches_id_submit", http.MethodPost, base+"/batches/{id}/submit",
+		"Send an approved batch to the bank; with a challenge when the bank asks for a TAN; there is no un-submit (instance admins)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*SubmitResult], error) {
+			u, err := actor.RequireAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SubmitBatch(ctx, u, in.ID))
+		})
+	huma.Register(api, admin.Op("post_api_admin_marketplace_payouts_batches_id_tan", http.MethodPost, base+"/batches/{id}/tan",
+		"Answer the bank's challenge with the TAN: forwarded, never stored (instance admins)"),
+		func(ctx context.Context, in *tanInput) (*httpx.Out[*PayoutBatch], error) {
+			u, err := actor.RequireAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.ConfirmTAN(ctx, u, in.ID, in.Body))
+		})
+	huma.Register(api, admin.Op("post_api_admin_marketplace_payouts_batches_id_reconcile", http.MethodPost, base+"/batches/{id}/reconcile",
+		"Read the bank's status report: paid transfers leave the sellers' ledgers, rejected ones are available again (instance admins)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*ReconcileReport], error) {
+			u, err := actor.RequireAdmin(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Reconcile(ctx, u, in.ID))
+		})
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_batches_id_sepa_xml", http.MethodGet, base+"/batches/{id}/sepa_xml",
+		"An approved batch's SEPA file (pain.001), as written at approval; its SHA-256 in the ETag (instance admins)"),
+		func(ctx context.Context, in *idInput) (*fileOutput, error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			doc, sum, err := s.BatchFile(ctx, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			return &fileOutput{ContentType: "application/xml", ETag: `"` + sum + `"`, Body: doc}, nil
 		})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"slipway/internal/audit"
+	"slipway/internal/bank"
 	"slipway/internal/marketplace"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -36,6 +37,9 @@ type Deps struct {
 	// Provider: a payment provider is configured (its checkout completes
 	// purchases; the development completion is refused).
 	Provider bool
+	// Payouts: the account they are paid from, and the bank.
+	Debtor Debtor
+	Bank   bank.Bank
 }
 
 // Service is the marketplace's commerce.
