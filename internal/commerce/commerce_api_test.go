@@ -172,6 +172,25 @@ func TestMarketplacePurchases(t *testing.T) {
 			t.Fatalf("after a second sale at 20 %%: %+v", l)
 		}
 		fixture.Want(t, buyer.Do("GET", "/api/marketplace/seller/purchases", nil), http.StatusOK)
+		var lb struct {
+			Rows  []commerce.LedgerEntry `json:"rows"`
+			Total int                    `json:"total"`
+		}
+		pub.Do("GET", "/api/marketplace/seller/ledger/board?q=fee&sort=amount&order=asc", nil).JSON(t, &lb)
+		if lb.Total != 2 || lb.Rows[0].AmountMinor != -399 {
+			t.Fatalf("the ledger board: %+v", lb)
+		}
+		var pb struct {
+			Rows  []commerce.Purchase `json:"rows"`
+			Total int                 `json:"total"`
+		}
+		pub.Do("GET", "/api/marketplace/seller/purchases/board?q=report", nil).JSON(t, &pb)
+		if pb.Total != 2 || pb.Rows[0].ItemName != "Reporter" {
+			t.Fatalf("the seller's purchases board: %+v", pb)
+		}
+		if r := buyer.Do("GET", "/api/marketplace/seller/ledger/board", nil); !strings.Contains(string(r.Body), `"total":0`) {
+			t.Fatalf("a person without a profile sees a ledger: %s", r.Body)
+		}
 		var sold commerce.PurchasePage
 		pub.Do("GET", "/api/marketplace/seller/purchases", nil).JSON(t, &sold)
 		if sold.Total != 2 {

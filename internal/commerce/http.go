@@ -7,6 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"slipway/internal/platform/actor"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
 )
 
@@ -48,6 +49,21 @@ type batchesInput struct {
 type queueInput struct {
 	Limit  int `query:"limit" minimum:"0" doc:"Default 50, at most 200"`
 	Offset int `query:"offset" minimum:"0" maximum:"100000"`
+}
+
+type batchBoardInput struct {
+	board.Query
+	Status string `query:"status" enum:"draft,approved,submitting,submitted,reconciled,cancelled"`
+}
+
+type ledgerBoardInput struct {
+	board.Query
+	Status string `query:"status" enum:"pending,available,held,paid"`
+}
+
+type purchaseBoardInput struct {
+	board.Query
+	Status string `query:"status" enum:"active,cancelled,ended"`
 }
 
 type tanInput struct {
@@ -197,6 +213,24 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 			}
 			return httpx.Reply(s.SellerPurchases(ctx, u, in.Status, in.Limit, in.Offset))
 		})
+	huma.Register(api, seller.Op("get_api_marketplace_seller_purchases_board", http.MethodGet, "/api/marketplace/seller/purchases/board",
+		"The purchases of your items as a board: search by item, sort by created, amount or item, a status facet"),
+		func(ctx context.Context, in *purchaseBoardInput) (*httpx.Out[*board.Board[Purchase]], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SellerPurchaseBoard(ctx, u, in.Query, in.Status))
+		})
+	huma.Register(api, seller.Op("get_api_marketplace_seller_ledger_board", http.MethodGet, "/api/marketplace/seller/ledger/board",
+		"Your ledger as a board: search the memo or kind, sort by created, amount or kind, a status facet"),
+		func(ctx context.Context, in *ledgerBoardInput) (*httpx.Out[*board.Board[LedgerEntry]], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.LedgerBoard(ctx, u, in.Query, in.Status))
+		})
 	huma.Register(api, seller.Op("get_api_marketplace_seller_ledger", http.MethodGet, "/api/marketplace/seller/ledger",
 		"Your ledger, newest first, with your balances (its entries' sum per currency)"),
 		func(ctx context.Context, in *ledgerInput) (*httpx.Out[*LedgerPage], error) {
@@ -254,6 +288,14 @@ func registerPayouts(api huma.API, s *Service, admin httpx.Operations) {
 				return nil, err
 			}
 			return httpx.Reply(s.Batches(ctx, in.Status, in.Limit, in.Offset))
+		})
+	huma.Register(api, admin.Op("get_api_admin_marketplace_payouts_batches_board", http.MethodGet, base+"/batches/board",
+		"Payout batches as a board: search the message id, sort by created, total or status, a status facet (instance admins)"),
+		func(ctx context.Context, in *batchBoardInput) (*httpx.Out[*board.Board[PayoutBatch]], error) {
+			if _, err := actor.RequireAdmin(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.BatchBoard(ctx, in.Query, in.Status))
 		})
 	huma.Register(api, httpx.Created(admin.Op("post_api_admin_marketplace_payouts_batches", http.MethodPost, base+"/batches",
 		"Draft a batch from seller, account and amount entries, never above what a seller has available (instance admins)")),

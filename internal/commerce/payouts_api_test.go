@@ -255,6 +255,24 @@ func TestMarketplacePayouts(t *testing.T) {
 		if page.Total != 1 || page.Items[0].ID != b.ID {
 			t.Fatalf("the reconciled batches: %+v", page)
 		}
+		var bb struct {
+			Rows   []commerce.PayoutBatch `json:"rows"`
+			Total  int                    `json:"total"`
+			Facets map[string][]struct {
+				Value string `json:"value"`
+				Count int    `json:"count"`
+			} `json:"facets"`
+		}
+		admin.Do("GET", "/api/admin/marketplace/payouts/batches/board?status=cancelled&sort=total&order=desc&page_size=5", nil).JSON(t, &bb)
+		counts := map[string]int{}
+		for _, f := range bb.Facets["status"] {
+			counts[f.Value] = f.Count
+		}
+		if bb.Total != len(drafted)+2 || len(bb.Rows) != min(5, bb.Total) || bb.Rows[0].Status != "cancelled" || counts["reconciled"] != 1 ||
+			counts["cancelled"] != len(drafted)+2 {
+			t.Fatalf("the batches board: %+v", bb)
+		}
+		fixture.WantError(t, admin.Do("GET", "/api/admin/marketplace/payouts/batches/board?sort=nope", nil), http.StatusBadRequest, "bad_request", "sort")
 		var neg []commerce.NegativeBalance
 		admin.Do("GET", "/api/admin/marketplace/payouts/negative-balances", nil).JSON(t, &neg)
 		if len(neg) != 0 {

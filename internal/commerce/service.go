@@ -13,6 +13,7 @@ import (
 	"slipway/internal/marketplace"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
+	"slipway/internal/platform/board"
 	"slipway/internal/platform/clock"
 	"slipway/internal/platform/db"
 	"slipway/internal/platform/ids"
@@ -479,4 +480,29 @@ func (s *Service) Ledger(ctx context.Context, u *actor.User, status string, limi
 		return nil, err
 	}
 	return &LedgerPage{Items: items, Total: total, Balances: bal}, nil
+}
+
+// Boards.
+
+// BatchBoard is the payout batches as a board (instance admins).
+func (s *Service) BatchBoard(ctx context.Context, q board.Query, status string) (*board.Board[PayoutBatch], error) {
+	return batchBoard(ctx, s.DB, q, status)
+}
+
+// LedgerBoard is the person's ledger as a board (empty without a profile).
+func (s *Service) LedgerBoard(ctx context.Context, u *actor.User, q board.Query, status string) (*board.Board[LedgerEntry], error) {
+	p, err := profileByUser(ctx, s.DB.R, u.ID)
+	if err != nil || p == nil {
+		return board.New[LedgerEntry](q, nil, 0, map[string][]board.Facet{"status": {}}), err
+	}
+	return ledgerBoard(ctx, s.DB, p.ID, q, status)
+}
+
+// SellerPurchaseBoard is the purchases of the person's items as a board.
+func (s *Service) SellerPurchaseBoard(ctx context.Context, u *actor.User, q board.Query, status string) (*board.Board[Purchase], error) {
+	p, err := profileByUser(ctx, s.DB.R, u.ID)
+	if err != nil || p == nil {
+		return board.New[Purchase](q, nil, 0, map[string][]board.Facet{"status": {}}), err
+	}
+	return sellerPurchaseBoard(ctx, s.DB, p.ID, q, status)
 }
