@@ -245,10 +245,13 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 		payments = billing.Stripe{WebhookSecret: secret}
 	}
 	var prices billing.ProviderAPI
+	var stripeAPI *billing.StripeAPI
 	if key := cfg.StripeSecretKey.Reveal(); key != "" {
-		prices = billing.NewStripeAPI(key, cfg.StripeAPIBase)
+		stripeAPI = billing.NewStripeAPI(key, cfg.StripeAPIBase)
+		prices = stripeAPI
 	}
-	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Payments: payments, API: prices})
+	bill := billing.NewService(billing.Config{PublicURL: cfg.PublicURL}, billing.Deps{DB: d, Clock: clk, Log: log, Bus: bus, Payments: payments, API: prices,
+		Purchases: re})
 	resSvc := resources.NewService(resources.Deps{DB: d, Clock: clk, Vault: store, Log: log, LLMKey: llmKey, LLMBase: cfg.LLMProviderBaseURL,
 		Mailer: outbox, Members: access,
 		Outbound: outbound.New(outbound.Policy{AllowPrivate: cfg.WorkflowHTTPAllowPrivate, Timeout: 15 * time.Second}, ownAddresses(cfg)...)})
@@ -351,8 +354,12 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
 		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Commerce: commerce.Licenses{}, Reactions: re})
 	a.Services.Commerce = commerce.NewService(commerce.Deps{DB: d, Clock: clk, Log: log, Sealer: sealer, Catalog: a.Services.Marketplace,
-		Provider: payments != nil, Bank: payoutBank(cfg.Payouts),
+		Provider: payments != nil, PublicURL: cfg.PublicURL, Bank: payoutBank(cfg.Payouts),
 		Debtor: commerce.Debtor{Name: cfg.Payouts.DebtorName, IBAN: cfg.Payouts.DebtorIBAN, BIC: cfg.Payouts.DebtorBIC, Version: cfg.Payouts.PainVersion}})
+	if stripeAPI != nil {
+		a.Services.Commerce.Checkouts = stripeAPI
+	}
+	re.commerce = a.Services.Commerce
 	a.Services.Attention = attention.NewService(attention.Deps{Approvals: ap, Workflows: wf, Proposals: props, Notifications: notes})
 	a.Services.Apps = appSvc
 	a.Services.AppRuns = apps.NewSubmissions(appSvc, appRuns{wf})

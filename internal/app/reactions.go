@@ -11,6 +11,8 @@ import (
 	"slipway/internal/approvals"
 	"slipway/internal/auth"
 	"slipway/internal/backlog"
+	"slipway/internal/billing"
+	"slipway/internal/commerce"
 	"slipway/internal/conversations"
 	"slipway/internal/forge"
 	"slipway/internal/inbox"
@@ -52,7 +54,17 @@ type reactions struct {
 	backlog       *backlog.Service
 	notifications *notifications.Service
 	proposals     *proposals.Service
+	commerce      *commerce.Service
 	access        tenancy.Access
+}
+
+// PurchaseEvent hands the payment provider's event about a marketplace
+// purchase to commerce (billing.PurchaseEvents).
+func (r *reactions) PurchaseEvent(ctx context.Context, tx *db.Tx, p *billing.ProviderPurchase) (string, error) {
+	if r.commerce == nil {
+		return "ignored: no marketplace", nil
+	}
+	return r.commerce.PurchaseEvent(ctx, tx, p)
 }
 
 var (
@@ -67,6 +79,7 @@ var (
 	_ proposals.Reactions     = (*reactions)(nil)
 	_ conversations.Reactions = (*reactions)(nil)
 	_ marketplace.Reactions   = (*reactions)(nil)
+	_ billing.PurchaseEvents  = (*reactions)(nil)
 	_ triggers.Backlog        = conversationCards{}
 )
 

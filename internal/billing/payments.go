@@ -86,6 +86,17 @@ func (s *Service) settleTie(ctx context.Context, ev *ProviderEvent) bool {
 // wait (its outcome is then "pending: …" and it stays pending).
 func (s *Service) apply(ctx context.Context, tx *db.Tx, ev *ProviderEvent) (string, error) {
 	outcome := "ignored" // a type billing does not act on
+	if ev.Purchase != nil {
+		if s.purchases == nil || ev.Purchase.Kind == "" {
+			outcome = "ignored: a marketplace subscription's change"
+		} else {
+			o, err := s.purchases.PurchaseEvent(ctx, tx, ev.Purchase)
+			if err != nil {
+				return "", err
+			}
+			outcome = o
+		}
+	}
 	if ev.Subscription != nil {
 		o, err := s.applySubscription(ctx, tx, ev)
 		var wait *waitError

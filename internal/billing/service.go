@@ -33,6 +33,15 @@ type Deps struct {
 	// API is the provider's API (nil: no API key): the plans' prices,
 	// customers, and the checkout and billing portal links.
 	API ProviderAPI
+	// Purchases applies the provider's events about marketplace purchases
+	// (nil: acknowledged and ignored).
+	Purchases PurchaseEvents
+}
+
+// PurchaseEvents is what applies a marketplace purchase's provider event,
+// in billing's transaction; it answers the outcome recorded.
+type PurchaseEvents interface {
+	PurchaseEvent(ctx context.Context, tx *db.Tx, p *ProviderPurchase) (string, error)
 }
 
 // ProviderAPI is what billing asks of a payment provider's API (Stripe's).
@@ -79,13 +88,14 @@ const topicEntitlements = "entitlements"
 
 // Service implements plans, subscriptions, overrides and the resolver.
 type Service struct {
-	db       *db.DB
-	clock    clock.Clock
-	log      *slog.Logger
-	bus      Bus
-	payments Payments
-	prices   ProviderAPI
-	cfg      Config
+	db        *db.DB
+	clock     clock.Clock
+	log       *slog.Logger
+	bus       Bus
+	payments  Payments
+	prices    ProviderAPI
+	purchases PurchaseEvents
+	cfg       Config
 	// catalogs holds one entry, "": the plans and the overrides.
 	catalogs *ttlcache.Cache[*catalog]
 	// orgPlans maps an organization to its plan id ("" for community).
@@ -101,7 +111,7 @@ func NewService(cfg Config, d Deps) *Service {
 		cfg.CacheTTL = 30 * time.Second
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, prices: d.API, cfg: cfg,
+	return &Service{db: d.DB, clock: d.Clock, log: d.Log, bus: d.Bus, payments: d.Payments, prices: d.API, purchases: d.Purchases, cfg: cfg,
 		catalogs: ttlcache.New[*catalog](cfg.CacheTTL, 1), orgPlans: ttlcache.New[string](cfg.CacheTTL, 100000),
 		workspaceOrgs: ttlcache.New[string](time.Hour, 100000)}
 }

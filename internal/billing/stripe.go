@@ -26,6 +26,30 @@ type ProviderEvent struct {
 	Payload  []byte
 	// Subscription is set for the subscription events billing applies.
 	Subscription *ProviderSubscription
+	// Purchase is set for a marketplace purchase's events (the metadata
+	// its checkout set): billing hands them to the purchases.
+	Purchase *ProviderPurchase
+}
+
+// Purchase event kinds.
+const (
+	PurchasePaid    = "paid"    // the checkout was paid
+	PurchaseRenewed = "renewed" // a subscription's next period was paid
+	PurchaseEnded   = "ended"   // the subscription ended at the provider
+)
+
+// PurchaseKey is the metadata key a marketplace checkout sets to its
+// purchase's id (on the session and on the subscription it makes).
+const PurchaseKey = "slipway_purchase"
+
+// ProviderPurchase is a marketplace purchase's event.
+type ProviderPurchase struct {
+	PurchaseID     string
+	Kind           string
+	SubscriptionID string     // a subscription's id at the provider
+	InvoiceID      string     // renewed: the paid invoice
+	PeriodStart    *time.Time // renewed: the period paid
+	PeriodEnd      *time.Time
 }
 
 // ProviderSubscription is a subscription as its provider describes it.
@@ -69,6 +93,10 @@ func (Stripe) Parse(payload []byte) (*ProviderEvent, error) {
 		_ = json.Unmarshal(ev.Data.Raw, &obj)
 		out.ObjectID = obj.ID
 	}
+	if p, err := purchaseEvent(ev); err != nil || p != nil {
+		out.Purchase = p
+		return out, err
+	}
 	switch ev.Type {
 	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted",
 		"customer.subscription.paused", "customer.subscription.resumed":
@@ -83,6 +111,66 @@ func (Stripe) Parse(payload []byte) (*ProviderEvent, error) {
 		out.Subscription = s
 	}
 	return out, nil
+}
+
+// purchaseEvent reads a marketplace purchase's event (nil when the event
+// is not one): a checkout paid, a subscription's cycle paid, a
+// subscription ended.
+func purchaseEvent(ev stripe.Event) (*ProviderPurchase, error) {
+	if ev.Data == nil || len(ev.Data.Raw) == 0 {
+		return nil, nil
+	}
+	switch ev.Type {
+	case "checkout.session.completed", "checkout.session.async_payment_succeeded":
+		var sess stripe.CheckoutSession
+		if err := json.Unmarshal(ev.Data.Raw, &sess); err != nil {
+			return nil, fmt.Errorf("the event's checkout session does not read: %w", err)
+		}
+		id := sess.Metadata[PurchaseKey]
+		if id == "" || (sess.PaymentStatus != stripe.CheckoutSessionPaymentStatusPaid && sess.PaymentStatus != stripe.CheckoutSessionPaymentStatusNoPaymentRequired) {
+			return nil, nil
+		}
+		p := &ProviderPurchase{PurchaseID: id, Kind: PurchasePaid}
+		if sess.Subscription != nil {
+			p.SubscriptionID = sess.Subscription.ID
+		}
+		return p, nil
+	case "invoice.paid":
+		var inv stripe.Invoice
+		if err := json.Unmarshal(ev.Data.Raw, &inv); err != nil {
+			return nil, fmt.Errorf("the event's invoice does not read: %w", err)
+		}
+		if inv.BillingReason != stripe.InvoiceBillingReasonSubscriptionCycle || inv.Parent == nil || inv.Parent.SubscriptionDetails == nil {
+			return nil, nil
+		}
+		id := inv.Parent.SubscriptionDetails.Metadata[PurchaseKey]
+		if id == "" || inv.Lines == nil || len(inv.Lines.Data) == 0 || inv.Lines.Data[0].Period == nil {
+			return nil, nil
+		}
+		start, end := time.Unix(inv.Lines.Data[0].Period.Start, 0).UTC(), time.Unix(inv.Lines.Data[0].Period.End, 0).UTC()
+		p := &ProviderPurchase{PurchaseID: id, Kind: PurchaseRenewed, InvoiceID: inv.ID, PeriodStart: &start, PeriodEnd: &end}
+		if inv.Parent.SubscriptionDetails.Subscription != nil {
+			p.SubscriptionID = inv.Parent.SubscriptionDetails.Subscription.ID
+		}
+		return p, nil
+	case "customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted",
+		"customer.subscription.paused", "customer.subscription.resumed":
+		var sub stripe.Subscription
+		if err := json.Unmarshal(ev.Data.Raw, &sub); err != nil {
+			return nil, fmt.Errorf("the event's subscription does not read: %w", err)
+		}
+		id := sub.Metadata[PurchaseKey]
+		if id == "" {
+			return nil, nil
+		}
+		if ev.Type != "customer.subscription.deleted" {
+			// A marketplace subscription's other events change nothing
+			// here (its invoices do): acknowledged, not an organization's.
+			return &ProviderPurchase{PurchaseID: id, SubscriptionID: sub.ID}, nil
+		}
+		return &ProviderPurchase{PurchaseID: id, Kind: PurchaseEnded, SubscriptionID: sub.ID}, nil
+	}
+	return nil, nil
 }
 
 // providerSubscription reads a Stripe subscription.
@@ -227,4 +315,63 @@ func (p *StripeAPI) Subscription(ctx context.Context, id string) (*ProviderSubsc
 		return nil, fmt.Errorf("stripe: reading subscription %s: %w", id, err)
 	}
 	return providerSubscription(sub), nil
+}
+
+// MarketCheckout is a marketplace purchase to pay at the provider.
+type MarketCheckout struct {
+	PurchaseID  string
+	ItemName    string
+	AmountMinor int64
+	Currency    string
+	Interval    string // once or month
+	SuccessURL  string
+	CancelURL   string
+}
+
+// MarketCheckoutURL opens a Checkout session for a marketplace purchase:
+// a payment (once) or a monthly subscription at the item's price, both
+// carrying the purchase's id, which the events bring back. Opening it
+// again for the same purchase answers the same session (idempotent).
+func (p *StripeAPI) MarketCheckoutURL(ctx context.Context, c MarketCheckout) (string, error) {
+	meta := map[string]string{PurchaseKey: c.PurchaseID}
+	item := &stripe.CheckoutSessionCreateLineItemParams{Quantity: stripe.Int64(1), PriceData: &stripe.CheckoutSessionCreateLineItemPriceDataParams{
+		Currency: stripe.String(strings.ToLower(c.Currency)), UnitAmount: stripe.Int64(c.AmountMinor),
+		ProductData: &stripe.CheckoutSessionCreateLineItemPriceDataProductDataParams{Name: stripe.String(c.ItemName)}}}
+	params := &stripe.CheckoutSessionCreateParams{
+		Mode:              stripe.String(string(stripe.CheckoutSessionModePayment)),
+		ClientReferenceID: stripe.String(c.PurchaseID),
+		LineItems:         []*stripe.CheckoutSessionCreateLineItemParams{item},
+		SuccessURL:        stripe.String(c.SuccessURL),
+		CancelURL:         stripe.String(c.CancelURL),
+		Metadata:          meta,
+	}
+	if c.Interval == "month" {
+		params.Mode = stripe.String(string(stripe.CheckoutSessionModeSubscription))
+		item.PriceData.Recurring = &stripe.CheckoutSessionCreateLineItemPriceDataRecurringParams{Interval: stripe.String("month")}
+		params.SubscriptionData = &stripe.CheckoutSessionCreateSubscriptionDataParams{Metadata: meta}
+	} else {
+		params.PaymentIntentData = &stripe.CheckoutSessionCreatePaymentIntentDataParams{Metadata: meta}
+	}
+	params.SetIdempotencyKey("slipway-purchase-" + c.PurchaseID)
+	sess, err := p.api.V1CheckoutSessions.Create(ctx, params)
+	if err != nil {
+		return "", fmt.Errorf("stripe: opening a checkout for purchase %s: %w", c.PurchaseID, err)
+	}
+	return sess.URL, nil
+}
+
+// CancelSubscription ends a marketplace subscription at the provider: at
+// the end of its paid period, or now with the unused remainder prorated
+// (Stripe credits it to the customer).
+func (p *StripeAPI) CancelSubscription(ctx context.Context, id string, atPeriodEnd bool) error {
+	var err error
+	if atPeriodEnd {
+		_, err = p.api.V1Subscriptions.Update(ctx, id, &stripe.SubscriptionUpdateParams{CancelAtPeriodEnd: stripe.Bool(true)})
+	} else {
+		_, err = p.api.V1Subscriptions.Cancel(ctx, id, &stripe.SubscriptionCancelParams{Prorate: stripe.Bool(true), InvoiceNow: stripe.Bool(true)})
+	}
+	if err != nil {
+		return fmt.Errorf("stripe: cancelling subscription %s: %w", id, err)
+	}
+	return nil
 }

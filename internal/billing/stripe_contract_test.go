@@ -60,6 +60,20 @@ func TestStripeAPIContract(t *testing.T) {
 			if name == "double" && (sub.Status != "past_due" || sub.OrganizationID != "org1" || sub.PriceID != "price_1") {
 				t.Fatalf("the subscription read: %+v", sub)
 			}
+			// A marketplace purchase: once, and by the month; a
+			// subscription cancelled at its period's end, and now.
+			for _, interval := range []string{"once", "month"} {
+				u, err := api.MarketCheckoutURL(ctx, billing.MarketCheckout{PurchaseID: "pur_" + interval, ItemName: "Reporter", AmountMinor: 1999,
+					Currency: "EUR", Interval: interval, SuccessURL: "https://slipway.example/marketplace/x?purchase=1", CancelURL: "https://slipway.example/marketplace/x"})
+				if err != nil || !strings.HasPrefix(u, "http") {
+					t.Fatalf("a marketplace checkout (%s): %q %v", interval, u, err)
+				}
+			}
+			for _, atEnd := range []bool{true, false} {
+				if err := api.CancelSubscription(ctx, "sub_contract", atEnd); err != nil {
+					t.Fatalf("cancel a subscription (at its period's end: %v): %v", atEnd, err)
+				}
+			}
 			if err := api.ArchivePrice(ctx, price); err != nil {
 				t.Fatalf("archive a price: %v", err)
 			}

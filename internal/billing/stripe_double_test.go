@@ -1,18 +1,16 @@
 package billing_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"slipway/internal/billing/stripetest"
 )
 
 // stripeDouble is a stateful stand-in for the few Stripe API endpoints
@@ -137,6 +135,28 @@ func (d *stripeDouble) handle(r *http.Request) (int, map[string]any) {
 			"metadata": map[string]any{"organization_id": f.Get("metadata[organization_id]")}}
 		d.customers[id] = c
 		return http.StatusOK, c
+	case r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions" && f.Get("line_items[0][price_data][currency]") != "":
+		// A marketplace purchase: an inline price, no customer.
+		if m := missing("mode", "line_items[0][price_data][unit_amount]", "line_items[0][price_data][product_data][name]", "success_url",
+			"metadata[slipway_purchase]"); m != "" {
+			return http.StatusBadRequest, stripeError("invalid_request_error", "parameter_missing", "Missing required param: "+m)
+		}
+		id := fmt.Sprintf("cs_test_%d", len(d.sessions)+1)
+		s := map[string]any{"id": id, "object": "checkout.session", "mode": f.Get("mode"), "url": d.URL + "/pay/" + id,
+			"metadata": map[string]any{"slipway_purchase": f.Get("metadata[slipway_purchase]")}}
+		d.sessions[id] = s
+		return http.StatusOK, s
+	case (r.Method == "POST" || r.Method == "DELETE") && len(parts) == 3 && parts[1] == "subscriptions":
+		sub := d.subscriptions[parts[2]]
+		if sub == nil {
+			return http.StatusNotFound, stripeError("invalid_request_error", "resource_missing", "No such subscription")
+		}
+		if r.Method == "DELETE" {
+			sub["status"] = "canceled"
+		} else {
+			sub["cancel_at_period_end"] = f.Get("cancel_at_period_end") == "true"
+		}
+		return http.StatusOK, sub
 	case r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions":
 		if m := missing("mode", "customer", "line_items[0][price]", "success_url"); m != "" {
 			return http.StatusBadRequest, stripeError("invalid_request_error", "parameter_missing", "Missing required param: "+m)
@@ -185,51 +205,8 @@ func (d *stripeDouble) seen() []string {
 	return out
 }
 
-// stripeMockListen is stripe-mock's line naming its HTTP address.
-var stripeMockListen = regexp.MustCompile(`Listening for HTTP at address: (\S+)`)
-
-// startStripeMock runs stripe-mock (a tool of this module: go.mod's tool
-// line pins it) on a loopback port of its choosing and returns its base
-// URL. It answers every call from Stripe's OpenAPI description and its
-// fixtures, and refuses a request whose shape the description does not
-// allow: unknown or missing parameters, wrong types.
-func startStripeMock(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "tool", "-n", "stripe-mock").Output()
-	if err != nil {
-		t.Fatalf("building stripe-mock (go tool -n stripe-mock): %v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, strings.TrimSpace(string(out)), "-http-addr", "127.0.0.1:", "-https-addr", "127.0.0.1:")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting stripe-mock: %v", err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := stripeMockListen.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addr <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case a := <-addr:
-		return "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatal("stripe-mock did not listen within 30 s")
-	}
-	return ""
-}
+// startStripeMock runs stripe-mock until the test ends (stripetest.Mock).
+func startStripeMock(t *testing.T) string { return stripetest.Mock(t) }
 
 // subscription is a Stripe subscription object as the API returns it.
 func subscription(id, customer, status, price, org string) map[string]any {

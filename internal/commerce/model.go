@@ -101,6 +101,7 @@ type Purchase struct {
 	buyerID     *string
 	sellerID    string
 	feePercent  *int
+	providerSub *string
 }
 
 // PurchasePage is a page of purchases.
@@ -113,6 +114,7 @@ type PurchasePage struct {
 type Checkout struct {
 	Purchase    Purchase `json:"purchase"`
 	DevComplete *string  `json:"dev_complete" nullable:"true" doc:"With no payment provider configured: the path that completes the purchase (development)"`
+	CheckoutURL *string  `json:"checkout_url" nullable:"true" doc:"With a payment provider: where the buyer pays (the purchase becomes active when the provider says it is paid)"`
 }
 
 // CancelInput chooses how a subscription ends.

@@ -10,6 +10,7 @@ import (
 
 	"slipway/internal/audit"
 	"slipway/internal/bank"
+	"slipway/internal/billing"
 	"slipway/internal/marketplace"
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/apperr"
@@ -38,9 +39,20 @@ type Deps struct {
 	// Provider: a payment provider is configured (its checkout completes
 	// purchases; the development completion is refused).
 	Provider bool
+	// Checkouts is the provider's API (nil without an API key): where a
+	// buyer pays, and a subscription's cancellation.
+	Checkouts Checkouts
+	// PublicURL is where the provider sends the buyer back.
+	PublicURL string
 	// Payouts: the account they are paid from, and the bank.
 	Debtor Debtor
 	Bank   bank.Bank
+}
+
+// Checkouts is the payment provider's side of a purchase (Stripe's).
+type Checkouts interface {
+	MarketCheckoutURL(ctx context.Context, c billing.MarketCheckout) (string, error)
+	CancelSubscription(ctx context.Context, id string, atPeriodEnd bool) error
 }
 
 // Service is the marketplace's commerce.
@@ -233,8 +245,8 @@ func (s *Service) Checkout(ctx context.Context, ws *actor.Workspace, u *actor.Us
 		if err != nil {
 			return err
 		}
-		if s.Provider {
-			return apperr.New(apperr.CodeConflict, "buying through the payment provider is not available on this server yet")
+		if s.Provider && s.Checkouts == nil {
+			return apperr.New(apperr.CodeConflict, "the payment provider has no API key (STRIPE_SECRET_KEY): nothing can be bought")
 		}
 		now := s.Clock.Now()
 		if ok, err := licensed(ctx, tx, ws.ID, it.ID, now); err != nil {
@@ -260,7 +272,16 @@ func (s *Service) Checkout(ctx context.Context, ws *actor.Workspace, u *actor.Us
 	if !s.Provider {
 		path := "/api/marketplace/checkout/" + out.ID + "/dev/complete"
 		c.DevComplete = &path
+		return c, created, nil
 	}
+	back := strings.TrimRight(s.PublicURL, "/") + "/marketplace/" + out.ItemID
+	url, err := s.Checkouts.MarketCheckoutURL(ctx, billing.MarketCheckout{PurchaseID: out.ID, ItemName: out.ItemName, AmountMinor: out.AmountMinor,
+		Currency: out.Currency, Interval: out.Interval, SuccessURL: back + "?purchase=" + out.ID, CancelURL: back})
+	if err != nil {
+		s.Log.Warn("marketplace: opening a checkout failed", "purchase", out.ID, "err", err)
+		return nil, false, apperr.New(apperr.CodeUnprocessable, "the payment provider could not open a checkout; try again")
+	}
+	c.CheckoutURL = &url
 	return c, created, nil
 }
 
@@ -297,6 +318,75 @@ func (s *Service) DevComplete(ctx context.Context, ws *actor.Workspace, u *actor
 		return s.activate(ctx, tx, p, u.ID)
 	})
 	return out, err
+}
+
+// PurchaseEvent applies the payment provider's event about a purchase, in
+// billing's transaction (billing.PurchaseEvents): a paid checkout
+// activates it (once), a paid cycle renews it (its sale and fee in the
+// ledger once per period), an ended subscription ends it.
+func (s *Service) PurchaseEvent(ctx context.Context, tx *db.Tx, ev *billing.ProviderPurchase) (string, error) {
+	if !ids.Valid(ev.PurchaseID) {
+		return "ignored: not a purchase id", nil
+	}
+	p, err := purchaseByID(ctx, tx, ev.PurchaseID)
+	if err != nil || p == nil {
+		return "ignored: no such purchase", err
+	}
+	if err := lockPurchase(ctx, tx, p.workspaceID, p.ID); err != nil {
+		return "", err
+	}
+	now := s.Clock.Now()
+	switch ev.Kind {
+	case billing.PurchasePaid:
+		if p.Status != StatusPending {
+			return "duplicate: the purchase is " + p.Status, nil
+		}
+		if ev.SubscriptionID != "" {
+			p.providerSub = &ev.SubscriptionID
+		}
+		return "activated", s.activate(ctx, tx, p, "")
+	case billing.PurchaseRenewed:
+		if p.Status != StatusActive || p.Interval != "month" || ev.PeriodEnd == nil || ev.PeriodStart == nil {
+			return "ignored: the purchase is " + p.Status, nil
+		}
+		if p.PeriodEnd == nil || ev.PeriodEnd.After(*p.PeriodEnd) {
+			p.PeriodEnd, p.UpdatedAt = ev.PeriodEnd, now
+			if err := renewPurchase(ctx, tx, p); err != nil {
+				return "", err
+			}
+		}
+		fees, err := getFees(ctx, tx)
+		if err != nil {
+			return "", err
+		}
+		period := ev.PeriodStart.Format(time.RFC3339)
+		added, err := insertEntry(ctx, tx, p.sellerID, "sale:"+p.ID+":"+period, &LedgerEntry{ID: ids.New(), Kind: EntrySale, AmountMinor: p.AmountMinor,
+			Currency: p.Currency, Status: EntryAvailable, PurchaseID: &p.ID, Memo: "renewal of " + p.ItemName, CreatedAt: now})
+		if err != nil || !added {
+			return "duplicate: the period was paid already", err
+		}
+		if fee := p.AmountMinor * int64(fees.PackageFeePercent) / 100; fee > 0 {
+			if err := s.entry(ctx, tx, p, "fee:"+p.ID+":"+period, EntryFee, -fee, fmt.Sprintf("platform fee %d%%", fees.PackageFeePercent)); err != nil {
+				return "", err
+			}
+		}
+		inv := &Invoice{ID: ids.New(), Number: invoiceNumber(now), AmountMinor: p.AmountMinor, Currency: p.Currency, PeriodStart: *ev.PeriodStart,
+			PeriodEnd: ev.PeriodEnd, IssuedAt: now}
+		if err := insertInvoice(ctx, tx, p.workspaceID, p.ID, inv); err != nil {
+			return "", err
+		}
+		return "renewed", audit.Record(ctx, tx, now, "", "marketplace.purchase.renew", "marketplace_purchase", p.ID, nil, p)
+	case billing.PurchaseEnded:
+		if p.Status != StatusActive {
+			return "ignored: the purchase is " + p.Status, nil
+		}
+		p.Status, p.EndedAt, p.UpdatedAt = StatusEnded, &now, now
+		if err := endPurchase(ctx, tx, p); err != nil {
+			return "", err
+		}
+		return "ended", audit.Record(ctx, tx, now, "", "marketplace.purchase.end", "marketplace_purchase", p.ID, nil, p)
+	}
+	return "ignored", nil
 }
 
 // activate makes a pending purchase active, in tx, once: its paid period
@@ -389,6 +479,22 @@ func (s *Service) Subscription(ctx context.Context, ws *actor.Workspace, itemID 
 func (s *Service) Cancel(ctx context.Context, ws *actor.Workspace, u *actor.User, id string, in CancelInput) (*Purchase, error) {
 	if in.When != "period_end" && in.When != "now" {
 		return nil, apperr.BadRequest("when must be period_end or now")
+	}
+	if s.Provider {
+		// The provider ends the subscription first; its events follow.
+		p, err := buyerPurchase(ctx, s.DB.R, ws, u, id)
+		if err != nil {
+			return nil, err
+		}
+		if p.providerSub != nil && p.Status == StatusActive && !(p.CancelAtPeriodEnd && in.When == "period_end") {
+			if s.Checkouts == nil {
+				return nil, apperr.New(apperr.CodeConflict, "the payment provider has no API key (STRIPE_SECRET_KEY): the subscription cannot be cancelled here")
+			}
+			if err := s.Checkouts.CancelSubscription(ctx, *p.providerSub, in.When == "period_end"); err != nil {
+				s.Log.Warn("marketplace: cancelling a subscription at the provider failed", "purchase", id, "err", err)
+				return nil, apperr.New(apperr.CodeUnprocessable, "the payment provider could not cancel the subscription; try again")
+			}
+		}
 	}
 	var out *Purchase
 	err := s.DB.Tx(ctx, func(tx *db.Tx) error {

@@ -94,14 +94,14 @@ func insertAccount(ctx context.Context, q db.Queryer, sellerID string, a *Payout
 // Purchases.
 
 const purchaseColumns = `p.id, p.workspace_id, p.buyer_id, p.item_id, i.name, p.version_id, p.seller_id, p.amount_minor, p.fee_percent, p.currency,
-	p.price_interval, p.status, p.period_end, p.cancel_at_period_end, p.created_at, p.activated_at, p.ended_at, p.updated_at`
+	p.price_interval, p.status, p.period_end, p.cancel_at_period_end, p.provider_subscription, p.created_at, p.activated_at, p.ended_at, p.updated_at`
 
 const purchaseFrom = " FROM marketplace_purchases p JOIN marketplace_items i ON i.id = p.item_id"
 
 func scanPurchase(row interface{ Scan(...any) error }, extra ...any) (*Purchase, error) {
 	var p Purchase
 	err := row.Scan(append([]any{&p.ID, &p.workspaceID, &p.buyerID, &p.ItemID, &p.ItemName, &p.VersionID, &p.sellerID, &p.AmountMinor, &p.feePercent,
-		&p.Currency, &p.Interval, &p.Status, db.NullUTC(&p.PeriodEnd), &p.CancelAtPeriodEnd, db.UTC(&p.CreatedAt), db.NullUTC(&p.ActivatedAt),
+		&p.Currency, &p.Interval, &p.Status, db.NullUTC(&p.PeriodEnd), &p.CancelAtPeriodEnd, &p.providerSub, db.UTC(&p.CreatedAt), db.NullUTC(&p.ActivatedAt),
 		db.NullUTC(&p.EndedAt), db.UTC(&p.UpdatedAt)}, extra...)...)
 	if err != nil {
 		return nil, err
@@ -172,13 +172,37 @@ func licensed(ctx context.Context, q db.Queryer, workspaceID, itemID string, now
 // activate moves a pending purchase to active, once: false when it was not
 // pending.
 func activate(ctx context.Context, q db.Queryer, p *Purchase) (bool, error) {
-	res, err := q.ExecContext(ctx, `UPDATE marketplace_purchases SET status = 'active', fee_percent = $3, period_end = $4, activated_at = $5, updated_at = $5
-		WHERE workspace_id = $1 AND id = $2 AND status = 'pending'`, p.workspaceID, p.ID, p.feePercent, p.PeriodEnd, p.ActivatedAt)
+	res, err := q.ExecContext(ctx, `UPDATE marketplace_purchases SET status = 'active', fee_percent = $3, period_end = $4, activated_at = $5, updated_at = $5,
+		provider_subscription = $6 WHERE workspace_id = $1 AND id = $2 AND status = 'pending'`, p.workspaceID, p.ID, p.feePercent, p.PeriodEnd, p.ActivatedAt,
+		p.providerSub)
 	if err != nil {
 		return false, fmt.Errorf("commerce: activate: %w", err)
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// purchaseByID reads a purchase whatever its workspace (a provider's event
+// names it by id).
+func purchaseByID(ctx context.Context, q db.Queryer, id string) (*Purchase, error) {
+	p, err := scanPurchase(q.QueryRowContext(ctx, "SELECT "+purchaseColumns+purchaseFrom+" WHERE p.id = $1", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("commerce: purchase: %w", err)
+	}
+	return p, nil
+}
+
+// renewPurchase moves a subscription's paid period on.
+func renewPurchase(ctx context.Context, q db.Queryer, p *Purchase) error {
+	_, err := q.ExecContext(ctx, "UPDATE marketplace_purchases SET period_end = $3, updated_at = $4 WHERE workspace_id = $1 AND id = $2",
+		p.workspaceID, p.ID, p.PeriodEnd, p.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("commerce: renew: %w", err)
+	}
+	return nil
 }
 
 // endPurchase records a cancellation: at once (status cancelled) or at

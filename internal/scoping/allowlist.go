@@ -68,6 +68,7 @@ var Unscoped = []Exception{
 	{"commerce.latestPurchase", []string{"marketplace_items"}, catalog + ": a purchase's item name (the purchase itself is the workspace's)"},
 	{"commerce.listPurchases", []string{"marketplace_items", "marketplace_purchases"}, catalog + ": a purchase's item name; a workspace's purchases, or the purchases of a seller's items (the seller is a person, across the workspaces that bought)"},
 	{"commerce.ledgerOf", []string{"seller_ledger"}, "a seller's ledger is the person's, across the workspaces that bought (by seller_id)"},
+	{"commerce.purchaseByID", []string{"marketplace_purchases", "marketplace_items"}, "the payment provider's signed event names a purchase by its id (the event carries no workspace; the purchase's own then scopes every write)"},
 	{"commerce.ledgerSums", []string{"seller_ledger"}, "a seller's ledger is the person's, across the workspaces that bought; the payout queue (instance admins) reads every seller's"},
 	{"commerce.balances", []string{"seller_ledger"}, "a seller's ledger is the person's, across the workspaces that bought (by seller_id)"},
 	{"marketplace.installingWorkspaces", []string{"marketplace_installs"}, "a takedown tells every workspace that installed the item"},

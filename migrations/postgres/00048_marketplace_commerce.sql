@@ -52,6 +52,7 @@ CREATE TABLE marketplace_purchases (
     status               TEXT NOT NULL CHECK (status IN ('pending', 'active', 'cancelled', 'ended')),
     period_end           TIMESTAMPTZ,
     cancel_at_period_end BOOLEAN NOT NULL DEFAULT FALSE,
+    provider_subscription TEXT,
     created_at           TIMESTAMPTZ NOT NULL,
     activated_at         TIMESTAMPTZ,
     ended_at             TIMESTAMPTZ,

@@ -52,6 +52,7 @@ CREATE TABLE marketplace_purchases (
     status               TEXT NOT NULL CHECK (status IN ('pending', 'active', 'cancelled', 'ended')),
     period_end           TIMESTAMP,
     cancel_at_period_end BOOLEAN NOT NULL DEFAULT FALSE,
+    provider_subscription TEXT,
     created_at           TIMESTAMP NOT NULL,
     activated_at         TIMESTAMP,
     ended_at             TIMESTAMP,
