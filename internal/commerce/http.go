@@ -168,7 +168,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 		})
 
 	// The seller's side: the person's, whatever the workspace.
-	seller := httpx.Operations{Tags: []string{"Marketplace"}, Security: httpx.SessionSecurity}
+	seller := ops // the person's side: the middleware authenticates before the body is read
 	huma.Register(api, seller.Op("get_api_marketplace_seller_profile", http.MethodGet, "/api/marketplace/seller/profile", "Your seller profile"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[*SellerProfile], error) {
 			u, err := actor.RequireApproved(ctx)
