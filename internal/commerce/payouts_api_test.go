@@ -1,11 +1,14 @@
 package commerce_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -283,6 +286,82 @@ func TestMarketplacePayouts(t *testing.T) {
 			if len(f.App.AuditEntries(t, a, b.ID)) == 0 {
 				t.Errorf("%s is not audited", a)
 			}
+		}
+	})
+}
+
+// TestMarketplacePayoutsFileBank, on both databases, with the file bank:
+// a submitted batch is the pain.001 file in the payout directory, and the
+// bank's status report put next to it reconciles it. A submission cut off
+// before the bank answered (the server killed between the claim and the
+// upload) is sent again and lands as the same file.
+func TestMarketplacePayoutsFileBank(t *testing.T) {
+	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
+		dir := t.TempDir()
+		f := fixture.NewAPI(t, e, "SERVICE_PAYOUT_DEBTOR_NAME", "Slipway Marketplace GmbH", "SERVICE_PAYOUT_DEBTOR_IBAN", "DE89370400440532013000",
+			"SERVICE_PAYOUT_DEBTOR_BIC", "COBADEFFXXX", "SERVICE_PAYOUT_DIR", dir, "SERVICE_PAYOUT_PAIN_VERSION", "03")
+		pub, admin := f.Owner, f.Admin
+		fixture.Want(t, pub.Do("POST", "/api/marketplace/seller/profile", obj{"display_name": "Olivia's tools", "country": "DE"}), http.StatusCreated)
+		r := pub.Do("POST", "/api/marketplace/seller/payout-account", obj{"holder_name": "Olivia Owner", "iban": "BE68539007547034", "bic": "GKCCBEBB"})
+		fixture.Want(t, r, http.StatusCreated)
+		acct := r.Map(t)["id"].(string)
+		var prof commerce.SellerProfile
+		pub.Do("GET", "/api/marketplace/seller/profile", nil).JSON(t, &prof)
+		r = pub.Do("POST", "/api/scripts", obj{"name": "Exporter", "slug": "exporter", "language": "sh", "source": "echo '{}'\n"})
+		fixture.Want(t, r, http.StatusCreated)
+		r = pub.Do("POST", "/api/marketplace/scripts/publish", obj{"script_id": r.Map(t)["id"], "version": "1.0.0", "changelog": "First.",
+			"price": obj{"amount_minor": 1000, "currency": "EUR", "interval": "once"}})
+		fixture.Want(t, r, http.StatusCreated)
+		var p marketplace.Published
+		r.JSON(t, &p)
+		fixture.Want(t, admin.Do("POST", "/api/admin/marketplace/items/"+p.Item.ID+"/review/approve", nil), http.StatusOK)
+		r = f.Outsider.Do("POST", "/api/marketplace/checkout/"+p.Version.ID, nil)
+		fixture.Want(t, r, http.StatusCreated)
+		var co commerce.Checkout
+		r.JSON(t, &co)
+		fixture.Want(t, f.Outsider.Do("POST", *co.DevComplete, nil), http.StatusOK)
+
+		r = admin.Do("POST", "/api/admin/marketplace/payouts/batches", obj{"entries": []obj{{"seller_id": prof.ID, "account_id": acct, "amount_minor": 900}}})
+		fixture.Want(t, r, http.StatusCreated)
+		var b commerce.PayoutBatch
+		r.JSON(t, &b)
+		path := "/api/admin/marketplace/payouts/batches/" + b.ID
+		fixture.Want(t, admin.Do("POST", path+"/approve", nil), http.StatusOK)
+		// The server died after claiming the submission, before the upload.
+		f.Exec(t, "UPDATE payout_batches SET status = 'submitting' WHERE id = $1", b.ID)
+		r = admin.Do("POST", path+"/submit", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var sub commerce.SubmitResult
+		r.JSON(t, &sub)
+		if sub.Batch.Status != "submitted" || sub.Challenge != nil || b.PainVersion != "03" {
+			t.Fatalf("submitted to the file bank: %s", r.Body)
+		}
+		file := filepath.Join(dir, b.MessageID+".pain001.xml")
+		written, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = admin.Do("GET", path+"/sepa_xml", nil)
+		if !bytes.Equal(written, r.Body) || !strings.Contains(string(written), "pain.001.001.03") {
+			t.Fatal("the file bank's file is not the approved file")
+		}
+		// Pending until the bank's report is there; then paid.
+		fixture.Want(t, admin.Do("POST", path+"/reconcile", nil), http.StatusOK)
+		if err := os.WriteFile(filepath.Join(dir, b.MessageID+".pain002.xml"),
+			banktest.Report(b.MessageID, map[string]bank.Result{b.Items[0].EndToEndID: {Status: bank.Paid}}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r = admin.Do("POST", path+"/reconcile", nil)
+		fixture.Want(t, r, http.StatusOK)
+		var rep commerce.ReconcileReport
+		r.JSON(t, &rep)
+		if rep.Batch.Status != "reconciled" || rep.PaidMinor != 900 {
+			t.Fatalf("reconciled from the file: %s", r.Body)
+		}
+		var l commerce.LedgerPage
+		pub.Do("GET", "/api/marketplace/seller/ledger", nil).JSON(t, &l)
+		if l.Balances[0].AmountMinor != 1000-100-900 {
+			t.Fatalf("the ledger after the payout: %+v", l)
 		}
 	})
 }
