@@ -312,6 +312,9 @@ func (s *Service) SyncSource(ctx context.Context, ws *actor.Workspace, u *actor.
 			return nil, err
 		}
 	case SourceGit:
+		if src.Status == StatusDisabled {
+			return nil, apperr.New(apperr.CodeConflict, "the source is disabled: enable it to sync")
+		}
 		if err := s.syncGit(ctx, ws, u, src); err != nil {
 			return nil, err
 		}

@@ -136,6 +136,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/admin/marketplace/fee-settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The platform's fees (instance admins) */
+        get: operations["get_api_admin_marketplace_fee_settings"];
+        /** Set the platform's fees, 0 to 100 percent each (instance admins); future sales settle with them */
+        put: operations["put_api_admin_marketplace_fee_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/admin/marketplace/items/{id}/restore": {
         parameters: {
             query?: never;
@@ -198,6 +216,194 @@ export interface paths {
         put?: never;
         /** Take an item down: every version withdrawn, installs blocked, verified cleared (instance admins) */
         post: operations["post_api_admin_marketplace_items_id_takedown"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Payout batches, newest first (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_batches"];
+        put?: never;
+        /** Draft a batch from seller, account and amount entries, never above what a seller has available (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Payout batches as a board: search the message id, sort by created, total or status, a status facet (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_batches_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A batch with its transfers (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_batches_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve a draft: its SEPA file written once and hashed (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches_id_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a batch before it is complete (a submitted one if the bank withdraws it) (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches_id_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/reconcile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Read the bank's status report: paid transfers leave the sellers' ledgers, rejected ones are available again (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches_id_reconcile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/sepa_xml": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An approved batch's SEPA file (pain.001), as written at approval; its SHA-256 in the ETag (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_batches_id_sepa_xml"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send an approved batch to the bank; with a challenge when the bank asks for a TAN; there is no un-submit (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches_id_submit"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/batches/{id}/tan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Answer the bank's challenge with the TAN: forwarded, never stored (instance admins) */
+        post: operations["post_api_admin_marketplace_payouts_batches_id_tan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/negative-balances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Sellers whose ledgers sum below zero (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_negative_balances"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/admin/marketplace/payouts/queue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** What each seller may be paid now, largest first (instance admins) */
+        get: operations["get_api_admin_marketplace_payouts_queue"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1499,6 +1705,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/checkout/{purchase_id}/dev/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Complete a pending purchase without a payment provider (development; refused while one is configured) */
+        post: operations["post_api_marketplace_checkout_purchase_id_dev_complete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/checkout/{version_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Buy a paid item (workspace admins): a pending purchase at its price; 200 with the one pending already */
+        post: operations["post_api_marketplace_checkout_version_id"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/installs": {
         parameters: {
             query?: never;
@@ -1738,6 +1978,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/items/{id}/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's purchase of the item (its latest that is not pending), or null */
+        get: operations["get_api_marketplace_items_id_subscription"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/items/{id}/versions": {
         parameters: {
             query?: never;
@@ -1840,6 +2097,74 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/purchases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The workspace's purchases, newest first */
+        get: operations["get_api_marketplace_purchases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/purchases/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A purchase (its buyer only) */
+        get: operations["get_api_marketplace_purchases_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/purchases/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a subscription (its buyer): at the end of the paid period, or now with a refund of the unused remainder */
+        post: operations["post_api_marketplace_purchases_id_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/purchases/{id}/invoices": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A purchase's invoices and credit notes (its buyer only) */
+        get: operations["get_api_marketplace_purchases_id_invoices"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/scripts/publish": {
         parameters: {
             query?: never;
@@ -1851,6 +2176,126 @@ export interface paths {
         put?: never;
         /** Publish a script of the workspace as a new version of its item (workspace admins; semver, higher than every earlier version) */
         post: operations["post_api_marketplace_scripts_publish"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your ledger, newest first, with your balances (its entries' sum per currency) */
+        get: operations["get_api_marketplace_seller_ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/ledger/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your ledger as a board: search the memo or kind, sort by created, amount or kind, a status facet */
+        get: operations["get_api_marketplace_seller_ledger_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/payout-account": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add a payout account (IBAN and BIC, validated; the IBAN is stored sealed and shown masked) */
+        post: operations["post_api_marketplace_seller_payout_account"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/payout-accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your payout accounts, IBANs masked */
+        get: operations["get_api_marketplace_seller_payout_accounts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/profile": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your seller profile */
+        get: operations["get_api_marketplace_seller_profile"];
+        put?: never;
+        /** Become a seller: your profile (one per person; reviewed before the first payout) */
+        post: operations["post_api_marketplace_seller_profile"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/purchases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The purchases of your items, newest first */
+        get: operations["get_api_marketplace_seller_purchases"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/purchases/board": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The purchases of your items as a board: search by item, sort by created, amount or item, a status facet */
+        get: operations["get_api_marketplace_seller_purchases_board"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5584,10 +6029,41 @@ export interface components {
             /** @description query: {rows, row_count, columns, truncated}; execute: {rows_affected}; script: the last line the script printed, as JSON (a string when it was not JSON) */
             result: unknown;
         };
+        Balance: {
+            /** Format: int64 */
+            amount_minor: number;
+            currency: string;
+        };
+        BankChallenge: {
+            id: string;
+            /** @description What the bank says to do (e.g. confirm in the banking app and enter the TAN it shows) */
+            message: string;
+        };
         Batch: {
             events: components["schemas"]["Event"][] | null;
             /** Format: int64 */
             seq: number;
+        };
+        BatchCreate: {
+            entries: components["schemas"]["BatchEntry"][] | null;
+            /**
+             * @description Default the server's (SERVICE_PAYOUT_PAIN_VERSION)
+             * @enum {string}
+             */
+            pain_version?: "09" | "03";
+        };
+        BatchEntry: {
+            /** Format: uuid */
+            account_id: string;
+            /** Format: int64 */
+            amount_minor: number;
+            /** Format: uuid */
+            seller_id: string;
+        };
+        BatchPage: {
+            items: components["schemas"]["PayoutBatch"][] | null;
+            /** Format: int64 */
+            total: number;
         };
         BillingLink: {
             /** @description The provider's page: open it in the browser */
@@ -5651,6 +6127,18 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        BoardLedgerEntry: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["LedgerEntry"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         BoardMemberView: {
             facets: {
                 [key: string]: components["schemas"]["Facet"][] | null;
@@ -5687,6 +6175,18 @@ export interface components {
             /** Format: int64 */
             total: number;
         };
+        BoardPayoutBatch: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["PayoutBatch"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         BoardProject: {
             facets: {
                 [key: string]: components["schemas"]["Facet"][] | null;
@@ -5696,6 +6196,18 @@ export interface components {
             /** Format: int64 */
             page_size: number;
             rows: components["schemas"]["Project"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
+        BoardPurchase: {
+            facets: {
+                [key: string]: components["schemas"]["Facet"][] | null;
+            };
+            /** Format: int64 */
+            page: number;
+            /** Format: int64 */
+            page_size: number;
+            rows: components["schemas"]["Purchase"][] | null;
             /** Format: int64 */
             total: number;
         };
@@ -5796,6 +6308,13 @@ export interface components {
             name: string;
             nodes: components["schemas"]["NodeInput"][] | null;
         };
+        CancelInput: {
+            /**
+             * @description period_end: it ends when the paid period does; now: at once, with a refund of the unused remainder
+             * @enum {string}
+             */
+            when: "period_end" | "now";
+        };
         Capabilities: {
             /** @description Node kinds it adds */
             node_kinds?: string[] | null;
@@ -5842,6 +6361,13 @@ export interface components {
             files_changed: number;
             /** Format: int64 */
             insertions: number;
+        };
+        Checkout: {
+            /** @description With a payment provider: where the buyer pays (the purchase becomes active when the provider says it is paid) */
+            checkout_url: string | null;
+            /** @description With no payment provider configured: the path that completes the purchase (development) */
+            dev_complete: string | null;
+            purchase: components["schemas"]["Purchase"];
         };
         CheckoutInputBody: {
             /** @description The plan to subscribe to (see GET /organization/billing) */
@@ -6335,6 +6861,23 @@ export interface components {
              */
             unavailable: number;
         };
+        FeeSettings: {
+            /**
+             * Format: int64
+             * @description Of each item sale, 0 to 100
+             */
+            package_fee_percent: number;
+            /**
+             * Format: int64
+             * @description Of each runner usage charge, 0 to 100
+             */
+            runner_fee_percent: number;
+            /**
+             * Format: date-time
+             * @description Null until an admin sets them (the defaults apply)
+             */
+            updated_at?: string | null;
+        };
         FeedItem: {
             /** @description Who did it; absent for the system (a trigger, a workflow, a timeout) */
             actor?: components["schemas"]["Actor"];
@@ -6657,6 +7200,23 @@ export interface components {
             };
             word: string;
         };
+        Invoice: {
+            /**
+             * Format: int64
+             * @description Negative: a credit note (a refund)
+             */
+            amount_minor: number;
+            currency: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            issued_at: string;
+            number: string;
+            /** Format: date-time */
+            period_end: string | null;
+            /** Format: date-time */
+            period_start: string;
+        };
         Issue: {
             body: string;
             labels: string[] | null;
@@ -6827,6 +7387,32 @@ export interface components {
             inbox_after?: number;
             lease: components["schemas"]["Lease"];
         };
+        LedgerEntry: {
+            /**
+             * Format: int64
+             * @description Signed: what it adds to the balance
+             */
+            amount_minor: number;
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "sale" | "fee" | "refund" | "chargeback" | "payout" | "adjustment";
+            memo: string;
+            /** Format: uuid */
+            purchase_id: string | null;
+            /** @enum {string} */
+            status: "pending" | "available" | "held" | "paid";
+        };
+        LedgerPage: {
+            /** @description The sum of every entry, per currency */
+            balances: components["schemas"]["Balance"][] | null;
+            items: components["schemas"]["LedgerEntry"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         LoginBody: {
             totp_required: boolean;
             /** @description With totp_required: send it with a code to POST /api/auth/2fa/verify (valid 5 minutes) */
@@ -6953,6 +7539,8 @@ export interface components {
             mine: boolean;
             name: string;
             paid: boolean;
+            /** @description A paid item's price (absent when free) */
+            price?: components["schemas"]["Price"];
             /** Format: double */
             rating_average: number | null;
             /** Format: int64 */
@@ -7060,6 +7648,14 @@ export interface components {
             name: string;
             /** @enum {string} */
             type: "resource" | "app";
+        };
+        NegativeBalance: {
+            /** Format: int64 */
+            balance_minor: number;
+            currency: string;
+            display_name: string;
+            /** Format: uuid */
+            seller_id: string;
         };
         Node: {
             config: {
@@ -7389,6 +7985,75 @@ export interface components {
             current_password: string;
             new_password: string;
         };
+        PayoutAccount: {
+            bic: string;
+            country: string;
+            /** Format: date-time */
+            created_at: string;
+            holder_name: string;
+            /** @description Masked: the country, check digits and the last four characters */
+            iban: string;
+            /** Format: uuid */
+            id: string;
+        };
+        PayoutAccountInput: {
+            /** @description ISO 9362 */
+            bic: string;
+            /** @description As the bank knows it (SEPA: at most 70 characters) */
+            holder_name: string;
+            /** @description ISO 13616, spaces allowed */
+            iban: string;
+        };
+        PayoutBatch: {
+            /** Format: date-time */
+            approved_at: string | null;
+            /** Format: date-time */
+            cancelled_at: string | null;
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            /** Format: uuid */
+            id: string;
+            /** Format: int64 */
+            item_count: number;
+            /** @description The detail's transfers */
+            items?: components["schemas"]["PayoutItem"][] | null;
+            message_id: string;
+            /** @enum {string} */
+            pain_version: "09" | "03";
+            /** Format: date-time */
+            reconciled_at: string | null;
+            /** @description The SHA-256 of its pain.001 file, written once at approval */
+            sepa_sha256: string | null;
+            /** @enum {string} */
+            status: "draft" | "approved" | "submitting" | "submitted" | "reconciled" | "cancelled";
+            /** Format: date-time */
+            submitted_at: string | null;
+            /** Format: int64 */
+            total_minor: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        PayoutItem: {
+            /** Format: uuid */
+            account_id: string;
+            /** Format: int64 */
+            amount_minor: number;
+            bic: string;
+            end_to_end_id: string;
+            holder_name: string;
+            /** @description Masked */
+            iban: string;
+            /** Format: uuid */
+            id: string;
+            /** @description rejected: the bank's reason */
+            reason: string | null;
+            /** Format: uuid */
+            seller_id: string;
+            seller_name: string;
+            /** @enum {string} */
+            status: "pending" | "paid" | "rejected";
+        };
         PendingBody: {
             /** Format: int64 */
             total: number;
@@ -7463,6 +8128,20 @@ export interface components {
             x: number;
             /** Format: double */
             y: number;
+        };
+        Price: {
+            /**
+             * Format: int64
+             * @description Integer minor units (cents): 1 to 100,000,000
+             */
+            amount_minor: number;
+            /** @description ISO 4217, as EUR */
+            currency: string;
+            /**
+             * @description once: bought for good; month: a subscription
+             * @enum {string}
+             */
+            interval: "once" | "month";
         };
         Profile: {
             /** @description False until an instance admin approves the account */
@@ -7628,6 +8307,8 @@ export interface components {
             changelog: string;
             /** @description Default the published object's */
             name?: string;
+            /** @description Sell it: the publisher's seller profile is paid for each license (an item once paid stays paid; a later price applies to new purchases) */
+            price?: components["schemas"]["Price"];
             /** @description The item's slug (default the published object's) */
             slug?: string;
             summary?: string;
@@ -7641,6 +8322,8 @@ export interface components {
             changelog: string;
             /** @description Default the published object's */
             name?: string;
+            /** @description Sell it: the publisher's seller profile is paid for each license (an item once paid stays paid; a later price applies to new purchases) */
+            price?: components["schemas"]["Price"];
             /** @description The item's slug (default the published object's) */
             slug?: string;
             summary?: string;
@@ -7658,6 +8341,8 @@ export interface components {
             name?: string;
             /** Format: uuid */
             node_type_id: string;
+            /** @description Sell it: the publisher's seller profile is paid for each license (an item once paid stays paid; a later price applies to new purchases) */
+            price?: components["schemas"]["Price"];
             /** @description The item's slug (default the published object's) */
             slug?: string;
             summary?: string;
@@ -7671,6 +8356,8 @@ export interface components {
             changelog: string;
             /** @description Default the published object's */
             name?: string;
+            /** @description Sell it: the publisher's seller profile is paid for each license (an item once paid stays paid; a later price applies to new purchases) */
+            price?: components["schemas"]["Price"];
             /** Format: uuid */
             script_id: string;
             /** @description The item's slug (default the published object's) */
@@ -7721,6 +8408,41 @@ export interface components {
             /** @description Forge URL; null for the local provider */
             url: string | null;
         };
+        Purchase: {
+            /** Format: date-time */
+            activated_at: string | null;
+            /** Format: int64 */
+            amount_minor: number;
+            cancel_at_period_end: boolean;
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            /** Format: date-time */
+            ended_at: string | null;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            interval: "once" | "month";
+            /** Format: uuid */
+            item_id: string;
+            item_name: string;
+            /**
+             * Format: date-time
+             * @description month: the end of the paid period
+             */
+            period_end: string | null;
+            /** @enum {string} */
+            status: "pending" | "active" | "cancelled" | "ended";
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: uuid */
+            version_id: string;
+        };
+        PurchasePage: {
+            items: components["schemas"]["Purchase"][] | null;
+            /** Format: int64 */
+            total: number;
+        };
         Queue: {
             /** Format: date-time */
             oldest_pending_at: string | null;
@@ -7736,6 +8458,39 @@ export interface components {
             reconciliation_status: "ok" | "pending" | "attention" | "not_configured";
             /** Format: int64 */
             total_received: number;
+        };
+        QueueEntry: {
+            /**
+             * Format: int64
+             * @description What a new batch may pay: the balance less what is reserved
+             */
+            available_minor: number;
+            /**
+             * Format: int64
+             * @description The ledger's sum
+             */
+            balance_minor: number;
+            currency: string;
+            display_name: string;
+            /** @description Why it cannot be paid now: empty when it can */
+            hold: string;
+            /**
+             * Format: int64
+             * @description What open batches hold for the seller
+             */
+            reserved_minor: number;
+            /** Format: uuid */
+            seller_id: string;
+            /**
+             * @description pending_review: the first batch's approval reviews the account
+             * @enum {string}
+             */
+            seller_status: "pending_review" | "approved" | "rejected";
+        };
+        QueuePage: {
+            items: components["schemas"]["QueueEntry"][] | null;
+            /** Format: int64 */
+            total: number;
         };
         RLSStatus: {
             /** @description Why the last refresh failed */
@@ -7785,6 +8540,19 @@ export interface components {
              * @description How many unread notifications were marked read
              */
             marked: number;
+        };
+        ReconcileReport: {
+            batch: components["schemas"]["PayoutBatch"];
+            items: components["schemas"]["PayoutItem"][] | null;
+            /** Format: int64 */
+            paid_minor: number;
+            /**
+             * Format: int64
+             * @description Transfers the bank has not decided: reconcile again later
+             */
+            pending_minor: number;
+            /** Format: int64 */
+            rejected_minor: number;
         };
         RecoveryCodesOut: {
             /** @description Single-use codes for when the authenticator is lost; shown only now */
@@ -8442,6 +9210,29 @@ export interface components {
             /** @description A seat type's id; null or empty: the standard seat */
             seat_type: string | null;
         };
+        SellerProfile: {
+            /** @description ISO 3166-1 alpha-2 */
+            country: string;
+            /** Format: date-time */
+            created_at: string;
+            display_name: string;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description An instance admin reviews the account before its first payout
+             * @enum {string}
+             */
+            status: "pending_review" | "approved" | "rejected";
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: uuid */
+            user_id: string;
+        };
+        SellerProfileInput: {
+            /** @description ISO 3166-1 alpha-2, as DE */
+            country: string;
+            display_name: string;
+        };
         SendInputBody: {
             /**
              * Format: uuid
@@ -8617,6 +9408,11 @@ export interface components {
             /** @description The plan's prices, newest first; archived ones still map renewals */
             prices: components["schemas"]["PlanPrice"][] | null;
         };
+        SubmitResult: {
+            batch: components["schemas"]["PayoutBatch"];
+            /** @description Only when the bank asks for a TAN: answer it with …/tan */
+            challenge?: components["schemas"]["BankChallenge"];
+        };
         Subtask: {
             agent_profile: string;
             /** Format: double */
@@ -8706,6 +9502,9 @@ export interface components {
             /** @description The project already made from it (null: none) */
             project_id: string | null;
             web_url: string;
+        };
+        TANInput: {
+            tan: string;
         };
         TOTPEnrollment: {
             /** @description Base32 secret for an authenticator app */
@@ -9383,6 +10182,68 @@ export interface operations {
             };
         };
     };
+    get_api_admin_marketplace_fee_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeeSettings"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    put_api_admin_marketplace_fee_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FeeSettings"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FeeSettings"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     post_api_admin_marketplace_items_id_restore: {
         parameters: {
             query?: never;
@@ -9510,6 +10371,397 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["MarketItem"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_batches: {
+        parameters: {
+            query?: {
+                status?: "draft" | "approved" | "submitting" | "submitted" | "reconciled" | "cancelled";
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BatchPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["BatchCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_batches_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                status?: "draft" | "approved" | "submitting" | "submitted" | "reconciled" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardPayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_batches_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches_id_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches_id_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches_id_reconcile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReconcileReport"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_batches_id_sepa_xml: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Content-Type"?: string;
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches_id_submit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SubmitResult"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_admin_marketplace_payouts_batches_id_tan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TANInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutBatch"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_negative_balances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NegativeBalance"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_admin_marketplace_payouts_queue: {
+        parameters: {
+            query?: {
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QueuePage"];
                 };
             };
             /** @description Error */
@@ -12474,6 +13726,68 @@ export interface operations {
             };
         };
     };
+    post_api_marketplace_checkout_purchase_id_dev_complete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                purchase_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchase"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_checkout_version_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                version_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Checkout"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_marketplace_installs: {
         parameters: {
             query?: never;
@@ -12976,6 +14290,37 @@ export interface operations {
             };
         };
     };
+    get_api_marketplace_items_id_subscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchase"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_marketplace_items_id_versions: {
         parameters: {
             query?: never;
@@ -13173,6 +14518,137 @@ export interface operations {
             };
         };
     };
+    get_api_marketplace_purchases: {
+        parameters: {
+            query?: {
+                status?: "pending" | "active" | "cancelled" | "ended";
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurchasePage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_purchases_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchase"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_purchases_id_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CancelInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Purchase"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_purchases_id_invoices: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Invoice"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     post_api_marketplace_scripts_publish: {
         parameters: {
             query?: never;
@@ -13193,6 +14669,276 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Published"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_ledger: {
+        parameters: {
+            query?: {
+                status?: "pending" | "available" | "held" | "paid";
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LedgerPage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_ledger_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                status?: "pending" | "available" | "held" | "paid";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardLedgerEntry"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_seller_payout_account: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PayoutAccountInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutAccount"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_payout_accounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PayoutAccount"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerProfile"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_seller_profile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SellerProfileInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SellerProfile"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_purchases: {
+        parameters: {
+            query?: {
+                status?: "pending" | "active" | "cancelled" | "ended";
+                /** @description Default 50, at most 200 */
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PurchasePage"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_purchases_board: {
+        parameters: {
+            query?: {
+                /** @description Free-text search */
+                q?: string;
+                /** @description Sort key; each board lists its own */
+                sort?: string;
+                /** @description Sort direction (default: the board's natural order) */
+                order?: "asc" | "desc";
+                page?: number;
+                page_size?: number;
+                status?: "active" | "cancelled" | "ended";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BoardPurchase"];
                 };
             };
             /** @description Error */

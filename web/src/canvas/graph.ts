@@ -97,8 +97,14 @@ export function flowEdge(source: string, handle: string | null | undefined, targ
   }
 }
 
-/** The workflow as canvas nodes and edges; stored positions unless every node sits at the origin. */
-export function toFlow(wf: Workflow, types: NodeType[]): { nodes: WfNode[]; edges: Edge[] } {
+/** A graph to draw: a workflow's, or a marketplace bundle's (its nodes as a client sends them). */
+type Drawable = {
+  nodes?: Pick<Schemas['NodeInput'], 'key' | 'kind' | 'config' | 'position' | 'ordinal' | 'parent_node_key'>[] | null
+  edges?: Pick<Schemas['EdgeInput'], 'source' | 'source_handle' | 'target'>[] | null
+}
+
+/** The graph as canvas nodes and edges; stored positions unless every node sits at the origin. */
+export function toFlow(wf: Workflow | Drawable, types: NodeType[]): { nodes: WfNode[]; edges: Edge[] } {
   const nodes = wf.nodes ?? []
   const edges = wf.edges ?? []
   const unplaced = nodes.every((n) => !n.position || (n.position.x === 0 && n.position.y === 0))

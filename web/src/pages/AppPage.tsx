@@ -57,6 +57,9 @@ export default function AppPage() {
           {/* The document has deployment as an object; the server answers null for an app never deployed. */}
           <DeploymentBadge d={a.deployment} testid="app-header-deployment" />
         </Group>
+        <Button variant="subtle" component={Link} to={`/marketplace?tab=publish&what=app&app=${a.id}`} data-testid="publish-to-marketplace">
+          Publish to marketplace
+        </Button>
       </Group>
       <Tabs value={tab} onChange={(v) => setParams(v && v !== 'overview' ? { tab: v } : {}, { replace: true })} keepMounted={false}>
         <Tabs.List>

@@ -1,18 +1,23 @@
 // The marketplace: browse the catalog (the official items, the verified
 // ones, the workspace's own and those granted to it), an item's versions
 // with their changelogs and capabilities, install with a preview, update
-// with the code diff and the capability diff, auto-update, ratings; what
-// the workspace installed; publishing its scripts; its source's grants.
-import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, NativeSelect, Rating, Stack, Switch, Table, Tabs, Text, Textarea, TextInput, Title } from '@mantine/core'
+// with the code diff and the capability diff, auto-update, ratings; a
+// bundle's workflows on the canvas and the needs its install binds; what
+// the workspace installed; publishing its scripts, node types, workflows
+// (as a bundle) and apps; its sources (its own, with grants, and Git).
+import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, MultiSelect, NativeSelect, Rating, Stack, Switch, Table, Tabs, Text, Textarea, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Link, useParams, useSearchParams } from 'react-router-dom'
 import { del, get, patch, post, put, type Schemas } from '../api'
 import { useSession } from '../session'
-import { ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
+import { BundleGraphCard, NeedBindings, needWhat, type Bindings, type Need } from './MarketplaceBundle'
 
 type Item = Schemas['MarketItem']
 type Install = Schemas['MarketInstall']
 type Caps = Schemas['Capabilities']
+type Preview = Schemas['InstallPreview']
+type Source = Schemas['MarketSource']
 
 /** A capability set, one badge per entry. */
 function CapBadges({ caps }: { caps: Caps }) {
@@ -150,7 +155,7 @@ function Browse() {
   )
 }
 
-/** An item: its versions, install (with a preview), its install's update and auto-update, ratings. */
+/** An item: its versions, install (with a preview), its install's update and auto-update, ratings; a bundle's graph and needs. */
 export function MarketItemPage() {
   const { id = '' } = useParams()
   const { workspace, me } = useSession()
@@ -158,21 +163,28 @@ export function MarketItemPage() {
   const versions = useLoad(() => get('/api/marketplace/items/{id}/versions', { params: { path: { id } } }), [id, workspace?.id])
   const installs = useLoad(() => get('/api/marketplace/installs'), [workspace?.id])
   const install = (installs.data ?? []).find((i) => i.item_id === id)
-  const [preview, setPreview] = useState<Schemas['InstallPreview'] | null>(null)
-  const [update, setUpdate] = useState<Schemas['UpdatePreview'] | null>(null)
+  const [preview, setPreview] = useState<Preview | null>(null)
+  const [updating, setUpdating] = useState(false)
   const act = useAction()
   if (!item.data) return item.error ? <ErrorNote error={item.error} /> : <Loading />
   const it: Item = item.data
   const latest = it.latest_version
   const reload = () => Promise.all([installs.reload(), item.reload()])
+  const versionNames = (versions.data ?? []).filter((v) => !v.withdrawn).map((v) => v.version)
+  const installedNeeds = (versions.data ?? []).find((v) => v.version === install?.version)?.needs ?? []
   return (
-    <Stack maw={1000}>
+    <Stack maw={1100}>
+      <Anchor component={Link} to="/marketplace" size="sm">
+        ← Marketplace
+      </Anchor>
       <Group justify="space-between">
         <Title order={2}>{it.name}</Title>
         <Group gap="xs">
           {it.verified && <Badge color="teal">verified</Badge>}
           {!it.listed && <Badge color="red">taken down</Badge>}
-          <Badge variant="light">{it.kind}</Badge>
+          <Badge variant="light" data-testid="item-kind">
+            {it.kind}
+          </Badge>
           {me?.is_admin && (
             <Button
               size="xs"
@@ -200,18 +212,14 @@ export function MarketItemPage() {
             <Text>
               Installed: <b data-testid="installed-version">{install.version}</b> <Code>{install.digest.slice(0, 19)}…</Code>, range <Code>{install.range}</Code>
             </Text>
+            <InstallMade install={install} />
             {install.held_version && (
               <Alert color="yellow" data-testid="held">
                 {install.held_version} waits for you: {install.held_reason}
               </Alert>
             )}
             <Group>
-              <Button
-                size="xs"
-                loading={act.busy === 'preview-update'}
-                onClick={() => act.run('preview-update', async () => setUpdate(await post('/api/marketplace/installs/{id}/update_preview', { params: { path: { id: install.id } } })))}
-                data-testid="update-preview"
-              >
+              <Button size="xs" onClick={() => setUpdating(true)} data-testid="update-preview">
                 Check for an update
               </Button>
               <Switch
@@ -224,6 +232,7 @@ export function MarketItemPage() {
                 data-testid="auto-update"
               />
             </Group>
+            {installedNeeds.length > 0 && <Rebind key={`${install.version} ${JSON.stringify(install.bindings)}`} install={install} needs={installedNeeds} onSaved={reload} />}
             <RateIt itemId={id} />
           </Stack>
         ) : (
@@ -241,11 +250,13 @@ export function MarketItemPage() {
         )}
         <ErrorNote error={act.error || installs.error} />
       </Card>
+      {it.kind === 'bundle' && <BundleGraphCard itemId={id} versions={versionNames} latest={latest} />}
       <Card withBorder>
         <Text fw={600} mb="xs">
           Versions
         </Text>
-        <Table fz="sm">
+        <ErrorNote error={versions.error} />
+        <Table fz="sm" data-testid="versions">
           <Table.Tbody>
             {(versions.data ?? []).map((v) => (
               <Table.Tr key={v.id}>
@@ -257,79 +268,279 @@ export function MarketItemPage() {
                 <Table.Td>
                   <CapBadges caps={v.capabilities} />
                 </Table.Td>
+                <Table.Td>
+                  <Text size="xs" c="dimmed">
+                    {(v.objects ?? []).map((o) => `${o.type} ${o.key.replace(/^[a-z_]+:/, '')}`).join(', ')}
+                  </Text>
+                </Table.Td>
               </Table.Tr>
             ))}
           </Table.Tbody>
         </Table>
       </Card>
-      <Modal opened={!!preview} onClose={() => setPreview(null)} title={`Install ${it.name} ${preview?.version ?? ''}`} size="lg">
-        {preview && (
-          <Stack>
-            <Text size="sm">It makes:</Text>
-            {(preview.objects ?? []).map((o) => (
-              <Text key={o.key} size="sm">
-                {o.action} {o.type} <b>{o.name}</b>
-              </Text>
-            ))}
-            <Text size="sm">It may:</Text>
-            <CapBadges caps={preview.capabilities} />
-            <Text size="xs" c="dimmed">
-              Pinned to {preview.digest}
+      {preview && (
+        <InstallDialog
+          item={it}
+          preview={preview}
+          onClose={() => setPreview(null)}
+          onInstalled={async () => {
+            setPreview(null)
+            await reload()
+          }}
+        />
+      )}
+      {updating && install && (
+        <UpdateDialog
+          install={install}
+          versions={versionNames}
+          onClose={() => setUpdating(false)}
+          onUpdated={async () => {
+            setUpdating(false)
+            await reload()
+          }}
+        />
+      )}
+    </Stack>
+  )
+}
+
+/** What an install made that has a page: a bundle's workflows (in its project), an app. */
+function InstallMade({ install }: { install: Install }) {
+  const flows = Object.entries(install.objects ?? {}).filter(([k]) => k.startsWith('workflow:'))
+  const app = install.objects?.app
+  if (flows.length === 0 && !app) return null
+  return (
+    <Group gap="xs" data-testid="install-made">
+      {flows.length > 0 && <Text size="sm">Its workflows:</Text>}
+      {flows.map(([k, wid]) => (
+        <Anchor key={k} component={Link} to={`/workflows/${wid}`} size="sm" data-testid={`installed-${k.replace(':', '-')}`}>
+          {k.slice('workflow:'.length)}
+        </Anchor>
+      ))}
+      {app && (
+        <Anchor component={Link} to={`/apps/${app}`} size="sm" data-testid="installed-app">
+          Its app
+        </Anchor>
+      )}
+    </Group>
+  )
+}
+
+/** An installed bundle's bindings, changed in place (an update to the same version with new bindings). */
+function Rebind({ install, needs, onSaved }: { install: Install; needs: Need[]; onSaved: () => unknown }) {
+  const [bindings, setBindings] = useState<Bindings>(install.bindings ?? {})
+  const act = useAction()
+  const changed = needs.filter((n) => (bindings[n.key] ?? '') !== (install.bindings?.[n.key] ?? ''))
+  return (
+    <Stack gap="xs" data-testid="bindings">
+      <Text size="sm" fw={600}>
+        Bound to
+      </Text>
+      <NeedBindings needs={needs} value={bindings} setValue={setBindings} />
+      {changed.length > 0 && (
+        <Button
+          size="xs"
+          w="fit-content"
+          loading={act.busy === 'rebind'}
+          disabled={changed.some((n) => !bindings[n.key])}
+          onClick={() =>
+            act.run('rebind', async () => {
+              const body = { version: install.version, bindings: Object.fromEntries(changed.map((n) => [n.key, bindings[n.key]])) }
+              await post('/api/marketplace/installs/{id}/update', { params: { path: { id: install.id } }, body })
+              await onSaved()
+            })
+          }
+          data-testid="rebind-save"
+        >
+          Save the bindings
+        </Button>
+      )}
+      <ErrorNote error={act.error} />
+    </Stack>
+  )
+}
+
+/** The install dialog: what it makes, what it may do; a bundle's project and the binding of each need. */
+function InstallDialog({ item, preview, onClose, onInstalled }: { item: Item; preview: Preview; onClose: () => void; onInstalled: () => unknown }) {
+  const { workspace } = useSession()
+  const bundle = item.kind === 'bundle'
+  const needs = preview.needs ?? []
+  const projects = useLoad(async () => (bundle ? ((await get('/api/projects')) ?? []).filter((p) => !p.archived_at) : []), [bundle, workspace?.id])
+  const [project, setProject] = useState('')
+  const [bindings, setBindings] = useState<Bindings>({})
+  const [range, setRange] = useState('')
+  const act = useAction()
+  const chosen = project || (projects.data?.length === 1 ? projects.data[0].id : '')
+  const missing = bundle ? [...(chosen ? [] : ['a project']), ...needs.filter((n) => !bindings[n.key]).map((n) => n.key)] : []
+  return (
+    <Modal opened onClose={onClose} title={`Install ${item.name} ${preview.version}`} size="lg">
+      <Stack>
+        {preview.installed && (
+          <Text size="sm" c="dimmed">
+            {preview.installed} is installed already.
+          </Text>
+        )}
+        <Text size="sm">It makes:</Text>
+        <Stack gap={2} data-testid="install-objects">
+          {(preview.objects ?? []).map((o) => (
+            <Text key={o.key} size="sm" data-testid={`install-object-${o.key}`}>
+              {o.action} {o.type.replace('_', ' ')} <b>{o.name}</b>
             </Text>
+          ))}
+        </Stack>
+        {bundle && (
+          <>
+            <NativeSelect
+              label="Project its workflows join"
+              value={chosen}
+              onChange={(e) => setProject(e.currentTarget.value)}
+              data={[{ value: '', label: projects.data?.length === 0 ? 'No project in this workspace' : 'Choose…' }, ...(projects.data ?? []).map((p) => ({ value: p.id, label: p.name }))]}
+              data-testid="install-project"
+            />
+            <ErrorNote error={projects.error} />
+          </>
+        )}
+        {needs.length > 0 && (
+          <>
+            <Text size="sm">It reads, from this workspace:</Text>
+            <NeedBindings needs={needs} value={bindings} setValue={setBindings} />
+          </>
+        )}
+        <Text size="sm">It may:</Text>
+        <CapBadges caps={preview.capabilities} />
+        <TextInput
+          label="Updates within"
+          description="A semver range auto-update keeps within"
+          placeholder={`^${preview.version}`}
+          value={range}
+          onChange={(e) => setRange(e.currentTarget.value)}
+          maxLength={100}
+          w={240}
+          data-testid="install-range"
+        />
+        <Text size="xs" c="dimmed">
+          Pinned to {preview.digest}
+        </Text>
+        <ErrorNote error={act.error} />
+        {missing.length > 0 && (
+          <Text size="xs" c="dimmed" data-testid="install-missing">
+            Choose {missing.join(', ')} to install.
+          </Text>
+        )}
+        <Button
+          w="fit-content"
+          disabled={missing.length > 0}
+          onClick={() =>
+            act.run('install', async () => {
+              const body = bundle ? { project_id: chosen, bindings: Object.fromEntries(needs.map((n) => [n.key, bindings[n.key]])) } : {}
+              await post('/api/marketplace/items/{id}/versions/{version}/install', {
+                params: { path: { id: item.id, version: preview.version } },
+                body: { ...body, range: range.trim() || undefined },
+              })
+              await onInstalled()
+            })
+          }
+          loading={act.busy === 'install'}
+          data-testid="install"
+        >
+          Install
+        </Button>
+      </Stack>
+    </Modal>
+  )
+}
+
+/**
+ * The update dialog: the version (the latest within the install's range,
+ * or one chosen), its file diff, its capability diff, what it changes, and
+ * a select for each need the install has no binding for yet.
+ */
+function UpdateDialog({ install, versions, onClose, onUpdated }: { install: Install; versions?: string[]; onClose: () => void; onUpdated: () => unknown }) {
+  const [version, setVersion] = useState('')
+  const preview = useLoad(
+    () => post('/api/marketplace/installs/{id}/update_preview', { params: { path: { id: install.id } }, body: version ? { version } : undefined }),
+    [install.id, version],
+  )
+  const [bindings, setBindings] = useState<Bindings>({})
+  const act = useAction()
+  const up = preview.data
+  const unbound = (up?.needs ?? []).filter((n) => (up?.unbound ?? []).includes(n.key))
+  const missing = unbound.filter((n) => !bindings[n.key])
+  return (
+    <Modal opened onClose={onClose} title={up ? `${up.from} → ${up.to}` : `Update ${install.item_name}`} size="xl">
+      <Stack>
+        {versions && versions.length > 1 && (
+          <NativeSelect
+            label="Version"
+            value={version}
+            onChange={(e) => setVersion(e.currentTarget.value)}
+            data={[{ value: '', label: `The latest within ${install.range}` }, ...versions.map((v) => ({ value: v, label: v }))]}
+            w={260}
+            data-testid="update-version"
+          />
+        )}
+        <ErrorNote error={preview.error} />
+        {!up ? (
+          !preview.error && <Loading label="Comparing the versions…" />
+        ) : up.from === up.to && unbound.length === 0 ? (
+          <Text data-testid="up-to-date">Up to date.</Text>
+        ) : (
+          <>
+            {up.capabilities.grew && (
+              <Alert color="yellow" data-testid="capabilities-grew">
+                The new version may do more: {(up.capabilities.added ?? []).join(', ')}
+              </Alert>
+            )}
+            {(up.capabilities.removed ?? []).length > 0 && (
+              <Text size="sm" c="dimmed">
+                It no longer declares: {(up.capabilities.removed ?? []).join(', ')}
+              </Text>
+            )}
+            {(up.objects ?? []).length > 0 && (
+              <Stack gap={2} data-testid="update-objects">
+                {(up.objects ?? []).map((o) => (
+                  <Text key={o.key} size="sm">
+                    {o.action} {o.type.replace('_', ' ')} <b>{o.name}</b>
+                  </Text>
+                ))}
+              </Stack>
+            )}
+            {unbound.length > 0 && (
+              <Stack gap="xs" data-testid="update-unbound">
+                <Alert color="blue">{up.to} reads more of the workspace than the install binds: bind it to update.</Alert>
+                <NeedBindings needs={unbound} value={bindings} setValue={setBindings} />
+              </Stack>
+            )}
+            {(up.files ?? []).map((f) => (
+              <Stack key={f.path} gap={2}>
+                <Text size="sm">
+                  <Code>{f.path}</Code> {f.status}
+                </Text>
+                <Code block data-testid="file-diff">
+                  {f.patch || '(too large to show)'}
+                </Code>
+              </Stack>
+            ))}
+            <ErrorNote error={act.error} />
             <Button
+              w="fit-content"
+              disabled={missing.length > 0}
               onClick={() =>
-                act.run('install', async () => {
-                  await post('/api/marketplace/items/{id}/versions/{version}/install', { params: { path: { id, version: preview.version } } })
-                  setPreview(null)
-                  await reload()
+                act.run('update', async () => {
+                  const bound = unbound.length ? { bindings: Object.fromEntries(unbound.map((n) => [n.key, bindings[n.key]])) } : {}
+                  await post('/api/marketplace/installs/{id}/update', { params: { path: { id: install.id } }, body: { version: up.to, ...bound } })
+                  await onUpdated()
                 })
               }
-              loading={act.busy === 'install'}
-              data-testid="install"
+              loading={act.busy === 'update'}
+              data-testid="update"
             >
-              Install
+              Update to {up.to}
             </Button>
-          </Stack>
+          </>
         )}
-      </Modal>
-      <Modal opened={!!update} onClose={() => setUpdate(null)} title={update ? `${update.from} → ${update.to}` : ''} size="xl">
-        {update &&
-          (update.from === update.to ? (
-            <Text data-testid="up-to-date">Up to date.</Text>
-          ) : (
-            <Stack>
-              {update.capabilities.grew && (
-                <Alert color="yellow" data-testid="capabilities-grew">
-                  The new version may do more: {(update.capabilities.added ?? []).join(', ')}
-                </Alert>
-              )}
-              {(update.files ?? []).map((f) => (
-                <Stack key={f.path} gap={2}>
-                  <Text size="sm">
-                    <Code>{f.path}</Code> {f.status}
-                  </Text>
-                  <Code block data-testid="file-diff">
-                    {f.patch || '(too large to show)'}
-                  </Code>
-                </Stack>
-              ))}
-              <Button
-                onClick={() =>
-                  act.run('update', async () => {
-                    await post('/api/marketplace/installs/{id}/update', { params: { path: { id: install!.id } }, body: { version: update.to } })
-                    setUpdate(null)
-                    await reload()
-                  })
-                }
-                loading={act.busy === 'update'}
-                data-testid="update"
-              >
-                Update to {update.to}
-              </Button>
-            </Stack>
-          ))}
-      </Modal>
-    </Stack>
+      </Stack>
+    </Modal>
   )
 }
 
@@ -355,72 +566,140 @@ function RateIt({ itemId }: { itemId: string }) {
 function Installed() {
   const { workspace } = useSession()
   const installs = useLoad(() => get('/api/marketplace/installs'), [workspace?.id])
+  const projects = useLoad(async () => ((installs.data ?? []).some((i) => i.project_id) ? ((await get('/api/projects')) ?? []) : []), [workspace?.id, installs.data])
+  const [updating, setUpdating] = useState<Install | null>(null)
+  const projectName = (pid: string) => projects.data?.find((p) => p.id === pid)?.name ?? 'a project'
   return (
     <Stack>
       <ErrorNote error={installs.error} />
       <Table data-testid="installs">
         <Table.Tbody>
           {(installs.data ?? []).map((i: Install) => (
-            <Table.Tr key={i.id}>
+            <Table.Tr key={i.id} data-testid={`install-row-${i.item_id}`}>
               <Table.Td>
                 <Anchor component={Link} to={`/marketplace/${i.item_id}`}>
                   {i.item_name}
                 </Anchor>
+                {i.project_id && (
+                  <Text size="xs" c="dimmed">
+                    in {projectName(i.project_id)}
+                    {Object.keys(i.bindings ?? {}).length > 0 ? ` · ${Object.keys(i.bindings).length} bound` : ''}
+                  </Text>
+                )}
               </Table.Td>
               <Table.Td>{i.version}</Table.Td>
               <Table.Td>{i.auto_update ? `auto-update within ${i.range}` : 'updated by hand'}</Table.Td>
               <Table.Td>{i.held_version && <Badge color="yellow">{i.held_version} waits</Badge>}</Table.Td>
+              <Table.Td>
+                <Button size="compact-xs" variant="light" onClick={() => setUpdating(i)} data-testid="installed-update">
+                  Check for an update
+                </Button>
+              </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
       </Table>
       {installs.data?.length === 0 && <Text c="dimmed">Nothing installed yet.</Text>}
+      {updating && (
+        <UpdateDialog
+          install={updating}
+          onClose={() => setUpdating(null)}
+          onUpdated={async () => {
+            setUpdating(null)
+            await installs.reload()
+          }}
+        />
+      )}
     </Stack>
   )
 }
 
+type What = 'script' | 'node' | 'bundle' | 'app'
+const whats: What[] = ['script', 'node', 'bundle', 'app']
+
+/** Comma- or space-separated words. */
+const words = (s: string) =>
+  s
+    .split(/[\s,]+/)
+    .map((w) => w.trim())
+    .filter(Boolean)
+
+/**
+ * Publishing: a script, a node type, workflows (a bundle) or an app. The
+ * address may choose what and preselect it (?what=bundle&workflow=<id>,
+ * ?what=app&app=<id>), as the workflow and app pages link here.
+ */
 function Publish() {
   const { workspace } = useSession()
-  const scripts = useLoad(() => get('/api/scripts'), [workspace?.id])
-  const nodeTypes = useLoad(async () => ((await get('/api/workflow-node-types')) ?? []).filter((n) => !n.builtin), [workspace?.id])
-  const [what, setWhat] = useState<'script' | 'node'>('script')
+  const [params] = useSearchParams()
+  const [what, setWhat] = useState<What>(whats.find((w) => w === params.get('what')) ?? 'script')
+  const scripts = useLoad(async () => (what === 'script' ? await get('/api/scripts') : undefined), [workspace?.id, what === 'script'])
+  const nodeTypes = useLoad(async () => (what === 'node' ? ((await get('/api/workflow-node-types')) ?? []).filter((n) => !n.builtin) : undefined), [workspace?.id, what === 'node'])
+  const workflows = useLoad(async () => (what === 'bundle' ? ((await get('/api/workflows')) ?? []) : undefined), [workspace?.id, what === 'bundle'])
+  const apps = useLoad(async () => (what === 'app' ? ((await get('/api/apps')) ?? []) : undefined), [workspace?.id, what === 'app'])
   const [script, setScript] = useState('')
   const [nodeType, setNodeType] = useState('')
+  const [flows, setFlows] = useState<string[]>(params.getAll('workflow').flatMap(words))
+  const [app, setApp] = useState(params.get('app') ?? '')
   const [version, setVersion] = useState('1.0.0')
   const [summary, setSummary] = useState('')
   const [changelog, setChangelog] = useState('')
+  const [name, setName] = useState('')
+  const [slug, setSlug] = useState('')
+  const [tags, setTags] = useState('')
   const [hosts, setHosts] = useState('')
+  const [secrets, setSecrets] = useState('')
+  const [resourceKinds, setResourceKinds] = useState('')
+  const [labels, setLabels] = useState('')
   const act = useAction()
   const [done, setDone] = useState<Schemas['Published'] | null>(null)
   const submit = (e: React.FormEvent) => {
     e.preventDefault()
     act.run('publish', async () => {
-      const outbound_hosts = hosts
-        .split(/[\s,]+/)
-        .map((h) => h.trim())
-        .filter(Boolean)
-      const common = { version: version.trim(), changelog, summary, capabilities: { outbound_hosts } }
-      setDone(
-        what === 'script'
-          ? await post('/api/marketplace/scripts/publish', { body: { script_id: script || scripts.data?.[0]?.id || '', ...common } })
-          : await post('/api/marketplace/nodes/publish', { body: { node_type_id: nodeType || nodeTypes.data?.[0]?.id || '', ...common } }),
-      )
+      setDone(null)
+      const capabilities = { outbound_hosts: words(hosts), secrets: words(secrets), resource_kinds: words(resourceKinds), runner_labels: words(labels) }
+      const common = { version: version.trim(), changelog, summary, capabilities, name: name.trim() || undefined, slug: slug.trim() || undefined, tags: words(tags) }
+      let out: Schemas['Published']
+      switch (what) {
+        case 'script':
+          out = await post('/api/marketplace/scripts/publish', { body: { script_id: script || scripts.data?.[0]?.id || '', ...common } })
+          break
+        case 'node':
+          out = await post('/api/marketplace/nodes/publish', { body: { node_type_id: nodeType || nodeTypes.data?.[0]?.id || '', ...common } })
+          break
+        case 'bundle':
+          out = await post('/api/marketplace/bundles/publish', { body: { workflow_ids: flows, ...common } })
+          break
+        case 'app':
+          out = await post('/api/marketplace/publish', { body: { app_id: app || apps.data?.[0]?.id || '', ...common } })
+          break
+      }
+      setDone(out)
     })
   }
+  const explain: Record<What, string> = {
+    script: 'Publish a script of this workspace as a version of its item.',
+    node: 'Publish a node type of this workspace, with the script it runs.',
+    bundle:
+      'Publish workflows of this workspace as one bundle, with the scripts, node types and code files they use. The resources and apps they read become needs: whoever installs the bundle binds each to one of their own.',
+    app: "Publish an app's source (its manifest and files) as a listing; an install makes the app, for the workspace to build and deploy.",
+  }
+  const needs = done?.version.needs ?? []
   return (
     <form onSubmit={submit}>
-      <Stack maw={600}>
+      <Stack maw={640}>
         <Text size="sm" c="dimmed">
-          Publish a script of this workspace as a version of its item. Versions are semver and immutable; other workspaces see it once the instance's
-          review approves it, or when your source grants it to them.
+          {explain[what]} Versions are semver and immutable; other workspaces see it once the instance's review approves it, or when your source grants it to them.
         </Text>
         <NativeSelect
           label="What"
           value={what}
-          onChange={(e) => setWhat(e.currentTarget.value as 'script' | 'node')}
+          onChange={(e) => setWhat(e.currentTarget.value as What)}
           data={[
             { value: 'script', label: 'A script' },
             { value: 'node', label: 'A node type (with its script)' },
+            { value: 'bundle', label: 'Workflows (bundle)' },
+            { value: 'app', label: 'An app' },
           ]}
           data-testid="publish-what"
         />
@@ -428,17 +707,61 @@ function Publish() {
           <NativeSelect label="Node type" value={nodeType} onChange={(e) => setNodeType(e.currentTarget.value)} data={(nodeTypes.data ?? []).map((n) => ({ value: n.id ?? '', label: n.name }))} data-testid="publish-node" />
         )}
         {what === 'script' && <NativeSelect label="Script" value={script} onChange={(e) => setScript(e.currentTarget.value)} data={(scripts.data ?? []).map((s) => ({ value: s.id, label: s.name }))} data-testid="publish-script" />}
+        {what === 'bundle' && (
+          <MultiSelect
+            label="Workflows"
+            description="1 to 20 workflows, published together"
+            placeholder={flows.length ? undefined : 'Choose workflows'}
+            data={(workflows.data ?? []).map((w) => ({ value: w.id, label: w.name }))}
+            value={flows}
+            onChange={setFlows}
+            maxValues={20}
+            searchable
+            data-testid="publish-workflows"
+          />
+        )}
+        {what === 'app' && (
+          <NativeSelect
+            label="App"
+            value={app || apps.data?.[0]?.id || ''}
+            onChange={(e) => setApp(e.currentTarget.value)}
+            data={(apps.data ?? []).map((a) => ({ value: a.id, label: a.name }))}
+            data-testid="publish-app"
+          />
+        )}
         <TextInput label="Version" value={version} onChange={(e) => setVersion(e.currentTarget.value)} maxLength={50} data-testid="publish-version" />
-        <TextInput label="Summary" value={summary} onChange={(e) => setSummary(e.currentTarget.value)} maxLength={500} />
+        <Group grow>
+          <TextInput label="Name (optional)" description="Default: the published object's" value={name} onChange={(e) => setName(e.currentTarget.value)} maxLength={100} data-testid="publish-name" />
+          <TextInput label="Slug (optional)" description="Default: from its name" value={slug} onChange={(e) => setSlug(e.currentTarget.value)} maxLength={63} data-testid="publish-slug" />
+        </Group>
+        <TextInput label="Summary" value={summary} onChange={(e) => setSummary(e.currentTarget.value)} maxLength={500} data-testid="publish-summary" />
+        <TextInput label="Tags (comma-separated)" value={tags} onChange={(e) => setTags(e.currentTarget.value)} maxLength={500} data-testid="publish-tags" />
         <Textarea label="Changelog" value={changelog} onChange={(e) => setChangelog(e.currentTarget.value)} required maxLength={20000} data-testid="publish-changelog" />
+        <Text size="sm" fw={500}>
+          What it may do
+        </Text>
         <TextInput label="Hosts it calls (comma-separated)" value={hosts} onChange={(e) => setHosts(e.currentTarget.value)} maxLength={2000} data-testid="publish-hosts" />
-        <ErrorNote error={act.error || scripts.error || nodeTypes.error} />
-        <Button type="submit" w="fit-content" loading={act.busy === 'publish'} data-testid="publish">
+        <Group grow>
+          <TextInput label="Secrets it reads" value={secrets} onChange={(e) => setSecrets(e.currentTarget.value)} maxLength={2000} data-testid="publish-secrets" />
+          <TextInput label="Resource kinds it reads" value={resourceKinds} onChange={(e) => setResourceKinds(e.currentTarget.value)} maxLength={2000} data-testid="publish-resource-kinds" />
+          <TextInput label="Runner labels it needs" value={labels} onChange={(e) => setLabels(e.currentTarget.value)} maxLength={2000} data-testid="publish-runner-labels" />
+        </Group>
+        <ErrorNote error={act.error || scripts.error || nodeTypes.error || workflows.error || apps.error} />
+        <Button type="submit" w="fit-content" loading={act.busy === 'publish'} disabled={what === 'bundle' && flows.length === 0} data-testid="publish">
           Publish
         </Button>
         {done && (
           <Alert color="teal" data-testid="published">
-            Published <Anchor component={Link} to={`/marketplace/${done.item.id}`}>{done.item.name}</Anchor> {done.version.version}
+            Published{' '}
+            <Anchor component={Link} to={`/marketplace/${done.item.id}`}>
+              {done.item.name}
+            </Anchor>{' '}
+            {done.version.version}
+            {needs.length > 0 && (
+              <Text size="sm" mt={4} data-testid="published-needs">
+                Whoever installs it binds: {needs.map((n) => `${n.key} (${needWhat(n)})`).join(', ')}.
+              </Text>
+            )}
           </Alert>
         )}
       </Stack>
@@ -446,58 +769,227 @@ function Publish() {
   )
 }
 
+const sourceStatusColor: Record<Source['status'], string> = { enabled: 'teal', disabled: 'gray', sync_error: 'red' }
+
 /** The active workspace's sources (the marketplace page and the owner console's marketplace-sources tab). */
 export function Sources() {
   const { workspace } = useSession()
   const sources = useLoad(() => get('/api/marketplace/sources'), [workspace?.id])
   const act = useAction()
   const [grants, setGrants] = useState<Record<string, string>>({})
+  const [removing, setRemoving] = useState<Source | null>(null)
+  const [editing, setEditing] = useState<Source | null>(null)
+  const list = sources.data ?? []
   return (
     <Stack>
       <ErrorNote error={sources.error || act.error} />
-      <Table>
+      <Table data-testid="sources">
         <Table.Tbody>
-          {(sources.data ?? []).map((s) => (
-            <Table.Tr key={s.id}>
+          {list.map((s) => (
+            <Table.Tr key={s.id} data-testid="source-row" data-source-id={s.id} data-kind={s.kind}>
               <Table.Td>
                 {s.name} <Badge size="xs">{s.kind}</Badge>
+                {s.kind === 'git' && (
+                  <Text size="xs" c="dimmed">
+                    {s.url} · {s.branch}
+                  </Text>
+                )}
               </Table.Td>
-              <Table.Td>{s.status}</Table.Td>
-              <Table.Td>{s.items} items</Table.Td>
               <Table.Td>
-                {s.kind === 'workspace' ? (
-                  <Group gap={4}>
-                    <TextInput
-                      size="xs"
-                      placeholder="workspace ids it grants, comma-separated"
-                      value={grants[s.id] ?? (s.grants ?? []).join(', ')}
-                      onChange={(e) => setGrants({ ...grants, [s.id]: e.currentTarget.value })}
-                      w={320}
-                    />
+                <Badge color={sourceStatusColor[s.status] ?? 'gray'} variant="light" data-testid="source-status">
+                  {s.status}
+                </Badge>
+                {s.status === 'sync_error' && s.last_error && (
+                  <Text size="xs" c="red" maw={360} data-testid="source-error">
+                    {s.last_error}
+                  </Text>
+                )}
+                {s.synced_at && (
+                  <Text size="xs" c="dimmed">
+                    synced {when(s.synced_at)}
+                  </Text>
+                )}
+              </Table.Td>
+              <Table.Td data-testid="source-items">{s.items} items</Table.Td>
+              <Table.Td>
+                <Group gap={4}>
+                  {s.kind === 'workspace' && (
+                    <>
+                      <TextInput
+                        size="xs"
+                        placeholder="workspace ids it grants, comma-separated"
+                        value={grants[s.id] ?? (s.grants ?? []).join(', ')}
+                        onChange={(e) => setGrants({ ...grants, [s.id]: e.currentTarget.value })}
+                        w={320}
+                      />
+                      <Button
+                        size="xs"
+                        loading={act.busy === `grants-${s.id}`}
+                        onClick={() =>
+                          act.run(`grants-${s.id}`, async () => {
+                            const list = words(grants[s.id] ?? (s.grants ?? []).join(','))
+                            await patch('/api/marketplace/sources/{id}', { params: { path: { id: s.id } }, body: { grants: list } })
+                            await sources.reload()
+                          })
+                        }
+                      >
+                        Save grants
+                      </Button>
+                    </>
+                  )}
+                  {s.kind !== 'workspace' && (
                     <Button
                       size="xs"
-                      onClick={() =>
-                        act.run(`grants-${s.id}`, async () => {
-                          const list = (grants[s.id] ?? '').split(/[\s,]+/).filter(Boolean)
-                          await patch('/api/marketplace/sources/{id}', { params: { path: { id: s.id } }, body: { grants: list } })
-                          await sources.reload()
-                        })
-                      }
+                      variant="light"
+                      loading={act.busy === `sync-${s.id}`}
+                      disabled={s.status === 'disabled'}
+                      title={s.status === 'disabled' ? 'Enable it to sync' : undefined}
+                      onClick={() => act.run(`sync-${s.id}`, async () => (await post('/api/marketplace/sources/{id}/sync', { params: { path: { id: s.id } } }), sources.reload()))}
+                      data-testid="source-sync"
                     >
-                      Save grants
+                      Sync
                     </Button>
-                  </Group>
-                ) : (
-                  <Button size="xs" variant="light" onClick={() => act.run(`sync-${s.id}`, async () => (await post('/api/marketplace/sources/{id}/sync', { params: { path: { id: s.id } } }), sources.reload()))}>
-                    Sync
-                  </Button>
-                )}
+                  )}
+                  {s.kind !== 'official' && (
+                    <>
+                      <Button size="xs" variant="default" onClick={() => setEditing(s)} data-testid="source-edit">
+                        Edit
+                      </Button>
+                      <Button size="xs" color="red" variant="light" loading={act.busy === `delete-${s.id}`} onClick={() => setRemoving(s)} data-testid="source-delete">
+                        Delete
+                      </Button>
+                    </>
+                  )}
+                </Group>
               </Table.Td>
             </Table.Tr>
           ))}
         </Table.Tbody>
       </Table>
+      <AddGitSource onAdded={() => sources.reload()} />
+      {sources.data && !list.some((s) => s.kind === 'workspace') && (
+        <Button
+          w="fit-content"
+          variant="light"
+          loading={act.busy === 'own'}
+          onClick={() => act.run('own', async () => (await post('/api/marketplace/sources', { body: { kind: 'workspace', name: 'Published here' } }), sources.reload()))}
+          data-testid="source-add-own"
+        >
+          Add this workspace's own source (to grant its published items)
+        </Button>
+      )}
+      <Confirm
+        item={removing}
+        title={(s) => `Delete ${s.name}?`}
+        message={(s) =>
+          s.kind === 'git'
+            ? `Its ${s.items} items leave the catalog. A source whose items are installed cannot go: remove those installs first.`
+            : 'It can go once it has no published items.'
+        }
+        action={() => 'Delete'}
+        testid="source-delete-confirm"
+        onCancel={() => setRemoving(null)}
+        onConfirm={(s) => act.run(`delete-${s.id}`, async () => (await del('/api/marketplace/sources/{id}', { params: { path: { id: s.id } } }), sources.reload()))}
+      />
+      {editing && (
+        <EditSource
+          source={editing}
+          onClose={() => setEditing(null)}
+          onSaved={async () => {
+            setEditing(null)
+            await sources.reload()
+          }}
+        />
+      )}
     </Stack>
+  )
+}
+
+/** Renames a source, enables or disables it. */
+function EditSource({ source, onClose, onSaved }: { source: Source; onClose: () => void; onSaved: () => unknown }) {
+  const [name, setName] = useState(source.name)
+  const [enabled, setEnabled] = useState(source.status !== 'disabled')
+  const act = useAction()
+  return (
+    <Modal opened onClose={onClose} title={`Edit ${source.name}`}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          act.run('save', async () => {
+            const status: 'enabled' | 'disabled' | undefined = enabled === (source.status !== 'disabled') ? undefined : enabled ? 'enabled' : 'disabled'
+            await patch('/api/marketplace/sources/{id}', { params: { path: { id: source.id } }, body: { name: name.trim() !== source.name ? name.trim() : undefined, status } })
+            await onSaved()
+          })
+        }}
+      >
+        <Stack>
+          <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} data-testid="source-name" />
+          <Switch label="Enabled (a disabled source is not synced)" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} data-testid="source-enabled" />
+          <ErrorNote error={act.error} />
+          <Button type="submit" w="fit-content" loading={act.busy === 'save'} data-testid="source-save">
+            Save
+          </Button>
+        </Stack>
+      </form>
+    </Modal>
+  )
+}
+
+/** Adds a Git source: a public https repository of published items, synced at once. */
+function AddGitSource({ onAdded }: { onAdded: () => unknown }) {
+  const [name, setName] = useState('')
+  const [url, setUrl] = useState('')
+  const [branch, setBranch] = useState('')
+  const act = useAction()
+  const [added, setAdded] = useState<Source | null>(null)
+  return (
+    <Card withBorder maw={720}>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault()
+          act.run('add', async () => {
+            setAdded(null)
+            const s = await post('/api/marketplace/sources', { body: { kind: 'git', name: name.trim(), url: url.trim(), branch: branch.trim() || undefined } })
+            setAdded(s)
+            setName('')
+            setUrl('')
+            setBranch('')
+            await onAdded()
+          })
+        }}
+      >
+        <Stack gap="xs">
+          <Text fw={600}>Add a Git source</Text>
+          <Text size="xs" c="dimmed">
+            A public repository (https) of published items: it is read now and when you sync it; its items are this workspace's to install.
+          </Text>
+          <Group align="end">
+            <TextInput label="Name" value={name} onChange={(e) => setName(e.currentTarget.value)} required maxLength={100} w={180} data-testid="git-source-name" />
+            <TextInput
+              label="Repository URL"
+              placeholder="https://example.com/catalog.git"
+              type="url"
+              value={url}
+              onChange={(e) => setUrl(e.currentTarget.value)}
+              required
+              maxLength={2000}
+              w={300}
+              data-testid="git-source-url"
+            />
+            <TextInput label="Branch" placeholder="main" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} maxLength={200} w={120} data-testid="git-source-branch" />
+            <Button type="submit" loading={act.busy === 'add'} data-testid="git-source-add">
+              Add and sync
+            </Button>
+          </Group>
+          <ErrorNote error={act.error} />
+          {added && (
+            <Text size="sm" c={added.status === 'sync_error' ? 'red' : 'teal'} data-testid="git-source-added">
+              {added.status === 'sync_error' ? `Added ${added.name}, but its sync failed: ${added.last_error ?? ''}` : `Added ${added.name}: ${added.items} items.`}
+            </Text>
+          )}
+        </Stack>
+      </form>
+    </Card>
   )
 }
 

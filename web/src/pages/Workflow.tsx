@@ -410,6 +410,9 @@ function Editor({ wf, types, project }: { wf: Workflow; types: NodeType[]; proje
             styles={{ input: { fontFamily: 'var(--mantine-font-family-monospace)' } }}
             data-testid="run-input"
           />
+          <Button variant="subtle" component={Link} to={`/marketplace?tab=publish&what=bundle&workflow=${wf.id}`} data-testid="publish-to-marketplace">
+            Publish to marketplace
+          </Button>
           <Button variant="subtle" onClick={() => exportYAML(wf.id, wf.name).catch((e) => setError(messageOf(e)))} data-testid="export-yaml" title="Download the saved workflow as YAML">
             Export YAML
           </Button>
