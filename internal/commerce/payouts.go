@@ -43,14 +43,15 @@ type Debtor struct {
 
 // QueueEntry is what a seller is owed in one currency.
 type QueueEntry struct {
-	SellerID       string `json:"seller_id" format:"uuid"`
-	DisplayName    string `json:"display_name"`
-	SellerStatus   string `json:"seller_status" enum:"pending_review,approved,rejected" doc:"pending_review: the first batch's approval reviews the account"`
-	Currency       string `json:"currency"`
-	BalanceMinor   int64  `json:"balance_minor" doc:"The ledger's sum"`
-	ReservedMinor  int64  `json:"reserved_minor" doc:"What open batches hold for the seller"`
-	AvailableMinor int64  `json:"available_minor" doc:"What a new batch may pay: the balance less what is reserved"`
-	Hold           string `json:"hold" doc:"Why it cannot be paid now: empty when it can"`
+	SellerID       string          `json:"seller_id" format:"uuid"`
+	DisplayName    string          `json:"display_name"`
+	SellerStatus   string          `json:"seller_status" enum:"pending_review,approved,rejected" doc:"pending_review: the first batch's approval reviews the account"`
+	Currency       string          `json:"currency"`
+	BalanceMinor   int64           `json:"balance_minor" doc:"The ledger's sum"`
+	ReservedMinor  int64           `json:"reserved_minor" doc:"What open batches hold for the seller"`
+	AvailableMinor int64           `json:"available_minor" doc:"What a new batch may pay: the balance less what is reserved"`
+	Hold           string          `json:"hold" doc:"Why it cannot be paid now: empty when it can"`
+	Accounts       []PayoutAccount `json:"accounts" doc:"The seller's payout accounts (IBANs masked): a batch entry names one"`
 }
 
 // QueuePage is a page of the payout queue.
@@ -198,7 +199,12 @@ func (s *Service) Queue(ctx context.Context, limit, offset int) (*QueuePage, err
 		}
 		e := QueueEntry{SellerID: seller, DisplayName: p.DisplayName, SellerStatus: p.Status, Currency: currency, BalanceMinor: v[0], ReservedMinor: v[1],
 			AvailableMinor: v[2]}
+		if e.Accounts, err = accountsOf(ctx, s.DB.R, seller); err != nil {
+			return nil, err
+		}
 		switch {
+		case len(e.Accounts) == 0:
+			e.Hold = "the seller has no payout account"
 		case currency != PayoutCurrency:
 			e.Hold = "SEPA pays euro only"
 		case p.Status == "rejected":

@@ -156,7 +156,7 @@ func TestMarketplacePayouts(t *testing.T) {
 		var q commerce.QueuePage
 		admin.Do("GET", "/api/admin/marketplace/payouts/queue", nil).JSON(t, &q)
 		if q.Total != 1 || q.Items[0].BalanceMinor != bal || q.Items[0].ReservedMinor != reserved || q.Items[0].AvailableMinor != bal-reserved ||
-			q.Items[0].SellerStatus != "pending_review" {
+			q.Items[0].SellerStatus != "pending_review" || len(q.Items[0].Accounts) != 2 || q.Items[0].Accounts[0].IBAN != "FR14 •••• 2606" {
 			t.Fatalf("the queue: %+v (reserved %d)", q, reserved)
 		}
 		for _, id := range drafted { // drafts cancel at once, their money free again

@@ -8460,6 +8460,8 @@ export interface components {
             total_received: number;
         };
         QueueEntry: {
+            /** @description The seller's payout accounts (IBANs masked): a batch entry names one */
+            accounts: components["schemas"]["PayoutAccount"][] | null;
             /**
              * Format: int64
              * @description What a new batch may pay: the balance less what is reserved
