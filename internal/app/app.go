@@ -354,7 +354,7 @@ func Build(cfg *config.Config, d *db.DB, log *slog.Logger, opts Options) (*App, 
 	a.Services.Marketplace = marketplace.NewService(marketplace.Deps{DB: d, Clock: clk, Log: log, Scripts: scriptSvc, NodeTypes: wf, Workflows: wf,
 		Refs: marketRefs{res: resSvc, apps: appSvc}, Apps: appSvc, Git: marketGit{git: git, tunnel: a.tunnel}, Commerce: commerce.Licenses{}, Reactions: re})
 	a.Services.Commerce = commerce.NewService(commerce.Deps{DB: d, Clock: clk, Log: log, Sealer: sealer, Catalog: a.Services.Marketplace,
-		Provider: payments != nil, PublicURL: cfg.PublicURL, Bank: payoutBank(cfg.Payouts),
+		Provider: payments != nil, PublicURL: cfg.PublicURL, Bank: payoutBank(cfg.Payouts), Runners: runnerSvc,
 		Debtor: commerce.Debtor{Name: cfg.Payouts.DebtorName, IBAN: cfg.Payouts.DebtorIBAN, BIC: cfg.Payouts.DebtorBIC, Version: cfg.Payouts.PainVersion}})
 	if stripeAPI != nil {
 		a.Services.Commerce.Checkouts = stripeAPI

@@ -9,6 +9,7 @@ import (
 	"slipway/internal/platform/actor"
 	"slipway/internal/platform/board"
 	"slipway/internal/platform/httpx"
+	"slipway/internal/runners"
 )
 
 type versionIDInput struct {
@@ -64,6 +65,30 @@ type ledgerBoardInput struct {
 type purchaseBoardInput struct {
 	board.Query
 	Status string `query:"status" enum:"active,cancelled,ended"`
+}
+
+func sel(o httpx.OrgSelector) runners.Selector { return runners.Selector(o) }
+
+
+type runnerOfferInput struct {
+	httpx.OrgSelector
+	ID   string `path:"id" maxLength:"64" doc:"Runner id"`
+	Body OfferInput
+}
+
+type runnerIDInput struct {
+	httpx.OrgSelector
+	ID string `path:"id" maxLength:"64" doc:"Runner id"`
+}
+
+type offerCreateInput struct {
+	httpx.OrgSelector
+	Body OfferCreate
+}
+
+type offerPatchInput struct {
+	ID   string `path:"id" maxLength:"64"`
+	Body OfferPatch
 }
 
 type tanInput struct {
@@ -243,6 +268,7 @@ func Register(api huma.API, s *Service, scoped func(huma.Context, func(huma.Cont
 
 	admin := httpx.Operations{Tags: []string{"Admin"}, Security: httpx.SessionSecurity}
 	registerPayouts(api, s, admin)
+	registerOffers(api, s, ops)
 	huma.Register(api, admin.Op("get_api_admin_marketplace_fee_settings", http.MethodGet, "/api/admin/marketplace/fee-settings",
 		"The platform's fees (instance admins)"),
 		func(ctx context.Context, _ *struct{}) (*httpx.Out[*FeeSettings], error) {
@@ -370,5 +396,98 @@ func registerPayouts(api huma.API, s *Service, admin httpx.Operations) {
 				return nil, err
 			}
 			return &fileOutput{ContentType: "application/xml", ETag: `"` + sum + `"`, Body: doc}, nil
+		})
+}
+
+// registerOffers mounts runner offers: the organization's side (its
+// runners' page) and the marketplace's.
+func registerOffers(api huma.API, s *Service, ops httpx.Operations) {
+	org := httpx.Operations{Tags: []string{"Runners"}, Security: httpx.SessionSecurity, Middlewares: huma.Middlewares{httpx.Approved(api)}}
+	const runnersBase = "/api/organization/runners"
+	huma.Register(api, org.Op("get_api_organization_runners_offers", http.MethodGet, runnersBase+"/offers",
+		"The organization's runners offered on the marketplace (any member)"),
+		func(ctx context.Context, in *httpx.OrgSelector) (*httpx.Out[[]RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.OrgOffers(ctx, u, sel(*in)))
+		})
+	huma.Register(api, org.Op("post_api_organization_runners_id_offer", http.MethodPost, runnersBase+"/{id}/offer",
+		"Offer the runner on the marketplace (owner or admin with a seller profile; a buyer's secrets never reach it)"),
+		func(ctx context.Context, in *runnerOfferInput) (*httpx.Out[*RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.OfferRunner(ctx, u, sel(in.OrgSelector), in.ID, in.Body))
+		})
+	huma.Register(api, org.Op("delete_api_organization_runners_id_offer", http.MethodDelete, runnersBase+"/{id}/offer",
+		"Withdraw the runner's offer: inactive, neither bought nor dispatched to (no offer: nothing to do)"),
+		func(ctx context.Context, in *runnerIDInput) (*httpx.DeletedOutput, error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			changed, err := s.WithdrawRunner(ctx, u, sel(in.OrgSelector), in.ID)
+			if err != nil {
+				return nil, err
+			}
+			out := httpx.Deleted()
+			out.Body.Deleted = changed
+			return out, nil
+		})
+
+	const base = "/api/marketplace/runner-offers"
+	huma.Register(api, ops.Op("get_api_marketplace_runner_offers", http.MethodGet, base, "Runners offered on the marketplace (active offers)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]RunnerOffer], error) {
+			if _, err := actor.RequireApproved(ctx); err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Offers(ctx))
+		})
+	huma.Register(api, httpx.Created(ops.Op("post_api_marketplace_runner_offers", http.MethodPost, base,
+		"Offer a runner of an organization you own or administer (with your seller profile)")),
+		func(ctx context.Context, in *offerCreateInput) (*httpx.Out[*RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.CreateOffer(ctx, u, sel(in.OrgSelector), in.Body))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_runner_offers_id", http.MethodGet, base+"/{id}", "A runner offer (its seller only)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.Offer(ctx, u, in.ID))
+		})
+	huma.Register(api, ops.Op("patch_api_marketplace_runner_offers_id", http.MethodPatch, base+"/{id}",
+		"Change an offer's name, description or price (its seller only)"),
+		func(ctx context.Context, in *offerPatchInput) (*httpx.Out[*RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.PatchOffer(ctx, u, in.ID, in.Body))
+		})
+	huma.Register(api, ops.Op("post_api_marketplace_runner_offers_id_activate", http.MethodPost, base+"/{id}/activate",
+		"Activate a withdrawn offer (its seller only; another's is 403)"),
+		func(ctx context.Context, in *idInput) (*httpx.Out[*RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.ActivateOffer(ctx, u, in.ID))
+		})
+	huma.Register(api, ops.Op("get_api_marketplace_seller_runner_offers", http.MethodGet, "/api/marketplace/seller/runner-offers",
+		"Your runner offers (none without a seller profile)"),
+		func(ctx context.Context, _ *struct{}) (*httpx.Out[[]RunnerOffer], error) {
+			u, err := actor.RequireApproved(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return httpx.Reply(s.SellerOffers(ctx, u))
 		})
 }

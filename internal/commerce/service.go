@@ -39,6 +39,8 @@ type Deps struct {
 	// Provider: a payment provider is configured (its checkout completes
 	// purchases; the development completion is refused).
 	Provider bool
+	// Runners answers which runners a person may offer.
+	Runners Runners
 	// Checkouts is the provider's API (nil without an API key): where a
 	// buyer pays, and a subscription's cancellation.
 	Checkouts Checkouts

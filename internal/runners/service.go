@@ -651,3 +651,26 @@ func (s *Service) Run(ctx context.Context) {
 		unlock()
 	}
 }
+
+// AdminRunner is a runner of the organization the request acts on, for
+// its owners and admins (another organization's runner is not found): its
+// organization and name. The marketplace offers such a runner.
+func (s *Service) AdminRunner(ctx context.Context, u *actor.User, sel Selector, id string) (orgID, name string, err error) {
+	if !ids.Valid(id) {
+		return "", "", apperr.NotFound("runner")
+	}
+	if orgID, err = s.org(ctx, u, sel, true); err != nil {
+		return "", "", err
+	}
+	r, err := getRunner(ctx, s.db.R, orgID, id)
+	if err != nil {
+		return "", "", err
+	}
+	return orgID, r.Name, nil
+}
+
+// MemberOrg is the organization the request acts on, for any of its
+// members.
+func (s *Service) MemberOrg(ctx context.Context, u *actor.User, sel Selector) (string, error) {
+	return s.org(ctx, u, sel, false)
+}
