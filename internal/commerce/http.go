@@ -69,7 +69,6 @@ type purchaseBoardInput struct {
 
 func sel(o httpx.OrgSelector) runners.Selector { return runners.Selector(o) }
 
-
 type runnerOfferInput struct {
 	httpx.OrgSelector
 	ID   string `path:"id" maxLength:"64" doc:"Runner id"`
