@@ -2165,6 +2165,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/marketplace/runner-offers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runners offered on the marketplace (active offers) */
+        get: operations["get_api_marketplace_runner_offers"];
+        put?: never;
+        /** Offer a runner of an organization you own or administer (with your seller profile) */
+        post: operations["post_api_marketplace_runner_offers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/runner-offers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A runner offer (its seller only) */
+        get: operations["get_api_marketplace_runner_offers_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change an offer's name, description or price (its seller only) */
+        patch: operations["patch_api_marketplace_runner_offers_id"];
+        trace?: never;
+    };
+    "/api/marketplace/runner-offers/{id}/activate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Activate a withdrawn offer (its seller only; another's is 403) */
+        post: operations["post_api_marketplace_runner_offers_id_activate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/marketplace/scripts/publish": {
         parameters: {
             query?: never;
@@ -2294,6 +2347,23 @@ export interface paths {
         };
         /** The purchases of your items as a board: search by item, sort by created, amount or item, a status facet */
         get: operations["get_api_marketplace_seller_purchases_board"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/marketplace/seller/runner-offers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your runner offers (none without a seller profile) */
+        get: operations["get_api_marketplace_seller_runner_offers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2600,6 +2670,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/organization/runners/offers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's runners offered on the marketplace (any member) */
+        get: operations["get_api_organization_runners_offers"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organization/runners/onboarding-status": {
         parameters: {
             query?: never;
@@ -2653,6 +2740,24 @@ export interface paths {
         /** Drain a runner: its running work finishes, it gets no new work (owner or admin) */
         post: operations["post_api_organization_runners_id_drain"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/organization/runners/{id}/offer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Offer the runner on the marketplace (owner or admin with a seller profile; a buyer's secrets never reach it) */
+        post: operations["post_api_organization_runners_id_offer"];
+        /** Withdraw the runner's offer: inactive, neither bought nor dispatched to (no offer: nothing to do) */
+        delete: operations["delete_api_organization_runners_id_offer"];
         options?: never;
         head?: never;
         patch?: never;
@@ -7842,6 +7947,35 @@ export interface components {
             name: string;
             type: string;
         };
+        OfferCreate: {
+            currency: string;
+            description?: string;
+            /** @description Default the runner's name */
+            name?: string;
+            /** Format: int64 */
+            price_minute_minor: number;
+            /** Format: uuid */
+            runner_id: string;
+            /**
+             * @description Default deny
+             * @enum {string}
+             */
+            secret_trust_policy?: "deny" | "allow";
+        };
+        OfferInput: {
+            currency: string;
+            description?: string;
+            /** @description Default the runner's name */
+            name?: string;
+            /** Format: int64 */
+            price_minute_minor: number;
+        };
+        OfferPatch: {
+            description?: string;
+            name?: string;
+            /** Format: int64 */
+            price_minute_minor?: number;
+        };
         Onboarding: {
             /** Format: int64 */
             eligible: number;
@@ -8919,6 +9053,41 @@ export interface components {
             match_count: number;
             /** @enum {string} */
             state: "matched" | "local" | "waiting";
+        };
+        RunnerOffer: {
+            /**
+             * @description inactive: withdrawn, neither bought nor dispatched to
+             * @enum {string}
+             */
+            activation_status: "active" | "inactive";
+            /** Format: date-time */
+            created_at: string;
+            currency: string;
+            description: string;
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** Format: uuid */
+            organization_id: string;
+            /**
+             * Format: int64
+             * @description Minor units per minute of use
+             */
+            price_minute_minor: number;
+            /**
+             * Format: uuid
+             * @description The runner offered (a pool of one)
+             */
+            runner_pool_id: string;
+            /**
+             * @description deny: no secret of a buyer's workspace reaches the runner (always, for an offer made from the organization's runners)
+             * @enum {string}
+             */
+            secret_trust_policy: "deny" | "allow";
+            /** Format: uuid */
+            seller_id: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         RunnerPatch: {
             allowed_labels?: string[];
@@ -14651,6 +14820,170 @@ export interface operations {
             };
         };
     };
+    get_api_marketplace_runner_offers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_runner_offers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OfferCreate"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_runner_offers_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patch_api_marketplace_runner_offers_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OfferPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_marketplace_runner_offers_id_activate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     post_api_marketplace_scripts_publish: {
         parameters: {
             query?: never;
@@ -14941,6 +15274,35 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["BoardPurchase"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_api_marketplace_seller_runner_offers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"][] | null;
                 };
             };
             /** @description Error */
@@ -15656,6 +16018,40 @@ export interface operations {
             };
         };
     };
+    get_api_organization_runners_offers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"][] | null;
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     get_api_organization_runners_onboarding_status: {
         parameters: {
             query?: never;
@@ -15792,6 +16188,84 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Runner"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_api_organization_runners_id_offer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path: {
+                /** @description Runner id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OfferInput"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunnerOffer"];
+                };
+            };
+            /** @description Error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    delete_api_organization_runners_id_offer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Organization to act on; default: the active workspace's organization */
+                "X-Organization-Id"?: string;
+                /** @description Active workspace; default: your default joined workspace */
+                "X-Workspace-Id"?: string;
+            };
+            path: {
+                /** @description Runner id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeletedOutputBody"];
                 };
             };
             /** @description Error */
