@@ -14,6 +14,22 @@ import assert from 'node:assert/strict'
 /** The Stripe webhook secret the test server verifies events with. */
 export const stripeSecret = 'whsec_e2e_0123456789abcdef'
 
+/**
+ * The signed event Stripe sends once a marketplace session (of the double,
+ * paid on its page) is paid: checkout.session.completed with the purchase's
+ * id in the session's metadata; delivered to the server's webhook.
+ */
+export async function marketSessionCompleted(server, sessionID) {
+  const s = server.stripe.state.sessions.get(sessionID)
+  if (!s?.market) throw new Error(`no marketplace session ${sessionID}`)
+  const payload = JSON.stringify({
+    id: `evt_e2e_${sessionID}`, object: 'event', type: 'checkout.session.completed', created: Math.floor(Date.now() / 1000),
+    data: { object: { id: sessionID, object: 'checkout.session', mode: s.mode, payment_status: s.paid ? 'paid' : 'unpaid', subscription: s.subscription ?? null,
+      metadata: { slipway_purchase: s.purchase } } },
+  })
+  return fetch(server.url + '/api/billing/webhooks/stripe', { method: 'POST', headers: { 'Content-Type': 'application/json', 'Stripe-Signature': stripeSignature(payload) }, body: payload })
+}
+
 /** The Stripe API key the test server calls the Stripe double with. */
 const stripeKey = 'sk_test_E2e0123456789abcdef'
 
@@ -27,13 +43,21 @@ const page = (title, body) => `<!doctype html><html><head><title>${title}</title
 
 /**
  * A stand-in for Stripe: the API calls the server makes (products, prices,
- * customers, Checkout and Billing Portal sessions), and the two pages
- * Stripe shows a customer. Paying on its checkout page makes the
- * subscription and sends its signed event to the server's webhook, then
- * returns to the success URL, as Stripe does.
+ * customers, Checkout and Billing Portal sessions, a marketplace
+ * subscription's cancellation), and the two pages Stripe shows a customer.
+ * Paying on its checkout page for a plan makes the subscription and sends
+ * its signed event to the server's webhook, then returns to the success
+ * URL, as Stripe does. A marketplace purchase's session (an inline price,
+ * no customer, the purchase's id in its metadata) is marked paid and
+ * returns to the success URL; its checkout.session.completed event is the
+ * test's to deliver (marketSessionCompleted), as Stripe does after a
+ * payment, on its own schedule.
  */
 async function startStripe() {
-  const st = { products: new Set(), prices: new Map(), customers: new Map(), sessions: new Map(), portals: new Map(), replays: new Map(), target: '', n: 0 }
+  const st = {
+    products: new Set(), prices: new Map(), customers: new Map(), sessions: new Map(), portals: new Map(), subscriptions: new Map(), replays: new Map(),
+    target: '', n: 0,
+  }
   const next = (prefix) => `${prefix}_e2e${++st.n}`
   const srv = http.createServer((req, res) => {
     let raw = ''
@@ -53,7 +77,16 @@ async function startStripe() {
         const s = st.sessions.get(pay[1])
         if (!s) return fail(404, 'No such checkout session')
         if (req.method === 'GET') {
-          return html(page('Test checkout', `<p>${s.price}</p><form method="post"><button data-testid="stripe-pay">Pay</button></form><a href="${s.cancel_url}">Back</a>`))
+          const what = s.market ? `${s.name}: ${s.amount} ${s.currency.toUpperCase()}${s.mode === 'subscription' ? ' per month' : ''}` : s.price
+          return html(page('Test checkout', `<p data-testid="stripe-what">${what}</p><form method="post"><button data-testid="stripe-pay">Pay</button></form><a href="${s.cancel_url}">Back</a>`))
+        }
+        if (s.market) {
+          s.paid = true
+          if (s.mode === 'subscription') {
+            s.subscription = next('sub')
+            st.subscriptions.set(s.subscription, { id: s.subscription, object: 'subscription', status: 'active', cancel_at_period_end: false, metadata: { slipway_purchase: s.purchase } })
+          }
+          return res.writeHead(303, { Location: s.success_url }).end()
         }
         const meta = {}
         for (const [k, v] of Object.entries(s.form)) {
@@ -102,6 +135,37 @@ async function startStripe() {
         const c = { id: next('cus'), object: 'customer', name: f.get('name'), email: f.get('email') }
         st.customers.set(c.id, c)
         return json(200, c)
+      }
+      if (req.method === 'POST' && u.pathname === '/v1/checkout/sessions' && f.has('line_items[0][price_data][currency]')) {
+        // A marketplace purchase: an inline price, no customer; the purchase's id in the session's metadata (and its payment's or subscription's).
+        const purchase = f.get('metadata[slipway_purchase]')
+        const mode = f.get('mode')
+        const s = {
+          market: true, purchase, mode, currency: f.get('line_items[0][price_data][currency]'), amount: Number(f.get('line_items[0][price_data][unit_amount]')),
+          name: f.get('line_items[0][price_data][product_data][name]'), success_url: f.get('success_url'), cancel_url: f.get('cancel_url'), form: Object.fromEntries(f),
+        }
+        if (!purchase) return fail(400, 'metadata[slipway_purchase] is required')
+        if (f.has('customer')) return fail(400, 'a marketplace checkout names no customer')
+        if (!/^[a-z]{3}$/.test(s.currency)) return fail(400, `Invalid currency: ${s.currency}`)
+        if (!Number.isInteger(s.amount) || s.amount < 1 || String(s.amount) !== f.get('line_items[0][price_data][unit_amount]')) return fail(400, 'Invalid integer: unit_amount')
+        if (!s.name) return fail(400, 'line_items[0][price_data][product_data][name] is required')
+        if (!s.success_url || !s.cancel_url) return fail(400, 'success_url and cancel_url are required')
+        if (mode === 'subscription') {
+          if (f.get('line_items[0][price_data][recurring][interval]') !== 'month') return fail(400, 'a subscription needs a recurring price')
+          if (f.get('subscription_data[metadata][slipway_purchase]') !== purchase) return fail(400, "the subscription carries the purchase's id")
+        } else if (mode === 'payment') {
+          if (f.get('payment_intent_data[metadata][slipway_purchase]') !== purchase) return fail(400, "the payment carries the purchase's id")
+        } else return fail(400, `Invalid mode: ${mode}`)
+        const id = next('cs')
+        st.sessions.set(id, s)
+        return json(200, { id, object: 'checkout.session', mode, url: `${base}/pay/${id}`, metadata: { slipway_purchase: purchase } })
+      }
+      const subscription = parts[1] === 'subscriptions' && parts[2] && st.subscriptions.get(parts[2])
+      if (subscription && (req.method === 'POST' || req.method === 'DELETE')) {
+        // A marketplace subscription cancelled: at its period's end (an update), or now (a deletion).
+        if (req.method === 'POST') subscription.cancel_at_period_end = f.get('cancel_at_period_end') === 'true'
+        else subscription.status = 'canceled'
+        return json(200, subscription)
       }
       if (req.method === 'POST' && u.pathname === '/v1/checkout/sessions') {
         if (!st.customers.has(f.get('customer'))) return fail(400, 'No such customer')

@@ -36,3 +36,52 @@ export function price(cents: number, currency: string, interval: Interval): stri
   }
   return amount + intervalSuffix[interval]
 }
+
+/**
+ * How many decimals a currency's minor unit has (ISO 4217 as the browser
+ * knows it): EUR 2, JPY 0, KWD 3; 2 for a code it does not know.
+ */
+export function minorDigits(currency: string): number {
+  try {
+    return new Intl.NumberFormat('en', { style: 'currency', currency }).resolvedOptions().maximumFractionDigits ?? 2
+  } catch {
+    return 2
+  }
+}
+
+/**
+ * An amount typed in a currency's major units as integer minor units, read
+ * from its digits ("4.99" EUR → 499, "500" JPY → 500); null when it is not
+ * a non-negative amount with at most the currency's decimals.
+ */
+export function majorToMinor(text: string, currency: string): number | null {
+  const digits = minorDigits(currency)
+  const m = /^(\d{1,12})(?:[.,](\d*))?$/.exec(text.trim())
+  if (!m || (m[2] ?? '').length > digits) return null
+  return Number(m[1] + (m[2] ?? '').padEnd(digits, '0'))
+}
+
+/** Integer minor units as a decimal string in major units: 499 EUR → "4.99", -5 EUR → "-0.05", 500 JPY → "500". */
+export function minorToMajor(amount: number, currency: string): string {
+  const digits = minorDigits(currency)
+  const neg = amount < 0
+  const s = String(Math.abs(Math.trunc(amount))).padStart(digits + 1, '0')
+  const whole = digits ? `${s.slice(0, -digits)}.${s.slice(-digits)}` : s
+  return (neg ? '-' : '') + whole
+}
+
+/** "€4.99": an amount in minor units with its currency (its sign kept). */
+export function money(amount: number, currency: string): string {
+  const digits = minorDigits(currency)
+  try {
+    // amount / 10^digits is the double nearest the amount, exact once rounded to its digits.
+    return new Intl.NumberFormat('en', { style: 'currency', currency, minimumFractionDigits: digits, maximumFractionDigits: digits }).format(amount / 10 ** digits)
+  } catch {
+    return `${minorToMajor(amount, currency)} ${currency}`
+  }
+}
+
+/** A marketplace price: "€4.99 once", "€9.00 / month". */
+export function marketPrice(p: { amount_minor: number; currency: string; interval: 'once' | 'month' }): string {
+  return money(p.amount_minor, p.currency) + (p.interval === 'month' ? ' / month' : ' once')
+}

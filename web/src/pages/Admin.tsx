@@ -9,6 +9,7 @@ import { OverridesTab, PlansTab } from './AdminBilling'
 import { CustomersTab, QueuesTab, SeoTab } from './AdminInsights'
 import { TemplatesTab } from './AdminTemplates'
 import { MarketplaceReviewTab, Sources as MarketplaceSourcesTab } from './Marketplace'
+import { PayoutsTab } from './AdminPayouts'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 
 type Pending = Schemas['PendingUser']
@@ -28,6 +29,7 @@ const tabs = [
   { key: 'audit', label: 'Audit' },
   { key: 'marketplace-review', label: 'Marketplace review' },
   { key: 'marketplace-sources', label: 'Marketplace sources' },
+  { key: 'payouts', label: 'Payouts' },
 ] as const
 type TabKey = (typeof tabs)[number]['key']
 
@@ -85,6 +87,9 @@ export default function Admin() {
         </Tabs.Panel>
         <Tabs.Panel value="marketplace-sources" pt="md">
           <MarketplaceSourcesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="payouts" pt="md">
+          <PayoutsTab />
         </Tabs.Panel>
         <Tabs.Panel value="audit" pt="md">
           <AuditTab />

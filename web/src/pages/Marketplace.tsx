@@ -4,7 +4,9 @@
 // with the code diff and the capability diff, auto-update, ratings; a
 // bundle's workflows on the canvas and the needs its install binds; what
 // the workspace installed; publishing its scripts, node types, workflows
-// (as a bundle) and apps; its sources (its own, with grants, and Git).
+// (as a bundle) and apps, free or with a price; its sources (its own, with
+// grants, and Git); selling (MarketplaceCommerce: the person's seller side)
+// and the workspace's purchases.
 import { Alert, Anchor, Badge, Button, Card, Code, Group, Modal, MultiSelect, NativeSelect, Rating, Stack, Switch, Table, Tabs, Text, Textarea, TextInput, Title } from '@mantine/core'
 import { useState } from 'react'
 import { Link, useParams, useSearchParams } from 'react-router-dom'
@@ -12,6 +14,8 @@ import { del, get, patch, post, put, type Schemas } from '../api'
 import { useSession } from '../session'
 import { Confirm, ErrorNote, Loading, useAction, useLoad, when } from '../ui'
 import { BundleGraphCard, NeedBindings, needWhat, type Bindings, type Need } from './MarketplaceBundle'
+import { ItemCommerce, licenses, noPrice, PriceFields, priceOf, PurchasesTab, SellingTab, type PriceDraft } from './MarketplaceCommerce'
+import { marketPrice } from '../money'
 
 type Item = Schemas['MarketItem']
 type Install = Schemas['MarketInstall']
@@ -56,6 +60,12 @@ export default function Marketplace() {
             Publish
           </Tabs.Tab>
           <Tabs.Tab value="sources">Sources</Tabs.Tab>
+          <Tabs.Tab value="purchases" data-testid="tab-purchases">
+            Purchases
+          </Tabs.Tab>
+          <Tabs.Tab value="selling" data-testid="tab-selling">
+            Selling
+          </Tabs.Tab>
         </Tabs.List>
         <Tabs.Panel value="browse" pt="md">
           <Browse />
@@ -68,6 +78,12 @@ export default function Marketplace() {
         </Tabs.Panel>
         <Tabs.Panel value="sources" pt="md">
           <Sources />
+        </Tabs.Panel>
+        <Tabs.Panel value="purchases" pt="md">
+          <PurchasesTab />
+        </Tabs.Panel>
+        <Tabs.Panel value="selling" pt="md">
+          <SellingTab />
         </Tabs.Panel>
       </Tabs>
     </Stack>
@@ -118,6 +134,7 @@ function Browse() {
               <Table.Th>Item</Table.Th>
               <Table.Th>Kind</Table.Th>
               <Table.Th>Latest</Table.Th>
+              <Table.Th>Price</Table.Th>
               <Table.Th>Rating</Table.Th>
             </Table.Tr>
           </Table.Thead>
@@ -140,6 +157,7 @@ function Browse() {
                 </Table.Td>
                 <Table.Td>{it.kind}</Table.Td>
                 <Table.Td>{it.latest_version}</Table.Td>
+                <Table.Td data-testid="market-item-price">{it.paid && it.price ? marketPrice(it.price) : 'free'}</Table.Td>
                 <Table.Td>{it.rating_average ? `${it.rating_average.toFixed(1)} (${it.rating_count})` : '—'}</Table.Td>
               </Table.Tr>
             ))}
@@ -162,6 +180,9 @@ export function MarketItemPage() {
   const item = useLoad(() => get('/api/marketplace/items/{id}', { params: { path: { id } } }), [id, workspace?.id])
   const versions = useLoad(() => get('/api/marketplace/items/{id}/versions', { params: { path: { id } } }), [id, workspace?.id])
   const installs = useLoad(() => get('/api/marketplace/installs'), [workspace?.id])
+  const paid = !!item.data?.paid && !item.data.mine
+  // A paid item's license: the workspace's latest purchase of it that is not pending.
+  const subscription = useLoad(async () => (paid ? await get('/api/marketplace/items/{id}/subscription', { params: { path: { id } } }) : null), [id, workspace?.id, paid])
   const install = (installs.data ?? []).find((i) => i.item_id === id)
   const [preview, setPreview] = useState<Preview | null>(null)
   const [updating, setUpdating] = useState(false)
@@ -172,6 +193,8 @@ export function MarketItemPage() {
   const reload = () => Promise.all([installs.reload(), item.reload()])
   const versionNames = (versions.data ?? []).filter((v) => !v.withdrawn).map((v) => v.version)
   const installedNeeds = (versions.data ?? []).find((v) => v.version === install?.version)?.needs ?? []
+  const latestId = (versions.data ?? []).find((v) => v.version === latest)?.id ?? ''
+  const unlicensed = paid && !licenses(subscription.data)
   return (
     <Stack maw={1100}>
       <Anchor component={Link} to="/marketplace" size="sm">
@@ -206,6 +229,7 @@ export function MarketItemPage() {
         </Group>
       </Group>
       <Text>{it.summary}</Text>
+      <ItemCommerce item={it} versionId={latestId} subscription={subscription} onLicensed={reload} />
       <Card withBorder data-testid="market-install">
         {install ? (
           <Stack gap="xs">
@@ -236,9 +260,10 @@ export function MarketItemPage() {
             <RateIt itemId={id} />
           </Stack>
         ) : (
+          <Group>
           <Button
             w="fit-content"
-            disabled={!it.listed}
+            disabled={!it.listed || unlicensed || subscription.loading}
             loading={act.busy === 'preview'}
             onClick={() =>
               act.run('preview', async () => setPreview(await post('/api/marketplace/items/{id}/versions/{version}/install_preview', { params: { path: { id, version: latest } } })))
@@ -247,6 +272,12 @@ export function MarketItemPage() {
           >
             Install {latest}
           </Button>
+          {unlicensed && !subscription.loading && (
+            <Text size="sm" c="dimmed" data-testid="install-needs-license">
+              A paid item: buy a license to install it.
+            </Text>
+          )}
+          </Group>
         )}
         <ErrorNote error={act.error || installs.error} />
       </Card>
@@ -651,6 +682,7 @@ function Publish() {
   const [secrets, setSecrets] = useState('')
   const [resourceKinds, setResourceKinds] = useState('')
   const [labels, setLabels] = useState('')
+  const [price, setPrice] = useState<PriceDraft>(noPrice)
   const act = useAction()
   const [done, setDone] = useState<Schemas['Published'] | null>(null)
   const submit = (e: React.FormEvent) => {
@@ -658,7 +690,7 @@ function Publish() {
     act.run('publish', async () => {
       setDone(null)
       const capabilities = { outbound_hosts: words(hosts), secrets: words(secrets), resource_kinds: words(resourceKinds), runner_labels: words(labels) }
-      const common = { version: version.trim(), changelog, summary, capabilities, name: name.trim() || undefined, slug: slug.trim() || undefined, tags: words(tags) }
+      const common = { version: version.trim(), changelog, summary, capabilities, name: name.trim() || undefined, slug: slug.trim() || undefined, tags: words(tags), price: priceOf(price) }
       let out: Schemas['Published']
       switch (what) {
         case 'script':
@@ -746,6 +778,7 @@ function Publish() {
           <TextInput label="Resource kinds it reads" value={resourceKinds} onChange={(e) => setResourceKinds(e.currentTarget.value)} maxLength={2000} data-testid="publish-resource-kinds" />
           <TextInput label="Runner labels it needs" value={labels} onChange={(e) => setLabels(e.currentTarget.value)} maxLength={2000} data-testid="publish-runner-labels" />
         </Group>
+        <PriceFields value={price} onChange={setPrice} />
         <ErrorNote error={act.error || scripts.error || nodeTypes.error || workflows.error || apps.error} />
         <Button type="submit" w="fit-content" loading={act.busy === 'publish'} disabled={what === 'bundle' && flows.length === 0} data-testid="publish">
           Publish
@@ -757,6 +790,7 @@ function Publish() {
               {done.item.name}
             </Anchor>{' '}
             {done.version.version}
+            {done.item.paid && done.item.price ? <span data-testid="published-price"> at {marketPrice(done.item.price)}</span> : null}
             {needs.length > 0 && (
               <Text size="sm" mt={4} data-testid="published-needs">
                 Whoever installs it binds: {needs.map((n) => `${n.key} (${needWhat(n)})`).join(', ')}.
