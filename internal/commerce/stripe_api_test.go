@@ -4,14 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"slipway/internal/apitest"
-	"slipway/internal/billing/stripetest"
 	"slipway/internal/commerce"
 	"slipway/internal/fixture"
 	"slipway/internal/marketplace"
@@ -19,8 +20,35 @@ import (
 	"slipway/internal/platform/db/dbtest"
 )
 
-// TestMarketplaceStripePurchases, on both databases, with stripe-mock as
-// Stripe's API and signed webhook deliveries as its events: a checkout
+// stripeAPI is a local stand-in for the two Stripe calls a purchase makes
+// (a Checkout session, a subscription's cancellation), in Stripe's form
+// encoding and JSON; billing's contract test checks those calls' shapes
+// against stripe-mock. It records the calls.
+func stripeAPI(t *testing.T, calls *[]string) string {
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		mu.Lock()
+		*calls = append(*calls, r.Method+" "+r.URL.Path+" "+r.PostForm.Encode())
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == "POST" && r.URL.Path == "/v1/checkout/sessions" && r.PostForm.Get("metadata[slipway_purchase]") != "":
+			id := "cs_" + r.PostForm.Get("metadata[slipway_purchase]")
+			json.NewEncoder(w).Encode(map[string]any{"id": id, "object": "checkout.session", "url": "https://checkout.stripe.test/" + id})
+		case strings.HasPrefix(r.URL.Path, "/v1/subscriptions/"):
+			json.NewEncoder(w).Encode(map[string]any{"id": strings.TrimPrefix(r.URL.Path, "/v1/subscriptions/"), "object": "subscription"})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"error": {"type": "invalid_request_error", "message": "Unrecognized request URL"}}`))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestMarketplaceStripePurchases, on both databases, with a local stand-in
+// for Stripe's API and signed webhook deliveries as its events: a checkout
 // answers the provider's checkout address (the development completion is
 // refused); the paid session's event activates the purchase once (a
 // replay changes nothing; an unpaid session nothing either); a paid cycle
@@ -28,10 +56,10 @@ import (
 // cancellation goes to the provider; the subscription's end ends the
 // license.
 func TestMarketplaceStripePurchases(t *testing.T) {
-	mock := stripetest.Mock(t)
 	dbtest.Engines(t, func(t *testing.T, e db.Engine) {
 		const secret = "whsec_marketplace_test"
-		f := fixture.NewAPI(t, e, "STRIPE_WEBHOOK_SECRET", secret, "STRIPE_SECRET_KEY", "sk_test_marketplace", "STRIPE_API_BASE", mock)
+		var calls []string
+		f := fixture.NewAPI(t, e, "STRIPE_WEBHOOK_SECRET", secret, "STRIPE_SECRET_KEY", "sk_test_marketplace", "STRIPE_API_BASE", stripeAPI(t, &calls))
 		pub, buyer, admin := f.Owner, f.Outsider, f.Admin
 		seq := 0
 		deliver := func(typ string, object map[string]any) map[string]any {
@@ -67,6 +95,10 @@ func TestMarketplaceStripePurchases(t *testing.T) {
 		}
 		co := checkout(buyer)
 		purchase := co.Purchase.ID
+		if c := calls[0]; !strings.HasPrefix(c, "POST /v1/checkout/sessions ") || !strings.Contains(c, "mode=subscription") ||
+			!strings.Contains(c, "line_items%5B0%5D%5Bprice_data%5D%5Bunit_amount%5D=1999") || !strings.Contains(c, "metadata%5Bslipway_purchase%5D="+purchase) {
+			t.Fatalf("the checkout Stripe was asked for: %s", c)
+		}
 		fixture.WantError(t, buyer.Do("POST", "/api/marketplace/checkout/"+purchase+"/dev/complete", nil), http.StatusConflict, "conflict", "payment provider")
 
 		// An unpaid session changes nothing; the paid one activates, once.
@@ -128,6 +160,9 @@ func TestMarketplaceStripePurchases(t *testing.T) {
 		fixture.Want(t, r, http.StatusOK)
 		if r.Map(t)["cancel_at_period_end"] != true {
 			t.Fatalf("cancelled: %s", r.Body)
+		}
+		if last := calls[len(calls)-1]; last != "POST /v1/subscriptions/sub_"+purchase+" cancel_at_period_end=true" {
+			t.Fatalf("the cancellation did not go to Stripe first: %q", last)
 		}
 		sub := map[string]any{"id": "sub_" + purchase, "object": "subscription", "status": "canceled", "metadata": map[string]any{"slipway_purchase": purchase}}
 		if ack := deliver("customer.subscription.updated", sub); !strings.HasPrefix(ack["outcome"].(string), "ignored") {
