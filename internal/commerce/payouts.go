@@ -190,6 +190,10 @@ func (s *Service) Queue(ctx context.Context, limit, offset int) (*QueuePage, err
 	if err != nil {
 		return nil, err
 	}
+	accounts, err := allAccounts(ctx, s.DB.R)
+	if err != nil {
+		return nil, err
+	}
 	all := []QueueEntry{}
 	for k, v := range av {
 		seller, currency, _ := strings.Cut(k, "\x00")
@@ -199,8 +203,8 @@ func (s *Service) Queue(ctx context.Context, limit, offset int) (*QueuePage, err
 		}
 		e := QueueEntry{SellerID: seller, DisplayName: p.DisplayName, SellerStatus: p.Status, Currency: currency, BalanceMinor: v[0], ReservedMinor: v[1],
 			AvailableMinor: v[2]}
-		if e.Accounts, err = accountsOf(ctx, s.DB.R, seller); err != nil {
-			return nil, err
+		if e.Accounts = accounts[seller]; e.Accounts == nil {
+			e.Accounts = []PayoutAccount{}
 		}
 		switch {
 		case len(e.Accounts) == 0:

@@ -74,6 +74,27 @@ func profiles(ctx context.Context, q db.Queryer) (map[string]*SellerProfile, err
 	return out, rows.Err()
 }
 
+// allAccounts are every seller's payout accounts (IBANs masked), by
+// seller, read in one query for the payout queue.
+func allAccounts(ctx context.Context, q db.Queryer) (map[string][]PayoutAccount, error) {
+	rows, err := q.QueryContext(ctx, `SELECT seller_id, id, holder_name, iban_last4, country, bic, created_at FROM seller_payout_accounts
+		ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("commerce: payout accounts: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]PayoutAccount{}
+	for rows.Next() {
+		var seller string
+		var a PayoutAccount
+		if err := rows.Scan(&seller, &a.ID, &a.HolderName, &a.IBAN, &a.Country, &a.BIC, db.UTC(&a.CreatedAt)); err != nil {
+			return nil, fmt.Errorf("commerce: payout accounts: %w", err)
+		}
+		out[seller] = append(out[seller], a)
+	}
+	return out, rows.Err()
+}
+
 func profileByID(ctx context.Context, q db.Queryer, id string) (*SellerProfile, error) {
 	var p SellerProfile
 	err := q.QueryRowContext(ctx, "SELECT "+profileColumns+" FROM seller_profiles WHERE id = $1", id).
